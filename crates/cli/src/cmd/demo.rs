@@ -1,0 +1,6 @@
+#[derive(clap::Args)]
+pub struct Args {}
+
+pub fn run(_a: Args) -> anyhow::Result<()> {
+    anyhow::bail!("not implemented yet")
+}

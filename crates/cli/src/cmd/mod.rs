@@ -1,0 +1,3 @@
+pub mod convert;
+pub mod demo;
+pub mod sim;

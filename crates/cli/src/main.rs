@@ -1,0 +1,43 @@
+//! `mmulab`: a thin front end over the mmulab libraries. Each subcommand lives in
+//! `cmd/NAME.rs` with its clap `Args` and a `run` function.
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// mmulab: a laboratory for superpages — probe real TLBs, simulate translation, reproduce
+/// experiments.
+#[derive(Parser)]
+#[command(name = "mmulab", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run built-in workloads under 4 KiB and 2 MiB pages on the default machine and
+    /// compare them (the main job).
+    Demo(cmd::demo::Args),
+    /// Simulate a trace or workload on a machine config.
+    Sim(cmd::sim::Args),
+    /// Convert a trace between formats.
+    Convert(cmd::convert::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo(a) => cmd::demo::run(a),
+        Command::Sim(a) => cmd::sim::run(a),
+        Command::Convert(a) => cmd::convert::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mmulab: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,42 @@
+use std::path::PathBuf;
+
+/// A trace could not be read. Names the input, the byte offset (or line) where reading
+/// failed, and how many references were delivered before the damage.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// The input is malformed or truncated at `offset`.
+    #[error("{}: {what} at byte offset {offset}{}; {refs_before} references were read before it", path.display(), line.map(|l| format!(" (line {l})")).unwrap_or_default())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// Byte offset in the (decompressed) stream where the problem was found.
+        offset: u64,
+        /// Line number for text formats.
+        line: Option<u64>,
+        /// What is wrong and, where useful, what to do.
+        what: String,
+        /// References successfully delivered before the damage.
+        refs_before: u64,
+    },
+    /// The input could not be opened or read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A workload spec or format option is invalid.
+    #[error("{0}")]
+    Spec(String),
+}
+
+impl TraceError {
+    /// References delivered before the error, when known.
+    pub fn refs_before(&self) -> Option<u64> {
+        match self {
+            TraceError::Corrupt { refs_before, .. } => Some(*refs_before),
+            _ => None,
+        }
+    }
+}

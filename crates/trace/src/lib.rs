@@ -1,0 +1,50 @@
+//! Memory-reference traces: the [`MemRef`] stream that every mmulab model consumes, the
+//! readers and writers of trace formats, and synthetic workload generators.
+//!
+//! Contract: a [`TraceSource`] hands out references in batches and never holds a whole
+//! trace in memory, so a 100 M-reference trace costs the same memory as a 1 K one.
+//! A damaged input yields a [`TraceError`] that names the file and byte offset and says
+//! how many references were read before the damage; nothing is silently dropped.
+//!
+//! Adding a format: write `format/NAME.rs` with a reader implementing [`TraceSource`]
+//! (and a writer if it makes sense), add a variant to [`Format`] in `open.rs` with its
+//! detection rule, and a golden test on a tiny file in `tests/data/`.
+#![deny(missing_docs)]
+
+mod error;
+pub mod format;
+mod memref;
+mod open;
+pub mod units;
+pub mod workload;
+
+pub use error::TraceError;
+pub use memref::{AccessKind, MemRef};
+pub use open::{open_trace, Format};
+
+/// A stream of memory references, read in batches.
+pub trait TraceSource {
+    /// Appends up to `max` references to `buf` and returns how many were appended.
+    /// Returns `Ok(0)` only at the end of the trace.
+    fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError>;
+
+    /// A short human-readable description (file name or workload spec).
+    fn describe(&self) -> String;
+
+    /// Progress as (done, total) in some unit (bytes of input, or references), when known.
+    fn progress(&self) -> Option<(u64, u64)> {
+        None
+    }
+}
+
+impl<T: TraceSource + ?Sized> TraceSource for Box<T> {
+    fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
+        (**self).next_batch(buf, max)
+    }
+    fn describe(&self) -> String {
+        (**self).describe()
+    }
+    fn progress(&self) -> Option<(u64, u64)> {
+        (**self).progress()
+    }
+}

@@ -1,0 +1,196 @@
+//! Synthetic workloads, written as specs `NAME:key=value,key=value`.
+//!
+//! | spec | what it generates |
+//! |---|---|
+//! | `gups:table=1GiB[,updates=N][,refs=N]` | HPCC RandomAccess: each update loads and stores one 8-byte word of the table, indexed by the 64-bit LFSR (POLY 0x7). Default updates = 4 × table words, as HPCC. |
+//! | `chase:pages=N,refs=M` | a dependent pointer chase over N pages in one random cycle, one 64-byte line per page (the line rotates with the page's position so lines do not share a cache set). |
+//! | `stride:pages=N,offset=16,refs=M` | the tlb_test pattern: load `base + i*4096 + i*offset`, `i` wrapping at N. |
+//! | `seq:size=1GiB,refs=M[,stride=64]` | sequential loads every `stride` bytes, wrapping at `size`. |
+//!
+//! Every workload also takes `seed=` (default 0; gups uses HPCC_starts(seed)), `base=`
+//! (virtual base address, hex or decimal, aligned to 1 GiB by default) and, where it is
+//! not listed, `refs=` (default: one pass, or 4 × table words for gups).
+//! Sizes take binary suffixes (`4K` = 4096); counts take decimal suffixes (`100M` = 10^8).
+//!
+//! Adding a workload: a file here with a struct implementing `TraceSource`, a row in
+//! [`parse`], and a line in the table above and in docs/workloads.md.
+
+mod chase;
+mod gups;
+mod seq;
+mod stride;
+
+pub use chase::Chase;
+pub use gups::{hpcc_starts, Gups};
+pub use seq::Seq;
+pub use stride::Stride;
+
+use crate::units::{parse_count, parse_size};
+use crate::{TraceError, TraceSource};
+use std::collections::BTreeMap;
+
+/// The workload names [`parse`] accepts.
+pub const NAMES: [&str; 4] = ["gups", "chase", "stride", "seq"];
+
+/// Parses a workload spec and returns its reference stream.
+pub fn parse(spec: &str) -> Result<Box<dyn TraceSource + Send>, TraceError> {
+    let mut args = Args::parse(spec)?;
+    let src: Box<dyn TraceSource + Send> = match args.name.as_str() {
+        "gups" => Box::new(Gups::from_args(&mut args)?),
+        "chase" => Box::new(Chase::from_args(&mut args)?),
+        "stride" => Box::new(Stride::from_args(&mut args)?),
+        "seq" => Box::new(Seq::from_args(&mut args)?),
+        other => {
+            return Err(TraceError::Spec(format!(
+                "unknown workload '{other}' in '{spec}'; known: {}",
+                NAMES.join(", ")
+            )))
+        }
+    };
+    args.finish()?;
+    Ok(src)
+}
+
+/// Key-value arguments of a spec; each key must be consumed or [`Args::finish`] fails.
+pub(crate) struct Args {
+    spec: String,
+    name: String,
+    kv: BTreeMap<String, String>,
+}
+
+impl Args {
+    fn parse(spec: &str) -> Result<Args, TraceError> {
+        let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
+        let mut kv = BTreeMap::new();
+        for part in rest.split(',').filter(|p| !p.trim().is_empty()) {
+            let (k, v) = part.split_once('=').ok_or_else(|| {
+                TraceError::Spec(format!("workload '{spec}': '{part}' is not key=value"))
+            })?;
+            if kv.insert(k.trim().to_string(), v.trim().to_string()).is_some() {
+                return Err(TraceError::Spec(format!("workload '{spec}': key '{k}' given twice")));
+            }
+        }
+        Ok(Args { spec: spec.to_string(), name: name.trim().to_string(), kv })
+    }
+
+    fn err(&self, msg: String) -> TraceError {
+        TraceError::Spec(format!("workload '{}': {msg}", self.spec))
+    }
+
+    pub(crate) fn size(&mut self, key: &str, default: Option<u64>) -> Result<u64, TraceError> {
+        match self.kv.remove(key) {
+            Some(v) => parse_size(&v).map_err(|e| self.err(format!("{key}: {e}"))),
+            None => default.ok_or_else(|| self.err(format!("missing required key '{key}'"))),
+        }
+    }
+
+    pub(crate) fn count(&mut self, key: &str, default: Option<u64>) -> Result<u64, TraceError> {
+        match self.kv.remove(key) {
+            Some(v) => parse_count(&v).map_err(|e| self.err(format!("{key}: {e}"))),
+            None => default.ok_or_else(|| self.err(format!("missing required key '{key}'"))),
+        }
+    }
+
+    pub(crate) fn addr(&mut self, key: &str, default: u64) -> Result<u64, TraceError> {
+        match self.kv.remove(key) {
+            Some(v) => {
+                let parsed = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+                    Some(h) => u64::from_str_radix(h, 16),
+                    None => v.parse(),
+                };
+                parsed.map_err(|_| self.err(format!("{key}: '{v}' is not an address")))
+            }
+            None => Ok(default),
+        }
+    }
+
+    pub(crate) fn positive(&self, key: &str, v: u64) -> Result<u64, TraceError> {
+        if v == 0 {
+            Err(self.err(format!("'{key}' must be greater than 0")))
+        } else {
+            Ok(v)
+        }
+    }
+
+    fn finish(self) -> Result<(), TraceError> {
+        match self.kv.keys().next() {
+            Some(k) => Err(self.err(format!("unknown key '{k}' for workload '{}'", self.name))),
+            None => Ok(()),
+        }
+    }
+
+    pub(crate) fn spec(&self) -> &str {
+        &self.spec
+    }
+}
+
+/// SplitMix64: a tiny seeded generator. Written here rather than taken from a crate
+/// because mmulab promises the same numbers for the same seed across releases, which a
+/// library whose stream may change between versions does not promise.
+#[derive(Clone, Debug)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A generator starting from `seed`.
+    pub fn new(seed: u64) -> SplitMix64 {
+        SplitMix64(seed)
+    }
+    /// The next 64 random bits.
+    #[inline]
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// A value uniformly distributed in `0..n` (n > 0), by Lemire's multiply-shift.
+    #[inline]
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+}
+
+/// Emits references `start..end` of a counted stream into `buf` through `f`.
+#[inline]
+pub(crate) fn emit(
+    done: &mut u64,
+    total: u64,
+    buf: &mut Vec<crate::MemRef>,
+    max: usize,
+    mut f: impl FnMut(u64) -> crate::MemRef,
+) -> usize {
+    let n = (total - *done).min(max as u64);
+    buf.reserve(n as usize);
+    for i in 0..n {
+        buf.push(f(*done + i));
+    }
+    *done += n;
+    n as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_key_and_name_are_errors() {
+        let e = parse("gups:table=1M,colour=red").err().unwrap().to_string();
+        assert!(e.contains("colour"), "{e}");
+        let e = parse("gupz:table=1M").err().unwrap().to_string();
+        assert!(e.contains("gupz") && e.contains("known"), "{e}");
+        let e = parse("chase:refs=10").err().unwrap().to_string();
+        assert!(e.contains("pages"), "{e}");
+    }
+
+    #[test]
+    fn splitmix_is_deterministic_and_bounded() {
+        let mut a = SplitMix64::new(7);
+        let mut b = SplitMix64::new(7);
+        for _ in 0..1000 {
+            let x = a.below(10);
+            assert_eq!(x, b.below(10));
+            assert!(x < 10);
+        }
+    }
+}

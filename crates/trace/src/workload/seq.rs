@@ -1,0 +1,41 @@
+use super::{emit, Args};
+use crate::{AccessKind, MemRef, TraceError, TraceSource};
+
+/// Sequential loads every `stride` bytes over `size` bytes, wrapping around.
+pub struct Seq {
+    spec: String,
+    base: u64,
+    slots: u64,
+    stride: u64,
+    done: u64,
+    total: u64,
+}
+
+impl Seq {
+    pub(crate) fn from_args(a: &mut Args) -> Result<Seq, TraceError> {
+        let size = a.size("size", None)?;
+        let stride = a.size("stride", Some(64))?;
+        a.positive("stride", stride)?;
+        let slots = size / stride;
+        a.positive("size / stride", slots)?;
+        let refs = a.count("refs", Some(slots))?;
+        let base = a.addr("base", 0x4000_0000_0000)?;
+        a.positive("refs", refs)?;
+        Ok(Seq { spec: a.spec().to_string(), base, slots, stride, done: 0, total: refs })
+    }
+}
+
+impl TraceSource for Seq {
+    fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
+        let (base, slots, stride) = (self.base, self.slots, self.stride);
+        Ok(emit(&mut self.done, self.total, buf, max, |k| {
+            MemRef::new(base + (k % slots) * stride, AccessKind::Load, 8)
+        }))
+    }
+    fn describe(&self) -> String {
+        self.spec.clone()
+    }
+    fn progress(&self) -> Option<(u64, u64)> {
+        Some((self.done, self.total))
+    }
+}

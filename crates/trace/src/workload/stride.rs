@@ -1,0 +1,41 @@
+use super::{emit, Args};
+use crate::{AccessKind, MemRef, TraceError, TraceSource};
+
+/// The tlb_test data pattern: independent loads of `base + i*4096 + i*offset`, `i`
+/// wrapping at `pages`.
+pub struct Stride {
+    spec: String,
+    base: u64,
+    pages: u64,
+    offset: u64,
+    done: u64,
+    total: u64,
+}
+
+impl Stride {
+    pub(crate) fn from_args(a: &mut Args) -> Result<Stride, TraceError> {
+        let pages = a.count("pages", None)?;
+        a.positive("pages", pages)?;
+        let offset = a.size("offset", Some(16))?;
+        let refs = a.count("refs", Some(pages))?;
+        let base = a.addr("base", 0x5000_0000_0000)?;
+        a.positive("refs", refs)?;
+        Ok(Stride { spec: a.spec().to_string(), base, pages, offset, done: 0, total: refs })
+    }
+}
+
+impl TraceSource for Stride {
+    fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
+        let (base, pages, offset) = (self.base, self.pages, self.offset);
+        Ok(emit(&mut self.done, self.total, buf, max, |k| {
+            let i = k % pages;
+            MemRef::new(base + i * 4096 + i * offset, AccessKind::Load, 4)
+        }))
+    }
+    fn describe(&self) -> String {
+        self.spec.clone()
+    }
+    fn progress(&self) -> Option<(u64, u64)> {
+        Some((self.done, self.total))
+    }
+}
