@@ -14,13 +14,15 @@
 mod error;
 pub mod format;
 mod memref;
+pub mod meta;
 mod open;
 pub mod units;
 pub mod workload;
 
 pub use error::TraceError;
 pub use memref::{AccessKind, MemRef};
-pub use open::{open_trace, Format};
+pub use meta::{TraceMeta, Vma};
+pub use open::{open_trace, open_trace_with, CoreMap, Format, Interleave, TraceOptions};
 
 /// A stream of memory references, read in batches.
 pub trait TraceSource {
@@ -35,6 +37,12 @@ pub trait TraceSource {
     fn progress(&self) -> Option<(u64, u64)> {
         None
     }
+
+    /// What the trace has said about itself so far (markers, threads, metadata sections
+    /// such as captured VMAs). `None` for sources that carry no metadata.
+    fn meta(&self) -> Option<TraceMeta> {
+        None
+    }
 }
 
 impl<T: TraceSource + ?Sized> TraceSource for Box<T> {
@@ -46,5 +54,8 @@ impl<T: TraceSource + ?Sized> TraceSource for Box<T> {
     }
     fn progress(&self) -> Option<(u64, u64)> {
         (**self).progress()
+    }
+    fn meta(&self) -> Option<TraceMeta> {
+        (**self).meta()
     }
 }

@@ -1,83 +1,205 @@
-//! Opening a trace file: format from the `--format` flag, else detected from the file's
-//! content and extension.
+//! Opening a trace file: format from the `--format` flag, else detected — from magic bytes
+//! first (after looking through gzip / xz / zstd), then from the file name, then by sniffing
+//! text. A directory is a drmemtrace per-thread trace directory.
 
+use crate::format::champsim::{self, ChampSimReader, Variant};
+use crate::format::drmemtrace::{self, DrDirReader, DrOptions, DrReader};
+use crate::format::input::{open_input, sniff, Container, WithProgress};
+use crate::format::mlt::{self, MltReader};
 use crate::format::{din::DinReader, lackey::LackeyReader, LineReader};
 use crate::{TraceError, TraceSource};
-use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 /// The trace formats mmulab reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
-    /// Dinero `din` text.
+    /// Dinero `din` text (plain, .gz, .xz or .zst).
     Din,
-    /// Valgrind Lackey text.
+    /// Valgrind Lackey text (plain, .gz, .xz or .zst).
     Lackey,
+    /// mmulab's own compact binary format (`.mlt`).
+    Mlt,
+    /// DynamoRIO drmemtrace offline trace: `.trace.zip`, `.trace.gz`, raw, or a directory
+    /// of per-thread files.
+    DrMemtrace,
+    /// ChampSim `input_instr` records (64 bytes), usually `.xz` / `.gz`.
+    ChampSim,
+    /// ChampSim `cloudsuite_instr` records (96 bytes, with ASIDs).
+    CloudSuite,
+}
+
+/// How drmemtrace threads map to cores (see `format::drmemtrace`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CoreMap {
+    /// The CPU of the thread's latest CPU_ID marker, renumbered densely.
+    #[default]
+    Cpu,
+    /// One core per thread, numbered in order of first appearance.
+    Thread,
+}
+
+/// How the per-thread files of a drmemtrace directory are interleaved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Interleave {
+    /// As traced: by the threads' TIMESTAMP markers.
+    #[default]
+    Timestamp,
+    /// Each thread in turn delivers this many references.
+    RoundRobin(u64),
+}
+
+/// Options for [`open_trace_with`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TraceOptions {
+    /// The format; `None` detects it.
+    pub format: Option<Format>,
+    /// drmemtrace: deliver prefetch records as loads (default: ignore them).
+    pub prefetches: bool,
+    /// drmemtrace: thread-to-core rule.
+    pub cores: CoreMap,
+    /// drmemtrace directories: interleaving rule.
+    pub interleave: Interleave,
 }
 
 impl Format {
     /// Every format's name, as `--format` takes it.
-    pub const NAMES: &'static [&'static str] = &["din", "lackey", "auto"];
+    pub const NAMES: &'static [&'static str] = &["din", "lackey", "mlt", "drmemtrace", "champsim", "cloudsuite", "auto"];
+
+    /// The `--format` name of this format.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Din => "din",
+            Format::Lackey => "lackey",
+            Format::Mlt => "mlt",
+            Format::DrMemtrace => "drmemtrace",
+            Format::ChampSim => "champsim",
+            Format::CloudSuite => "cloudsuite",
+        }
+    }
 
     /// Parses a `--format` value; `auto` (or `None`) means detect.
     pub fn parse(name: &str) -> Result<Option<Format>, TraceError> {
         match name {
             "din" => Ok(Some(Format::Din)),
             "lackey" => Ok(Some(Format::Lackey)),
+            "mlt" => Ok(Some(Format::Mlt)),
+            "drmemtrace" => Ok(Some(Format::DrMemtrace)),
+            "champsim" => Ok(Some(Format::ChampSim)),
+            "cloudsuite" => Ok(Some(Format::CloudSuite)),
             "auto" => Ok(None),
-            _ => Err(TraceError::Spec(format!(
-                "unknown trace format '{name}'; known: {}",
-                Format::NAMES.join(", ")
-            ))),
+            _ => Err(TraceError::Spec(format!("unknown trace format '{name}'; known: {}", Format::NAMES.join(", ")))),
         }
     }
 
-    /// Detects the format from the first bytes of the file and its name.
+    /// Detects the format of `path` (a file or a drmemtrace directory) by reading its
+    /// first bytes.
+    pub fn detect_path(path: &Path) -> Result<Format, TraceError> {
+        if path.is_dir() {
+            return Ok(Format::DrMemtrace);
+        }
+        let (container, head) = sniff(path, 1 << 14)?;
+        if container == Container::Zip {
+            return Ok(Format::DrMemtrace);
+        }
+        Format::detect(path, &head)
+    }
+
+    /// Detects the format from the first decompressed bytes of the file (`head`) and its
+    /// name: magic bytes first, then the extension, then text sniffing.
     pub fn detect(path: &Path, head: &[u8]) -> Result<Format, TraceError> {
+        if head.starts_with(&mlt::MAGIC) {
+            return Ok(Format::Mlt);
+        }
+        if drmemtrace::looks_like(head) {
+            return Ok(Format::DrMemtrace);
+        }
         let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
-        if name.ends_with(".din") {
+        let base = [".gz", ".xz", ".zst"].iter().fold(name.as_str(), |n, s| n.strip_suffix(s).unwrap_or(n));
+        if base.ends_with(".mlt") {
+            return Ok(Format::Mlt);
+        }
+        if base.ends_with(".din") {
             return Ok(Format::Din);
         }
-        if name.contains("lackey") {
+        if base.contains("lackey") {
             return Ok(Format::Lackey);
         }
-        let text = String::from_utf8_lossy(head);
-        for line in text.lines().take(64) {
-            if line.starts_with("==") || line.starts_with("I  ") || line.starts_with(" L ") {
-                return Ok(Format::Lackey);
-            }
-            let mut it = line.split_whitespace();
-            if let (Some(l), Some(_)) = (it.next(), it.next()) {
-                if matches!(l, "0" | "1" | "2" | "3" | "4") {
-                    return Ok(Format::Din);
+        if base.contains("cloudsuite") {
+            return Ok(Format::CloudSuite);
+        }
+        if base.contains("champsim") {
+            return Ok(Format::ChampSim);
+        }
+        if base.ends_with(".trace") || base.ends_with(".trace.zip") {
+            return Ok(Format::DrMemtrace);
+        }
+        let sample = &head[..head.len().min(4096)];
+        let texty = !sample.is_empty() && sample.iter().all(|&b| b == b'\n' || b == b'\r' || b == b'\t' || (32..127).contains(&b));
+        if texty {
+            let text = String::from_utf8_lossy(sample);
+            for line in text.lines().take(64) {
+                if line.starts_with("==") || line.starts_with("I  ") || line.starts_with(" L ") || line.starts_with(" S ") {
+                    return Ok(Format::Lackey);
+                }
+                let mut it = line.split_whitespace();
+                if let (Some(l), Some(_)) = (it.next(), it.next()) {
+                    if matches!(l, "0" | "1" | "2" | "3" | "4") {
+                        return Ok(Format::Din);
+                    }
                 }
             }
+        } else if let Some(v) = champsim::guess_variant(sample) {
+            return Ok(match v {
+                Variant::Standard => Format::ChampSim,
+                Variant::Cloudsuite => Format::CloudSuite,
+            });
         }
         Err(TraceError::Spec(format!(
-            "{}: cannot tell the trace format from its name or first bytes; pass --format ({})",
+            "{}: cannot tell the trace format from its first bytes or name; pass --format ({})",
             path.display(),
             Format::NAMES.join("|")
         )))
     }
 }
 
-/// Opens `path` as a streaming trace. `format = None` detects the format.
+/// Opens `path` as a streaming trace with default options. `format = None` detects it.
 pub fn open_trace(path: &Path, format: Option<Format>) -> Result<Box<dyn TraceSource + Send>, TraceError> {
-    let io = |source| TraceError::Io { path: path.to_path_buf(), source };
-    let file = File::open(path).map_err(io)?;
-    let total = file.metadata().ok().map(|m| m.len());
-    let mut reader = BufReader::with_capacity(1 << 16, file);
-    let format = match format {
+    open_trace_with(path, &TraceOptions { format, ..TraceOptions::default() })
+}
+
+/// Opens `path` (a file, or a drmemtrace directory) as a streaming trace.
+pub fn open_trace_with(path: &Path, opts: &TraceOptions) -> Result<Box<dyn TraceSource + Send>, TraceError> {
+    let format = match opts.format {
         Some(f) => f,
-        None => {
-            let head = reader.fill_buf().map_err(io)?.to_vec();
-            Format::detect(path, &head)?
-        }
+        None => Format::detect_path(path)?,
     };
-    let lines = LineReader::new(reader, path, total);
-    Ok(match format {
-        Format::Din => Box::new(DinReader::new(lines)),
-        Format::Lackey => Box::new(LackeyReader::new(lines)),
-    })
+    let dr = DrOptions { prefetches: opts.prefetches, cores: opts.cores };
+    if path.is_dir() {
+        if format != Format::DrMemtrace {
+            return Err(TraceError::Spec(format!("{}: a directory can only be a drmemtrace trace directory", path.display())));
+        }
+        return Ok(Box::new(DrDirReader::open(path, dr, opts.interleave)?));
+    }
+    if format == Format::DrMemtrace {
+        return Ok(Box::new(DrReader::open(path, dr)?));
+    }
+    let input = open_input(path)?;
+    if input.container == Container::Zip {
+        return Err(TraceError::Spec(format!(
+            "{}: a zip archive holds a drmemtrace trace, not {} (use --format drmemtrace or auto)",
+            path.display(),
+            format.name()
+        )));
+    }
+    let progress = input.progress.clone();
+    let reader = input.reader;
+    let src: Box<dyn TraceSource + Send> = match format {
+        Format::Din => Box::new(WithProgress { inner: DinReader::new(LineReader::new(reader, path, None)), progress }),
+        Format::Lackey => Box::new(WithProgress { inner: LackeyReader::new(LineReader::new(reader, path, None)), progress }),
+        Format::Mlt => Box::new(WithProgress { inner: MltReader::new(reader, path, None)?, progress }),
+        Format::ChampSim => Box::new(WithProgress { inner: ChampSimReader::new(Box::new(reader), path, Variant::Standard), progress }),
+        Format::CloudSuite => Box::new(WithProgress { inner: ChampSimReader::new(Box::new(reader), path, Variant::Cloudsuite), progress }),
+        Format::DrMemtrace => unreachable!("handled above"),
+    };
+    Ok(src)
 }

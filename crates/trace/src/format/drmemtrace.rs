@@ -1,0 +1,463 @@
+//! DynamoRIO drmemtrace offline traces (the format of `drcachesim -offline` after
+//! raw2trace, of Google's published workload traces and of DynamoRIO's TLB simulator).
+//!
+//! A trace is an array of packed little-endian 12-byte records `{u16 type; u16 size;
+//! u64 addr}`, stored raw, gzip-compressed (`.trace.gz`) or split over the members
+//! `chunk.0000`, `chunk.0001`, … of a zip archive (`.trace.zip`, read in name order). A
+//! directory holds one such file per thread; [`DrDirReader`] interleaves them.
+//!
+//! Which records become references (contract, tested against an independent count):
+//!
+//! | type | record | becomes |
+//! |---|---|---|
+//! | 0 | READ | load (`size` bytes at `addr`) |
+//! | 1 | WRITE | store |
+//! | 2–9, 32–46 | prefetches | ignored, or loads with [`DrOptions::prefetches`] |
+//! | 10–16, 48, 49 | INSTR and branch kinds | instruction fetch (`size` = instruction length) |
+//! | 31 | INSTR_SYSENTER | instruction fetch (DynamoRIO's `type_is_instr` counts it as one) |
+//! | 29 | INSTR_NO_FETCH | nothing (the instruction was not fetched) |
+//! | 47 | ENCODING | nothing (instruction bytes) |
+//! | 22, 23, 24, 25, 26 | THREAD, THREAD_EXIT, PID, HEADER, FOOTER | nothing; set the thread / process |
+//! | 28 | MARKER (subtype in `size`, value in `addr`) | nothing; page size, cache-line size, version, file type, chunk size are recorded in [`TraceMeta`]; TIMESTAMP orders threads; CPU_ID sets the core |
+//! | 17–21, 27, 30 | bundle, flushes, hardware prefetch, maybe-fetch | nothing (counted) |
+//! | ≥ 50 | — | an error: unknown record type |
+//!
+//! Cores: with [`CoreMap::Cpu`] (default) a reference's core is the CPU named by its
+//! thread's latest CPU_ID marker, renumbered densely in order of first appearance (CPU 17
+//! seen first → core 0), so a trace of 4 CPUs uses cores 0–3 whatever their ids;
+//! references before a thread's first CPU_ID marker use core 0. With [`CoreMap::Thread`]
+//! each thread (THREAD record) is its own core, numbered in order of first appearance.
+//! Address spaces: each process id (PID record) gets an asid, numbered from 0 in order of
+//! first appearance.
+
+use super::input::{open_input, Container, Progress};
+use super::zipchunks::ZipChunks;
+use crate::meta::{marker, TraceMeta};
+use crate::{AccessKind, CoreMap, Interleave, MemRef, TraceError, TraceSource};
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Bytes per record.
+pub const RECORD: usize = 12;
+const TYPE_MARKER: u16 = 28;
+const MARKER_TIMESTAMP: u16 = 2;
+const MARKER_CPU_ID: u16 = 3;
+
+/// Reading options.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DrOptions {
+    /// Deliver prefetch records (types 2–9, 32–46) as loads instead of ignoring them.
+    pub prefetches: bool,
+    /// How threads map to cores.
+    pub cores: CoreMap,
+}
+
+/// Ids renumbered densely, shared by all threads of a directory.
+#[derive(Default)]
+struct Ids {
+    cpus: HashMap<u64, u16>,
+    tids: HashMap<u64, u16>,
+    pids: HashMap<u64, u16>,
+}
+
+fn dense(map: &mut HashMap<u64, u16>, id: u64) -> u16 {
+    let n = map.len();
+    *map.entry(id).or_insert(n.min(u16::MAX as usize) as u16)
+}
+
+/// Why [`Thread::fill`] stopped.
+enum Stop {
+    /// `max` references were delivered.
+    Full,
+    /// A TIMESTAMP marker was read (when asked to stop at them): the thread's next segment
+    /// starts at this time.
+    Timestamp(u64),
+    /// The thread's records ended.
+    End,
+}
+
+/// The decoder of one thread's record stream.
+struct Thread {
+    src: Box<dyn Read + Send>,
+    path: PathBuf,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// Byte offset (in the decompressed record stream) of `buf[start]`.
+    offset: u64,
+    eof: bool,
+    core: u16,
+    asid: u16,
+}
+
+impl Thread {
+    fn new(src: Box<dyn Read + Send>, path: &Path) -> Thread {
+        Thread {
+            src,
+            path: path.to_path_buf(),
+            buf: vec![0u8; RECORD * 8192],
+            start: 0,
+            end: 0,
+            offset: 0,
+            eof: false,
+            core: 0,
+            asid: 0,
+        }
+    }
+
+    fn corrupt(&self, offset: u64, what: String, refs_before: u64) -> TraceError {
+        TraceError::Corrupt { path: self.path.clone(), offset, line: None, what, refs_before }
+    }
+
+    /// Refills the buffer; false at the end of the stream.
+    fn refill(&mut self, refs_before: u64) -> Result<bool, TraceError> {
+        let left = self.end - self.start;
+        self.buf.copy_within(self.start..self.end, 0);
+        self.start = 0;
+        self.end = left;
+        while !self.eof && self.end < RECORD {
+            match self.src.read(&mut self.buf[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let at = self.offset + self.end as u64;
+                    return Err(self.corrupt(at, e.to_string(), refs_before));
+                }
+            }
+        }
+        if self.end >= RECORD {
+            return Ok(true);
+        }
+        if self.end > 0 {
+            let what = format!(
+                "the trace ends inside a record: {} trailing bytes (records are {RECORD} bytes; truncated, or not a drmemtrace file)",
+                self.end
+            );
+            return Err(self.corrupt(self.offset, what, refs_before));
+        }
+        Ok(false)
+    }
+
+    /// Decodes records into `out` until `max` references were added, the stream ends, or
+    /// (if `stop_at_ts`) a TIMESTAMP marker is read. `delivered` counts references handed
+    /// out before this call (for errors).
+    fn fill(
+        &mut self,
+        out: &mut Vec<MemRef>,
+        max: usize,
+        stop_at_ts: bool,
+        opts: &DrOptions,
+        ids: &mut Ids,
+        meta: &mut TraceMeta,
+        delivered: u64,
+    ) -> Result<Stop, TraceError> {
+        let first = out.len();
+        loop {
+            if out.len() - first >= max {
+                return Ok(Stop::Full);
+            }
+            if self.end - self.start < RECORD && !self.refill(delivered + (out.len() - first) as u64)? {
+                return Ok(Stop::End);
+            }
+            let rec: &[u8; RECORD] = self.buf[self.start..self.start + RECORD].try_into().expect("12 bytes");
+            let ty = u16::from_le_bytes([rec[0], rec[1]]);
+            let size = u16::from_le_bytes([rec[2], rec[3]]);
+            let addr = u64::from_le_bytes(rec[4..12].try_into().expect("8 bytes"));
+            let at = self.offset;
+            self.start += RECORD;
+            self.offset += RECORD as u64;
+            let kind = match ty {
+                0 => AccessKind::Load,
+                1 => AccessKind::Store,
+                10..=16 | 31 | 48 | 49 => AccessKind::IFetch,
+                2..=9 | 32..=46 => {
+                    if !opts.prefetches {
+                        meta.count("prefetch");
+                        continue;
+                    }
+                    AccessKind::Load
+                }
+                TYPE_MARKER => {
+                    if let Some(stop) = self.marker(size, addr, stop_at_ts, opts, ids, meta) {
+                        return Ok(stop);
+                    }
+                    continue;
+                }
+                22 => {
+                    let t = dense(&mut ids.tids, addr);
+                    if matches!(opts.cores, CoreMap::Thread) {
+                        self.core = t;
+                    }
+                    meta.threads = Some(ids.tids.len() as u64);
+                    continue;
+                }
+                24 => {
+                    self.asid = dense(&mut ids.pids, addr);
+                    meta.processes = Some(ids.pids.len() as u64);
+                    continue;
+                }
+                25 => {
+                    meta.markers.insert("header_version".into(), addr);
+                    continue;
+                }
+                17..=21 | 23 | 26 | 27 | 29 | 30 | 47 => {
+                    meta.count(match ty {
+                        29 => "instr_no_fetch",
+                        47 => "encoding",
+                        23 => "thread_exit",
+                        26 => "footer",
+                        _ => "other_record",
+                    });
+                    continue;
+                }
+                _ => {
+                    let what = format!("unknown record type {ty} (size {size}, addr {addr:#x}); is this a drmemtrace offline trace?");
+                    return Err(self.corrupt(at, what, delivered + (out.len() - first) as u64));
+                }
+            };
+            out.push(MemRef { addr, size, kind, core: self.core, asid: self.asid });
+        }
+    }
+
+    /// Handles a marker; returns `Some(stop)` when the caller must stop.
+    fn marker(&mut self, sub: u16, value: u64, stop_at_ts: bool, opts: &DrOptions, ids: &mut Ids, meta: &mut TraceMeta) -> Option<Stop> {
+        let name = match sub {
+            MARKER_TIMESTAMP => {
+                meta.count("timestamp");
+                return stop_at_ts.then_some(Stop::Timestamp(value));
+            }
+            MARKER_CPU_ID => {
+                let c = dense(&mut ids.cpus, value);
+                if matches!(opts.cores, CoreMap::Cpu) {
+                    self.core = c;
+                }
+                meta.markers.insert("cpus".into(), ids.cpus.len() as u64);
+                meta.count("cpu_id");
+                return None;
+            }
+            18 => marker::PAGE_SIZE,
+            10 => marker::CACHE_LINE_SIZE,
+            12 => marker::VERSION,
+            9 => "filetype",
+            20 => "chunk_instr_count",
+            0 => {
+                meta.count("kernel_event");
+                return None;
+            }
+            1 => {
+                meta.count("kernel_xfer");
+                return None;
+            }
+            _ => {
+                meta.count(&format!("marker_{sub}"));
+                return None;
+            }
+        };
+        meta.markers.insert(name.to_string(), value);
+        None
+    }
+}
+
+/// Whether a zip member is a trace chunk.
+fn is_chunk(name: &str) -> bool {
+    name.starts_with("chunk.")
+}
+
+/// Opens one per-thread trace file (zip, gzip or raw) as a record stream.
+fn open_thread(path: &Path) -> Result<(Thread, Progress), TraceError> {
+    let input = open_input(path)?;
+    if input.container == Container::Zip {
+        drop(input);
+        let zc = ZipChunks::open(path, is_chunk).map_err(|source| TraceError::Io { path: path.into(), source })?;
+        return Ok((Thread::new(Box::new(zc), path), Progress::default()));
+    }
+    let progress = input.progress.clone();
+    Ok((Thread::new(Box::new(input.reader), path), progress))
+}
+
+/// A single drmemtrace file (one thread, or an already serialized trace).
+pub struct DrReader {
+    thread: Thread,
+    opts: DrOptions,
+    ids: Ids,
+    meta: TraceMeta,
+    delivered: u64,
+    progress: Progress,
+}
+
+impl DrReader {
+    /// Opens `path` (`.trace.zip`, `.trace.gz` or raw records).
+    pub fn open(path: &Path, opts: DrOptions) -> Result<DrReader, TraceError> {
+        let (thread, progress) = open_thread(path)?;
+        Ok(DrReader { thread, opts, ids: Ids::default(), meta: TraceMeta::default(), delivered: 0, progress })
+    }
+
+    /// Reads records from any byte stream (`path` names it in errors).
+    pub fn from_reader(src: Box<dyn Read + Send>, path: &Path, opts: DrOptions) -> DrReader {
+        DrReader {
+            thread: Thread::new(src, path),
+            opts,
+            ids: Ids::default(),
+            meta: TraceMeta::default(),
+            delivered: 0,
+            progress: Progress::default(),
+        }
+    }
+}
+
+impl TraceSource for DrReader {
+    fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
+        let start = buf.len();
+        self.thread.fill(buf, max, false, &self.opts, &mut self.ids, &mut self.meta, self.delivered)?;
+        let n = buf.len() - start;
+        self.delivered += n as u64;
+        Ok(n)
+    }
+    fn describe(&self) -> String {
+        format!("{} (drmemtrace)", self.thread.path.display())
+    }
+    fn progress(&self) -> Option<(u64, u64)> {
+        self.progress.get()
+    }
+    fn meta(&self) -> Option<TraceMeta> {
+        Some(self.meta.clone())
+    }
+}
+
+/// The per-thread trace files of a drmemtrace directory (`*.trace.zip`, `*.trace.gz`,
+/// `*.trace`; a `trace/` subdirectory is used when present), sorted by name. Schedule files
+/// (`cpu_schedule.bin.zip`, `serial_schedule.bin.gz`) are not threads and are skipped.
+pub fn thread_files(dir: &Path) -> Result<Vec<PathBuf>, TraceError> {
+    let sub = dir.join("trace");
+    let dir = if sub.is_dir() { sub } else { dir.to_path_buf() };
+    let rd = std::fs::read_dir(&dir).map_err(|source| TraceError::Io { path: dir.clone(), source })?;
+    let mut files: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let n = p.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+            !n.contains("schedule") && (n.ends_with(".trace.zip") || n.ends_with(".trace.gz") || n.ends_with(".trace"))
+        })
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(TraceError::Spec(format!("{}: no per-thread *.trace.zip / *.trace.gz files in this directory", dir.display())));
+    }
+    Ok(files)
+}
+
+/// A directory of per-thread drmemtrace files, interleaved into one stream.
+///
+/// [`Interleave::Timestamp`] (default) replays threads as traced: each thread's records
+/// are cut into segments at its TIMESTAMP markers and the segment with the smallest
+/// timestamp runs next (ties: the lower file index), as DynamoRIO's serial replay does.
+/// [`Interleave::RoundRobin`] gives each live thread `quantum` references in turn.
+/// Memory: one open decoder per thread (about 200 KiB each), never a whole file.
+pub struct DrDirReader {
+    dir: PathBuf,
+    threads: Vec<Thread>,
+    next_ts: Vec<u64>,
+    live: Vec<bool>,
+    cur: usize,
+    run: u64,
+    mode: Interleave,
+    opts: DrOptions,
+    ids: Ids,
+    meta: TraceMeta,
+    delivered: u64,
+}
+
+impl DrDirReader {
+    /// Opens every thread file of `dir`.
+    pub fn open(dir: &Path, opts: DrOptions, mode: Interleave) -> Result<DrDirReader, TraceError> {
+        let files = thread_files(dir)?;
+        let threads = files.iter().map(|f| open_thread(f).map(|t| t.0)).collect::<Result<Vec<_>, _>>()?;
+        let n = threads.len();
+        Ok(DrDirReader {
+            dir: dir.to_path_buf(),
+            threads,
+            next_ts: vec![0; n],
+            live: vec![true; n],
+            cur: 0,
+            run: 0,
+            mode,
+            opts,
+            ids: Ids::default(),
+            meta: TraceMeta::default(),
+            delivered: 0,
+        })
+    }
+
+    fn pick(&mut self) -> Option<usize> {
+        match self.mode {
+            Interleave::Timestamp => (0..self.threads.len()).filter(|&i| self.live[i]).min_by_key(|&i| (self.next_ts[i], i)),
+            Interleave::RoundRobin(_) => {
+                let n = self.threads.len();
+                (1..=n).map(|k| (self.cur + k) % n).find(|&i| self.live[i])
+            }
+        }
+    }
+}
+
+impl TraceSource for DrDirReader {
+    fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
+        let start = buf.len();
+        while buf.len() - start < max {
+            if !self.live[self.cur] {
+                match self.pick() {
+                    Some(i) => self.cur = i,
+                    None => break,
+                }
+            }
+            let room = max - (buf.len() - start);
+            let (room, stop_ts) = match self.mode {
+                Interleave::Timestamp => (room, true),
+                Interleave::RoundRobin(q) => (room.min(q.max(1).saturating_sub(self.run).max(1) as usize), false),
+            };
+            let before = buf.len();
+            let delivered = self.delivered + (before - start) as u64;
+            let t = &mut self.threads[self.cur];
+            let stop = t.fill(buf, room, stop_ts, &self.opts, &mut self.ids, &mut self.meta, delivered)?;
+            self.run += (buf.len() - before) as u64;
+            match (stop, self.mode) {
+                (Stop::End, _) => {
+                    self.live[self.cur] = false;
+                    self.run = 0;
+                }
+                (Stop::Timestamp(ts), _) => {
+                    self.next_ts[self.cur] = ts;
+                    if let Some(i) = self.pick() {
+                        self.cur = i;
+                    }
+                }
+                (Stop::Full, Interleave::RoundRobin(q)) if self.run >= q.max(1) => {
+                    self.run = 0;
+                    if let Some(i) = self.pick() {
+                        self.cur = i;
+                    }
+                }
+                (Stop::Full, _) => {}
+            }
+        }
+        let n = buf.len() - start;
+        self.delivered += n as u64;
+        Ok(n)
+    }
+    fn describe(&self) -> String {
+        format!("{} (drmemtrace directory, {} threads)", self.dir.display(), self.threads.len())
+    }
+    fn meta(&self) -> Option<TraceMeta> {
+        let mut m = self.meta.clone();
+        m.markers.insert("thread_files".into(), self.threads.len() as u64);
+        Some(m)
+    }
+}
+
+/// True when `head` (the first decompressed bytes) looks like a drmemtrace record stream:
+/// a HEADER record (type 25) followed by a version marker, thread or pid record.
+pub fn looks_like(head: &[u8]) -> bool {
+    head.len() >= 2 * RECORD
+        && u16::from_le_bytes([head[0], head[1]]) == 25
+        && matches!(u16::from_le_bytes([head[12], head[13]]), 22 | 24 | 28)
+}

@@ -1,0 +1,600 @@
+//! `.mlt`: mmulab's own compact trace format — a streaming writer and reader.
+//!
+//! Contract (byte layout in docs/trace-format.md, which is normative):
+//! - lossless for every [`MemRef`] field (addr, size, kind, core, asid);
+//! - a 16-byte header (magic, version), then frames: reference blocks of at most
+//!   [`BLOCK_REFS`] references, metadata sections (markers, captured VMAs, …) anywhere
+//!   between blocks, and an end frame carrying the totals. Every frame header and payload is
+//!   covered by a CRC-32, so a flipped bit is reported with the frame's byte offset, never
+//!   decoded as silent garbage; a file without its end frame is reported as truncated, with
+//!   the references of the intact blocks delivered first;
+//! - blocks are independent (the delta predictors restart at each block), so a reader
+//!   holds one block (≤ 64 Ki references) in memory whatever the trace length.
+//!
+//! Encoding of a block: four columns — one tag byte per reference (kind, byte length of the
+//! address delta, "size changed", "core/asid changed"), the address deltas (zig-zag,
+//! against the previous address *of the same kind*, so interleaved instruction and data
+//! streams each stay small), then the rare size and core/asid changes. The column payload
+//! is compressed with zstd.
+//!
+//! Why zstd rather than lz4_flex: the columns are small integers with long repeats; zstd
+//! compresses them 2–4× better than LZ4 and still decompresses at more than 1 GB/s per
+//! core, which is above what the column decoder consumes (about 2 bytes per reference);
+//! it was already a workspace dependency, and its C library is the reference
+//! implementation, widely deployed and fuzzed.
+
+use crate::meta::TraceMeta;
+use crate::{AccessKind, MemRef, TraceError, TraceSource};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// The file's first 8 bytes (a PNG-style magic: a high byte, then CR LF, ^Z, LF, so text
+/// mangling is detected).
+pub const MAGIC: [u8; 8] = *b"\x89MLT\r\n\x1a\n";
+/// The format version this code writes and reads.
+pub const VERSION: u16 = 1;
+/// Length of the file header.
+pub const HEADER_LEN: usize = 16;
+/// Length of a frame header.
+pub const FRAME_HEADER_LEN: usize = 20;
+/// References per block (the writer's block size; a reader accepts up to [`MAX_BLOCK_REFS`]).
+pub const BLOCK_REFS: usize = 1 << 16;
+/// The most references a reader accepts in one block (bounds its memory).
+pub const MAX_BLOCK_REFS: u32 = 1 << 20;
+/// The largest metadata section a reader accepts, in bytes.
+pub const MAX_SECTION: u32 = 64 << 20;
+
+const TAG_BLOCK: [u8; 2] = *b"RB";
+const TAG_SECTION: [u8; 2] = *b"MS";
+const TAG_END: [u8; 2] = *b"EN";
+const CODEC_STORED: u8 = 0;
+const CODEC_ZSTD: u8 = 1;
+const SIZE_FLAG: u8 = 0x40;
+const CTX_FLAG: u8 = 0x80;
+
+/// Masks keeping the low `n` bytes of a little-endian u64, for n = 0..=8.
+const MASK: [u64; 9] = [
+    0,
+    0xff,
+    0xffff,
+    0xff_ffff,
+    0xffff_ffff,
+    0xff_ffff_ffff,
+    0xffff_ffff_ffff,
+    0xff_ffff_ffff_ffff,
+    u64::MAX,
+];
+const KINDS: [AccessKind; 4] = [AccessKind::Load, AccessKind::Store, AccessKind::IFetch, AccessKind::IFetch];
+
+/// Streaming `.mlt` writer: buffer references with [`MltWriter::push`], add metadata with
+/// [`MltWriter::section`], and call [`MltWriter::finish`] — a file not finished has no end
+/// frame and readers report it as truncated.
+pub struct MltWriter<W: Write> {
+    out: W,
+    level: i32,
+    comp: zstd::bulk::Compressor<'static>,
+    tags: Vec<u8>,
+    deltas: Vec<u8>,
+    sizes: Vec<u8>,
+    ctx: Vec<u8>,
+    prev_addr: [u64; 3],
+    prev_size: [u16; 3],
+    core: u16,
+    asid: u16,
+    refs: u64,
+    blocks: u64,
+    bytes: u64,
+    raw: Vec<u8>,
+    frame: Vec<u8>,
+}
+
+impl<W: Write> MltWriter<W> {
+    /// Starts a file on `out` with zstd compression `level` (1–22; 3 is a good default,
+    /// higher levels shrink files a little and slow writing, not reading).
+    pub fn new(mut out: W, level: i32) -> std::io::Result<Self> {
+        let mut h = [0u8; HEADER_LEN];
+        h[..8].copy_from_slice(&MAGIC);
+        h[8..10].copy_from_slice(&VERSION.to_le_bytes());
+        h[12..16].copy_from_slice(&(HEADER_LEN as u32).to_le_bytes());
+        out.write_all(&h)?;
+        let comp = zstd::bulk::Compressor::new(level)?;
+        Ok(MltWriter {
+            out,
+            level,
+            comp,
+            tags: Vec::with_capacity(BLOCK_REFS),
+            deltas: Vec::with_capacity(BLOCK_REFS * 2),
+            sizes: Vec::new(),
+            ctx: Vec::new(),
+            prev_addr: [0; 3],
+            prev_size: [0; 3],
+            core: 0,
+            asid: 0,
+            refs: 0,
+            blocks: 0,
+            bytes: HEADER_LEN as u64,
+            raw: Vec::new(),
+            frame: Vec::new(),
+        })
+    }
+
+    /// Appends one reference.
+    #[inline]
+    pub fn push(&mut self, r: &MemRef) -> std::io::Result<()> {
+        let k = r.kind as usize;
+        let d = r.addr.wrapping_sub(self.prev_addr[k]) as i64;
+        let z = ((d << 1) ^ (d >> 63)) as u64;
+        let len = (8 - z.leading_zeros() / 8) as u8;
+        let mut tag = r.kind as u8 | (len << 2);
+        self.deltas.extend_from_slice(&z.to_le_bytes()[..len as usize]);
+        self.prev_addr[k] = r.addr;
+        if r.size != self.prev_size[k] {
+            tag |= SIZE_FLAG;
+            self.sizes.extend_from_slice(&r.size.to_le_bytes());
+            self.prev_size[k] = r.size;
+        }
+        if r.core != self.core || r.asid != self.asid {
+            tag |= CTX_FLAG;
+            self.ctx.extend_from_slice(&r.core.to_le_bytes());
+            self.ctx.extend_from_slice(&r.asid.to_le_bytes());
+            self.core = r.core;
+            self.asid = r.asid;
+        }
+        self.tags.push(tag);
+        if self.tags.len() == BLOCK_REFS {
+            self.flush_block()?;
+        }
+        Ok(())
+    }
+
+    /// Appends references.
+    pub fn push_all(&mut self, refs: &[MemRef]) -> std::io::Result<()> {
+        refs.iter().try_for_each(|r| self.push(r))
+    }
+
+    /// Writes a named metadata section (after the references pushed so far). Names used by
+    /// mmulab: `markers` (text lines `name value`), `vmas` (see `mmulab record`), `source`.
+    pub fn section(&mut self, name: &str, body: &[u8]) -> std::io::Result<()> {
+        self.flush_block()?;
+        let name = name.as_bytes();
+        let name_len = u16::try_from(name.len()).map_err(|_| invalid("section name too long"))?;
+        let mut raw = Vec::with_capacity(2 + name.len() + body.len());
+        raw.extend_from_slice(&name_len.to_le_bytes());
+        raw.extend_from_slice(name);
+        raw.extend_from_slice(body);
+        if raw.len() as u64 > MAX_SECTION as u64 {
+            return Err(invalid("metadata section larger than 64 MiB"));
+        }
+        self.write_frame(TAG_SECTION, 0, &raw, raw.len() > 256)
+    }
+
+    /// References written so far.
+    pub fn refs(&self) -> u64 {
+        self.refs + self.tags.len() as u64
+    }
+
+    /// Bytes written to the output so far (blocks still buffered are not counted).
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Flushes the last block, writes the end frame and returns the output.
+    pub fn finish(mut self) -> std::io::Result<W> {
+        self.flush_block()?;
+        let mut body = [0u8; 16];
+        body[..8].copy_from_slice(&self.refs.to_le_bytes());
+        body[8..].copy_from_slice(&self.blocks.to_le_bytes());
+        self.write_frame(TAG_END, 0, &body, false)?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+
+    fn flush_block(&mut self) -> std::io::Result<()> {
+        if self.tags.is_empty() {
+            return Ok(());
+        }
+        let n = self.tags.len() as u32;
+        let mut raw = std::mem::take(&mut self.raw);
+        raw.clear();
+        for col in [&self.tags, &self.deltas, &self.sizes, &self.ctx] {
+            raw.extend_from_slice(col);
+        }
+        self.write_frame(TAG_BLOCK, n, &raw, true)?;
+        self.raw = raw;
+        self.refs += n as u64;
+        self.blocks += 1;
+        self.tags.clear();
+        self.deltas.clear();
+        self.sizes.clear();
+        self.ctx.clear();
+        self.prev_addr = [0; 3];
+        self.prev_size = [0; 3];
+        self.core = 0;
+        self.asid = 0;
+        Ok(())
+    }
+
+    fn write_frame(&mut self, tag: [u8; 2], count: u32, raw: &[u8], compress: bool) -> std::io::Result<()> {
+        let mut frame = std::mem::take(&mut self.frame);
+        frame.clear();
+        frame.resize(FRAME_HEADER_LEN, 0);
+        let mut codec = CODEC_STORED;
+        if compress {
+            frame.reserve(zstd::zstd_safe::compress_bound(raw.len()));
+            let cap = frame.capacity();
+            frame.resize(cap, 0);
+            let n = self.comp.compress_to_buffer(raw, &mut frame[FRAME_HEADER_LEN..])?;
+            frame.truncate(FRAME_HEADER_LEN + n);
+            codec = CODEC_ZSTD;
+            if n >= raw.len() {
+                frame.truncate(FRAME_HEADER_LEN);
+                codec = CODEC_STORED;
+            }
+        }
+        if codec == CODEC_STORED {
+            frame.extend_from_slice(raw);
+        }
+        let stored = (frame.len() - FRAME_HEADER_LEN) as u32;
+        frame[0..2].copy_from_slice(&tag);
+        frame[2] = codec;
+        frame[4..8].copy_from_slice(&count.to_le_bytes());
+        frame[8..12].copy_from_slice(&(raw.len() as u32).to_le_bytes());
+        frame[12..16].copy_from_slice(&stored.to_le_bytes());
+        let crc = frame_crc(&frame[..16], &frame[FRAME_HEADER_LEN..]);
+        frame[16..20].copy_from_slice(&crc.to_le_bytes());
+        self.out.write_all(&frame)?;
+        self.bytes += frame.len() as u64;
+        self.frame = frame;
+        Ok(())
+    }
+
+    /// The compression level this writer uses.
+    pub fn level(&self) -> i32 {
+        self.level
+    }
+}
+
+fn invalid(what: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidInput, what.to_string())
+}
+
+fn frame_crc(head: &[u8], payload: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(head);
+    h.update(payload);
+    h.finalize()
+}
+
+/// Streaming `.mlt` reader. Holds one decoded block.
+pub struct MltReader<R: Read> {
+    inner: R,
+    path: PathBuf,
+    total: Option<u64>,
+    /// Byte offset of the next unread byte of the file.
+    pos: u64,
+    dec: zstd::bulk::Decompressor<'static>,
+    payload: Vec<u8>,
+    raw: Vec<u8>,
+    block: Vec<MemRef>,
+    cursor: usize,
+    /// References handed out so far.
+    delivered: u64,
+    /// References in blocks decoded so far.
+    decoded: u64,
+    blocks: u64,
+    ended: bool,
+    meta: TraceMeta,
+}
+
+impl<R: Read> MltReader<R> {
+    /// Reads the file header from `inner`; `path` names the input in errors and `total` is
+    /// its size in bytes when known (progress).
+    pub fn new(mut inner: R, path: &Path, total: Option<u64>) -> Result<Self, TraceError> {
+        let mut h = [0u8; HEADER_LEN];
+        let got = read_full(&mut inner, &mut h).map_err(|source| TraceError::Io { path: path.into(), source })?;
+        let bad = |offset: u64, what: String| TraceError::Corrupt {
+            path: path.into(),
+            offset,
+            line: None,
+            what,
+            refs_before: 0,
+        };
+        if got < 8 || h[..8] != MAGIC {
+            return Err(bad(0, "not an mmulab .mlt trace (bad magic)".into()));
+        }
+        if got < HEADER_LEN {
+            return Err(bad(got as u64, "truncated file header".into()));
+        }
+        let version = u16::from_le_bytes([h[8], h[9]]);
+        if version != VERSION {
+            return Err(bad(8, format!("unsupported .mlt version {version} (this mmulab reads {VERSION})")));
+        }
+        let hlen = u32::from_le_bytes(h[12..16].try_into().expect("4 bytes")) as u64;
+        if hlen < HEADER_LEN as u64 || hlen > 1 << 20 {
+            return Err(bad(12, format!("implausible header length {hlen}")));
+        }
+        let mut skip = vec![0u8; (hlen - HEADER_LEN as u64) as usize];
+        if read_full(&mut inner, &mut skip).map_err(|source| TraceError::Io { path: path.into(), source })? < skip.len() {
+            return Err(bad(HEADER_LEN as u64, "truncated file header".into()));
+        }
+        let dec = zstd::bulk::Decompressor::new().map_err(|source| TraceError::Io { path: path.into(), source })?;
+        let mut meta = TraceMeta::default();
+        meta.markers.insert("mlt_version".into(), version as u64);
+        Ok(MltReader {
+            inner,
+            path: path.into(),
+            total,
+            pos: hlen,
+            dec,
+            payload: Vec::new(),
+            raw: Vec::new(),
+            block: Vec::new(),
+            cursor: 0,
+            delivered: 0,
+            decoded: 0,
+            blocks: 0,
+            ended: false,
+            meta,
+        })
+    }
+
+    fn corrupt(&self, offset: u64, what: String) -> TraceError {
+        TraceError::Corrupt { path: self.path.clone(), offset, line: None, what, refs_before: self.delivered }
+    }
+
+    /// Reads frames until a block is decoded (true) or the end frame is reached (false).
+    fn next_block(&mut self) -> Result<bool, TraceError> {
+        while !self.ended {
+            let at = self.pos;
+            let mut fh = [0u8; FRAME_HEADER_LEN];
+            let got = read_full(&mut self.inner, &mut fh).map_err(|e| self.corrupt(at, format!("read error: {e}")))?;
+            if got == 0 {
+                return Err(self.corrupt(at, format!(
+                    "file ends after {} blocks without its end frame (truncated?)",
+                    self.blocks
+                )));
+            }
+            if got < FRAME_HEADER_LEN {
+                return Err(self.corrupt(at, "truncated frame header".into()));
+            }
+            let tag = [fh[0], fh[1]];
+            let codec = fh[2];
+            let count = u32::from_le_bytes(fh[4..8].try_into().expect("4 bytes"));
+            let raw_len = u32::from_le_bytes(fh[8..12].try_into().expect("4 bytes"));
+            let stored = u32::from_le_bytes(fh[12..16].try_into().expect("4 bytes"));
+            let limit = match tag {
+                TAG_BLOCK => {
+                    if count == 0 || count > MAX_BLOCK_REFS {
+                        return Err(self.corrupt(at, format!("block of {count} references (1..={MAX_BLOCK_REFS} allowed)")));
+                    }
+                    count * 15
+                }
+                TAG_SECTION => MAX_SECTION,
+                TAG_END => 16,
+                _ => return Err(self.corrupt(at, format!("unknown frame tag {:?}", String::from_utf8_lossy(&tag)))),
+            };
+            if raw_len > limit || codec > CODEC_ZSTD || fh[3] != 0 {
+                return Err(self.corrupt(at, "implausible frame header (damaged?)".into()));
+            }
+            let stored_max = if codec == CODEC_STORED { raw_len as usize } else { zstd::zstd_safe::compress_bound(raw_len as usize) };
+            if stored as usize > stored_max || (codec == CODEC_STORED && stored != raw_len) {
+                return Err(self.corrupt(at, "implausible frame header (damaged?)".into()));
+            }
+            self.payload.resize(stored as usize, 0);
+            let got = read_full(&mut self.inner, &mut self.payload).map_err(|e| self.corrupt(at, format!("read error: {e}")))?;
+            self.pos += (FRAME_HEADER_LEN + got) as u64;
+            if got < stored as usize {
+                return Err(self.corrupt(at, format!("truncated frame: {got} of {stored} payload bytes present")));
+            }
+            let mut raw = std::mem::take(&mut self.raw);
+            if let Err(w) = unpack(&fh, &self.payload, &mut self.dec, &mut raw) {
+                self.raw = raw;
+                return Err(self.corrupt(at, w));
+            }
+            let result = match tag {
+                TAG_BLOCK => self.decode_block(&mut raw, count as usize).map_err(|w| self.corrupt(at, w)).map(|()| true),
+                TAG_SECTION => self.take_section(&raw).map_err(|w| self.corrupt(at, w)).map(|()| false),
+                _ => self.take_end(&raw).map_err(|w| self.corrupt(at, w)).map(|()| false),
+            };
+            self.raw = raw;
+            if result? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    fn take_section(&mut self, raw: &[u8]) -> Result<(), String> {
+        let (name, body) = split_section(raw)?;
+        if name == "markers" {
+            for line in String::from_utf8_lossy(&body).lines() {
+                if let Some((k, v)) = line.split_once(' ') {
+                    if let Ok(v) = v.trim().parse::<u64>() {
+                        self.meta.markers.insert(k.to_string(), v);
+                    }
+                }
+            }
+        }
+        if self.meta.sections.len() < 1024 {
+            self.meta.sections.push((name, body));
+        }
+        Ok(())
+    }
+
+    fn take_end(&mut self, raw: &[u8]) -> Result<(), String> {
+        let refs = u64::from_le_bytes(raw.get(0..8).ok_or("short end frame")?.try_into().expect("8 bytes"));
+        let blocks = u64::from_le_bytes(raw.get(8..16).ok_or("short end frame")?.try_into().expect("8 bytes"));
+        if refs != self.decoded || blocks != self.blocks {
+            return Err(format!(
+                "end frame promises {refs} references in {blocks} blocks but the file holds {} in {}",
+                self.decoded, self.blocks
+            ));
+        }
+        self.ended = true;
+        Ok(())
+    }
+
+    /// Decodes one block's columns into `self.block`. Validates the whole tag column first,
+    /// so the decoding loop itself cannot fail.
+    fn decode_block(&mut self, raw: &mut Vec<u8>, n: usize) -> Result<(), String> {
+        if raw.len() < n {
+            return Err("block shorter than its tag column".into());
+        }
+        let (mut dl, mut sc, mut cc, mut bad) = (0usize, 0usize, 0usize, 0u8);
+        for &t in &raw[..n] {
+            let l = (t >> 2) & 15;
+            dl += l as usize;
+            sc += ((t >> 6) & 1) as usize;
+            cc += (t >> 7) as usize;
+            bad |= ((t & 3) == 3) as u8 | (l > 8) as u8;
+        }
+        if bad != 0 {
+            return Err("invalid tag byte in block".into());
+        }
+        if n + dl + 2 * sc + 4 * cc != raw.len() {
+            return Err("block columns do not add up to the block length".into());
+        }
+        let raw_len = raw.len();
+        raw.extend_from_slice(&[0u8; 8]);
+        let (tags, deltas_pad) = raw.split_at(n);
+        let sizes = &deltas_pad[dl..dl + 2 * sc];
+        let ctx = &deltas_pad[dl + 2 * sc..raw_len - n];
+        self.block.clear();
+        self.block.reserve(n);
+        self.cursor = 0;
+        let (mut p, mut sp, mut cp) = (0usize, 0usize, 0usize);
+        let mut prev = [0u64; 3];
+        let mut size = [0u16; 3];
+        let (mut core, mut asid) = (0u16, 0u16);
+        for &t in tags {
+            let k = (t & 3) as usize;
+            let l = ((t >> 2) & 15) as usize;
+            let w = u64::from_le_bytes(deltas_pad[p..p + 8].try_into().expect("padded")) & MASK[l];
+            p += l;
+            let d = (w >> 1) ^ (w & 1).wrapping_neg();
+            let km = k % 3;
+            let a = prev[km].wrapping_add(d);
+            prev[km] = a;
+            if t & SIZE_FLAG != 0 {
+                size[km] = u16::from_le_bytes([sizes[sp], sizes[sp + 1]]);
+                sp += 2;
+            }
+            if t & CTX_FLAG != 0 {
+                core = u16::from_le_bytes([ctx[cp], ctx[cp + 1]]);
+                asid = u16::from_le_bytes([ctx[cp + 2], ctx[cp + 3]]);
+                cp += 4;
+            }
+            self.block.push(MemRef { addr: a, size: size[km], kind: KINDS[k], core, asid });
+        }
+        raw.truncate(raw_len);
+        self.decoded += n as u64;
+        self.blocks += 1;
+        Ok(())
+    }
+
+    /// Metadata seen so far (sections written before the current position).
+    pub fn meta_ref(&self) -> &TraceMeta {
+        &self.meta
+    }
+}
+
+impl<R: Read> TraceSource for MltReader<R> {
+    fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
+        if self.cursor == self.block.len() && !self.next_block()? {
+            return Ok(0);
+        }
+        let n = max.min(self.block.len() - self.cursor);
+        buf.extend_from_slice(&self.block[self.cursor..self.cursor + n]);
+        self.cursor += n;
+        self.delivered += n as u64;
+        Ok(n)
+    }
+    fn describe(&self) -> String {
+        format!("{} (mlt)", self.path.display())
+    }
+    fn progress(&self) -> Option<(u64, u64)> {
+        self.total.map(|t| (self.pos, t))
+    }
+    fn meta(&self) -> Option<TraceMeta> {
+        Some(self.meta.clone())
+    }
+}
+
+/// Reads until `buf` is full or the input ends; returns the bytes read.
+pub(crate) fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// Reads only the metadata sections of an `.mlt` file, skipping reference payloads with
+/// seeks (cheap even for a huge trace) — for consumers that need the VMAs or markers before
+/// simulating. A damaged section is an error; a truncated tail ends the list.
+pub fn read_sections(path: &Path) -> Result<Vec<(String, Vec<u8>)>, TraceError> {
+    use std::io::{Seek, SeekFrom};
+    let io = |source| TraceError::Io { path: path.into(), source };
+    let mut f = std::io::BufReader::new(std::fs::File::open(path).map_err(io)?);
+    let mut pos = MltReader::new(&mut f, path, None)?.pos;
+    let mut dec = zstd::bulk::Decompressor::new().map_err(io)?;
+    let (mut payload, mut raw, mut out) = (Vec::new(), Vec::new(), Vec::new());
+    loop {
+        let mut fh = [0u8; FRAME_HEADER_LEN];
+        if read_full(&mut f, &mut fh).map_err(io)? < FRAME_HEADER_LEN {
+            return Ok(out);
+        }
+        let stored = u32::from_le_bytes(fh[12..16].try_into().expect("4 bytes"));
+        match [fh[0], fh[1]] {
+            TAG_SECTION if stored <= MAX_SECTION => {
+                payload.resize(stored as usize, 0);
+                if read_full(&mut f, &mut payload).map_err(io)? < payload.len() {
+                    return Ok(out);
+                }
+                let bad = |what: String| TraceError::Corrupt { path: path.into(), offset: pos, line: None, what, refs_before: 0 };
+                unpack(&fh, &payload, &mut dec, &mut raw).map_err(bad)?;
+                out.push(split_section(&raw).map_err(bad)?);
+            }
+            TAG_END => return Ok(out),
+            _ => {
+                f.seek(SeekFrom::Current(stored as i64)).map_err(io)?;
+            }
+        }
+        pos += FRAME_HEADER_LEN as u64 + stored as u64;
+    }
+}
+
+/// Checks a frame's CRC and decompresses its payload into `raw`.
+fn unpack(fh: &[u8; FRAME_HEADER_LEN], payload: &[u8], dec: &mut zstd::bulk::Decompressor<'static>, raw: &mut Vec<u8>) -> Result<(), String> {
+    let raw_len = u32::from_le_bytes(fh[8..12].try_into().expect("4 bytes")) as usize;
+    let crc = u32::from_le_bytes(fh[16..20].try_into().expect("4 bytes"));
+    if frame_crc(&fh[..16], payload) != crc {
+        return Err("checksum mismatch (the file is damaged)".into());
+    }
+    raw.clear();
+    if fh[2] == CODEC_ZSTD {
+        raw.reserve(raw_len + 8);
+        match dec.decompress_to_buffer(payload, raw) {
+            Ok(n) if n == raw_len => Ok(()),
+            _ => Err("compressed payload does not decode to its stated length".into()),
+        }
+    } else {
+        raw.extend_from_slice(payload);
+        Ok(())
+    }
+}
+
+/// Splits a section payload into (name, body).
+fn split_section(raw: &[u8]) -> Result<(String, Vec<u8>), String> {
+    if raw.len() < 2 {
+        return Err("metadata section too short".into());
+    }
+    let nl = u16::from_le_bytes([raw[0], raw[1]]) as usize;
+    let name = raw.get(2..2 + nl).ok_or("metadata section name runs past its end")?;
+    Ok((String::from_utf8_lossy(name).into_owned(), raw[2 + nl..].to_vec()))
+}

@@ -1,0 +1,124 @@
+//! What a trace says about itself besides its references: markers (page size, cache-line
+//! size, …), the threads and processes it saw, and metadata sections such as the VMAs that
+//! `mmulab record` captures.
+//!
+//! Contract: metadata is small and bounded (it never grows with the number of
+//! references), so a reader may keep it all; it is reported as far as the reader has read
+//! (a drmemtrace page-size marker is known once its record has been decoded).
+
+use std::collections::BTreeMap;
+
+/// Well-known marker names (keys of [`TraceMeta::markers`]).
+pub mod marker {
+    /// The traced machine's base page size in bytes.
+    pub const PAGE_SIZE: &str = "page_size";
+    /// The traced machine's cache-line size in bytes.
+    pub const CACHE_LINE_SIZE: &str = "cache_line_size";
+    /// The trace format's own version number.
+    pub const VERSION: &str = "version";
+}
+
+/// Facts a trace states about itself, as far as it has been read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TraceMeta {
+    /// Marker values by name (e.g. `page_size` → 4096). For markers that repeat, the last
+    /// value seen.
+    pub markers: BTreeMap<String, u64>,
+    /// How many times each kind of marker or non-reference record was seen (e.g.
+    /// `timestamp`, `cpu_id`, `encoding`, `instr_no_fetch`).
+    pub counts: BTreeMap<String, u64>,
+    /// Number of distinct threads, when the format names threads.
+    pub threads: Option<u64>,
+    /// Number of distinct processes (address spaces), when the format names them.
+    pub processes: Option<u64>,
+    /// Named metadata sections, in file order (e.g. `vmas`, `source`, `markers`).
+    pub sections: Vec<(String, Vec<u8>)>,
+}
+
+impl TraceMeta {
+    /// Adds one to the count named `what`.
+    pub fn count(&mut self, what: &str) {
+        *self.counts.entry(what.to_string()).or_insert(0) += 1;
+    }
+
+    /// The first section called `name`.
+    pub fn section(&self, name: &str) -> Option<&[u8]> {
+        self.sections.iter().find(|(n, _)| n == name).map(|(_, b)| b.as_slice())
+    }
+
+    /// The VMAs of the last sample in the `vmas` section, if any (see [`parse_vma_samples`]).
+    pub fn vmas(&self) -> Vec<Vma> {
+        self.section("vmas").map(|b| parse_vma_samples(b).pop().unwrap_or_default()).unwrap_or_default()
+    }
+}
+
+/// One virtual memory area, as a line of `/proc/PID/maps` describes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Vma {
+    /// First address.
+    pub start: u64,
+    /// One past the last address.
+    pub end: u64,
+    /// Permissions, e.g. `rw-p`.
+    pub perms: String,
+    /// File offset of the mapping.
+    pub offset: u64,
+    /// The mapped file or pseudo-name (`[heap]`, `[stack]`), empty for anonymous memory.
+    pub name: String,
+}
+
+impl Vma {
+    /// Parses one `/proc/PID/maps` line: `start-end perms offset dev inode [name]`.
+    pub fn parse(line: &str) -> Option<Vma> {
+        let mut it = line.split_whitespace();
+        let (s, e) = it.next()?.split_once('-')?;
+        let perms = it.next()?.to_string();
+        let offset = u64::from_str_radix(it.next()?, 16).ok()?;
+        let _dev = it.next()?;
+        let _inode = it.next()?;
+        let name = it.collect::<Vec<_>>().join(" ");
+        let start = u64::from_str_radix(s, 16).ok()?;
+        let end = u64::from_str_radix(e, 16).ok()?;
+        (start <= end).then_some(Vma { start, end, perms, offset, name })
+    }
+}
+
+/// Parses the `vmas` section text: samples that each start with a line `# sample N ...`
+/// followed by `/proc/PID/maps` lines. Returns one list of VMAs per sample, in order;
+/// lines that do not parse are skipped.
+pub fn parse_vma_samples(text: &[u8]) -> Vec<Vec<Vma>> {
+    let text = String::from_utf8_lossy(text);
+    let mut out: Vec<Vec<Vma>> = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("# sample") {
+            out.push(Vec::new());
+        } else if let Some(v) = Vma::parse(line) {
+            if out.is_empty() {
+                out.push(Vec::new());
+            }
+            out.last_mut().expect("pushed above").push(v);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_maps_lines_and_samples() {
+        let t = b"# sample 0 t_ms=0\n00400000-00452000 r-xp 00000000 08:02 173521 /usr/bin/dbus\n\
+                  # sample 1 t_ms=200\n7ffd1000-7ffd2000 rw-p 00000000 00:00 0 [stack]\nbogus\n\
+                  7f00-7f10 ---p 00000010 00:00 0\n";
+        let s = parse_vma_samples(t);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0][0].start, 0x400000);
+        assert_eq!(s[0][0].name, "/usr/bin/dbus");
+        assert_eq!(s[1].len(), 2);
+        assert_eq!(s[1][0].name, "[stack]");
+        assert_eq!(s[1][1].offset, 0x10);
+        let m = TraceMeta { sections: vec![("vmas".into(), t.to_vec())], ..Default::default() };
+        assert_eq!(m.vmas().len(), 2);
+    }
+}
