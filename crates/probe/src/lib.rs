@@ -1,0 +1,17 @@
+//! mmulab-probe: measure a machine's TLBs from behaviour, and what huge pages buy.
+//!
+//! - [`probe`]: the TLB probe — one algorithm over the [`target::Target`] trait (the real
+//!   machine now, a simulated core later): randomized dependent pointer chases, one line
+//!   per page, dense baseline subtracted, knees found automatically ([`knee`]).
+//! - [`bench`]: native benchmarks (GUPS, lat_mem_rd-style latency, bandwidth) under 4 KiB
+//!   pages, THP, mTHP and hugetlbfs, each verifying the page size it got.
+//! - [`os`]: the Linux facilities both use (regions, smaps, sysfs, perf counters).
+
+pub mod error;
+pub mod knee;
+pub mod rng;
+pub mod target;
+#[cfg(target_os = "linux")]
+pub mod os;
+
+pub use error::{ProbeError, Result};
