@@ -27,7 +27,9 @@ pub use open::{open_trace, open_trace_with, CoreMap, Format, Interleave, TraceOp
 /// A stream of memory references, read in batches.
 pub trait TraceSource {
     /// Appends up to `max` references to `buf` and returns how many were appended.
-    /// Returns `Ok(0)` only at the end of the trace.
+    /// Returns `Ok(0)` only at the end of the trace. On an error, references this call
+    /// appended before the damage stay in `buf`, and the error's `refs_before` counts every
+    /// reference appended to the caller's buffers so far, these included.
     fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError>;
 
     /// A short human-readable description (file name or workload spec).

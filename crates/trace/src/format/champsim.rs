@@ -166,13 +166,19 @@ impl TraceSource for ChampSimReader {
 }
 
 /// Guesses the variant of a headerless ChampSim stream from its first bytes: the branch
-/// flags at offsets 8 and 9 of every record are 0 or 1. Returns the variant whose record
+/// flags at offsets 8 and 9 of every record are 0 or 1 and every ip is a non-zero user
+/// address (top byte zero). Returns the variant whose record
 /// stride is consistent over the sample when exactly one is; `None` when unsure.
 pub fn guess_variant(head: &[u8]) -> Option<Variant> {
     let fits = |v: Variant| {
         let rs = v.record_size();
         let n = head.len() / rs;
-        n >= 2 && (0..n).all(|i| head[i * rs + 8] <= 1 && head[i * rs + 9] <= 1)
+        n >= 2
+            && (0..n).all(|i| {
+                let r = &head[i * rs..];
+                let ip = u64::from_le_bytes(r[..8].try_into().expect("8 bytes"));
+                ip != 0 && ip >> 56 == 0 && r[8] <= 1 && r[9] <= 1
+            })
     };
     match (fits(Variant::Standard), fits(Variant::Cloudsuite)) {
         (true, false) => Some(Variant::Standard),

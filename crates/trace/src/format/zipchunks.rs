@@ -28,11 +28,11 @@ struct Member {
 /// A `Read` over the concatenated contents of the selected members of a zip archive.
 pub struct ZipChunks {
     path: PathBuf,
-    /// Members from the central directory, in order; empty in scanning mode.
+    /// The selected members, sorted by name.
     members: Vec<Member>,
     next: usize,
-    /// Scanning mode (no central directory): the offset of the next local header.
-    scan_at: Option<u64>,
+    /// Scanning mode (no central directory): the error to report after the last member.
+    scan_error: Option<String>,
     current: Option<(Member, Box<dyn Read + Send>, crc32fast::Hasher)>,
     filter: fn(&str) -> bool,
     /// Why the archive is read by scanning, when it is.
@@ -48,7 +48,7 @@ impl ZipChunks {
             path: path.to_path_buf(),
             members: Vec::new(),
             next: 0,
-            scan_at: None,
+            scan_error: None,
             current: None,
             filter,
             damaged_directory: None,
@@ -82,7 +82,26 @@ impl ZipChunks {
             }
             Err(e) => {
                 zc.damaged_directory = Some(e.to_string());
-                zc.scan_at = Some(0);
+                let (members, why) = zc.scan_local()?;
+                zc.members = members;
+                zc.members.sort_by(|a, b| a.name.cmp(&b.name));
+                zc.scan_error = Some(format!(
+                    "the zip archive has no readable central directory ({e}); {}; read {} chunk members from its local headers",
+                    why,
+                    zc.members.len()
+                ));
+            }
+        }
+        // chunk.0000, chunk.0001, …: a gap means a lost member; stop before it, loudly.
+        let number = |m: &Member| m.name.rsplit('.').next().and_then(|n| n.parse::<u64>().ok());
+        if zc.members.iter().all(|m| number(m).is_some()) {
+            if let Some(gap) = zc.members.iter().enumerate().position(|(i, m)| number(m) != Some(i as u64)) {
+                let missing = format!("member {} follows a missing chunk (expected number {gap})", zc.members[gap].name);
+                zc.members.truncate(gap);
+                zc.scan_error = Some(match zc.scan_error.take() {
+                    Some(e) => format!("{e}; {missing}"),
+                    None => missing,
+                });
             }
         }
         Ok(zc)
@@ -99,19 +118,13 @@ impl ZipChunks {
 
     /// Opens the next selected member; false when there is none.
     fn open_next(&mut self) -> std::io::Result<bool> {
-        let member = match self.scan_at {
-            None => match self.members.get(self.next) {
-                Some(m) => {
-                    self.next += 1;
-                    m.clone()
-                }
-                None => return Ok(false),
-            },
-            Some(at) => match self.scan_local(at)? {
-                Some(m) => m,
-                None => return Ok(false),
-            },
+        let Some(member) = self.members.get(self.next).cloned() else {
+            return match self.scan_error.take() {
+                Some(e) => Err(self.bad(e)),
+                None => Ok(false),
+            };
         };
+        self.next += 1;
         let mut f = File::open(&self.path)?;
         f.seek(SeekFrom::Start(member.data_start))?;
         let body = BufReader::with_capacity(1 << 16, f).take(member.compressed);
@@ -121,20 +134,17 @@ impl ZipChunks {
         Ok(true)
     }
 
-    /// Scanning mode: parses local headers from `at`, skipping unselected members, and
-    /// returns the next selected one (or None at the central directory / end of file).
-    fn scan_local(&mut self, mut at: u64) -> std::io::Result<Option<Member>> {
+    /// Scanning mode: walks the local file headers from the start of the file and returns
+    /// the selected members found (the last one possibly cut short) and where and why the
+    /// walk stopped.
+    fn scan_local(&self) -> std::io::Result<(Vec<Member>, String)> {
         let mut f = File::open(&self.path)?;
         let len = f.metadata()?.len();
+        let mut out = Vec::new();
+        let mut at = 0u64;
         loop {
             if at + 30 > len {
-                self.scan_at = None;
-                self.members.clear();
-                self.next = 0;
-                if at < len {
-                    return Err(self.bad(format!("archive ends inside a local header at offset {at} (truncated archive)")));
-                }
-                return Ok(None);
+                return Ok((out, format!("the data stops at byte {len} (truncated archive)")));
             }
             f.seek(SeekFrom::Start(at))?;
             let mut h = [0u8; 30];
@@ -142,36 +152,28 @@ impl ZipChunks {
             let u16at = |i: usize| u16::from_le_bytes([h[i], h[i + 1]]) as u64;
             let u32at = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
             if u32at(0) != 0x0403_4b50 {
-                // Central directory or garbage: the members end here.
-                self.scan_at = None;
-                self.next = usize::MAX;
-                return Ok(None);
+                return Ok((out, format!("no local file header at byte {at}")));
             }
-            let flags = u16at(6);
-            let method = u16at(8);
-            let compressed = u32at(18) as u64;
+            let (flags, method, compressed) = (u16at(6), u16at(8), u32at(18) as u64);
             let (nl, xl) = (u16at(26), u16at(28));
             let mut name = vec![0u8; nl as usize];
-            f.read_exact(&mut name).map_err(|_| self.bad(format!("archive ends inside the local header at offset {at} (truncated archive)")))?;
+            if f.read_exact(&mut name).is_err() {
+                return Ok((out, format!("the archive ends inside the local header at byte {at} (truncated archive)")));
+            }
             let name = String::from_utf8_lossy(&name).into_owned();
             let data_start = at + 30 + nl + xl;
             if flags & 8 != 0 && compressed == 0 {
-                return Err(self.bad(format!(
-                    "member {name} at offset {at} has no size in its local header and the central directory is missing ({}); cannot read past it",
-                    self.damaged_directory.as_deref().unwrap_or("damaged")
-                )));
+                return Ok((out, format!("member {name} at byte {at} has no size in its local header, so nothing after it can be found")));
+            }
+            if (self.filter)(&name) {
+                let deflated = match method {
+                    0 => false,
+                    8 => true,
+                    m => return Ok((out, format!("member {name} uses compression method {m}; only stored and deflate are supported"))),
+                };
+                out.push(Member { name, data_start, compressed, deflated, crc: u32at(14) });
             }
             at = data_start + compressed;
-            self.scan_at = Some(at);
-            if !(self.filter)(&name) {
-                continue;
-            }
-            let deflated = match method {
-                0 => false,
-                8 => true,
-                m => return Err(self.bad(format!("member {name} uses compression method {m}; only stored and deflate are supported"))),
-            };
-            return Ok(Some(Member { name, data_start, compressed, deflated, crc: u32at(14) }));
         }
     }
 }
