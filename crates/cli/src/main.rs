@@ -24,6 +24,10 @@ enum Command {
     Sim(cmd::sim::Args),
     /// Convert a trace between formats.
     Convert(cmd::convert::Args),
+    /// Measure this machine's data TLBs (entries per level, 2 MiB support) from behaviour.
+    Probe(cmd::probe::Args),
+    /// Native benchmarks (GUPS, latency, bandwidth) under 4 KiB, THP, mTHP or hugetlbfs pages.
+    Bench(cmd::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +36,8 @@ fn main() -> ExitCode {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Sim(a) => cmd::sim::run(a),
         Command::Convert(a) => cmd::convert::run(a),
+        Command::Probe(a) => cmd::probe::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -9,6 +9,7 @@
 
 pub mod error;
 pub mod knee;
+pub mod probe;
 pub mod rng;
 pub mod target;
 #[cfg(target_os = "linux")]

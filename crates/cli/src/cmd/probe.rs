@@ -1,0 +1,112 @@
+//! `mmulab probe`: measure this machine's data-TLB levels from behaviour.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use mmulab_probe::probe::{self, HugeChoice, ProbeConfig};
+
+/// Measure the data TLBs of this machine: entries per level (4 KiB pages) and whether each
+/// level holds 2 MiB pages, from a randomized pointer chase (see docs/probe.md).
+#[derive(clap::Args)]
+pub struct Args {
+    /// Short run (under 15 s): fewer repeats and shorter chases.
+    #[arg(long)]
+    quick: bool,
+    /// Print one JSON object on stdout instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Draw the curves to FILE (.svg or .png).
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
+    /// Write the TLB tree found as a machine config (TOML) for `mmulab sim --config`.
+    #[arg(long, value_name = "FILE.toml")]
+    emit_machine: Option<PathBuf>,
+    /// Largest number of pages in the sweep (default 8192).
+    #[arg(long, value_name = "N")]
+    max_pages: Option<usize>,
+    /// Fresh mappings per sweep (default 5, quick 3).
+    #[arg(long, value_name = "N")]
+    repeats: Option<usize>,
+    /// 2 MiB backing to test: auto, thp, hugetlb or none.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "thp", "hugetlb", "none"])]
+    huge: String,
+    /// Do not use perf counters even if available (timing only).
+    #[arg(long)]
+    no_counters: bool,
+    /// Seed of the random chase orders.
+    #[arg(long, default_value_t = 0x5EED)]
+    seed: u64,
+}
+
+pub fn run(a: Args) -> anyhow::Result<()> {
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = a;
+        bail!("unsupported: `mmulab probe` measures the machine through Linux interfaces (mmap, madvise, smaps, perf_event_open); this OS is not Linux");
+    }
+    #[cfg(target_os = "linux")]
+    {
+        run_linux(a)
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn run_linux(a: Args) -> anyhow::Result<()> {
+    let arch = std::env::consts::ARCH;
+    if arch != "x86_64" && arch != "aarch64" {
+        bail!("unsupported architecture {arch}: the probe supports x86_64 and aarch64 Linux");
+    }
+    let mut cfg = if a.quick { ProbeConfig::quick() } else { ProbeConfig::standard() };
+    if let Some(m) = a.max_pages {
+        cfg.max_pages = m;
+    }
+    if let Some(r) = a.repeats {
+        cfg.repeats = r;
+    }
+    cfg.seed = a.seed;
+    cfg.huge = match a.huge.as_str() {
+        "thp" => HugeChoice::Thp,
+        "hugetlb" => HugeChoice::Hugetlb,
+        "none" => HugeChoice::None,
+        _ => HugeChoice::Auto,
+    };
+    if let Some(p) = &a.plot {
+        let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+        if ext != "svg" && ext != "png" {
+            bail!("--plot {}: the file name must end in .svg or .png", p.display());
+        }
+    }
+    let mut target = mmulab_probe::target::native::NativeTarget::new(!a.no_counters);
+    let tty = std::io::stderr().is_terminal();
+    let mut last_phase = String::new();
+    let mut progress = |phase: &str, f: f64| {
+        if tty {
+            eprint!("\r\x1b[2K[{:3.0}%] {phase}", f * 100.0);
+            let _ = std::io::stderr().flush();
+        } else if phase != last_phase {
+            eprintln!("probe: {phase}");
+        }
+        last_phase = phase.to_string();
+    };
+    let report = probe::run(&mut target, &cfg, &mut progress);
+    if tty {
+        eprintln!();
+    }
+    let report = report?;
+    if let Some(p) = &a.plot {
+        probe::plot::write_plot(&report, p).with_context(|| format!("writing plot {}", p.display()))?;
+    }
+    if let Some(p) = &a.emit_machine {
+        if report.levels.is_empty() {
+            bail!("no TLB level was found, so there is no machine to write to {}", p.display());
+        }
+        std::fs::write(p, probe::machine::machine_toml(&report)).with_context(|| format!("writing {}", p.display()))?;
+    }
+    if a.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print!("{}", report.table());
+    }
+    Ok(())
+}
