@@ -2,6 +2,7 @@
 //! `cmd/NAME.rs` with its clap `Args` and a `run` function.
 
 mod cmd;
+mod progress;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -24,6 +25,10 @@ enum Command {
     Sim(cmd::sim::Args),
     /// Convert a trace between formats.
     Convert(cmd::convert::Args),
+    /// Summarise a trace: counts by kind, threads, address spaces, footprint, markers.
+    TraceInfo(cmd::trace_info::Args),
+    /// Record a program's memory references with Valgrind Lackey into an .mlt trace.
+    Record(cmd::record::Args),
     /// Measure this machine's data TLBs (entries per level, 2 MiB support) from behaviour.
     Probe(cmd::probe::Args),
     /// Native benchmarks (GUPS, latency, bandwidth) under 4 KiB, THP, mTHP or hugetlbfs pages.
@@ -36,6 +41,8 @@ fn main() -> ExitCode {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Sim(a) => cmd::sim::run(a),
         Command::Convert(a) => cmd::convert::run(a),
+        Command::TraceInfo(a) => cmd::trace_info::run(a),
+        Command::Record(a) => cmd::record::run(a),
         Command::Probe(a) => cmd::probe::run(a),
         Command::Bench(a) => cmd::bench::run(a),
     };

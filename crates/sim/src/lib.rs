@@ -1,1 +1,28 @@
-//! placeholder
+//! mmulab's simulator wiring: a validated [`config`] becomes a [`Machine`] of models; a
+//! trace is fed through it ([`run`]); [`Stats`] come out, exported as JSON or tables
+//! ([`report`]).
+#![deny(missing_docs)]
+
+pub mod config;
+mod machine;
+pub mod report;
+mod run;
+mod stats;
+
+pub use machine::{Core, Machine};
+pub use run::{run, Progress};
+pub use stats::{Counters, LevelStats, Stats};
+
+/// Anything that can stop a simulation.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// Invalid configuration (names the file and key).
+    #[error("{0}")]
+    Config(String),
+    /// The trace could not be read.
+    #[error(transparent)]
+    Trace(#[from] mmulab_trace::TraceError),
+    /// A model failed (e.g. simulated memory exhausted).
+    #[error(transparent)]
+    Model(#[from] mmulab_model::ModelError),
+}

@@ -7,6 +7,9 @@ pub struct Seq {
     base: u64,
     slots: u64,
     stride: u64,
+    /// Next slot (kept instead of `index % slots`: a division per reference is a large
+    /// share of the simulator's per-reference budget).
+    slot: u64,
     done: u64,
     total: u64,
 }
@@ -21,15 +24,21 @@ impl Seq {
         let refs = a.count("refs", Some(slots))?;
         let base = a.addr("base", 0x4000_0000_0000)?;
         a.positive("refs", refs)?;
-        Ok(Seq { spec: a.spec().to_string(), base, slots, stride, done: 0, total: refs })
+        Ok(Seq { spec: a.spec().to_string(), base, slots, stride, slot: 0, done: 0, total: refs })
     }
 }
 
 impl TraceSource for Seq {
     fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
         let (base, slots, stride) = (self.base, self.slots, self.stride);
-        Ok(emit(&mut self.done, self.total, buf, max, |k| {
-            MemRef::new(base + (k % slots) * stride, AccessKind::Load, 8)
+        let slot = &mut self.slot;
+        Ok(emit(&mut self.done, self.total, buf, max, |_| {
+            let r = MemRef::new(base + *slot * stride, AccessKind::Load, 8);
+            *slot += 1;
+            if *slot == slots {
+                *slot = 0;
+            }
+            r
         }))
     }
     fn describe(&self) -> String {

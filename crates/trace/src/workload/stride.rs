@@ -8,6 +8,8 @@ pub struct Stride {
     base: u64,
     pages: u64,
     offset: u64,
+    /// Next page index (a counter, not `index % pages`: no division per reference).
+    page: u64,
     done: u64,
     total: u64,
 }
@@ -20,15 +22,17 @@ impl Stride {
         let refs = a.count("refs", Some(pages))?;
         let base = a.addr("base", 0x5000_0000_0000)?;
         a.positive("refs", refs)?;
-        Ok(Stride { spec: a.spec().to_string(), base, pages, offset, done: 0, total: refs })
+        Ok(Stride { spec: a.spec().to_string(), base, pages, offset, page: 0, done: 0, total: refs })
     }
 }
 
 impl TraceSource for Stride {
     fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
         let (base, pages, offset) = (self.base, self.pages, self.offset);
-        Ok(emit(&mut self.done, self.total, buf, max, |k| {
-            let i = k % pages;
+        let page = &mut self.page;
+        Ok(emit(&mut self.done, self.total, buf, max, |_| {
+            let i = *page;
+            *page = if i + 1 == pages { 0 } else { i + 1 };
             MemRef::new(base + i * 4096 + i * offset, AccessKind::Load, 4)
         }))
     }

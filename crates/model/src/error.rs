@@ -1,0 +1,14 @@
+/// An error raised by a model: invalid configuration caught late, or a simulated
+/// resource exhausted.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// A configuration value the model cannot honour.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// Simulated physical memory ran out.
+    #[error("out of simulated physical memory: {0}")]
+    OutOfMemory(String),
+    /// A mapping request conflicts with the page table's contents.
+    #[error("mapping conflict: {0}")]
+    Conflict(String),
+}

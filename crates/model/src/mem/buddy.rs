@@ -1,0 +1,133 @@
+use crate::addr::{FRAME_SHIFT, FRAME_SIZE};
+use crate::error::ModelError;
+use std::collections::BTreeSet;
+
+/// Largest block order: 2^18 frames of 4 KiB = 1 GiB.
+pub const MAX_ORDER: u32 = 18;
+
+/// A binary buddy allocator over frame numbers. Free blocks of each order are kept in
+/// ordered sets, so allocation always takes the lowest-addressed block: runs are
+/// deterministic and fragmentation is reproducible.
+#[derive(Clone, Debug)]
+pub struct Buddy {
+    frames: u64,
+    free: Vec<BTreeSet<u64>>,
+    free_frames: u64,
+}
+
+impl Buddy {
+    /// An allocator over `bytes` of memory, all free.
+    pub fn new(bytes: u64) -> Result<Buddy, ModelError> {
+        if bytes == 0 || bytes % FRAME_SIZE != 0 {
+            return Err(ModelError::Config(format!(
+                "memory.size = {bytes} bytes: must be a positive multiple of 4 KiB"
+            )));
+        }
+        let frames = bytes >> FRAME_SHIFT;
+        let mut b = Buddy { frames, free: vec![BTreeSet::new(); MAX_ORDER as usize + 1], free_frames: 0 };
+        // Carve the range into the largest naturally aligned blocks.
+        let mut pfn = 0;
+        while pfn < frames {
+            let mut order = MAX_ORDER;
+            while pfn % (1 << order) != 0 || pfn + (1 << order) > frames {
+                order -= 1;
+            }
+            b.free[order as usize].insert(pfn);
+            b.free_frames += 1 << order;
+            pfn += 1 << order;
+        }
+        Ok(b)
+    }
+
+    /// Total frames.
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+
+    /// Free frames.
+    pub fn free_frames(&self) -> u64 {
+        self.free_frames
+    }
+
+    /// Free blocks of exactly `order`.
+    pub fn free_blocks(&self, order: u32) -> usize {
+        self.free[order as usize].len()
+    }
+
+    /// Frames that sit in free blocks of at least `order` (how much memory could still
+    /// back pages of that size without compaction).
+    pub fn free_frames_at_least(&self, order: u32) -> u64 {
+        (order..=MAX_ORDER).map(|o| (self.free[o as usize].len() as u64) << o).sum()
+    }
+
+    /// Allocates a naturally aligned block of 2^order frames; returns its first frame.
+    pub fn alloc(&mut self, order: u32) -> Option<u64> {
+        let from = (order..=MAX_ORDER).find(|&o| !self.free[o as usize].is_empty())?;
+        let pfn = self.free[from as usize].pop_first()?;
+        // Split down, returning the upper halves to the free lists.
+        for o in (order..from).rev() {
+            self.free[o as usize].insert(pfn + (1 << o));
+        }
+        self.free_frames -= 1 << order;
+        Some(pfn)
+    }
+
+    /// Returns a block, merging it with free buddies.
+    pub fn free(&mut self, pfn: u64, order: u32) {
+        debug_assert!(pfn % (1 << order) == 0 && pfn + (1 << order) <= self.frames);
+        self.free_frames += 1 << order;
+        let (mut pfn, mut order) = (pfn, order);
+        while order < MAX_ORDER {
+            let buddy = pfn ^ (1 << order);
+            if !self.free[order as usize].remove(&buddy) {
+                break;
+            }
+            pfn = pfn.min(buddy);
+            order += 1;
+        }
+        self.free[order as usize].insert(pfn);
+    }
+
+    /// The error for an allocation that failed.
+    pub fn oom(&self, what: &str) -> ModelError {
+        ModelError::OutOfMemory(format!(
+            "no free physical memory for {what}: {} of {} MiB free, largest free block {} KiB; \
+             raise memory.size or use smaller pages",
+            (self.free_frames << FRAME_SHIFT) >> 20,
+            (self.frames << FRAME_SHIFT) >> 20,
+            (0..=MAX_ORDER).rev().find(|&o| !self.free[o as usize].is_empty()).map_or(0, |o| 4u64 << o),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alloc_free_merges_back() {
+        let mut b = Buddy::new(8 << 20).unwrap();
+        assert_eq!(b.free_frames(), 2048);
+        let a = b.alloc(0).unwrap();
+        let c = b.alloc(9).unwrap();
+        assert_eq!(a, 0);
+        assert_eq!(c % 512, 0);
+        assert_eq!(b.free_frames(), 2048 - 513);
+        b.free(a, 0);
+        b.free(c, 9);
+        assert_eq!(b.free_frames(), 2048);
+        assert_eq!(b.free_blocks(11), 1);
+    }
+
+    #[test]
+    fn exhaustion_is_none_and_odd_sizes_carve() {
+        let mut b = Buddy::new(12 << 10).unwrap();
+        assert_eq!(b.free_blocks(1) + b.free_blocks(0), 2);
+        assert!(b.alloc(2).is_none());
+        assert!(b.alloc(1).is_some());
+        assert!(b.alloc(0).is_some());
+        assert!(b.alloc(0).is_none());
+        assert!(b.oom("x").to_string().contains("memory.size"));
+        assert!(Buddy::new(1000).is_err());
+    }
+}

@@ -1,0 +1,26 @@
+use super::{map_new_page, FaultCtx, OsStats};
+use crate::addr::PageSize;
+use crate::error::ModelError;
+
+/// Every touched region backed by pages of one size, like hugetlbfs for the whole
+/// address space: a fault maps the aligned page of `page_size` containing the address.
+#[derive(Clone, Debug)]
+pub struct Fixed {
+    /// The size of every page.
+    pub page_size: PageSize,
+    /// Counters.
+    pub stats: OsStats,
+}
+
+impl Fixed {
+    /// A policy backing everything with `page_size` pages.
+    pub fn new(page_size: PageSize) -> Fixed {
+        Fixed { page_size, stats: OsStats::default() }
+    }
+
+    /// Maps a fresh page of the configured size at the faulting address.
+    pub fn fault(&mut self, mut ctx: FaultCtx<'_>) -> Result<(), ModelError> {
+        self.stats.faults += 1;
+        map_new_page(&mut ctx, self.page_size, &mut self.stats)
+    }
+}

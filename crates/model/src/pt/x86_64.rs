@@ -1,0 +1,71 @@
+//! x86-64 4-level paging (Intel SDM vol. 3 §4.5): PML4, PDPT, PD, PT; 9 index bits each.
+//! Bits: 0 present, 1 R/W, 2 U/S, 5 accessed, 6 dirty, 7 PS (leaf at PDPT/PD),
+//! physical address in bits 12..51.
+
+use super::{LevelGeom, Pte};
+use crate::translation::Attrs;
+
+pub(super) const LEVELS: [LevelGeom; 4] = [
+    LevelGeom { shift: 39, bits: 9, leaf: false },
+    LevelGeom { shift: 30, bits: 9, leaf: true },
+    LevelGeom { shift: 21, bits: 9, leaf: true },
+    LevelGeom { shift: 12, bits: 9, leaf: true },
+];
+
+const P: u64 = 1 << 0;
+const RW: u64 = 1 << 1;
+const US: u64 = 1 << 2;
+const A: u64 = 1 << 5;
+const D: u64 = 1 << 6;
+const PS: u64 = 1 << 7;
+const ADDR: u64 = 0x000f_ffff_ffff_f000;
+
+#[inline]
+pub(super) fn decode(level: usize, raw: u64) -> Pte {
+    if raw & P == 0 {
+        return Pte::Invalid;
+    }
+    let pa = raw & ADDR;
+    if level == 3 || (level > 0 && raw & PS != 0) {
+        let mut a = 0;
+        if raw & RW != 0 {
+            a |= Attrs::WRITABLE;
+        }
+        if raw & US != 0 {
+            a |= Attrs::USER;
+        }
+        if raw & A != 0 {
+            a |= Attrs::ACCESSED;
+        }
+        if raw & D != 0 {
+            a |= Attrs::DIRTY;
+        }
+        Pte::Leaf { pa, attrs: Attrs(a) }
+    } else {
+        Pte::Table(pa)
+    }
+}
+
+pub(super) fn encode_table(_level: usize, pa: u64) -> u64 {
+    (pa & ADDR) | P | RW | US
+}
+
+pub(super) fn encode_leaf(level: usize, pa: u64, attrs: Attrs) -> u64 {
+    let mut raw = (pa & ADDR) | P;
+    if level != 3 {
+        raw |= PS;
+    }
+    if attrs.has(Attrs::WRITABLE) {
+        raw |= RW;
+    }
+    if attrs.has(Attrs::USER) {
+        raw |= US;
+    }
+    if attrs.has(Attrs::ACCESSED) {
+        raw |= A;
+    }
+    if attrs.has(Attrs::DIRTY) {
+        raw |= D;
+    }
+    raw
+}

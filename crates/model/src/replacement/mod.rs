@@ -1,0 +1,99 @@
+//! Replacement policies of set-associative arrays (TLBs, page-walk caches).
+//!
+//! Contract: the array tells the policy about every hit (`touch`) and every fill
+//! (`filled`) with the set and way, and asks for a victim only when every way of the set
+//! is valid (invalid ways are always filled first, lowest way first). A policy's state is
+//! private to it; identical event sequences give identical victims (random is seeded).
+//!
+//! Adding a policy: a file here with a struct offering `new(sets, ways, seed)`, `touch`,
+//! `filled` and `victim`; a variant in [`Policy`] and [`Replacement`]; a reference model
+//! in `tests/differential.rs`.
+
+mod fifo;
+mod lru;
+mod plru;
+mod random;
+
+pub use fifo::Fifo;
+pub use lru::Lru;
+pub use plru::Plru;
+pub use random::Random;
+
+use serde::{Deserialize, Serialize};
+
+/// The replacement policy a config names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    /// Least recently used.
+    Lru,
+    /// Tree pseudo-LRU (any number of ways: the tree spans the next power of two and
+    /// never points at a way that does not exist).
+    Plru,
+    /// First in, first out: hits do not change the order.
+    Fifo,
+    /// Uniformly random victim from a seeded generator.
+    Random,
+}
+
+impl Policy {
+    /// Names as configs spell them.
+    pub const NAMES: [&'static str; 4] = ["lru", "plru", "fifo", "random"];
+}
+
+/// Replacement state of one array (closed enum: static dispatch on the hot path).
+#[derive(Clone, Debug)]
+pub enum Replacement {
+    /// See [`Lru`].
+    Lru(Lru),
+    /// See [`Plru`].
+    Plru(Plru),
+    /// See [`Fifo`].
+    Fifo(Fifo),
+    /// See [`Random`].
+    Random(Random),
+}
+
+impl Replacement {
+    /// State for `sets` × `ways` under `policy`.
+    pub fn new(policy: Policy, sets: usize, ways: usize, seed: u64) -> Replacement {
+        match policy {
+            Policy::Lru => Replacement::Lru(Lru::new(sets, ways)),
+            Policy::Plru => Replacement::Plru(Plru::new(sets, ways)),
+            Policy::Fifo => Replacement::Fifo(Fifo::new(sets, ways)),
+            Policy::Random => Replacement::Random(Random::new(ways, seed)),
+        }
+    }
+
+    /// A hit on (set, way).
+    #[inline]
+    pub fn touch(&mut self, set: usize, way: usize) {
+        match self {
+            Replacement::Lru(p) => p.touch(set, way),
+            Replacement::Plru(p) => p.touch(set, way),
+            Replacement::Fifo(_) | Replacement::Random(_) => {}
+        }
+    }
+
+    /// (set, way) was just filled.
+    #[inline]
+    pub fn filled(&mut self, set: usize, way: usize) {
+        match self {
+            Replacement::Lru(p) => p.touch(set, way),
+            Replacement::Plru(p) => p.touch(set, way),
+            Replacement::Fifo(p) => p.filled(set, way),
+            Replacement::Random(_) => {}
+        }
+    }
+
+    /// The way to evict from a full set.
+    #[inline]
+    pub fn victim(&mut self, set: usize) -> usize {
+        match self {
+            Replacement::Lru(p) => p.victim(set),
+            Replacement::Plru(p) => p.victim(set),
+            Replacement::Fifo(p) => p.victim(set),
+            Replacement::Random(p) => p.victim(),
+        }
+    }
+}

@@ -1,0 +1,20 @@
+use mmulab_trace::workload::SplitMix64;
+
+/// Random replacement from a seeded SplitMix64 stream: same seed, same victims.
+#[derive(Clone, Debug)]
+pub struct Random {
+    ways: u64,
+    rng: SplitMix64,
+}
+
+impl Random {
+    /// State for arrays of `ways` ways.
+    pub fn new(ways: usize, seed: u64) -> Random {
+        Random { ways: ways as u64, rng: SplitMix64::new(seed) }
+    }
+    /// A uniformly chosen way.
+    #[inline]
+    pub fn victim(&mut self) -> usize {
+        self.rng.below(self.ways) as usize
+    }
+}

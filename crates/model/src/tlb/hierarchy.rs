@@ -1,0 +1,87 @@
+use super::{Tlb, TlbSpec};
+use crate::addr::Asid;
+use crate::translation::Translation;
+
+/// Longest chain of levels a lookup may traverse.
+pub const MAX_DEPTH: usize = 8;
+
+/// The TLB levels of one core, wired as a tree: data references enter at the first level
+/// serving data (or unified), instruction fetches at the first serving instr (or
+/// unified); a miss falls through to the level's `next`.
+///
+/// Policy: on a hit at level k every level before it on the path is filled (the usual
+/// refill of upper levels from a lower one); after a miss in the last level the walk
+/// runs and every level on the path is filled. Levels are neither inclusive nor
+/// exclusive: evictions are never propagated.
+#[derive(Clone, Debug)]
+pub struct Hierarchy {
+    levels: Vec<Tlb>,
+    data_entry: usize,
+    instr_entry: usize,
+}
+
+/// The outcome of a lookup.
+#[derive(Clone, Copy, Debug)]
+pub struct Lookup {
+    /// Levels looked up, in order.
+    pub path: [u8; MAX_DEPTH],
+    /// How many entries of `path` are used.
+    pub len: usize,
+    /// The hit (level index, slot, translation), if any level hit.
+    pub hit: Option<(usize, usize, Translation)>,
+    /// Sum of the latencies of the levels looked up.
+    pub cycles: u64,
+}
+
+impl Hierarchy {
+    /// Builds levels from validated specs (entry points and acyclic `next` links are
+    /// checked by config validation).
+    pub fn new(specs: Vec<TlbSpec>, data_entry: usize, instr_entry: usize) -> Hierarchy {
+        Hierarchy { levels: specs.into_iter().map(Tlb::new).collect(), data_entry, instr_entry }
+    }
+
+    /// The levels, in config order.
+    pub fn levels(&self) -> &[Tlb] {
+        &self.levels
+    }
+
+    /// Mutable access to the levels (invalidation, tests).
+    pub fn levels_mut(&mut self) -> &mut [Tlb] {
+        &mut self.levels
+    }
+
+    /// Looks `va` up along the path for its kind of reference.
+    #[inline]
+    pub fn lookup(&mut self, va: u64, asid: Asid, instr: bool) -> Lookup {
+        let mut l = Lookup { path: [0; MAX_DEPTH], len: 0, hit: None, cycles: 0 };
+        let mut cur = Some(if instr { self.instr_entry } else { self.data_entry });
+        while let Some(i) = cur {
+            if l.len == MAX_DEPTH {
+                break;
+            }
+            l.path[l.len] = i as u8;
+            l.len += 1;
+            let tlb = &mut self.levels[i];
+            l.cycles += tlb.spec().latency as u64;
+            if let Some((slot, t)) = tlb.lookup(va, asid) {
+                l.hit = Some((i, slot, t));
+                return l;
+            }
+            cur = tlb.spec().next;
+        }
+        l
+    }
+
+    /// Fills the levels of `path[..upto]` with `t` for an access to `va`.
+    #[inline]
+    pub fn fill(&mut self, path: &[u8], t: &Translation, va: u64) {
+        for &i in path {
+            self.levels[i as usize].fill(t, va);
+        }
+    }
+
+    /// Removes every entry of `asid` overlapping `[start, end)` from every level.
+    pub fn invalidate_range(&mut self, asid: Asid, start: u64, end: u64) -> usize {
+        self.levels.iter_mut().map(|t| t.invalidate_range(asid, start, end)).sum()
+    }
+}

@@ -1,0 +1,211 @@
+use super::{TlbSpec, Unsupported};
+use crate::addr::{Asid, PageSize};
+use crate::assoc::AssocArray;
+use crate::translation::{Attrs, Translation};
+use serde::Serialize;
+
+/// Event counts of one TLB level.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TlbStats {
+    /// Lookups.
+    pub accesses: u64,
+    /// Lookups that found an entry.
+    pub hits: u64,
+    /// Lookups that found none.
+    pub misses: u64,
+    /// Entries inserted.
+    pub fills: u64,
+    /// Valid entries displaced by fills.
+    pub evictions: u64,
+    /// Fills that cached a smaller piece of an unsupported page size.
+    pub splinters: u64,
+    /// Fills skipped because the size is unsupported and the level bypasses it.
+    pub bypasses: u64,
+    /// Entries removed by invalidations (shootdowns).
+    pub invalidations: u64,
+}
+
+const NO_SLOT: u32 = u32::MAX;
+
+/// One TLB level.
+#[derive(Clone, Debug)]
+pub struct Tlb {
+    spec: TlbSpec,
+    array: AssocArray,
+    /// Bitmask of supported sizes (bit = `PageSize as usize`).
+    supported: u16,
+    /// The most recently hit or filled slot: a repeated hit on it changes no
+    /// replacement state (every policy's touch is idempotent for the MRU way), so the
+    /// set scan can be skipped. Cleared by any invalidation.
+    last_slot: u32,
+    last_vpn: u64,
+    last_shift: u32,
+    last_asid: Asid,
+    /// Valid entries of each page size: a lookup skips sizes the level holds none of.
+    held: [u32; 9],
+    /// Counters.
+    pub stats: TlbStats,
+}
+
+#[inline]
+fn key(vpn: u64, size: PageSize) -> u64 {
+    (vpn << 4) | size as u64
+}
+
+#[inline]
+fn size_of_key(k: u64) -> PageSize {
+    PageSize::ALL[(k & 0xf) as usize]
+}
+
+/// Payload layout: physical base | attrs (the base is at least 4 KiB aligned).
+#[inline]
+fn pack(pa: u64, attrs: Attrs) -> u64 {
+    pa | attrs.0 as u64
+}
+
+impl Tlb {
+    /// An empty level.
+    pub fn new(spec: TlbSpec) -> Tlb {
+        let array = AssocArray::new(spec.entries, spec.ways, spec.replacement, spec.seed);
+        let supported = spec.page_sizes.iter().fold(0u16, |m, p| m | 1 << *p as u16);
+        Tlb {
+            spec,
+            array,
+            supported,
+            last_slot: NO_SLOT,
+            last_vpn: 0,
+            last_shift: 0,
+            last_asid: 0,
+            held: [0; 9],
+            stats: TlbStats::default(),
+        }
+    }
+
+    /// The level's description.
+    pub fn spec(&self) -> &TlbSpec {
+        &self.spec
+    }
+
+    /// True if the level holds entries of `size` as such.
+    #[inline]
+    pub fn supports(&self, size: PageSize) -> bool {
+        self.supported & (1 << size as u16) != 0
+    }
+
+    fn entry(&self, slot: usize, asid: Asid) -> Translation {
+        let k = self.array.key(slot);
+        let size = size_of_key(k);
+        let d = self.array.data(slot);
+        Translation {
+            va: (k >> 4) << size.shift(),
+            pa: d & !0xfff,
+            size,
+            asid,
+            attrs: Attrs((d & 0xfff) as u16),
+        }
+    }
+
+    /// Looks `va` up; counts the access and returns the entry on a hit.
+    #[inline]
+    pub fn lookup(&mut self, va: u64, asid: Asid) -> Option<(usize, Translation)> {
+        self.stats.accesses += 1;
+        if self.last_slot != NO_SLOT && va >> self.last_shift == self.last_vpn && asid == self.last_asid {
+            self.stats.hits += 1;
+            let slot = self.last_slot as usize;
+            return Some((slot, self.entry(slot, asid)));
+        }
+        for &size in &self.spec.page_sizes {
+            if self.held[size.index()] == 0 {
+                continue;
+            }
+            let vpn = va >> size.shift();
+            let set = self.array.set_of(vpn);
+            if let Some(slot) = self.array.find(set, key(vpn, size), asid) {
+                self.stats.hits += 1;
+                self.remember(slot, vpn, size, asid);
+                return Some((slot, self.entry(slot, asid)));
+            }
+        }
+        self.stats.misses += 1;
+        None
+    }
+
+    #[inline]
+    fn remember(&mut self, slot: usize, vpn: u64, size: PageSize, asid: Asid) {
+        self.last_slot = slot as u32;
+        self.last_vpn = vpn;
+        self.last_shift = size.shift();
+        self.last_asid = asid;
+    }
+
+    /// Caches `t` for an access to `va` (splintering or bypassing an unsupported size);
+    /// returns the slot, or `None` when bypassed.
+    pub fn fill(&mut self, t: &Translation, va: u64) -> Option<usize> {
+        let t = if self.supports(t.size) {
+            *t
+        } else {
+            match (self.spec.unsupported, self.splinter_size(t.size)) {
+                (Unsupported::Splinter, Some(piece)) => {
+                    self.stats.splinters += 1;
+                    t.piece(va, piece)
+                }
+                _ => {
+                    self.stats.bypasses += 1;
+                    return None;
+                }
+            }
+        };
+        let vpn = t.va >> t.size.shift();
+        let set = self.array.set_of(vpn);
+        let (slot, evicted) = self.array.insert(set, key(vpn, t.size), t.asid, pack(t.pa, t.attrs));
+        self.stats.fills += 1;
+        self.held[t.size.index()] += 1;
+        if let Some(ev) = evicted {
+            self.held[size_of_key(ev.key).index()] -= 1;
+            self.stats.evictions += 1;
+        }
+        self.remember(slot, vpn, t.size, t.asid);
+        Some(slot)
+    }
+
+    /// The largest supported size smaller than `size`.
+    fn splinter_size(&self, size: PageSize) -> Option<PageSize> {
+        self.spec.page_sizes.iter().rev().copied().find(|p| *p < size)
+    }
+
+    /// Updates the attribute bits of a cached entry (e.g. dirty after a store).
+    pub fn set_attrs(&mut self, slot: usize, attrs: Attrs) {
+        let d = self.array.data(slot);
+        self.array.set_data(slot, (d & !0xfff) | attrs.0 as u64);
+    }
+
+    /// Removes every entry of `asid` overlapping `[start, end)`; returns how many.
+    pub fn invalidate_range(&mut self, asid: Asid, start: u64, end: u64) -> usize {
+        self.last_slot = NO_SLOT;
+        let held = &mut self.held;
+        let n = self.array.invalidate_where(|k, a, _| {
+            let size = size_of_key(k);
+            let va = (k >> 4) << size.shift();
+            let hit = a == asid && va < end && va + size.bytes() > start;
+            if hit {
+                held[size.index()] -= 1;
+            }
+            hit
+        });
+        self.stats.invalidations += n as u64;
+        n
+    }
+
+    /// Removes every entry.
+    pub fn flush(&mut self) {
+        self.last_slot = NO_SLOT;
+        self.held = [0; 9];
+        let n = self.array.invalidate_where(|_, _, _| true);
+        self.stats.invalidations += n as u64;
+    }
+
+    /// Valid entries now held.
+    pub fn occupancy(&self) -> usize {
+        self.array.occupancy()
+    }
+}

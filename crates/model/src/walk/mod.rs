@@ -1,0 +1,195 @@
+//! The page-table walker: one machinery for translation, mapping, promotion scans and
+//! stage-2 splitting.
+//!
+//! [`walk`] visits every descriptor covering `[start, end)` from a given table and level,
+//! in address order, calling the [`Visitor`] for the kinds of visit its [`WalkFlags`]
+//! ask for — the design of KVM's `kvm_pgtable_walk`:
+//!
+//! * a table descriptor: `TABLE_PRE` callback, then (unless the callback said
+//!   [`Action::SkipChildren`] or the child level is skipped) the child table is walked,
+//!   then the `TABLE_POST` callback;
+//! * a leaf or invalid descriptor: `LEAF` callback; then the descriptor is read again,
+//!   and if the callback turned it into a table (mapping, splitting) the walk descends
+//!   into it.
+//!
+//! Every descriptor read is counted in [`WalkCounts::reads`]: that is the walk's memory
+//! references, which the cost model prices.
+
+mod map;
+mod pwc;
+mod translate;
+
+pub use map::{lookup, map_leaf, set_leaf_attrs, unmap_leaf, Mapping};
+pub use pwc::{Pwc, PwcStats};
+pub use translate::{translate, WalkResult};
+
+use crate::mem::PtMem;
+use crate::pt::{Format, Pte};
+
+/// Which visits a walk makes and which levels it skips.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WalkFlags {
+    bits: u8,
+    /// Bit L set: never descend into tables of level L (e.g. skip level 3 when splitting).
+    pub skip_levels: u8,
+}
+
+impl WalkFlags {
+    /// Visit leaf and invalid descriptors.
+    pub const LEAF: WalkFlags = WalkFlags { bits: 1, skip_levels: 0 };
+    /// Visit table descriptors before their children.
+    pub const TABLE_PRE: WalkFlags = WalkFlags { bits: 2, skip_levels: 0 };
+    /// Visit table descriptors after their children.
+    pub const TABLE_POST: WalkFlags = WalkFlags { bits: 4, skip_levels: 0 };
+
+    /// Both sets of flags.
+    pub const fn union(self, o: WalkFlags) -> WalkFlags {
+        WalkFlags { bits: self.bits | o.bits, skip_levels: self.skip_levels | o.skip_levels }
+    }
+    /// These flags, and never descend into tables of `level`.
+    pub const fn skip_level(self, level: usize) -> WalkFlags {
+        WalkFlags { bits: self.bits, skip_levels: self.skip_levels | (1 << level) }
+    }
+    #[inline]
+    fn has(self, f: WalkFlags) -> bool {
+        self.bits & f.bits != 0
+    }
+}
+
+/// What a visit is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VisitKind {
+    /// A leaf or invalid descriptor.
+    Leaf,
+    /// A table descriptor, before its children.
+    TablePre,
+    /// A table descriptor, after its children.
+    TablePost,
+}
+
+/// What the visitor sees.
+#[derive(Clone, Copy, Debug)]
+pub struct Visit {
+    /// Kind of visit.
+    pub kind: VisitKind,
+    /// Level of the descriptor (0 = root).
+    pub level: usize,
+    /// Virtual address of the start of the range the descriptor maps.
+    pub va: u64,
+    /// Bytes the descriptor maps.
+    pub span: u64,
+    /// The raw descriptor.
+    pub raw: u64,
+    /// The decoded descriptor.
+    pub pte: Pte,
+    /// Physical address of the table holding it.
+    pub table: u64,
+    /// Its index in that table.
+    pub index: usize,
+}
+
+/// What the visitor wants next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Go on.
+    Continue,
+    /// Do not descend into this table (only meaningful for `TablePre`).
+    SkipChildren,
+    /// End the walk now.
+    Stop,
+}
+
+/// A walk callback. It may rewrite descriptors through `mem` (the walker re-reads a leaf
+/// descriptor after its callback).
+pub trait Visitor {
+    /// Called for each visit the flags ask for.
+    fn visit(&mut self, v: &Visit, mem: &mut crate::mem::Memory) -> Action;
+}
+
+/// Counts of one or more walks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WalkCounts {
+    /// Descriptors read (memory references of the walk).
+    pub reads: u64,
+    /// Callbacks made.
+    pub visits: u64,
+}
+
+/// Walks `[start, end)` from the table at `table` (of `level`) in `fmt`.
+pub fn walk<V: Visitor>(
+    mem: &mut crate::mem::Memory,
+    fmt: Format,
+    table: u64,
+    level: usize,
+    start: u64,
+    end: u64,
+    flags: WalkFlags,
+    visitor: &mut V,
+    counts: &mut WalkCounts,
+) -> Action {
+    let geom = fmt.levels()[level];
+    let span = geom.span();
+    let mut va = start;
+    while va < end {
+        let index = geom.index(va);
+        let entry_va = va & !(span - 1);
+        let next_va = entry_va.checked_add(span).unwrap_or(u64::MAX);
+        let mut raw = read(&mem.pt, table, index, counts);
+        let mut pte = fmt.decode(level, raw);
+        let mut visit = Visit { kind: VisitKind::Leaf, level, va: entry_va, span, raw, pte, table, index };
+        if !matches!(pte, Pte::Table(_)) {
+            if flags.has(WalkFlags::LEAF) {
+                counts.visits += 1;
+                if visitor.visit(&visit, mem) == Action::Stop {
+                    return Action::Stop;
+                }
+                // The callback may have installed a table (map, split): read again.
+                raw = mem.pt.read(table, index);
+                pte = fmt.decode(level, raw);
+                visit.raw = raw;
+                visit.pte = pte;
+            }
+        } else if flags.has(WalkFlags::TABLE_PRE) {
+            visit.kind = VisitKind::TablePre;
+            counts.visits += 1;
+            match visitor.visit(&visit, mem) {
+                Action::Stop => return Action::Stop,
+                Action::SkipChildren => {
+                    va = next_va;
+                    continue;
+                }
+                Action::Continue => {}
+            }
+            raw = mem.pt.read(table, index);
+            pte = fmt.decode(level, raw);
+            visit.raw = raw;
+            visit.pte = pte;
+        }
+        if let Pte::Table(child) = pte {
+            if flags.skip_levels & (1 << (level + 1)) == 0 {
+                let r = walk(mem, fmt, child, level + 1, va, end.min(next_va), flags, visitor, counts);
+                if r == Action::Stop {
+                    return Action::Stop;
+                }
+            }
+            if flags.has(WalkFlags::TABLE_POST) {
+                visit.kind = VisitKind::TablePost;
+                counts.visits += 1;
+                if visitor.visit(&visit, mem) == Action::Stop {
+                    return Action::Stop;
+                }
+            }
+        }
+        if next_va == u64::MAX {
+            break;
+        }
+        va = next_va;
+    }
+    Action::Continue
+}
+
+#[inline]
+fn read(pt: &PtMem, table: u64, index: usize, counts: &mut WalkCounts) -> u64 {
+    counts.reads += 1;
+    pt.read(table, index)
+}

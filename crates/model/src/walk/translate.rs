@@ -1,0 +1,60 @@
+//! The hardware walk of one address: page-walk caches first, then descriptor reads from
+//! the deepest cached table down to the leaf.
+
+use super::{walk, Action, Pwc, Visit, Visitor, WalkCounts, WalkFlags};
+use crate::addr::Asid;
+use crate::mem::Memory;
+use crate::pt::{Format, Pte};
+use crate::translation::Translation;
+
+/// The outcome of a hardware walk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WalkResult {
+    /// The translation, or `None` if the walk reached an invalid descriptor (a fault).
+    pub leaf: Option<Translation>,
+    /// Descriptors read (memory references).
+    pub reads: u64,
+    /// Level the walk started at (0 without a page-walk-cache hit).
+    pub start_level: usize,
+}
+
+struct TranslateVisitor {
+    fmt: Format,
+    asid: Asid,
+    tables: [(usize, u64); 8],
+    ntables: usize,
+    leaf: Option<Translation>,
+}
+
+impl Visitor for TranslateVisitor {
+    #[inline]
+    fn visit(&mut self, v: &Visit, _mem: &mut Memory) -> Action {
+        match v.pte {
+            Pte::Table(child) => {
+                if self.ntables < self.tables.len() {
+                    self.tables[self.ntables] = (v.level, child);
+                    self.ntables += 1;
+                }
+                Action::Continue
+            }
+            Pte::Leaf { pa, attrs } => {
+                self.leaf = Some(Translation { va: v.va, pa, size: self.fmt.leaf_size(v.level), asid: self.asid, attrs });
+                Action::Stop
+            }
+            Pte::Invalid => Action::Stop,
+        }
+    }
+}
+
+/// Walks `va` in the page table rooted at `root`, using and filling `pwc`.
+#[inline]
+pub fn translate(mem: &mut Memory, fmt: Format, root: u64, asid: Asid, va: u64, pwc: &mut Pwc) -> WalkResult {
+    let (start_level, table) = pwc.lookup(va, asid).unwrap_or((0, root));
+    let mut v = TranslateVisitor { fmt, asid, tables: [(0, 0); 8], ntables: 0, leaf: None };
+    let mut counts = WalkCounts::default();
+    walk(mem, fmt, table, start_level, va, va + 1, WalkFlags::LEAF.union(WalkFlags::TABLE_PRE), &mut v, &mut counts);
+    for &(level, child) in &v.tables[..v.ntables] {
+        pwc.fill(level, va, asid, child);
+    }
+    WalkResult { leaf: v.leaf, reads: counts.reads, start_level }
+}

@@ -1,0 +1,218 @@
+//! The machine: cores (TLB hierarchy + page-walk caches each), physical memory, address
+//! spaces and the OS policy, built once from a validated [`MachineSpec`] and fed
+//! references one at a time.
+//!
+//! Order of events for one reference: look up the TLB path for its kind; on a hit fill
+//! the levels looked up before it; on a full miss walk (page-walk caches, then
+//! descriptor reads), and if the walk faults let the OS map the page, apply its
+//! shootdowns and walk again; fill every level on the path. Stores need a writable,
+//! dirty translation: a clean one gets its dirty bit set (counted as an A/D update), a
+//! read-only one faults to the OS.
+
+use crate::config::{MachineSpec, OsSpec};
+use crate::stats::Counters;
+use crate::SimError;
+use mmulab_model::addr::Asid;
+use mmulab_model::cost::WalkCost;
+use mmulab_model::mem::Memory;
+use mmulab_model::os::{Base, FaultCtx, Fixed, Os, Shootdown};
+use mmulab_model::pt::Format;
+use mmulab_model::space::AddressSpace;
+use mmulab_model::tlb::Hierarchy;
+use mmulab_model::translation::{Attrs, Translation};
+use mmulab_model::walk::{set_leaf_attrs, translate, Pwc};
+use mmulab_trace::{AccessKind, MemRef};
+
+/// One core's translation hardware.
+#[derive(Clone, Debug)]
+pub struct Core {
+    /// TLB levels.
+    pub tlbs: Hierarchy,
+    /// Page-walk caches.
+    pub pwc: Pwc,
+}
+
+/// A simulated machine.
+pub struct Machine {
+    pub(crate) spec: MachineSpec,
+    pub(crate) cores: Vec<Core>,
+    pub(crate) mem: Memory,
+    spaces: Vec<Option<AddressSpace>>,
+    pub(crate) os: Os,
+    fmt: Format,
+    cost: WalkCost,
+    has_instr_path: bool,
+    shootdowns: Vec<Shootdown>,
+    pub(crate) counters: Counters,
+}
+
+impl Machine {
+    /// Builds a machine.
+    pub fn new(spec: MachineSpec) -> Result<Machine, SimError> {
+        let mem = Memory::new(spec.memory_bytes)?;
+        let instr = spec.instr_entry.unwrap_or(spec.data_entry);
+        let cores = (0..spec.cores)
+            .map(|_| Core {
+                tlbs: Hierarchy::new(spec.tlbs.clone(), spec.data_entry, instr),
+                pwc: Pwc::new(spec.format, &spec.pwc_entries),
+            })
+            .collect();
+        let os = match spec.os {
+            OsSpec::Base => Os::Base(Base::default()),
+            OsSpec::Fixed(size) => Os::Fixed(Fixed::new(size)),
+        };
+        let nlevels = spec.tlbs.len();
+        Ok(Machine {
+            fmt: spec.format,
+            cost: spec.cost,
+            has_instr_path: spec.instr_entry.is_some(),
+            cores,
+            mem,
+            spaces: Vec::new(),
+            os,
+            shootdowns: Vec::new(),
+            counters: Counters::new(nlevels, spec.format.levels().len()),
+            spec,
+        })
+    }
+
+    /// The spec it was built from.
+    pub fn spec(&self) -> &MachineSpec {
+        &self.spec
+    }
+
+    fn space(&mut self, asid: Asid) -> Result<usize, SimError> {
+        let i = asid as usize;
+        if self.spaces.len() <= i {
+            self.spaces.resize(i + 1, None);
+        }
+        if self.spaces[i].is_none() {
+            self.spaces[i] = Some(AddressSpace::new(asid, self.fmt, &mut self.mem)?);
+        }
+        Ok(i)
+    }
+
+    /// Simulates one reference.
+    #[inline]
+    pub fn access(&mut self, r: &MemRef) -> Result<(), SimError> {
+        let c = &mut self.counters;
+        c.references += 1;
+        let instr = r.kind == AccessKind::IFetch;
+        match r.kind {
+            AccessKind::Load => c.loads += 1,
+            AccessKind::Store => c.stores += 1,
+            AccessKind::IFetch => {
+                c.ifetches += 1;
+                if !self.has_instr_path {
+                    c.ifetches_untranslated += 1;
+                    return Ok(());
+                }
+            }
+        }
+        let core = if self.cores.len() == 1 { 0 } else { r.core as usize % self.cores.len() };
+        let look = self.cores[core].tlbs.lookup(r.addr, r.asid, instr);
+        self.counters.tlb_cycles += look.cycles;
+        let mut t = match look.hit {
+            Some((_level, _slot, t)) => {
+                let upto = look.len - 1;
+                if r.kind == AccessKind::Store && !t.attrs.has(Attrs::WRITABLE | Attrs::DIRTY) {
+                    return self.store_to_clean(core, r, &look.path[..look.len], t);
+                }
+                self.cores[core].tlbs.fill(&look.path[..upto], &t, r.addr);
+                return Ok(());
+            }
+            None => self.walk(core, r)?,
+        };
+        if r.kind == AccessKind::Store && !t.attrs.has(Attrs::DIRTY) {
+            t = self.set_dirty(r, t)?;
+        }
+        self.cores[core].tlbs.fill(&look.path[..look.len], &t, r.addr);
+        Ok(())
+    }
+
+    /// A store hit a translation that is not writable-dirty.
+    #[cold]
+    fn store_to_clean(&mut self, core: usize, r: &MemRef, path: &[u8], t: Translation) -> Result<(), SimError> {
+        let t = if t.attrs.has(Attrs::WRITABLE) {
+            self.set_dirty(r, t)?
+        } else {
+            // Write to a read-only page: the OS decides (e.g. demotion).
+            self.fault(r)?;
+            self.walk(core, r)?
+        };
+        // Refill the path with the updated entry: the hit level's entry is replaced by
+        // a dirty one (the hardware updates the cached copy).
+        for &i in path {
+            self.cores[core].tlbs.levels_mut()[i as usize].invalidate_range(r.asid, t.va, t.va + t.size.bytes());
+        }
+        self.cores[core].tlbs.fill(path, &t, r.addr);
+        Ok(())
+    }
+
+    /// Sets the dirty (and accessed) bit of `t`'s leaf.
+    fn set_dirty(&mut self, r: &MemRef, t: Translation) -> Result<Translation, SimError> {
+        let si = self.space(r.asid)?;
+        let root = self.spaces[si].as_ref().map(|s| s.root).unwrap_or_default();
+        let attrs = t.attrs.with(Attrs::DIRTY | Attrs::ACCESSED);
+        set_leaf_attrs(&mut self.mem, self.fmt, root, r.addr, attrs);
+        self.counters.ad_updates += 1;
+        self.counters.walk_cycles += self.cost.mem_latency as u64;
+        Ok(Translation { attrs, ..t })
+    }
+
+    /// A hardware walk for `r`, with OS faults as needed.
+    fn walk(&mut self, core: usize, r: &MemRef) -> Result<Translation, SimError> {
+        let si = self.space(r.asid)?;
+        for _attempt in 0..3 {
+            let root = self.spaces[si].as_ref().map(|s| s.root).unwrap_or_default();
+            let pwc_on = self.cores[core].pwc.enabled();
+            let res = translate(&mut self.mem, self.fmt, root, r.asid, r.addr, &mut self.cores[core].pwc);
+            let c = &mut self.counters;
+            c.walks += 1;
+            c.walk_reads += res.reads;
+            c.walk_start_level[res.start_level] += 1;
+            c.walk_cycles += self.cost.walk_cycles(res.reads, pwc_on);
+            match res.leaf {
+                Some(t) => {
+                    // The walker sets the accessed bit, and for a store to a writable
+                    // page the dirty bit too, in one descriptor update.
+                    let mut want = Attrs::ACCESSED;
+                    if r.kind == AccessKind::Store && t.attrs.has(Attrs::WRITABLE) {
+                        want |= Attrs::DIRTY;
+                    }
+                    if !t.attrs.has(want) {
+                        let attrs = t.attrs.with(want);
+                        set_leaf_attrs(&mut self.mem, self.fmt, root, r.addr, attrs);
+                        self.counters.ad_updates += 1;
+                        return Ok(Translation { attrs, ..t });
+                    }
+                    return Ok(t);
+                }
+                None => self.fault(r)?,
+            }
+        }
+        Err(SimError::Model(mmulab_model::ModelError::Conflict(format!(
+            "the {} policy left va {:#x} unmapped after three faults (a policy bug)",
+            self.os.name(),
+            r.addr
+        ))))
+    }
+
+    /// Lets the OS handle a fault at `r` and applies its shootdowns.
+    fn fault(&mut self, r: &MemRef) -> Result<(), SimError> {
+        self.counters.faults += 1;
+        self.counters.fault_cycles += self.cost.fault_latency as u64;
+        let si = self.space(r.asid)?;
+        let space = self.spaces[si].as_mut().expect("space created");
+        self.shootdowns.clear();
+        self.os.fault(FaultCtx { mem: &mut self.mem, space, va: r.addr, kind: r.kind, shootdowns: &mut self.shootdowns })?;
+        for &(asid, start, end) in &self.shootdowns {
+            self.counters.shootdowns += 1;
+            for c in &mut self.cores {
+                c.tlbs.invalidate_range(asid, start, end);
+                c.pwc.invalidate_range(asid, start, end);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,189 @@
+//! Statistics: the machine's raw counters and the report exported as JSON and tables.
+//! Models count; this module aggregates (per level across cores) and names things.
+
+use crate::machine::Machine;
+use mmulab_model::addr::PageSize;
+use mmulab_model::tlb::TlbStats;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+/// Counters kept by the machine itself (the models keep their own).
+#[derive(Clone, Debug, Default)]
+pub struct Counters {
+    /// References simulated.
+    pub references: u64,
+    /// Loads.
+    pub loads: u64,
+    /// Stores.
+    pub stores: u64,
+    /// Instruction fetches.
+    pub ifetches: u64,
+    /// Instruction fetches not translated because no TLB level serves instructions.
+    pub ifetches_untranslated: u64,
+    /// Hardware walks (a faulting walk and the walk after the fault count as two).
+    pub walks: u64,
+    /// Descriptors read by walks.
+    pub walk_reads: u64,
+    /// Walks by the level they started at (after page-walk-cache hits).
+    pub walk_start_level: Vec<u64>,
+    /// Cycles of walks (descriptor reads, PWC lookups, A/D updates).
+    pub walk_cycles: u64,
+    /// Cycles of TLB lookups.
+    pub tlb_cycles: u64,
+    /// Page faults.
+    pub faults: u64,
+    /// Cycles the OS spent in faults.
+    pub fault_cycles: u64,
+    /// Accessed/dirty bit updates of leaf descriptors.
+    pub ad_updates: u64,
+    /// Ranges invalidated on behalf of the OS.
+    pub shootdowns: u64,
+}
+
+impl Counters {
+    /// Zeroed counters for a machine with `_levels` TLB levels and `pt_levels` page-table
+    /// levels.
+    pub fn new(_levels: usize, pt_levels: usize) -> Counters {
+        Counters { walk_start_level: vec![0; pt_levels], ..Default::default() }
+    }
+}
+
+/// Per-level TLB figures summed over cores.
+#[derive(Clone, Debug, Serialize)]
+pub struct LevelStats {
+    /// Level name.
+    pub name: String,
+    /// True for a last-level TLB (no `next`): its misses start walks.
+    pub last_level: bool,
+    /// Counts.
+    #[serde(flatten)]
+    pub counts: TlbStats,
+}
+
+/// A run's results.
+#[derive(Clone, Debug)]
+pub struct Stats {
+    /// Raw machine counters.
+    pub counters: Counters,
+    /// TLB levels in config order.
+    pub levels: Vec<LevelStats>,
+    /// Page-walk-cache hits by level, summed over cores.
+    pub pwc_hits: Vec<u64>,
+    /// PWC lookups.
+    pub pwc_lookups: u64,
+    /// Pages mapped by size.
+    pub mapped: [u64; 9],
+    /// Resident bytes.
+    pub resident_bytes: u64,
+    /// Live page-table pages.
+    pub page_tables: usize,
+    /// OS policy name.
+    pub policy: String,
+}
+
+impl Stats {
+    /// Collects the statistics of `m` now.
+    pub fn collect(m: &Machine) -> Stats {
+        let nl = m.spec.tlbs.len();
+        let mut levels: Vec<LevelStats> = m.spec.tlbs
+            .iter()
+            .map(|t| LevelStats { name: t.name.clone(), last_level: t.next.is_none(), counts: TlbStats::default() })
+            .collect();
+        let mut pwc_hits = vec![0; m.spec.format.levels().len().saturating_sub(1)];
+        let mut pwc_lookups = 0;
+        for core in &m.cores {
+            for (i, t) in core.tlbs.levels().iter().enumerate().take(nl) {
+                let (a, b) = (&mut levels[i].counts, t.stats);
+                a.accesses += b.accesses;
+                a.hits += b.hits;
+                a.misses += b.misses;
+                a.fills += b.fills;
+                a.evictions += b.evictions;
+                a.splinters += b.splinters;
+                a.bypasses += b.bypasses;
+                a.invalidations += b.invalidations;
+            }
+            for (i, h) in core.pwc.stats.hits.iter().enumerate() {
+                pwc_hits[i] += h;
+            }
+            pwc_lookups += core.pwc.stats.lookups;
+        }
+        let os = m.os.stats();
+        Stats {
+            counters: m.counters.clone(),
+            levels,
+            pwc_hits,
+            pwc_lookups,
+            mapped: os.mapped,
+            resident_bytes: os.resident_bytes,
+            page_tables: m.mem.pt.live_tables(),
+            policy: m.os.name().to_string(),
+        }
+    }
+
+    /// Misses of last-level TLBs (Mosmodel's M).
+    pub fn stlb_misses(&self) -> u64 {
+        self.levels.iter().filter(|l| l.last_level).map(|l| l.counts.misses).sum()
+    }
+
+    /// Hits of last-level TLBs (Mosmodel's H).
+    pub fn stlb_hits(&self) -> u64 {
+        self.levels.iter().filter(|l| l.last_level).map(|l| l.counts.hits).sum()
+    }
+
+    /// Translation cycles: TLB lookups plus walks.
+    pub fn translation_cycles(&self) -> u64 {
+        self.counters.tlb_cycles + self.counters.walk_cycles
+    }
+
+    /// The JSON report (docs/output.md documents every field).
+    pub fn to_json(&self) -> Value {
+        let c = &self.counters;
+        let mut tlb = Map::new();
+        for l in &self.levels {
+            tlb.insert(l.name.clone(), serde_json::to_value(l).expect("serializable"));
+        }
+        let mut pages = Map::new();
+        for p in PageSize::ALL {
+            if self.mapped[p.index()] > 0 {
+                pages.insert(p.to_string(), json!(self.mapped[p.index()]));
+            }
+        }
+        json!({
+            "references": c.references,
+            "loads": c.loads,
+            "stores": c.stores,
+            "ifetches": c.ifetches,
+            "ifetches_untranslated": c.ifetches_untranslated,
+            "tlb": tlb,
+            "walks": {
+                "count": c.walks,
+                "memory_refs": c.walk_reads,
+                "refs_per_walk": if c.walks > 0 { c.walk_reads as f64 / c.walks as f64 } else { 0.0 },
+                "start_level": c.walk_start_level,
+                "pwc": { "lookups": self.pwc_lookups, "hits_by_level": self.pwc_hits },
+            },
+            "faults": c.faults,
+            "ad_updates": c.ad_updates,
+            "shootdowns": c.shootdowns,
+            "cycles": {
+                "translation": self.translation_cycles(),
+                "tlb_lookup": c.tlb_cycles,
+                "walk": c.walk_cycles,
+                "per_reference": if c.references > 0 { self.translation_cycles() as f64 / c.references as f64 } else { 0.0 },
+                "os_faults": c.fault_cycles,
+            },
+            "mosmodel": {
+                "walk_cycles": c.walk_cycles,
+                "stlb_misses": self.stlb_misses(),
+                "stlb_hits": self.stlb_hits(),
+            },
+            "memory": {
+                "policy": self.policy,
+                "resident_bytes": self.resident_bytes,
+                "pages": pages,
+                "page_table_pages": self.page_tables,
+            },
+        })
+    }
+}
