@@ -1,6 +1,231 @@
-#[derive(clap::Args)]
-pub struct Args {}
+//! `mmulab convert IN OUT`: re-encode a trace. The input is any format mmulab reads; the
+//! output is `.mlt` (lossless, compact), `din` or `lackey` text (lossy: din keeps kind and
+//! address, lackey kind, address and size; neither keeps core or address space).
+//!
+//! Contract: streaming (constant memory); the markers and metadata sections the input
+//! carries (page size, VMAs, …) are written into an `.mlt` output. A damaged input is an
+//! error and the partial output is removed, unless `--salvage` asks to keep the references
+//! read before the damage (then the output is complete and valid, and says so in its
+//! `source` section).
 
-pub fn run(_a: Args) -> anyhow::Result<()> {
-    anyhow::bail!("not implemented yet")
+use crate::progress::ProgressLine;
+use anyhow::{bail, Context, Result};
+use mmulab_trace::format::din::write_din;
+use mmulab_trace::format::mlt::MltWriter;
+use mmulab_trace::{open_trace_with, CoreMap, Format, Interleave, MemRef, TraceError, TraceMeta, TraceOptions, TraceSource};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Reader options shared by the commands that read traces.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ReadOpts {
+    /// Input format: din, lackey, mlt, drmemtrace, champsim, cloudsuite or auto.
+    #[arg(long = "from", visible_alias = "format", default_value = "auto")]
+    pub from: String,
+    /// drmemtrace: deliver prefetch records as loads (default: ignore them).
+    #[arg(long)]
+    pub prefetches: bool,
+    /// drmemtrace: map threads to cores by their `cpu` markers or one core per `thread`.
+    #[arg(long, default_value = "cpu", value_parser = ["cpu", "thread"])]
+    pub cores: String,
+    /// drmemtrace directories: interleave threads by `timestamp` markers, or `rr:N`
+    /// (round-robin, N references per turn).
+    #[arg(long, default_value = "timestamp")]
+    pub interleave: String,
+}
+
+impl ReadOpts {
+    /// The library options these flags mean.
+    pub fn options(&self) -> Result<TraceOptions> {
+        let interleave = match self.interleave.as_str() {
+            "timestamp" => Interleave::Timestamp,
+            s => match s.strip_prefix("rr:").or_else(|| s.strip_prefix("rr")).map(|n| if n.is_empty() { Ok(1000) } else { n.parse::<u64>() }) {
+                Some(Ok(q)) if q > 0 => Interleave::RoundRobin(q),
+                _ => bail!("--interleave takes `timestamp` or `rr:N` (N > 0 references per turn), not '{s}'"),
+            },
+        };
+        Ok(TraceOptions {
+            format: Format::parse(&self.from)?,
+            prefetches: self.prefetches,
+            cores: if self.cores == "thread" { CoreMap::Thread } else { CoreMap::Cpu },
+            interleave,
+        })
+    }
+}
+
+/// Convert a trace between formats (output format from OUT's extension).
+#[derive(clap::Args)]
+pub struct Args {
+    /// Input trace (file, or drmemtrace directory).
+    pub input: PathBuf,
+    /// Output file; `.mlt`, `.din` or `.lackey` picks the format unless --to is given.
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub read: ReadOpts,
+    /// Output format: mlt, din or lackey (default: from OUT's extension).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// zstd level for .mlt output (1–22).
+    #[arg(long, default_value_t = 3)]
+    pub level: i32,
+    /// On damaged input, keep the references read before the damage instead of failing.
+    #[arg(long)]
+    pub salvage: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum OutFormat {
+    Mlt,
+    Din,
+    Lackey,
+}
+
+fn out_format(a: &Args) -> Result<OutFormat> {
+    let name = match &a.to {
+        Some(t) => t.clone(),
+        None => {
+            let n = a.output.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+            n.rsplit('.').next().unwrap_or("").to_string()
+        }
+    };
+    Ok(match name.as_str() {
+        "mlt" => OutFormat::Mlt,
+        "din" => OutFormat::Din,
+        "lackey" => OutFormat::Lackey,
+        other => bail!("cannot write '{other}' traces: give OUT a .mlt, .din or .lackey extension, or --to mlt|din|lackey"),
+    })
+}
+
+enum Sink {
+    Mlt(MltWriter<BufWriter<File>>),
+    Text(BufWriter<File>, OutFormat),
+}
+
+impl Sink {
+    fn push(&mut self, refs: &[MemRef]) -> std::io::Result<()> {
+        match self {
+            Sink::Mlt(w) => w.push_all(refs),
+            Sink::Text(w, OutFormat::Din) => refs.iter().try_for_each(|r| write_din(w, r)),
+            Sink::Text(w, _) => refs.iter().try_for_each(|r| {
+                let k = ["L", "S", "I"][r.kind as usize];
+                if k == "I" {
+                    writeln!(w, "I  {:08x},{}", r.addr, r.size)
+                } else {
+                    writeln!(w, " {k} {:08x},{}", r.addr, r.size)
+                }
+            }),
+        }
+    }
+}
+
+/// The `markers` section text for `meta` (lines `name value`).
+pub fn markers_text(meta: &TraceMeta) -> String {
+    meta.markers.iter().map(|(k, v)| format!("{k} {v}\n")).collect()
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let to = out_format(&a)?;
+    let opts = a.read.options()?;
+    let mut src = open_trace_with(&a.input, &opts)?;
+    if a.input.canonicalize().ok() == a.output.canonicalize().ok() && a.output.exists() {
+        bail!("{}: input and output are the same file", a.output.display());
+    }
+    let file = File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
+    let out = BufWriter::with_capacity(1 << 20, file);
+    let mut sink = match to {
+        OutFormat::Mlt => Sink::Mlt(MltWriter::new(out, a.level)?),
+        t => Sink::Text(out, t),
+    };
+    let t0 = Instant::now();
+    let (n, err) = pump(&mut *src, &mut sink, &a.input);
+    let result = finish(sink, &*src, &a, err.as_ref(), to);
+    let elapsed = t0.elapsed().as_secs_f64();
+    if let Some(e) = err.filter(|_| !a.salvage) {
+        let _ = std::fs::remove_file(&a.output);
+        return Err(anyhow::Error::new(e).context(format!("conversion stopped; {} removed (pass --salvage to keep the references read before the damage)", a.output.display())));
+    }
+    let bytes = result?;
+    let in_bytes = dir_or_file_size(&a.input);
+    eprintln!(
+        "mmulab convert: {n} references from {} ({} bytes) to {} ({bytes} bytes, {:.2} bytes/reference) in {elapsed:.2} s ({:.1} M refs/s)",
+        a.input.display(),
+        in_bytes,
+        a.output.display(),
+        bytes as f64 / n.max(1) as f64,
+        n as f64 / elapsed.max(1e-9) / 1e6
+    );
+    if to != OutFormat::Mlt {
+        eprintln!("mmulab convert: note: {to:?} text keeps neither core nor address space (use .mlt for a lossless copy)");
+    }
+    Ok(())
+}
+
+/// Copies every reference; returns the count and the input error that stopped it, if any.
+fn pump(src: &mut dyn TraceSource, sink: &mut Sink, input: &Path) -> (u64, Option<TraceError>) {
+    let mut p = ProgressLine::new(&format!("convert {}", input.display()));
+    let mut buf = Vec::with_capacity(1 << 16);
+    let mut n = 0u64;
+    let err = loop {
+        buf.clear();
+        let r = src.next_batch(&mut buf, 1 << 16);
+        if let Err(e) = sink.push(&buf) {
+            break Some(TraceError::Io { path: PathBuf::from("(output)"), source: e });
+        }
+        n += buf.len() as u64;
+        match r {
+            Ok(0) => break None,
+            Ok(_) => p.update(n, src.progress()),
+            Err(e) => break Some(e),
+        }
+    };
+    p.finish();
+    (n, err)
+}
+
+/// Writes the metadata and closes the output; returns its size in bytes.
+fn finish(sink: Sink, src: &dyn TraceSource, a: &Args, err: Option<&TraceError>, to: OutFormat) -> Result<u64> {
+    match sink {
+        Sink::Mlt(mut w) => {
+            let meta = src.meta().unwrap_or_default();
+            let mut source = format!("mmulab convert from {} ({})\n", a.input.display(), src.describe());
+            if let Some(e) = err {
+                source.push_str(&format!("salvaged: the input was damaged: {e}\n"));
+            }
+            w.section("source", source.as_bytes())?;
+            let mut markers = markers_text(&meta);
+            for (k, v) in [("threads", meta.threads), ("processes", meta.processes)] {
+                if let Some(v) = v.filter(|_| !meta.markers.contains_key(k)) {
+                    markers.push_str(&format!("{k} {v}\n"));
+                }
+            }
+            if !markers.is_empty() {
+                w.section("markers", markers.as_bytes())?;
+            }
+            for (name, body) in meta.sections.iter().filter(|(n, _)| n != "markers" && n != "source") {
+                w.section(name, body)?;
+            }
+            let bytes = w.bytes_written();
+            let mut out = w.finish()?;
+            out.flush()?;
+            Ok(out.get_ref().metadata().map(|m| m.len()).unwrap_or(bytes))
+        }
+        Sink::Text(mut w, _) => {
+            let _ = to;
+            w.flush()?;
+            Ok(w.get_ref().metadata().map(|m| m.len()).unwrap_or(0))
+        }
+    }
+}
+
+/// Size of a file, or the sum of the files of a directory.
+pub fn dir_or_file_size(p: &Path) -> u64 {
+    if p.is_dir() {
+        std::fs::read_dir(p)
+            .map(|rd| rd.filter_map(|e| e.ok()).map(|e| dir_or_file_size(&e.path())).sum())
+            .unwrap_or(0)
+    } else {
+        std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
+    }
 }

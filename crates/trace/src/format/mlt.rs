@@ -410,6 +410,11 @@ impl<R: Read> MltReader<R> {
             for line in String::from_utf8_lossy(&body).lines() {
                 if let Some((k, v)) = line.split_once(' ') {
                     if let Ok(v) = v.trim().parse::<u64>() {
+                        match k {
+                            "threads" => self.meta.threads = Some(v),
+                            "processes" => self.meta.processes = Some(v),
+                            _ => {}
+                        }
                         self.meta.markers.insert(k.to_string(), v);
                     }
                 }

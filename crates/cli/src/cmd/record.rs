@@ -1,0 +1,212 @@
+//! `mmulab record -o FILE -- CMD ARGS…`: trace a real program with Valgrind Lackey
+//! (`valgrind --tool=lackey --trace-mem=yes`) straight into an `.mlt` file.
+//!
+//! Streaming: Lackey writes its trace to a pipe (`--log-fd=N`, the write end of a pipe this
+//! process creates), which is parsed line by line and encoded block by block; no temporary
+//! file ever holds the text trace. The program's own stdout and stderr are untouched (with
+//! `--json`, its stdout goes to stderr so that stdout holds only the summary object).
+//!
+//! VMAs: while the program runs, `/proc/PID/maps` of the traced process is sampled every
+//! `--maps-interval-ms` (default 100 ms). Under Valgrind that process is Valgrind itself
+//! (the tool replaces itself with the program in the same process), so each sample lists
+//! the program's mappings (text, data, heap, stack, libraries, anonymous mmaps, at the
+//! addresses the trace uses) *and* Valgrind's own (the tool binary, near 0x58000000 on
+//! amd64, and its internal arenas). Samples identical to the previous one are not stored;
+//! at most 256 are kept (the first 255 changes and always the latest). Limits: the final
+//! state is the last sample taken before exit, so a mapping created and removed within one
+//! interval may be missed; the samples are stored verbatim in the `vmas` metadata section,
+//! each headed `# sample N t_ms=T pid=P` (format: docs/trace-format.md).
+
+use crate::progress::ProgressLine;
+use anyhow::{bail, Context, Result};
+use mmulab_trace::format::lackey::LackeyReader;
+use mmulab_trace::format::mlt::MltWriter;
+use mmulab_trace::format::LineReader;
+use mmulab_trace::{AccessKind, TraceSource};
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Record a program's memory references (through Valgrind Lackey) into an .mlt trace.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Output trace (.mlt).
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// zstd level of the output (1–22).
+    #[arg(long, default_value_t = 3)]
+    pub level: i32,
+    /// How often to sample /proc/PID/maps while the program runs, in milliseconds.
+    #[arg(long, default_value_t = 100)]
+    pub maps_interval_ms: u64,
+    /// Print the closing summary as one JSON object on stdout (the program's stdout then
+    /// goes to stderr).
+    #[arg(long)]
+    pub json: bool,
+    /// The program and its arguments (after `--`).
+    #[arg(required = true, last = true)]
+    pub command: Vec<String>,
+}
+
+const MAX_SAMPLES: usize = 256;
+
+/// A pipe whose write end the child inherits and whose read end it does not.
+fn lackey_pipe() -> Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` is a valid array of two ints for pipe(2) to fill.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("cannot create a pipe for Valgrind's output");
+    }
+    // SAFETY: pipe(2) succeeded, so both descriptors are open and owned by nobody else.
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: F_SETFD on a descriptor we own; only sets close-on-exec on the read end.
+    if unsafe { libc::fcntl(r.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("cannot set close-on-exec on the pipe");
+    }
+    Ok((r, w))
+}
+
+fn check_valgrind() -> Result<String> {
+    match Command::new("valgrind").arg("--version").stdin(Stdio::null()).output() {
+        Ok(o) if o.status.success() => Ok(String::from_utf8_lossy(&o.stdout).trim().to_string()),
+        _ => bail!(
+            "valgrind is not installed or not on PATH; `mmulab record` traces programs with Valgrind's Lackey tool. \
+             Install it (Debian/Ubuntu: `apt-get install valgrind`; Fedora: `dnf install valgrind`) and retry"
+        ),
+    }
+}
+
+/// Samples /proc/PID/maps until `stop`; returns the stored samples as section text.
+fn sample_maps(pid: u32, every: Duration, stop: Arc<AtomicBool>, out: Arc<Mutex<Vec<(u64, String)>>>) {
+    let t0 = Instant::now();
+    let path = format!("/proc/{pid}/maps");
+    let mut last = String::new();
+    loop {
+        let done = stop.load(Ordering::Relaxed);
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            if !text.is_empty() && text != last {
+                let mut v = out.lock().expect("maps samples lock");
+                let t = t0.elapsed().as_millis() as u64;
+                if v.len() >= MAX_SAMPLES {
+                    v.pop();
+                }
+                v.push((t, text.clone()));
+                last = text;
+            }
+        }
+        if done {
+            return;
+        }
+        std::thread::sleep(every);
+    }
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let version = check_valgrind()?;
+    if a.output.extension().and_then(|e| e.to_str()) != Some("mlt") {
+        eprintln!("mmulab record: note: {} does not end in .mlt; writing mmulab's .mlt format anyway", a.output.display());
+    }
+    let file = File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
+    let mut w = MltWriter::new(BufWriter::with_capacity(1 << 20, file), a.level)?;
+    let (rd, wr) = lackey_pipe()?;
+    let mut cmd = Command::new("valgrind");
+    cmd.arg("--tool=lackey").arg("--trace-mem=yes").arg(format!("--log-fd={}", wr.as_raw_fd())).args(&a.command);
+    if a.json {
+        cmd.stdout(Stdio::from(std::io::stderr().as_fd().try_clone_to_owned()?));
+    }
+    let t0 = Instant::now();
+    let mut child = cmd.spawn().context("cannot start valgrind")?;
+    drop(wr); // Only the child writes now: the pipe reaches end-of-file when it exits.
+    let pid = child.id();
+    let stop = Arc::new(AtomicBool::new(false));
+    let samples = Arc::new(Mutex::new(Vec::new()));
+    let sampler = {
+        let (stop, samples) = (stop.clone(), samples.clone());
+        let every = Duration::from_millis(a.maps_interval_ms.max(1));
+        std::thread::spawn(move || sample_maps(pid, every, stop, samples))
+    };
+
+    let pipe_name = Path::new("(valgrind lackey pipe)");
+    let lines = LineReader::new(BufReader::with_capacity(1 << 20, File::from(rd)), pipe_name, None);
+    let mut src = LackeyReader::new(lines);
+    let mut buf = Vec::with_capacity(1 << 16);
+    let mut kinds = [0u64; 3];
+    let mut p = ProgressLine::new(&format!("record {}", a.command[0]));
+    let read_err = loop {
+        buf.clear();
+        match src.next_batch(&mut buf, 1 << 16) {
+            Ok(0) => break None,
+            Ok(_) => {
+                for r in &buf {
+                    kinds[r.kind as usize] += 1;
+                }
+                w.push_all(&buf)?;
+                p.update(w.refs(), None);
+            }
+            Err(e) => break Some(e),
+        }
+    };
+    p.finish();
+    if read_err.is_some() {
+        let _ = child.kill();
+    }
+    let status = child.wait().context("waiting for valgrind")?;
+    stop.store(true, Ordering::Relaxed);
+    let _ = sampler.join();
+    let elapsed = t0.elapsed().as_secs_f64();
+    if let Some(e) = read_err {
+        let _ = std::fs::remove_file(&a.output);
+        return Err(anyhow::Error::new(e).context("Lackey's output could not be parsed; recording abandoned"));
+    }
+
+    let samples = std::mem::take(&mut *samples.lock().expect("maps samples lock"));
+    let mut vmas = String::new();
+    for (i, (t, text)) in samples.iter().enumerate() {
+        vmas.push_str(&format!("# sample {i} t_ms={t} pid={pid}\n{text}"));
+    }
+    let vma_count = mmulab_trace::meta::parse_vma_samples(vmas.as_bytes()).pop().map_or(0, |v| v.len());
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    w.section("markers", format!("page_size {page}\n").as_bytes())?;
+    let source = format!(
+        "mmulab record: valgrind --tool=lackey --trace-mem=yes {}\n{version}\nexit: {status}\n",
+        a.command.join(" ")
+    );
+    w.section("source", source.as_bytes())?;
+    if !vmas.is_empty() {
+        w.section("vmas", vmas.as_bytes())?;
+    }
+    let refs = w.refs();
+    w.finish()?;
+    let bytes = std::fs::metadata(&a.output).map(|m| m.len()).unwrap_or(0);
+    let summary = serde_json::json!({
+        "output": a.output.display().to_string(),
+        "references": refs,
+        "loads": kinds[AccessKind::Load as usize],
+        "stores": kinds[AccessKind::Store as usize],
+        "ifetches": kinds[AccessKind::IFetch as usize],
+        "bytes": bytes,
+        "bytes_per_reference": bytes as f64 / refs.max(1) as f64,
+        "vma_samples": samples.len(),
+        "vmas_last_sample": vma_count,
+        "seconds": elapsed,
+        "exit_status": status.code(),
+    });
+    if a.json {
+        println!("{}", serde_json::to_string(&summary)?);
+    } else {
+        eprintln!(
+            "mmulab record: {refs} references ({} loads, {} stores, {} ifetches) of `{}` in {elapsed:.1} s → {} ({bytes} bytes, {:.2} bytes/reference); {} VMA samples ({vma_count} VMAs in the last)",
+            kinds[0], kinds[1], kinds[2], a.command.join(" "), a.output.display(), bytes as f64 / refs.max(1) as f64, samples.len()
+        );
+    }
+    if !status.success() {
+        eprintln!("mmulab record: warning: the program exited with {status}; the trace covers what it did until then");
+    }
+    Ok(())
+}

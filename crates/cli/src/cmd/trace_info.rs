@@ -1,0 +1,179 @@
+//! `mmulab trace-info FILE [--format F] [--json]`: what a trace holds — counts by kind,
+//! threads, cores and address spaces, address range, footprint in 4 KiB and 2 MiB pages,
+//! access sizes, markers and metadata sections.
+//!
+//! Contract: one streaming pass. Memory grows with the footprint (one set entry per
+//! distinct 4 KiB page), never with the trace length. A damaged trace still gets its
+//! report, covering the references read before the damage, plus the error (file, offset,
+//! references before it); the command then exits with an error. With `--json`, stdout holds
+//! exactly one JSON object in both cases.
+
+use super::convert::ReadOpts;
+use crate::progress::ProgressLine;
+use anyhow::Result;
+use mmulab_trace::{open_trace_with, AccessKind, TraceError, TraceMeta};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+
+/// Summarise a trace: counts, footprint, markers.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Trace file (or drmemtrace directory).
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub read: ReadOpts,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What one pass over a trace found.
+#[derive(Default)]
+pub struct Summary {
+    /// References by kind (load, store, ifetch).
+    pub by_kind: [u64; 3],
+    /// Lowest and highest address.
+    pub range: Option<(u64, u64)>,
+    /// Distinct (asid, 4 KiB page).
+    pages_4k: HashSet<(u16, u64)>,
+    /// Distinct (asid, 2 MiB page).
+    pages_2m: HashSet<(u16, u64)>,
+    cores: HashSet<u16>,
+    asids: HashSet<u16>,
+    sizes: BTreeMap<u16, u64>,
+    last_page: [(u16, u64); 3],
+}
+
+impl Summary {
+    fn add(&mut self, refs: &[mmulab_trace::MemRef]) {
+        for r in refs {
+            let k = r.kind as usize;
+            self.by_kind[k] += 1;
+            self.range = Some(match self.range {
+                None => (r.addr, r.addr),
+                Some((lo, hi)) => (lo.min(r.addr), hi.max(r.addr)),
+            });
+            let page = (r.asid, r.addr >> 12);
+            if self.last_page[k] != page || self.by_kind[k] == 1 {
+                self.last_page[k] = page;
+                if self.pages_4k.insert(page) {
+                    self.pages_2m.insert((r.asid, r.addr >> 21));
+                }
+            }
+            self.cores.insert(r.core);
+            self.asids.insert(r.asid);
+            *self.sizes.entry(r.size).or_insert(0) += 1;
+        }
+    }
+
+    /// Total references.
+    pub fn references(&self) -> u64 {
+        self.by_kind.iter().sum()
+    }
+}
+
+fn to_json(path: &str, format: &str, s: &Summary, meta: &TraceMeta, err: Option<&TraceError>) -> Value {
+    let hex = |v: u64| format!("{v:#x}");
+    let mut v = json!({
+        "file": path,
+        "format": format,
+        "complete": err.is_none(),
+        "references": s.references(),
+        "loads": s.by_kind[AccessKind::Load as usize],
+        "stores": s.by_kind[AccessKind::Store as usize],
+        "ifetches": s.by_kind[AccessKind::IFetch as usize],
+        "threads": meta.threads.unwrap_or(s.cores.len() as u64),
+        "cores": s.cores.len(),
+        "address_spaces": s.asids.len(),
+        "processes": meta.processes,
+        "address_range": s.range.map(|(lo, hi)| json!({"min": hex(lo), "max": hex(hi)})),
+        "footprint": {
+            "pages_4k": s.pages_4k.len(),
+            "pages_2m": s.pages_2m.len(),
+            "bytes_4k": s.pages_4k.len() as u64 * 4096,
+            "bytes_2m": s.pages_2m.len() as u64 * (2 << 20),
+        },
+        "sizes": s.sizes.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+        "markers": meta.markers,
+        "records_skipped": meta.counts,
+        "sections": meta.sections.iter().map(|(n, b)| json!({"name": n, "bytes": b.len()})).collect::<Vec<_>>(),
+        "vmas": meta.vmas().len(),
+    });
+    if let Some(e) = err {
+        let (offset, refs_before) = match e {
+            TraceError::Corrupt { offset, refs_before, .. } => (Some(*offset), Some(*refs_before)),
+            _ => (None, None),
+        };
+        v["error"] = json!({"message": e.to_string(), "offset": offset, "refs_before": refs_before});
+    }
+    v
+}
+
+fn print_table(v: &Value) {
+    let g = |k: &str| v[k].to_string();
+    println!("trace        {} ({})", v["file"].as_str().unwrap_or(""), v["format"].as_str().unwrap_or(""));
+    println!("references   {}{}", g("references"), if v["complete"] == json!(false) { "  (read before the damage)" } else { "" });
+    println!("  loads      {}", g("loads"));
+    println!("  stores     {}", g("stores"));
+    println!("  ifetches   {}", g("ifetches"));
+    println!("threads      {}   cores {}   address spaces {}", g("threads"), g("cores"), g("address_spaces"));
+    if let Some(r) = v["address_range"].as_object() {
+        println!("addresses    {} .. {}", r["min"].as_str().unwrap_or(""), r["max"].as_str().unwrap_or(""));
+    }
+    let f = &v["footprint"];
+    println!(
+        "footprint    {} pages of 4 KiB ({:.1} MiB), {} pages of 2 MiB",
+        f["pages_4k"],
+        f["bytes_4k"].as_u64().unwrap_or(0) as f64 / (1u64 << 20) as f64,
+        f["pages_2m"]
+    );
+    let sizes: Vec<String> = v["sizes"].as_object().map(|m| m.iter().map(|(k, n)| format!("{k}:{n}")).collect()).unwrap_or_default();
+    println!("sizes        {}", if sizes.len() > 12 { format!("{} … ({} distinct)", sizes[..12].join(" "), sizes.len()) } else { sizes.join(" ") });
+    for (key, title) in [("markers", "markers"), ("records_skipped", "not refs")] {
+        if let Some(m) = v[key].as_object().filter(|m| !m.is_empty()) {
+            println!("{title:<12} {}", m.iter().map(|(k, n)| format!("{k}={n}")).collect::<Vec<_>>().join(" "));
+        }
+    }
+    if let Some(s) = v["sections"].as_array().filter(|s| !s.is_empty()) {
+        let names: Vec<String> = s.iter().map(|x| format!("{} ({} B)", x["name"].as_str().unwrap_or(""), x["bytes"])).collect();
+        println!("sections     {}   ({} VMAs in the last sample)", names.join(", "), v["vmas"]);
+    }
+    if let Some(e) = v.get("error") {
+        println!("ERROR        {}", e["message"].as_str().unwrap_or(""));
+    }
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let opts = a.read.options()?;
+    let mut src = open_trace_with(&a.file, &opts)?;
+    let format = match opts.format {
+        Some(f) => f.name().to_string(),
+        None => mmulab_trace::Format::detect_path(&a.file).map(|f| f.name().to_string()).unwrap_or_default(),
+    };
+    let mut s = Summary::default();
+    let mut buf = Vec::with_capacity(1 << 16);
+    let mut p = ProgressLine::new(&format!("trace-info {}", a.file.display()));
+    let err = loop {
+        buf.clear();
+        let r = src.next_batch(&mut buf, 1 << 16);
+        s.add(&buf);
+        match r {
+            Ok(0) => break None,
+            Ok(_) => p.update(s.references(), src.progress()),
+            Err(e) => break Some(e),
+        }
+    };
+    p.finish();
+    let meta = src.meta().unwrap_or_default();
+    let v = to_json(&a.file.display().to_string(), &format, &s, &meta, err.as_ref());
+    if a.json {
+        println!("{}", serde_json::to_string(&v)?);
+    } else {
+        print_table(&v);
+    }
+    match err {
+        Some(e) => Err(anyhow::Error::new(e).context("the trace is damaged; the counts above cover the references read before the damage")),
+        None => Ok(()),
+    }
+}
