@@ -112,40 +112,38 @@ impl Machine {
         let core = if self.cores.len() == 1 { 0 } else { r.core as usize % self.cores.len() };
         let look = self.cores[core].tlbs.lookup(r.addr, r.asid, instr);
         self.counters.tlb_cycles += look.cycles;
-        let mut t = match look.hit {
-            Some((_level, _slot, t)) => {
+        let t = match look.hit {
+            Some((_level, slot, t)) => {
                 let upto = look.len - 1;
                 if r.kind == AccessKind::Store && !t.attrs.has(Attrs::WRITABLE | Attrs::DIRTY) {
-                    return self.store_to_clean(core, r, &look.path[..look.len], t);
+                    return self.store_to_clean(core, r, &look.path[..look.len], slot, t);
                 }
                 self.cores[core].tlbs.fill(&look.path[..upto], &t, r.addr);
                 return Ok(());
             }
             None => self.walk(core, r)?,
         };
-        if r.kind == AccessKind::Store && !t.attrs.has(Attrs::DIRTY) {
-            t = self.set_dirty(r, t)?;
-        }
         self.cores[core].tlbs.fill(&look.path[..look.len], &t, r.addr);
         Ok(())
     }
 
-    /// A store hit a translation that is not writable-dirty.
+    /// A store hit a translation that is not writable-dirty. Writable-clean: the
+    /// hardware sets the dirty bit in the descriptor and in the entry that hit, and
+    /// refills the levels above it (clean copies elsewhere stay clean until a store
+    /// finds them). Read-only: a permission fault; the OS decides (e.g. demotion) and
+    /// its shootdowns drop stale entries; then the walk runs and fills the whole path.
     #[cold]
-    fn store_to_clean(&mut self, core: usize, r: &MemRef, path: &[u8], t: Translation) -> Result<(), SimError> {
-        let t = if t.attrs.has(Attrs::WRITABLE) {
-            self.set_dirty(r, t)?
+    fn store_to_clean(&mut self, core: usize, r: &MemRef, path: &[u8], hit_slot: usize, t: Translation) -> Result<(), SimError> {
+        let hit_level = path[path.len() - 1] as usize;
+        if t.attrs.has(Attrs::WRITABLE) {
+            let t = self.set_dirty(r, t)?;
+            self.cores[core].tlbs.levels_mut()[hit_level].set_attrs(hit_slot, t.attrs);
+            self.cores[core].tlbs.fill(&path[..path.len() - 1], &t, r.addr);
         } else {
-            // Write to a read-only page: the OS decides (e.g. demotion).
             self.fault(r)?;
-            self.walk(core, r)?
-        };
-        // Refill the path with the updated entry: the hit level's entry is replaced by
-        // a dirty one (the hardware updates the cached copy).
-        for &i in path {
-            self.cores[core].tlbs.levels_mut()[i as usize].invalidate_range(r.asid, t.va, t.va + t.size.bytes());
+            let t = self.walk(core, r)?;
+            self.cores[core].tlbs.fill(path, &t, r.addr);
         }
-        self.cores[core].tlbs.fill(path, &t, r.addr);
         Ok(())
     }
 
@@ -173,6 +171,10 @@ impl Machine {
             c.walk_start_level[res.start_level] += 1;
             c.walk_cycles += self.cost.walk_cycles(res.reads, pwc_on);
             match res.leaf {
+                Some(t) if r.kind == AccessKind::Store && !t.attrs.has(Attrs::WRITABLE) => {
+                    // A write to a read-only page: a permission fault.
+                    self.fault(r)?;
+                }
                 Some(t) => {
                     // The walker sets the accessed bit, and for a store to a writable
                     // page the dirty bit too, in one descriptor update.
@@ -192,7 +194,7 @@ impl Machine {
             }
         }
         Err(SimError::Model(mmulab_model::ModelError::Conflict(format!(
-            "the {} policy left va {:#x} unmapped after three faults (a policy bug)",
+            "the {} policy left va {:#x} unmapped or read-only for this access after three faults (a policy bug)",
             self.os.name(),
             r.addr
         ))))
