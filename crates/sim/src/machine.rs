@@ -20,7 +20,7 @@ use mmulab_model::pt::Format;
 use mmulab_model::space::AddressSpace;
 use mmulab_model::tlb::Hierarchy;
 use mmulab_model::translation::{Attrs, Translation};
-use mmulab_model::walk::{set_leaf_attrs, translate, Pwc};
+use mmulab_model::walk::{prefetch_walk, set_leaf_attrs, translate, Pwc};
 use mmulab_trace::{AccessKind, MemRef};
 
 /// One core's translation hardware.
@@ -110,6 +110,18 @@ impl Machine {
             }
         }
         let core = if self.cores.len() == 1 { 0 } else { r.core as usize % self.cores.len() };
+        // Fast path: the entry level's most recent entry covers the address (runs of
+        // references to one page). Same result as the full lookup, fewer steps.
+        let entry = self.cores[core].tlbs.entry_level(instr);
+        if let Some(attrs) = entry.mru_hit(r.addr, r.asid) {
+            if r.kind != AccessKind::Store || attrs.has(Attrs::WRITABLE | Attrs::DIRTY) {
+                self.counters.tlb_cycles += entry.spec().latency as u64;
+                return Ok(());
+            }
+            // A store to a clean entry: undo the count and take the full path.
+            entry.stats.accesses -= 1;
+            entry.stats.hits -= 1;
+        }
         let look = self.cores[core].tlbs.lookup(r.addr, r.asid, instr);
         self.counters.tlb_cycles += look.cycles;
         let t = match look.hit {
@@ -198,6 +210,21 @@ impl Machine {
             self.os.name(),
             r.addr
         ))))
+    }
+
+    /// Prefetches into the host cache what a walk of `r` would read (no simulated
+    /// effect; see `mmulab_model::walk::prefetch_walk`).
+    #[inline]
+    pub fn prefetch(&self, r: &MemRef) {
+        if let Some(Some(s)) = self.spaces.get(r.asid as usize) {
+            prefetch_walk(&self.mem, self.fmt, s.root, r.addr);
+        }
+    }
+
+    /// Walks so far (the run loop uses the walk rate to decide whether to prefetch).
+    #[inline]
+    pub fn walks(&self) -> u64 {
+        self.counters.walks
     }
 
     /// Lets the OS handle a fault at `r` and applies its shootdowns.

@@ -50,6 +50,13 @@ impl Hierarchy {
         &mut self.levels
     }
 
+    /// The level references of this kind enter at.
+    #[inline(always)]
+    pub fn entry_level(&mut self, instr: bool) -> &mut Tlb {
+        let i = if instr { self.instr_entry } else { self.data_entry };
+        &mut self.levels[i]
+    }
+
     /// Looks `va` up along the path for its kind of reference.
     #[inline]
     pub fn lookup(&mut self, va: u64, asid: Asid, instr: bool) -> Lookup {

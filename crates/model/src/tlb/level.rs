@@ -105,6 +105,19 @@ impl Tlb {
         }
     }
 
+    /// If `va` falls in the most recently hit or filled entry, counts a hit and returns
+    /// that entry's attribute bits: the fast path for runs of references to one page.
+    #[inline(always)]
+    pub fn mru_hit(&mut self, va: u64, asid: Asid) -> Option<Attrs> {
+        if self.last_slot != NO_SLOT && va >> self.last_shift == self.last_vpn && asid == self.last_asid {
+            self.stats.accesses += 1;
+            self.stats.hits += 1;
+            Some(Attrs((self.array.data(self.last_slot as usize) & 0xfff) as u16))
+        } else {
+            None
+        }
+    }
+
     /// Looks `va` up; counts the access and returns the entry on a hit.
     #[inline]
     pub fn lookup(&mut self, va: u64, asid: Asid) -> Option<(usize, Translation)> {

@@ -21,7 +21,7 @@ mod translate;
 
 pub use map::{lookup, map_leaf, set_leaf_attrs, unmap_leaf, Mapping};
 pub use pwc::{Pwc, PwcStats};
-pub use translate::{translate, WalkResult};
+pub use translate::{prefetch_walk, translate, WalkResult};
 
 use crate::mem::PtMem;
 use crate::pt::{Format, Pte};

@@ -73,10 +73,10 @@ impl Pwc {
     pub fn fill(&mut self, level: usize, va: u64, asid: Asid, table: u64) {
         let shift = self.fmt.levels()[level].shift;
         if let Some(Some(c)) = self.caches.get_mut(level) {
-            let key = va >> shift;
-            if c.peek(0, key, asid).is_none() {
-                c.insert(0, key, asid, table);
-            }
+            // A descriptor the walk read is never already cached at its level: the
+            // lookup would have hit it and started the walk below it.
+            debug_assert!(c.peek(0, va >> shift, asid).is_none());
+            c.insert(0, va >> shift, asid, table);
         }
     }
 
