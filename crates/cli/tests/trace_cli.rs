@@ -25,7 +25,8 @@ fn shared_drmemtrace() -> PathBuf {
         Some(p) => PathBuf::from(p),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
     };
-    let dir = if base.join("traces").is_dir() { base.join("traces") } else { base };
+    // `base` is the shared directory (holding traces/) or its traces/ directory itself.
+    let dir = if base.join("drmemtrace").is_dir() { base } else { base.join("traces") };
     let dr = dir.join("drmemtrace");
     assert!(
         dr.join("x86_64-threadsig").is_dir() && dr.join("aarch64-threadsig").is_dir(),
@@ -192,5 +193,12 @@ fn record_traces_a_program_with_its_vmas() {
     assert!(v["ifetches"].as_u64().unwrap() > 0 && v["stores"].as_u64().unwrap() > 0);
     assert!(v["vmas"].as_u64().unwrap() > 5, "VMAs captured: {}", v["vmas"]);
     assert_eq!(v["markers"]["page_size"], 4096);
+    // A program that cannot be started is an error that shows Valgrind's message.
+    let bad = d.join("bad.mlt");
+    let o = mmulab(&["record", "-o", bad.to_str().unwrap(), "--", "/nonexistent/program"]);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("/nonexistent/program") && e.contains("could not run"), "{e}");
+    assert!(!bad.exists());
     std::fs::remove_dir_all(&d).ok();
 }

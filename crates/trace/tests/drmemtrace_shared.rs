@@ -12,7 +12,8 @@ fn shared_traces() -> PathBuf {
         Some(p) => PathBuf::from(p),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
     };
-    let dir = if base.join("traces").is_dir() { base.join("traces") } else { base.clone() };
+    // `base` is the shared directory (holding traces/) or its traces/ directory itself.
+    let dir = if base.join("drmemtrace").is_dir() { base.clone() } else { base.join("traces") };
     let dr = dir.join("drmemtrace");
     assert!(
         dr.join("x86_64-threadsig").is_dir() && dr.join("aarch64-threadsig").is_dir(),

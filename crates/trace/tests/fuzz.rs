@@ -148,3 +148,24 @@ fn mutated_inputs_never_panic_and_errors_name_the_file() {
     }
     std::fs::remove_dir_all(&d).ok();
 }
+
+#[test]
+fn mutated_thread_files_in_a_directory_never_panic() {
+    let d = tempdir("fuzzdir");
+    let mut r = Rng(0x1234_5678_9abc_def1);
+    let (a, ..) = dr_thread(1, 5, &[(10, 0, 30), (30, 1, 30)]);
+    let (b, ..) = dr_thread(2, 5, &[(20, 1, 30)]);
+    let za = zip_chunks_ordered(&[&a], false);
+    for round in 0..200 {
+        let sub = d.join(format!("r{round}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        let (ma, mb) = if round % 2 == 0 { (mutate(&mut r, &za), gz(&b)) } else { (za.clone(), mutate(&mut r, &gz(&b))) };
+        write(&sub, "t.1.trace.zip", &ma);
+        write(&sub, "t.2.trace.gz", &mb);
+        let name = format!("r{round}");
+        read_checked(&sub, TraceOptions::default(), &name);
+        read_checked(&sub, TraceOptions { interleave: mmulab_trace::Interleave::RoundRobin(7), ..Default::default() }, &name);
+        std::fs::remove_dir_all(&sub).ok();
+    }
+    std::fs::remove_dir_all(&d).ok();
+}

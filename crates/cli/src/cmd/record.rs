@@ -19,10 +19,11 @@
 
 use crate::progress::ProgressLine;
 use anyhow::{bail, Context, Result};
-use mmulab_trace::format::lackey::LackeyReader;
+use mmulab_trace::format::lackey::parse_line;
 use mmulab_trace::format::mlt::MltWriter;
 use mmulab_trace::format::LineReader;
-use mmulab_trace::{AccessKind, TraceSource};
+use mmulab_trace::AccessKind;
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
@@ -132,25 +133,40 @@ pub fn run(a: Args) -> Result<()> {
     };
 
     let pipe_name = Path::new("(valgrind lackey pipe)");
-    let lines = LineReader::new(BufReader::with_capacity(1 << 20, File::from(rd)), pipe_name, None);
-    let mut src = LackeyReader::new(lines);
+    let mut lines = LineReader::new(BufReader::with_capacity(1 << 20, File::from(rd)), pipe_name, None);
     let mut buf = Vec::with_capacity(1 << 16);
     let mut kinds = [0u64; 3];
+    // Valgrind's own `==PID==` messages share the pipe; the last ones are shown if it fails.
+    let mut messages: VecDeque<String> = VecDeque::new();
     let mut p = ProgressLine::new(&format!("record {}", a.command[0]));
     let read_err = loop {
-        buf.clear();
-        match src.next_batch(&mut buf, 1 << 16) {
-            Ok(0) => break None,
-            Ok(_) => {
-                for r in &buf {
-                    kinds[r.kind as usize] += 1;
-                }
-                w.push_all(&buf)?;
-                p.update(w.refs(), None);
-            }
+        let line = match lines.next_line(w.refs() + buf.len() as u64) {
+            Ok(Some(l)) => l,
+            Ok(None) => break None,
             Err(e) => break Some(e),
+        };
+        match parse_line(line) {
+            Ok(Some(r)) => {
+                kinds[r.kind as usize] += 1;
+                buf.push(r);
+                if buf.len() == buf.capacity() {
+                    w.push_all(&buf)?;
+                    buf.clear();
+                    p.update(w.refs(), None);
+                }
+            }
+            Ok(None) => {
+                if line.starts_with("==") {
+                    if messages.len() == 40 {
+                        messages.pop_front();
+                    }
+                    messages.push_back(line.to_string());
+                }
+            }
+            Err(what) => break Some(lines.corrupt(what, w.refs() + buf.len() as u64)),
         }
     };
+    w.push_all(&buf)?;
     p.finish();
     if read_err.is_some() {
         let _ = child.kill();
@@ -162,6 +178,13 @@ pub fn run(a: Args) -> Result<()> {
     if let Some(e) = read_err {
         let _ = std::fs::remove_file(&a.output);
         return Err(anyhow::Error::new(e).context("Lackey's output could not be parsed; recording abandoned"));
+    }
+    if w.refs() == 0 && !status.success() {
+        let _ = std::fs::remove_file(&a.output);
+        for m in &messages {
+            eprintln!("{m}");
+        }
+        bail!("valgrind could not run `{}` ({status}); its messages are above", a.command.join(" "));
     }
 
     let samples = std::mem::take(&mut *samples.lock().expect("maps samples lock"));
