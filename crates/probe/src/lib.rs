@@ -7,6 +7,8 @@
 //!   pages, THP, mTHP and hugetlbfs, each verifying the page size it got.
 //! - [`os`]: the Linux facilities both use (regions, smaps, sysfs, perf counters).
 
+#[cfg(target_os = "linux")]
+pub mod bench;
 pub mod error;
 pub mod knee;
 pub mod probe;

@@ -146,16 +146,24 @@ impl TlbCounters {
         } else {
             vec![[EventSpec::DTLB_LOADS, EventSpec::DTLB_LOAD_MISSES]]
         };
-        let mut why = Vec::new();
+        let mut tried = Vec::new();
+        let mut last = String::new();
         for pair in candidates {
-            let opened: Vec<_> = pair.iter().map(|s| Counter::open(*s)).collect();
-            let ok: Vec<Counter> = opened.into_iter().filter_map(|r| r.map_err(|e| why.push(e.to_string())).ok()).collect();
+            let mut ok = Vec::new();
+            for s in pair {
+                match Counter::open(s) {
+                    Ok(c) => ok.push(c),
+                    Err(e) => {
+                        tried.push(s.name);
+                        last = e.to_string();
+                    }
+                }
+            }
             if !ok.is_empty() {
                 return Ok(TlbCounters { counters: ok });
             }
         }
-        why.dedup();
-        Err(why.join("; "))
+        Err(format!("no TLB counter opened (tried {}); last error: {last}", tried.join(", ")))
     }
     /// Names of the open counters.
     pub fn names(&self) -> Vec<String> {

@@ -73,10 +73,10 @@ impl ProbeConfig {
         ProbeConfig {
             min_pages: 4,
             max_pages: 8192,
-            points_per_octave: 4,
-            repeats: 5,
-            steps: 120_000,
-            refine_repeats: 3,
+            points_per_octave: 6,
+            repeats: 7,
+            steps: 200_000,
+            refine_repeats: 5,
             huge: HugeChoice::Auto,
             huge_stride_max: 256,
             always_huge_stride: true,
@@ -85,7 +85,7 @@ impl ProbeConfig {
     }
     /// The quick run (a few seconds).
     pub fn quick() -> Self {
-        ProbeConfig { repeats: 3, steps: 60_000, refine_repeats: 2, huge_stride_max: 128, always_huge_stride: false, ..Self::standard() }
+        ProbeConfig { points_per_octave: 4, repeats: 3, steps: 60_000, refine_repeats: 3, huge_stride_max: 128, always_huge_stride: false, ..Self::standard() }
     }
     fn validate(&self) -> Result<()> {
         if self.min_pages < 2 || self.max_pages < self.min_pages * 8 {
@@ -256,22 +256,20 @@ pub fn run(t: &mut dyn Target, cfg: &ProbeConfig, progress: Progress) -> Result<
     let xf: Vec<f64> = xs.iter().map(|&v| v as f64).collect();
     // Smallest rise that counts: 25 % of the fastest (L1-cache) access time.
     let floor = 0.25 * a.baseline.iter().copied().filter(|v| v.is_finite()).fold(f64::INFINITY, f64::min);
-    let bknees = knee::find_knees(&xf, &a.baseline, floor);
     let mut knees = Vec::new();
     let mut rejected = Vec::new();
     for k in knee::find_knees(&xf, &a.excess, floor) {
-        // A rise the baseline shares (at least half as high) is the data cache, not a TLB.
-        if let Some(b) = bknees
-            .iter()
-            .find(|b| (b.hi as isize - k.hi as isize).abs() <= 1 && (b.after - b.before) >= 0.5 * (k.after - k.before))
-        {
+        // A rise the baseline shares (at least half as high, measured across the same
+        // points) is the data cache, not a TLB.
+        let nb = a.baseline.len();
+        let b_before = median(&a.baseline[k.lo.saturating_sub(1)..=k.lo]);
+        let b_after = median(&a.baseline[k.hi..(k.hi + 2).min(nb)]);
+        if b_after - b_before >= 0.5 * (k.after - k.before) {
             rejected.push(RejectedKnee {
                 between: [k.x_lo as usize, k.x_hi as usize],
                 rise: k.after - k.before,
                 reason: format!(
-                    "the dense baseline also rose here ({:.2} → {:.2} {}): a data-cache effect, not a TLB",
-                    b.before,
-                    b.after,
+                    "the dense baseline also rose here ({b_before:.2} → {b_after:.2} {}): a data-cache effect, not a TLB",
                     info.unit.label()
                 ),
             });
@@ -280,6 +278,46 @@ pub fn run(t: &mut dyn Target, cfg: &ProbeConfig, progress: Progress) -> Result<
         }
     }
 
+    // A small rise shortly before a much larger one is the onset of the larger one's ramp
+    // (partial misses of a non-LRU or set-associative level), not a level of its own.
+    let mut i = 0;
+    while i + 1 < knees.len() {
+        let (r0, r1) = (knees[i].after - knees[i].before, knees[i + 1].after - knees[i + 1].before);
+        if knees[i + 1].x_lo <= 2.0 * knees[i].x_hi && r0 < 0.15 * r1 {
+            let k = knees.remove(i);
+            rejected.push(RejectedKnee {
+                between: [k.x_lo as usize, k.x_hi as usize],
+                rise: r0,
+                reason: format!("onset of the larger rise at {}..{} pages (under 15 % of its height)", knees[i].x_lo, knees[i].x_hi),
+            });
+        } else {
+            i += 1;
+        }
+    }
+    // Relative rise: extra time over the time per access before the rise. A walk-cost ramp
+    // (page-table data leaving the caches) can pause and resume; its later parts are not
+    // TLB levels. Keep a knee only if its relative rise is at least 10 % of the largest and,
+    // when it lies within 2× of the previous kept knee, larger than that knee's; at most 3.
+    let bmin = a.baseline.iter().copied().filter(|v| v.is_finite()).fold(f64::INFINITY, f64::min);
+    let rel = |k: &Knee| (k.after - k.before) / (k.before.max(0.0) + bmin);
+    let top = knees.iter().map(rel).fold(0.0, f64::max);
+    let mut kept: Vec<Knee> = Vec::new();
+    for k in knees {
+        let why = if rel(&k) < 0.1 * top {
+            Some("relative rise under 10 % of the largest: a cache or walk-cost effect".to_string())
+        } else if kept.last().is_some_and(|p| k.x_lo < 2.0 * p.x_hi && rel(&k) < rel(p)) {
+            Some("continues the previous rise (within 2× of it and smaller)".to_string())
+        } else if kept.len() == 3 {
+            Some("beyond three data-TLB levels".to_string())
+        } else {
+            None
+        };
+        match why {
+            Some(reason) => rejected.push(RejectedKnee { between: [k.x_lo as usize, k.x_hi as usize], rise: k.after - k.before, reason }),
+            None => kept.push(k),
+        }
+    }
+    let knees = kept;
     let mut levels = Vec::new();
     let nk = knees.len().max(1);
     for (i, k) in knees.iter().enumerate() {
@@ -375,6 +413,6 @@ mod tests {
         let v = sweep_points(4, 8192, 4);
         assert_eq!((v[0], *v.last().unwrap()), (4, 8192));
         assert!(v.windows(2).all(|w| w[0] < w[1]));
-        assert!(v.len() > 40 && v.len() < 50);
+        assert!(v.len() > 40 && v.len() < 50, "{}", v.len());
     }
 }

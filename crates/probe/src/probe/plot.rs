@@ -19,7 +19,7 @@ const FONT_PATHS: &[&str] = &[
     "/usr/share/fonts/truetype/freefont/FreeSans.ttf",
 ];
 
-/// PNG text needs a TrueType font at run time: register the first system font found.
+/// Text layout (PNG and SVG) needs a TrueType font at run time: register the first system font found.
 fn register_font() -> Result<()> {
     static DONE: std::sync::OnceLock<std::result::Result<(), String>> = std::sync::OnceLock::new();
     DONE.get_or_init(|| {
@@ -30,7 +30,7 @@ fn register_font() -> Result<()> {
                     .map_err(|_| format!("cannot load font {p}"));
             }
         }
-        Err(format!("PNG output needs a TrueType font (tried {}); install fonts-dejavu-core or write .svg", FONT_PATHS.join(", ")))
+        Err(format!("PNG output needs a TrueType font (tried {}); install fonts-dejavu-core", FONT_PATHS.join(", ")))
     })
     .clone()
     .map_err(ProbeError::Plot)
@@ -42,7 +42,10 @@ pub fn write_plot(r: &ProbeReport, path: &Path) -> Result<()> {
     let counters = r.series.first().is_some_and(|s| s.counters.iter().any(|c| c.iter().any(|v| v.is_finite())));
     let size = (1000, if counters { 900 } else { 600 });
     match ext.as_str() {
-        "svg" => draw(SVGBackend::new(path, size).into_drawing_area(), r, counters),
+        "svg" => {
+            register_font()?;
+            draw(SVGBackend::new(path, size).into_drawing_area(), r, counters)
+        }
         "png" => {
             register_font()?;
             draw(BitMapBackend::new(path, size).into_drawing_area(), r, counters)
@@ -74,6 +77,7 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, r: &ProbeReport, count
         .map_err(e)?;
     chart
         .configure_mesh()
+        .light_line_style(WHITE)
         .x_desc("pages touched (one cache line per page)")
         .y_desc(format!("time per access ({unit})"))
         .draw()

@@ -1,0 +1,256 @@
+//! Native benchmarks under a chosen page size: [`gups`] (HPCC RandomAccess), [`latency`]
+//! (LMbench lat_mem_rd) and [`bandwidth`] (read, write, copy). Each allocates its memory
+//! through [`Memory::alloc`], which verifies and reports the page size actually obtained,
+//! and reads TLB counters around the timed part when the machine has them.
+//!
+//! To add a benchmark: a file here with a `run(&Params) -> Result<BenchResult>` and a
+//! variant in [`Kind`].
+
+pub mod bandwidth;
+pub mod gups;
+pub mod latency;
+
+use serde::Serialize;
+
+use crate::error::{ProbeError, Result};
+use crate::knee::median;
+use crate::os::mem::{Backed, PageKind, Region};
+use crate::os::perf::TlbCounters;
+use crate::os::sysfs::{self, MthpGuard};
+
+/// Which benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// HPCC RandomAccess.
+    Gups,
+    /// lat_mem_rd-style dependent-load latency.
+    Latency,
+    /// Read, write and copy bandwidth.
+    Bandwidth,
+}
+
+/// Page size requested for a benchmark's memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pages {
+    /// 4 KiB.
+    Base,
+    /// 2 MiB THP.
+    Thp,
+    /// 2 MiB hugetlbfs.
+    Hugetlb,
+    /// mTHP of this many KiB.
+    Mthp(u64),
+}
+
+impl Pages {
+    /// Parse `4k`, `thp`, `hugetlb` or `mthp-SIZE` (SIZE like `64K`, `64kB`, `16k`).
+    pub fn parse(s: &str) -> Result<Pages> {
+        let l = s.trim().to_ascii_lowercase();
+        match l.as_str() {
+            "4k" | "base" => return Ok(Pages::Base),
+            "thp" => return Ok(Pages::Thp),
+            "hugetlb" => return Ok(Pages::Hugetlb),
+            _ => {}
+        }
+        if let Some(sz) = l.strip_prefix("mthp-") {
+            let bytes = parse_size(sz)?;
+            if bytes < 8192 || !bytes.is_power_of_two() {
+                return Err(ProbeError::Invalid(format!("mthp size {sz}: must be a power of two ≥ 8K (e.g. mthp-64K)")));
+            }
+            return Ok(Pages::Mthp(bytes as u64 / 1024));
+        }
+        Err(ProbeError::Invalid(format!("pages '{s}': expected 4k, thp, hugetlb or mthp-SIZE (e.g. mthp-64K)")))
+    }
+    /// Label (`4k`, `thp`, `hugetlb`, `mthp-64K`).
+    pub fn label(self) -> String {
+        match self {
+            Pages::Base => "4k".into(),
+            Pages::Thp => "thp".into(),
+            Pages::Hugetlb => "hugetlb".into(),
+            Pages::Mthp(k) => format!("mthp-{k}K"),
+        }
+    }
+}
+
+/// Parse a byte size: `4096`, `64K`, `256M`, `1G` (binary units; `kB`/`KiB` accepted).
+pub fn parse_size(s: &str) -> Result<usize> {
+    let t = s.trim().to_ascii_lowercase();
+    let t = t.trim_end_matches("ib").trim_end_matches('b');
+    let (num, mul) = match t.chars().last() {
+        Some('k') => (&t[..t.len() - 1], 1usize << 10),
+        Some('m') => (&t[..t.len() - 1], 1 << 20),
+        Some('g') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    num.parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(mul))
+        .filter(|&n| n > 0)
+        .ok_or_else(|| ProbeError::Invalid(format!("size '{s}': expected a number with optional K, M or G")))
+}
+
+/// Benchmark memory of a verified page size.
+pub struct Memory {
+    /// The region.
+    pub region: Region,
+    /// What backs it.
+    pub backed: Backed,
+    /// How the page size was obtained (mTHP control changes, ...).
+    pub note: String,
+    _guard: Option<MthpGuard>,
+}
+
+impl Memory {
+    /// Allocate `bytes` of the requested page size, every page written, backing verified.
+    /// Unavailable page sizes are an error that says why and what to do — never a silent
+    /// fallback to another size.
+    pub fn alloc(pages: Pages, bytes: usize, seed: u64) -> Result<Memory> {
+        let (kind, guard, note) = match pages {
+            Pages::Base => (PageKind::Base, None, "4 KiB pages (MADV_NOHUGEPAGE)".to_string()),
+            Pages::Thp => {
+                sysfs::thp_usable().map_err(ProbeError::Unavailable)?;
+                (PageKind::Thp, None, format!("THP via madvise (mode '{}')", sysfs::thp_mode().unwrap_or_default()))
+            }
+            Pages::Hugetlb => (PageKind::Hugetlb, None, "hugetlbfs 2 MiB pool".to_string()),
+            Pages::Mthp(k) => {
+                let g = MthpGuard::enable(k).map_err(|e| ProbeError::Unavailable(format!("mthp-{k}K: {e}")))?;
+                let n = g.note.clone();
+                (PageKind::Mthp(k), Some(g), n)
+            }
+        };
+        let (region, backed) = Region::prepared(bytes, kind, seed)?;
+        Ok(Memory { region, backed, note, _guard: guard })
+    }
+}
+
+/// One reported number.
+#[derive(Clone, Debug, Serialize)]
+pub struct Metric {
+    /// Name (`gups`, `ns_per_load`, `read_mb_s`, ...).
+    pub name: String,
+    /// Value.
+    pub value: f64,
+    /// Unit.
+    pub unit: String,
+    /// Whether larger is better (for ratios).
+    pub higher_is_better: bool,
+}
+
+/// The result of one benchmark run.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchResult {
+    /// Which benchmark.
+    pub kind: Kind,
+    /// Page size requested (`4k`, `thp`, ...).
+    pub pages: String,
+    /// What backed the memory, verified.
+    pub backing: Backed,
+    /// How the page size was obtained.
+    pub backing_note: String,
+    /// Memory used, bytes.
+    pub bytes: usize,
+    /// The numbers; the first is the primary one.
+    pub metrics: Vec<Metric>,
+    /// Benchmark-specific details (GUPS verification, latency curve, ...).
+    pub details: serde_json::Value,
+    /// TLB counter names and values per operation, when counters exist.
+    pub counters: Vec<(String, f64)>,
+    /// Why there are no counters, when there are none.
+    pub counters_note: Option<String>,
+}
+
+/// TLB counters around a closure, per operation.
+pub fn counted<T>(ops: f64, f: impl FnOnce() -> T) -> (T, Vec<(String, f64)>, Option<String>) {
+    match TlbCounters::open() {
+        Ok(c) => {
+            c.start();
+            let v = f();
+            let n = c.stop();
+            let per = c.names().into_iter().zip(n).map(|(k, v)| (k, v as f64 / ops.max(1.0))).collect();
+            (v, per, None)
+        }
+        Err(e) => (f(), Vec::new(), Some(e)),
+    }
+}
+
+/// A comparison of page sizes over interleaved repeats.
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    /// Page sizes compared; ratios are `pages[k] / pages[0]`.
+    pub pages: Vec<String>,
+    /// All runs, in the order run (interleaved).
+    pub runs: Vec<BenchResult>,
+    /// Per metric and compared page size: median ratio and its min..max over repeats.
+    pub ratios: Vec<Ratio>,
+}
+
+/// A ratio with its spread.
+#[derive(Clone, Debug, Serialize)]
+pub struct Ratio {
+    /// Metric name.
+    pub metric: String,
+    /// `pages[k]` label.
+    pub pages: String,
+    /// Against `pages[0]`.
+    pub versus: String,
+    /// Median of the per-repeat ratios.
+    pub median: f64,
+    /// Smallest per-repeat ratio.
+    pub min: f64,
+    /// Largest per-repeat ratio.
+    pub max: f64,
+    /// Repeats.
+    pub n: usize,
+}
+
+/// Run `run(pages)` for each page size, `repeats` times, interleaved (the order rotates
+/// each repeat), and compute per-repeat ratios against the first page size.
+pub fn compare(pages: &[Pages], repeats: usize, mut run: impl FnMut(Pages) -> Result<BenchResult>) -> Result<Comparison> {
+    if pages.len() < 2 || repeats == 0 {
+        return Err(ProbeError::Invalid("--compare needs two or more page sizes and ≥ 1 repeat".into()));
+    }
+    let mut per: Vec<Vec<BenchResult>> = vec![Vec::new(); pages.len()];
+    let mut runs = Vec::new();
+    for r in 0..repeats {
+        for k in 0..pages.len() {
+            let i = (k + r) % pages.len();
+            let res = run(pages[i])?;
+            per[i].push(res.clone());
+            runs.push(res);
+        }
+    }
+    let mut ratios = Vec::new();
+    for m in 0..per[0][0].metrics.len() {
+        for i in 1..pages.len() {
+            let v: Vec<f64> = (0..repeats).map(|r| per[i][r].metrics[m].value / per[0][r].metrics[m].value).collect();
+            ratios.push(Ratio {
+                metric: per[0][0].metrics[m].name.clone(),
+                pages: pages[i].label(),
+                versus: pages[0].label(),
+                median: median(&v),
+                min: v.iter().copied().fold(f64::INFINITY, f64::min),
+                max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                n: repeats,
+            });
+        }
+    }
+    Ok(Comparison { pages: pages.iter().map(|p| p.label()).collect(), runs, ratios })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn parses_pages_and_sizes() {
+        assert_eq!(Pages::parse("4k").unwrap(), Pages::Base);
+        assert_eq!(Pages::parse("mthp-64K").unwrap(), Pages::Mthp(64));
+        assert_eq!(Pages::parse("mthp-16kB").unwrap(), Pages::Mthp(16));
+        assert!(Pages::parse("mthp-3K").is_err());
+        assert!(Pages::parse("huge").is_err());
+        assert_eq!(parse_size("256M").unwrap(), 256 << 20);
+        assert_eq!(parse_size("64KiB").unwrap(), 64 << 10);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert!(parse_size("x").is_err() && parse_size("0").is_err());
+    }
+}
