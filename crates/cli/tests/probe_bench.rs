@@ -150,3 +150,15 @@ fn unavailable_or_bad_input_is_a_clear_error() {
         assert!(e.contains("error") && !e.contains("panicked"), "{bad:?}: {e}");
     }
 }
+
+#[test]
+fn emitted_machine_runs_in_the_simulator() {
+    let dir = std::env::temp_dir().join(format!("mmulab-probe-sim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let m = dir.join("m.toml");
+    let o = mmulab(&["probe", "--quick", "--emit-machine", m.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = mmulab(&["sim", "--config", m.to_str().unwrap(), "--workload", "seq:size=1M,refs=1000"]);
+    assert!(o.status.success(), "sim rejected the emitted machine: {}", String::from_utf8_lossy(&o.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
