@@ -140,17 +140,19 @@ impl Machine {
     }
 
     /// A store hit a translation that is not writable-dirty. Writable-clean: the
-    /// hardware sets the dirty bit in the descriptor and in the entry that hit, and
-    /// refills the levels above it (clean copies elsewhere stay clean until a store
-    /// finds them). Read-only: a permission fault; the OS decides (e.g. demotion) and
+    /// hardware sets the dirty bit in the descriptor and in every copy this core's TLB
+    /// levels hold, and refills the levels above the hit (other cores' copies stay
+    /// clean until a store finds them). Read-only: a permission fault; the OS decides (e.g. demotion) and
     /// its shootdowns drop stale entries; then the walk runs and fills the whole path.
     #[cold]
     fn store_to_clean(&mut self, core: usize, r: &MemRef, path: &[u8], hit_slot: usize, t: Translation) -> Result<(), SimError> {
         let hit_level = path[path.len() - 1] as usize;
         if t.attrs.has(Attrs::WRITABLE) {
             let t = self.set_dirty(r, t)?;
-            self.cores[core].tlbs.levels_mut()[hit_level].set_attrs(hit_slot, t.attrs);
-            self.cores[core].tlbs.fill(&path[..path.len() - 1], &t, r.addr);
+            let tlbs = &mut self.cores[core].tlbs;
+            tlbs.levels_mut()[hit_level].set_attrs(hit_slot, t.attrs);
+            tlbs.add_attrs(r.addr, r.asid, Attrs::DIRTY | Attrs::ACCESSED);
+            tlbs.fill(&path[..path.len() - 1], &t, r.addr);
         } else {
             self.fault(r)?;
             let t = self.walk(core, r)?;
@@ -196,7 +198,8 @@ impl Machine {
                     }
                     if !t.attrs.has(want) {
                         let attrs = t.attrs.with(want);
-                        set_leaf_attrs(&mut self.mem, self.fmt, root, r.addr, attrs);
+                        let (table, index, level) = res.leaf_at.expect("a leaf has a location");
+                        self.mem.pt.write(table, index, self.fmt.encode_leaf(level, t.pa, attrs));
                         self.counters.ad_updates += 1;
                         return Ok(Translation { attrs, ..t });
                     }

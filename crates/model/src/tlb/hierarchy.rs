@@ -87,6 +87,13 @@ impl Hierarchy {
         }
     }
 
+    /// Sets `bits` in every level's cached entry covering `va` (no replacement update).
+    pub fn add_attrs(&mut self, va: u64, asid: Asid, bits: u16) {
+        for t in &mut self.levels {
+            t.add_attrs(va, asid, bits);
+        }
+    }
+
     /// Removes every entry of `asid` overlapping `[start, end)` from every level.
     pub fn invalidate_range(&mut self, asid: Asid, start: u64, end: u64) -> usize {
         self.levels.iter_mut().map(|t| t.invalidate_range(asid, start, end)).sum()

@@ -186,6 +186,24 @@ impl Tlb {
         self.spec.page_sizes.iter().rev().copied().find(|p| *p < size)
     }
 
+    /// Sets `bits` in the cached entry covering `va`, if any, without touching
+    /// replacement state (the hardware's dirty-bit update of its cached copies).
+    pub fn add_attrs(&mut self, va: u64, asid: Asid, bits: u16) -> bool {
+        for &size in &self.spec.page_sizes {
+            if self.held[size.index()] == 0 {
+                continue;
+            }
+            let vpn = va >> size.shift();
+            let set = self.array.set_of(vpn);
+            if let Some(slot) = self.array.peek(set, key(vpn, size), asid) {
+                let d = self.array.data(slot);
+                self.array.set_data(slot, d | bits as u64);
+                return true;
+            }
+        }
+        false
+    }
+
     /// Updates the attribute bits of a cached entry (e.g. dirty after a store).
     pub fn set_attrs(&mut self, slot: usize, attrs: Attrs) {
         let d = self.array.data(slot);

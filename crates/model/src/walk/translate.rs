@@ -16,6 +16,9 @@ pub struct WalkResult {
     pub reads: u64,
     /// Level the walk started at (0 without a page-walk-cache hit).
     pub start_level: usize,
+    /// Where the leaf descriptor lives: (table address, index, level), so the walker's
+    /// accessed/dirty update can write it without walking again.
+    pub leaf_at: Option<(u64, usize, usize)>,
 }
 
 struct TranslateVisitor {
@@ -24,6 +27,7 @@ struct TranslateVisitor {
     tables: [(usize, u64); 8],
     ntables: usize,
     leaf: Option<Translation>,
+    leaf_at: Option<(u64, usize, usize)>,
 }
 
 impl Visitor for TranslateVisitor {
@@ -39,6 +43,7 @@ impl Visitor for TranslateVisitor {
             }
             Pte::Leaf { pa, attrs } => {
                 self.leaf = Some(Translation { va: v.va, pa, size: self.fmt.leaf_size(v.level), asid: self.asid, attrs });
+                self.leaf_at = Some((v.table, v.index, v.level));
                 Action::Stop
             }
             Pte::Invalid => Action::Stop,
@@ -50,13 +55,13 @@ impl Visitor for TranslateVisitor {
 #[inline]
 pub fn translate(mem: &mut Memory, fmt: Format, root: u64, asid: Asid, va: u64, pwc: &mut Pwc) -> WalkResult {
     let (start_level, table) = pwc.lookup(va, asid).unwrap_or((0, root));
-    let mut v = TranslateVisitor { fmt, asid, tables: [(0, 0); 8], ntables: 0, leaf: None };
+    let mut v = TranslateVisitor { fmt, asid, tables: [(0, 0); 8], ntables: 0, leaf: None, leaf_at: None };
     let mut counts = WalkCounts::default();
     walk(mem, fmt, table, start_level, va, va + 1, WalkFlags::LEAF.union(WalkFlags::TABLE_PRE), &mut v, &mut counts);
     for &(level, child) in &v.tables[..v.ntables] {
         pwc.fill(level, va, asid, child);
     }
-    WalkResult { leaf: v.leaf, reads: counts.reads, start_level }
+    WalkResult { leaf: v.leaf, reads: counts.reads, start_level, leaf_at: v.leaf_at }
 }
 
 /// Prefetches (into the host's cache) the descriptors a walk of `va` would read, without

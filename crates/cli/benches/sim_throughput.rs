@@ -1,0 +1,90 @@
+//! End-to-end throughput and memory of `mmulab sim` (issue: "speed and memory").
+//!
+//! Runs the real release binary on the issue's example config
+//! (tests/data/issue2-example.toml) and reports, from one run of this program:
+//!
+//! * references per second (wall clock, one core) for `seq` and `gups` over 1 GiB,
+//!   100 M references each, with 4 KiB pages and with 2 MiB pages;
+//! * peak resident memory (`wait4` rusage maxrss) of 10 M- and 100 M-reference runs, and
+//!   their ratio (it must stay near 1: memory must not grow with trace length);
+//! * the ratios between those figures.
+//!
+//! Run: `cargo bench -p mmulab-cli --bench sim_throughput` (add `-- --refs 20M` for a
+//! shorter run). Results and their interpretation: docs/benchmarks.md.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Instant;
+
+struct Run {
+    secs: f64,
+    max_rss_kib: i64,
+    refs: u64,
+}
+
+fn run(bin: &str, config: &str, workload: &str, sets: &[&str]) -> Run {
+    let mut cmd = Command::new(bin);
+    cmd.args(["sim", "--config", config, "--workload", workload, "--json"]);
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    cmd.stdout(std::process::Stdio::piped());
+    let start = Instant::now();
+    let child = cmd.spawn().expect("spawn mmulab");
+    let pid = child.id() as libc::pid_t;
+    let mut out = child.stdout.expect("stdout");
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut out, &mut text).expect("read stdout");
+    let mut status = 0;
+    // SAFETY: plain FFI call with valid pointers to locals.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let secs = start.elapsed().as_secs_f64();
+    assert!(r == pid && status == 0, "mmulab sim {workload} failed (status {status})");
+    let v: serde_json::Value = serde_json::from_str(text.trim()).expect("one JSON object");
+    Run { secs, max_rss_kib: usage.ru_maxrss, refs: v["references"].as_u64().unwrap() }
+}
+
+fn parse_refs(args: &[String]) -> u64 {
+    let i = args.iter().position(|a| a == "--refs");
+    i.and_then(|i| args.get(i + 1))
+        .map(|s| mmulab_trace::units::parse_count(s).expect("--refs N"))
+        .unwrap_or(100_000_000)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let refs = parse_refs(&args);
+    let bin = env!("CARGO_BIN_EXE_mmulab");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let config = root.join("tests/data/issue2-example.toml").display().to_string();
+    let huge = ["os.policy=fixed", "os.page_size=2M"];
+    println!("mmulab sim throughput, config tests/data/issue2-example.toml, {} M references per run\n", refs / 1_000_000);
+    println!("{:<40} {:>6} {:>10} {:>12} {:>12}", "workload", "pages", "seconds", "M refs/s", "peak RSS MiB");
+    let mut rate = std::collections::BTreeMap::new();
+    for (name, w) in [("seq", format!("seq:size=1GiB,refs={refs}")), ("gups", format!("gups:table=1GiB,refs={refs}"))] {
+        for (pages, sets) in [("4K", &[][..]), ("2M", &huge[..])] {
+            let r = run(bin, &config, &w, sets);
+            assert_eq!(r.refs, refs);
+            let mrefs = r.refs as f64 / r.secs / 1e6;
+            rate.insert((name, pages), mrefs);
+            println!("{w:<40} {pages:>6} {:>10.2} {mrefs:>12.1} {:>12.1}", r.secs, r.max_rss_kib as f64 / 1024.0);
+        }
+    }
+    let small = run(bin, &config, &format!("gups:table=1GiB,refs={}", refs / 10), &[]);
+    let large = run(bin, &config, &format!("gups:table=1GiB,refs={refs}"), &[]);
+    println!();
+    println!("targets: seq >= 100 M refs/s, gups >= 30 M refs/s (4 KiB pages)");
+    println!("seq  4K: {:.1} M refs/s ({:.2} x target)", rate[&("seq", "4K")], rate[&("seq", "4K")] / 100.0);
+    println!("gups 4K: {:.1} M refs/s ({:.2} x target)", rate[&("gups", "4K")], rate[&("gups", "4K")] / 30.0);
+    println!("gups 2M / 4K simulation speed: {:.2}", rate[&("gups", "2M")] / rate[&("gups", "4K")]);
+    println!("seq / gups simulation speed (4K): {:.2}", rate[&("seq", "4K")] / rate[&("gups", "4K")]);
+    println!(
+        "peak RSS, gups {}M refs / {}M refs: {:.1} MiB / {:.1} MiB = {:.3} (1.0 = does not grow with length)",
+        refs / 1_000_000,
+        refs / 10_000_000,
+        large.max_rss_kib as f64 / 1024.0,
+        small.max_rss_kib as f64 / 1024.0,
+        large.max_rss_kib as f64 / small.max_rss_kib as f64
+    );
+}
