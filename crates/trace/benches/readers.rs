@@ -121,10 +121,34 @@ fn generate(dir: &Path, spec: &str, refs: u64, text_refs: u64) -> Vec<(String, P
         f.flush().unwrap();
     }
     drop((fd, fl, fr, fc));
+    // Compressed copies, as such traces are usually shipped.
+    let compress = |src: &Path, ext: &str| -> PathBuf {
+        let dst = PathBuf::from(format!("{}.{ext}", src.display()));
+        let mut input = std::fs::File::open(src).unwrap();
+        let out = BufWriter::with_capacity(1 << 20, std::fs::File::create(&dst).unwrap());
+        if ext == "gz" {
+            let mut e = flate2::write::GzEncoder::new(out, flate2::Compression::fast());
+            std::io::copy(&mut input, &mut e).unwrap();
+            e.finish().unwrap().flush().unwrap();
+        } else {
+            let mut e = xz2::write::XzEncoder::new(out, 1);
+            std::io::copy(&mut input, &mut e).unwrap();
+            e.finish().unwrap().flush().unwrap();
+        }
+        dst
+    };
+    let din_gz = compress(&din, "gz");
+    let dr_gz = compress(&dr, "gz");
+    let cs_gz = compress(&cs, "gz");
+    let cs_xz = compress(&cs, "xz");
     out.push((format!("din ({name})"), din, Format::Din));
+    out.push((format!("din .gz ({name})"), din_gz, Format::Din));
     out.push((format!("lackey ({name})"), lackey, Format::Lackey));
     out.push((format!("drmemtrace raw ({name})"), dr, Format::DrMemtrace));
+    out.push((format!("drmemtrace .trace.gz ({name})"), dr_gz, Format::DrMemtrace));
     out.push((format!("champsim 64 B ({name})"), cs, Format::ChampSim));
+    out.push((format!("champsim 64 B .gz ({name})"), cs_gz, Format::ChampSim));
+    out.push((format!("champsim 64 B .xz ({name})"), cs_xz, Format::ChampSim));
     out
 }
 

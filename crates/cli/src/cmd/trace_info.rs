@@ -13,7 +13,50 @@ use crate::progress::ProgressLine;
 use anyhow::Result;
 use mmulab_trace::{open_trace_with, AccessKind, TraceError, TraceMeta};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A fast multiplicative hasher for page numbers (SipHash would dominate the pass).
+#[derive(Default)]
+struct PageHasher(u64);
+
+impl Hasher for PageHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u16(&mut self, v: u16) {
+        self.write_u64(v as u64);
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7cc1_b727_220a_95);
+    }
+}
+
+type PageSet = HashSet<(u16, u64), BuildHasherDefault<PageHasher>>;
+
+/// A set of u16 values as a 65,536-bit bitmap.
+struct U16Set(Box<[u64; 1024]>);
+
+impl Default for U16Set {
+    fn default() -> Self {
+        U16Set(Box::new([0; 1024]))
+    }
+}
+
+impl U16Set {
+    #[inline]
+    fn insert(&mut self, v: u16) {
+        self.0[(v >> 6) as usize] |= 1 << (v & 63);
+    }
+    fn len(&self) -> usize {
+        self.0.iter().map(|w| w.count_ones() as usize).sum()
+    }
+}
 use std::path::PathBuf;
 
 /// Summarise a trace: counts, footprint, markers.
@@ -36,12 +79,13 @@ pub struct Summary {
     /// Lowest and highest address.
     pub range: Option<(u64, u64)>,
     /// Distinct (asid, 4 KiB page).
-    pages_4k: HashSet<(u16, u64)>,
+    pages_4k: PageSet,
     /// Distinct (asid, 2 MiB page).
-    pages_2m: HashSet<(u16, u64)>,
-    cores: HashSet<u16>,
-    asids: HashSet<u16>,
-    sizes: BTreeMap<u16, u64>,
+    pages_2m: PageSet,
+    cores: U16Set,
+    asids: U16Set,
+    /// References per access size (index = size).
+    sizes: Vec<u64>,
     last_page: [(u16, u64); 3],
 }
 
@@ -63,7 +107,10 @@ impl Summary {
             }
             self.cores.insert(r.core);
             self.asids.insert(r.asid);
-            *self.sizes.entry(r.size).or_insert(0) += 1;
+            if self.sizes.is_empty() {
+                self.sizes = vec![0; 1 << 16];
+            }
+            self.sizes[r.size as usize] += 1;
         }
     }
 
@@ -94,7 +141,7 @@ fn to_json(path: &str, format: &str, s: &Summary, meta: &TraceMeta, err: Option<
             "bytes_4k": s.pages_4k.len() as u64 * 4096,
             "bytes_2m": s.pages_2m.len() as u64 * (2 << 20),
         },
-        "sizes": s.sizes.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+        "sizes": s.sizes.iter().enumerate().filter(|(_, &n)| n > 0).map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
         "markers": meta.markers,
         "records_skipped": meta.counts,
         "sections": meta.sections.iter().map(|(n, b)| json!({"name": n, "bytes": b.len()})).collect::<Vec<_>>(),
