@@ -27,6 +27,9 @@ pub struct AssocArray {
     /// random-access workloads). Exact: it never turns a hit into a miss.
     filter: Vec<u32>,
     filter_shift: u32,
+    /// The filter is kept only for wide sets (>= 32 ways): for narrower sets the scan is
+    /// cheaper than the filter's extra cache line.
+    filtered: bool,
     repl: Replacement,
 }
 
@@ -59,7 +62,8 @@ impl AssocArray {
             asids: vec![0; entries],
             data: vec![0; entries],
             valid: vec![0; sets],
-            filter: vec![0; filter_len(entries)],
+            filtered: ways >= 32,
+            filter: vec![0; if ways >= 32 { filter_len(entries) } else { 1 }],
             filter_shift: 64 - filter_len(entries).trailing_zeros(),
             repl: Replacement::new(policy, sets, ways, seed),
         }
@@ -88,7 +92,7 @@ impl AssocArray {
     /// slot (set × ways + way).
     #[inline]
     pub fn find(&mut self, set: usize, key: u64, asid: u16) -> Option<usize> {
-        if self.filter[self.bucket(key)] == 0 {
+        if self.filtered && self.filter[self.bucket(key)] == 0 {
             return None;
         }
         let base = set * self.ways;
@@ -99,7 +103,7 @@ impl AssocArray {
 
     /// Looks up without touching replacement state.
     pub fn peek(&self, set: usize, key: u64, asid: u16) -> Option<usize> {
-        if self.filter[self.bucket(key)] == 0 {
+        if self.filtered && self.filter[self.bucket(key)] == 0 {
             return None;
         }
         let base = set * self.ways;
@@ -119,12 +123,14 @@ impl AssocArray {
         let slot = base + way;
         let old = self.keys[slot];
         let evicted = (old != INVALID).then(|| Evicted { key: old, asid: self.asids[slot] });
-        if old != INVALID {
-            let b = self.bucket(old);
-            self.filter[b] -= 1;
+        if self.filtered {
+            if old != INVALID {
+                let b = self.bucket(old);
+                self.filter[b] -= 1;
+            }
+            let b = self.bucket(key);
+            self.filter[b] += 1;
         }
-        let b = self.bucket(key);
-        self.filter[b] += 1;
         self.keys[slot] = key;
         self.asids[slot] = asid;
         self.data[slot] = data;
@@ -160,8 +166,10 @@ impl AssocArray {
         let mut n = 0;
         for s in 0..self.keys.len() {
             if self.keys[s] != INVALID && pred(self.keys[s], self.asids[s], self.data[s]) {
-                let b = self.bucket(self.keys[s]);
-                self.filter[b] -= 1;
+                if self.filtered {
+                    let b = self.bucket(self.keys[s]);
+                    self.filter[b] -= 1;
+                }
                 self.keys[s] = INVALID;
                 self.valid[s / self.ways] -= 1;
                 n += 1;
