@@ -13,7 +13,9 @@
 //! `MMULAB_BENCH_ONLY=mlt` keeps only the rows whose label starts with that prefix.
 //!
 //! Every figure is the best of 3 (`MMULAB_BENCH_RUNS`) timed passes over the same file (page cache warm), so
-//! it measures decoding, not the disk. References are read in batches of 8192, as
+//! it measures decoding, not the disk. Time is the thread's on-CPU time (from
+//! `/proc/thread-self/schedstat`; wall time where that is missing), so other jobs on a
+//! shared machine do not inflate it. References are read in batches of 8192, as
 //! `mmulab sim` reads them. "decode-only" reads an `.mlt` image already in
 //! memory: no file system, just frame checks, zstd and the column decoder.
 
@@ -30,8 +32,17 @@ fn env_count(key: &str, default: u64) -> u64 {
 /// Batch size of each `next_batch` call: the simulator's (`mmulab_sim::run::BATCH`).
 const BATCH: usize = 8192;
 
-/// Drains `src`; returns (references, seconds).
+/// Nanoseconds this thread has spent on a CPU (Linux `/proc/thread-self/schedstat`), so
+/// that a machine shared with other jobs does not count the time the bench waited for a
+/// core. `None` where unavailable.
+fn cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat").ok()?.split_whitespace().next()?.parse().ok()
+}
+
+/// Drains `src`; returns (references, seconds), the seconds being on-CPU time when the
+/// system reports it, else wall time.
 fn drain(src: &mut dyn TraceSource) -> (u64, f64) {
+    let c0 = cpu_ns();
     let mut buf: Vec<MemRef> = Vec::with_capacity(BATCH);
     let t = Instant::now();
     let mut n = 0u64;
@@ -46,7 +57,10 @@ fn drain(src: &mut dyn TraceSource) -> (u64, f64) {
         sink = sink.wrapping_add(buf[k - 1].addr);
     }
     std::hint::black_box(sink);
-    (n, t.elapsed().as_secs_f64())
+    match (c0, cpu_ns()) {
+        (Some(a), Some(b)) if b > a => (n, (b - a) as f64 * 1e-9),
+        _ => (n, t.elapsed().as_secs_f64()),
+    }
 }
 
 fn best_of_3(mut open: impl FnMut() -> Box<dyn TraceSource>) -> (u64, f64) {
