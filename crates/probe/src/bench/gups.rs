@@ -9,55 +9,11 @@ use serde_json::json;
 use super::{counted, BenchResult, Kind, Memory, Metric, Pages};
 use crate::error::{ProbeError, Result};
 
-/// The LFSR polynomial.
-pub const POLY: u64 = 0x7;
-/// The period of the LFSR sequence.
-pub const PERIOD: i64 = 1_317_624_576_693_539_401;
 const STREAMS: usize = 128;
 
-/// One LFSR step.
-#[inline(always)]
-pub fn step(r: u64) -> u64 {
-    (r << 1) ^ (if (r as i64) < 0 { POLY } else { 0 })
-}
-
-/// HPCC_starts: the sequence value after `n` steps from the start (1), in O(log n).
-pub fn starts(mut n: i64) -> u64 {
-    while n < 0 {
-        n += PERIOD;
-    }
-    while n > PERIOD {
-        n -= PERIOD;
-    }
-    if n == 0 {
-        return 1;
-    }
-    let mut m2 = [0u64; 64];
-    let mut temp = 1u64;
-    for m in m2.iter_mut() {
-        *m = temp;
-        temp = step(step(temp));
-    }
-    let mut i: i32 = 62;
-    while i >= 0 && (n >> i) & 1 == 0 {
-        i -= 1;
-    }
-    let mut ran = 2u64;
-    while i > 0 {
-        let mut t = 0u64;
-        for (j, m) in m2.iter().enumerate() {
-            if (ran >> j) & 1 == 1 {
-                t ^= m;
-            }
-        }
-        ran = t;
-        i -= 1;
-        if (n >> i) & 1 == 1 {
-            ran = step(ran);
-        }
-    }
-    ran
-}
+// The LFSR and its jump-ahead are the trace crate's (the same stream the simulator's
+// `gups` workload generates), so the native and simulated GUPS cannot drift apart.
+pub use mmulab_trace::workload::{hpcc_starts as starts, hpcc_step as step};
 
 /// The updates (timed part).
 fn update(t: &mut [u64], nupdate: usize) {

@@ -4,8 +4,9 @@ use crate::{AccessKind, MemRef, TraceError, TraceSource};
 const POLY: u64 = 0x7;
 const PERIOD: i64 = 1_317_624_576_693_539_401;
 
-#[inline]
-fn step(x: u64) -> u64 {
+/// One step of the HPCC RandomAccess LFSR (x^64 + x^2 + x + 1).
+#[inline(always)]
+pub fn hpcc_step(x: u64) -> u64 {
     (x << 1) ^ if (x as i64) < 0 { POLY } else { 0 }
 }
 
@@ -26,7 +27,7 @@ pub fn hpcc_starts(n: i64) -> u64 {
     let mut temp = 1u64;
     for m in m2.iter_mut() {
         *m = temp;
-        temp = step(step(temp));
+        temp = hpcc_step(hpcc_step(temp));
     }
     let mut i: i32 = 62;
     while i >= 0 && (n >> i) & 1 == 0 {
@@ -43,7 +44,7 @@ pub fn hpcc_starts(n: i64) -> u64 {
         ran = t;
         i -= 1;
         if (n >> i) & 1 == 1 {
-            ran = step(ran);
+            ran = hpcc_step(ran);
         }
     }
     ran
@@ -93,7 +94,7 @@ impl TraceSource for Gups {
         Ok(emit(&mut self.done, self.total, buf, max, |i| {
             // Even references load (after advancing the LFSR), odd ones store the same word.
             if i & 1 == 0 {
-                *ran = step(*ran);
+                *ran = hpcc_step(*ran);
                 MemRef::new(base + (*ran & mask) * 8, AccessKind::Load, 8)
             } else {
                 MemRef::new(base + (*ran & mask) * 8, AccessKind::Store, 8)
@@ -117,7 +118,7 @@ mod tests {
         let mut x = 1u64;
         for n in 0..200i64 {
             assert_eq!(hpcc_starts(n), x, "n={n}");
-            x = step(x);
+            x = hpcc_step(x);
         }
     }
 

@@ -21,7 +21,7 @@ mod seq;
 mod stride;
 
 pub use chase::Chase;
-pub use gups::{hpcc_starts, Gups};
+pub use gups::{hpcc_starts, hpcc_step, Gups};
 pub use seq::Seq;
 pub use stride::Stride;
 
