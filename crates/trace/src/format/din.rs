@@ -25,7 +25,7 @@ impl<R: BufRead> TraceSource for DinReader<R> {
         while buf.len() - start < max {
             let refs = self.refs + (buf.len() - start) as u64;
             let Some(line) = self.lines.next_line(refs)? else { break };
-            let mut it = line.split_whitespace();
+            let mut it = line.split_ascii_whitespace();
             let Some(label) = it.next() else { continue };
             if label.starts_with('#') {
                 continue;

@@ -33,10 +33,10 @@ pub fn parse_line(line: &str) -> Result<Option<MemRef>, String> {
         (b' ', b'S', b' ') | (b' ', b'M', b' ') => AccessKind::Store,
         _ => return Ok(None),
     };
-    let rest = line[2..].trim();
+    let rest = line[2..].trim_ascii();
     let (a, s) = rest.split_once(',').ok_or("expected ADDR,SIZE")?;
-    let addr = parse_hex(a.trim()).ok_or_else(|| format!("'{a}' is not a hexadecimal address"))?;
-    let size: u16 = s.trim().parse().map_err(|_| format!("'{s}' is not an access size"))?;
+    let addr = parse_hex(a.trim_ascii()).ok_or_else(|| format!("'{a}' is not a hexadecimal address"))?;
+    let size: u16 = s.trim_ascii().parse().map_err(|_| format!("'{s}' is not an access size"))?;
     Ok(Some(MemRef::new(addr, kind, size)))
 }
 
