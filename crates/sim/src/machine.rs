@@ -199,7 +199,10 @@ impl Machine {
                     if !t.attrs.has(want) {
                         let attrs = t.attrs.with(want);
                         let (table, index, level) = res.leaf_at.expect("a leaf has a location");
-                        self.mem.pt.write(table, index, self.fmt.encode_leaf(level, t.pa, attrs));
+                        // Rewrite this descriptor's bits only: for a contiguous group
+                        // `t.pa` is the group's base, not this entry's address.
+                        let raw = self.mem.pt.read(table, index);
+                        self.mem.pt.write(table, index, self.fmt.with_attrs(level, raw, attrs));
                         self.counters.ad_updates += 1;
                         return Ok(Translation { attrs, ..t });
                     }

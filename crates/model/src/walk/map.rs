@@ -26,8 +26,12 @@ pub struct Mapping {
 struct MapVisitor {
     fmt: Format,
     target: usize,
+    /// Virtual base of the mapping (to place each entry of a group).
+    va: u64,
     pa: u64,
     attrs: Attrs,
+    /// True when the leaf is a group of entries (contiguous bit / repeated entries).
+    group: bool,
     error: Option<ModelError>,
 }
 
@@ -35,9 +39,17 @@ impl Visitor for MapVisitor {
     fn visit(&mut self, v: &Visit, mem: &mut Memory) -> Action {
         match (v.pte, v.level == self.target) {
             (Pte::Invalid, true) => {
-                let raw = self.fmt.encode_leaf(v.level, self.pa, self.attrs);
+                // One entry, or each entry of a group in turn (the walk visits every
+                // entry of the range): ARMv8 entries hold their own piece's address,
+                // ARMv7 large pages and supersections the group's base.
+                let pa = if self.group && !self.fmt.repeated() { self.pa + (v.va - self.va) } else { self.pa };
+                let raw = self.fmt.encode_leaf(v.level, pa, self.attrs);
                 mem.pt.write(v.table, v.index, raw);
-                Action::Stop
+                if self.group {
+                    Action::Continue
+                } else {
+                    Action::Stop
+                }
             }
             (Pte::Invalid, false) => {
                 let entries = self.fmt.levels()[v.level + 1].entries();
@@ -74,6 +86,9 @@ impl Visitor for MapVisitor {
 }
 
 /// Maps `[va, va + size)` to `pa` with one leaf of `size`, creating tables as needed.
+/// A size the format maps as a group ([`Format::contig`]: ARMv8 contiguous-bit 64K/32M/2M/1G,
+/// ARMv7 64K large pages and 16M supersections) writes every entry of the group, marked
+/// with [`Attrs::CONTIG`]. On a conflict part of a group may have been written.
 pub fn map_leaf(
     mem: &mut Memory,
     fmt: Format,
@@ -89,7 +104,12 @@ pub fn map_leaf(
     if va & size.offset_mask() != 0 || pa & size.offset_mask() != 0 {
         return Err(ModelError::Conflict(format!("{size} mapping of va {va:#x} to pa {pa:#x} is not aligned")));
     }
-    let mut v = MapVisitor { fmt, target, pa, attrs, error: None };
+    let group = fmt.entries_for(target, size).is_some_and(|n| n > 1);
+    if pa.saturating_add(size.bytes()) > fmt.max_pa() {
+        return Err(ModelError::Config(format!("pa {pa:#x} is beyond what {} descriptors can address", fmt.arch_name())));
+    }
+    let attrs = if group { attrs.with(Attrs::CONTIG) } else { attrs.without(Attrs::CONTIG) };
+    let mut v = MapVisitor { fmt, target, va, pa, attrs, group, error: None };
     let mut counts = WalkCounts::default();
     // Tables are seen by the visitor only at the target level, where they conflict.
     let flags = WalkFlags::LEAF.union(WalkFlags::TABLE_PRE);
@@ -132,30 +152,38 @@ fn find_leaf(mem: &mut Memory, fmt: Format, root: u64, va: u64) -> Option<(usize
     f.found.map(|(l, t, i, r)| (l, t, i as usize, r))
 }
 
-/// The leaf mapping `va`, if any (a software walk: not counted as hardware references).
-pub fn lookup(mem: &mut Memory, fmt: Format, root: u64, va: u64) -> Option<Mapping> {
-    let (level, _, _, raw) = find_leaf(mem, fmt, root, va)?;
-    match fmt.decode(level, raw) {
-        Pte::Leaf { pa, attrs } => {
-            let size = fmt.leaf_size(level);
-            Some(Mapping { va: va & !size.offset_mask(), pa, size, level, attrs })
-        }
-        _ => None,
-    }
+fn mapping_at(mem: &Memory, fmt: Format, va: u64, level: usize, table: u64, index: usize, raw: u64) -> Option<Mapping> {
+    let Pte::Leaf { pa, attrs } = fmt.decode(level, raw) else { return None };
+    let (size, pa) = super::group_of(&mem.pt, fmt, table, index, level, raw).unwrap_or((fmt.leaf_size(level), pa));
+    Some(Mapping { va: va & !size.offset_mask(), pa, size, level, attrs })
 }
 
-/// Removes the leaf mapping `va`; returns what it mapped.
+/// The leaf mapping `va`, if any (a software walk: not counted as hardware references).
+/// A valid contiguous or repeated group is reported as one mapping of the group's size
+/// (its `attrs` are those of the entry covering `va`).
+pub fn lookup(mem: &mut Memory, fmt: Format, root: u64, va: u64) -> Option<Mapping> {
+    let (level, table, index, raw) = find_leaf(mem, fmt, root, va)?;
+    mapping_at(mem, fmt, va, level, table, index, raw)
+}
+
+/// Removes the leaf mapping `va` (every entry of its group); returns what it mapped.
 pub fn unmap_leaf(mem: &mut Memory, fmt: Format, root: u64, va: u64) -> Option<Mapping> {
-    let m = lookup(mem, fmt, root, va)?;
-    let (_, table, index, _) = find_leaf(mem, fmt, root, va)?;
-    mem.pt.write(table, index, 0);
+    let (level, table, index, raw) = find_leaf(mem, fmt, root, va)?;
+    let m = mapping_at(mem, fmt, va, level, table, index, raw)?;
+    let n = fmt.entries_for(level, m.size).unwrap_or(1);
+    let first = index & !(n - 1);
+    for i in first..first + n {
+        mem.pt.write(table, i, 0);
+    }
     Some(m)
 }
 
-/// Rewrites the attribute bits of the leaf mapping `va` (e.g. setting dirty).
+/// Rewrites the attribute bits of the leaf descriptor covering `va` (e.g. setting
+/// dirty); group membership and address are kept.
 pub fn set_leaf_attrs(mem: &mut Memory, fmt: Format, root: u64, va: u64, attrs: Attrs) -> Option<Mapping> {
-    let m = lookup(mem, fmt, root, va)?;
-    let (_, table, index, _) = find_leaf(mem, fmt, root, va)?;
-    mem.pt.write(table, index, fmt.encode_leaf(m.level, m.pa, attrs));
-    Some(Mapping { attrs, ..m })
+    let (level, table, index, raw) = find_leaf(mem, fmt, root, va)?;
+    let m = mapping_at(mem, fmt, va, level, table, index, raw)?;
+    let new = fmt.with_attrs(level, raw, attrs);
+    mem.pt.write(table, index, new);
+    Some(Mapping { attrs: Attrs((attrs.0 & !Attrs::CONTIG) | (m.attrs.0 & Attrs::CONTIG)), ..m })
 }

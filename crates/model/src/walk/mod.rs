@@ -23,8 +23,10 @@ pub use map::{lookup, map_leaf, set_leaf_attrs, unmap_leaf, Mapping};
 pub use pwc::{Pwc, PwcStats};
 pub use translate::{prefetch_walk, translate, WalkResult};
 
+use crate::addr::PageSize;
 use crate::mem::PtMem;
 use crate::pt::{Format, Pte};
+use crate::translation::Attrs;
 
 /// Which visits a walk makes and which levels it skips.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -186,6 +188,40 @@ pub fn walk<V: Visitor>(
         va = next_va;
     }
     Action::Continue
+}
+
+/// The group a leaf belongs to, if it is one entry of a valid group: (group size, group
+/// physical base). ARMv7 large pages and supersections are groups by their descriptor
+/// type (each entry holds the base; the hardware uses it as such). An ARMv8 contiguous
+/// group is valid only when every entry of the aligned group is a leaf carrying the bit,
+/// with the same permissions (access and dirty bits may differ: hardware updates one
+/// entry), mapping the next piece of one aligned physical range; a group that breaks the
+/// rule is UNPREDICTABLE on hardware, and mmulab treats each entry as a page of its own.
+/// The check reads the group's other entries without counting them: a TLB that caches
+/// groups relies on the contiguous-bit promise, it does not read the neighbours.
+pub fn group_of(pt: &PtMem, fmt: Format, table: u64, index: usize, level: usize, raw: u64) -> Option<(PageSize, u64)> {
+    let Pte::Leaf { pa, attrs } = fmt.decode(level, raw) else { return None };
+    if !attrs.has(Attrs::CONTIG) {
+        return None;
+    }
+    let (n, gsize) = fmt.contig(level)?;
+    if fmt.repeated() {
+        return (pa & gsize.offset_mask() == 0).then_some((gsize, pa));
+    }
+    let span = fmt.levels()[level].span();
+    let first = index & !(n - 1);
+    let gpa = pa.checked_sub((index - first) as u64 * span)?;
+    if gpa & gsize.offset_mask() != 0 {
+        return None;
+    }
+    let loose = !(Attrs::ACCESSED | Attrs::DIRTY);
+    for i in 0..n {
+        match fmt.decode(level, pt.read(table, first + i)) {
+            Pte::Leaf { pa: p, attrs: a } if p == gpa + i as u64 * span && (a.0 ^ attrs.0) & loose == 0 => {}
+            _ => return None,
+        }
+    }
+    Some((gsize, gpa))
 }
 
 #[inline]

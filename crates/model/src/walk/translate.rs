@@ -17,7 +17,9 @@ pub struct WalkResult {
     /// Level the walk started at (0 without a page-walk-cache hit).
     pub start_level: usize,
     /// Where the leaf descriptor lives: (table address, index, level), so the walker's
-    /// accessed/dirty update can write it without walking again.
+    /// accessed/dirty update can write it without walking again (with
+    /// [`Format::with_attrs`]: for a contiguous group the translation's `pa` is the
+    /// group's base, not this entry's address).
     pub leaf_at: Option<(u64, usize, usize)>,
 }
 
@@ -32,7 +34,7 @@ struct TranslateVisitor {
 
 impl Visitor for TranslateVisitor {
     #[inline]
-    fn visit(&mut self, v: &Visit, _mem: &mut Memory) -> Action {
+    fn visit(&mut self, v: &Visit, mem: &mut Memory) -> Action {
         match v.pte {
             Pte::Table(child) => {
                 if self.ntables < self.tables.len() {
@@ -42,7 +44,12 @@ impl Visitor for TranslateVisitor {
                 Action::Continue
             }
             Pte::Leaf { pa, attrs } => {
-                self.leaf = Some(Translation { va: v.va, pa, size: self.fmt.leaf_size(v.level), asid: self.asid, attrs });
+                // A valid contiguous / repeated group is one translation of its size.
+                let (va, pa, size) = match super::group_of(&mem.pt, self.fmt, v.table, v.index, v.level, v.raw) {
+                    Some((gsize, gpa)) => (v.va & !gsize.offset_mask(), gpa, gsize),
+                    None => (v.va, pa, self.fmt.leaf_size(v.level)),
+                };
+                self.leaf = Some(Translation { va, pa, size, asid: self.asid, attrs });
                 self.leaf_at = Some((v.table, v.index, v.level));
                 Action::Stop
             }
