@@ -162,8 +162,9 @@ fn garbage_input_is_a_clear_error() {
     let d = tempdir("garbage");
     let p = d.join("junk.bin");
     std::fs::write(&p, [0u8, 0xff, 0x13, 0x37].repeat(100)).unwrap();
-    let o = mmulab(&["trace-info", p.to_str().unwrap()]);
+    let o = mmulab(&["trace-info", "--json", p.to_str().unwrap()]);
     assert!(!o.status.success());
+    assert_eq!(json_of(&o)["complete"], false);
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("junk.bin") && e.contains("--format"), "{e}");
     let o = mmulab(&["trace-info", "--format", "drmemtrace", p.to_str().unwrap()]);

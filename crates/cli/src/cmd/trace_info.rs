@@ -193,7 +193,17 @@ fn print_table(v: &Value) {
 
 pub fn run(a: Args) -> Result<()> {
     let opts = a.read.options()?;
-    let mut src = open_trace_with(&a.file, &opts)?;
+    let mut src = match open_trace_with(&a.file, &opts) {
+        Ok(s) => s,
+        Err(e) => {
+            if a.json {
+                // Still exactly one JSON object on stdout.
+                let v = json!({"file": a.file.display().to_string(), "complete": false, "error": {"message": e.to_string()}});
+                println!("{}", serde_json::to_string(&v)?);
+            }
+            return Err(e.into());
+        }
+    };
     let format = match opts.format {
         Some(f) => f.name().to_string(),
         None => mmulab_trace::Format::detect_path(&a.file).map(|f| f.name().to_string()).unwrap_or_default(),
