@@ -184,17 +184,15 @@ impl AssocArray {
     }
 }
 
-/// The way holding `key` and `asid`, scanning eight keys at a time without early exits so
-/// the compares vectorize (large fully associative levels scan dozens of ways).
+/// The way holding `key` and `asid`, comparing eight keys at a time (SSE2 on x86-64,
+/// which every x86-64 CPU has; plain compares elsewhere) — large fully associative
+/// levels scan dozens of ways on every miss.
 #[inline]
 fn scan(keys: &[u64], asids: &[u16], key: u64, asid: u16) -> Option<usize> {
     let mut chunks = keys.chunks_exact(8);
     let mut base = 0;
     for c in &mut chunks {
-        let mut mask = 0u32;
-        for (i, &k) in c.iter().enumerate() {
-            mask |= u32::from(k == key) << i;
-        }
+        let mut mask = eq_mask8(c.try_into().expect("chunk of 8"), key);
         while mask != 0 {
             let w = base + mask.trailing_zeros() as usize;
             if asids[w] == asid {
@@ -210,4 +208,52 @@ fn scan(keys: &[u64], asids: &[u16], key: u64, asid: u16) -> Option<usize> {
         }
     }
     None
+}
+
+/// Bit i set iff `c[i] == key`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn eq_mask8(c: &[u64; 8], key: u64) -> u32 {
+    use core::arch::x86_64::*;
+    // SAFETY: SSE2 is part of the x86-64 baseline; the loads read 8 u64 from a
+    // reference to exactly 8 u64 (unaligned loads).
+    unsafe {
+        let k = _mm_set1_epi64x(key as i64);
+        let mut m = 0u32;
+        for j in 0..4 {
+            let v = _mm_loadu_si128(c.as_ptr().add(2 * j) as *const __m128i);
+            // 64-bit equality from 32-bit lanes: both halves must match.
+            let e = _mm_cmpeq_epi32(v, k);
+            let e = _mm_and_si128(e, _mm_shuffle_epi32::<0b10_11_00_01>(e));
+            m |= (_mm_movemask_pd(_mm_castsi128_pd(e)) as u32) << (2 * j);
+        }
+        m
+    }
+}
+
+/// Bit i set iff `c[i] == key`.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn eq_mask8(c: &[u64; 8], key: u64) -> u32 {
+    let mut m = 0u32;
+    for (i, &k) in c.iter().enumerate() {
+        m |= u32::from(k == key) << i;
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eq_mask_finds_every_position() {
+        let mut c = [5u64, u64::MAX, 7, 5, 0, 1 << 40, 5, 9];
+        assert_eq!(eq_mask8(&c, 5), 0b0100_1001);
+        assert_eq!(eq_mask8(&c, u64::MAX), 0b10);
+        // Equal low halves but different high halves must not match.
+        c[7] = (1 << 32) | 9;
+        assert_eq!(eq_mask8(&c, 9), 0);
+        assert_eq!(eq_mask8(&c, (1 << 32) | 9), 0x80);
+    }
 }

@@ -30,8 +30,11 @@ pub fn run(m: &mut Machine, src: &mut dyn TraceSource, progress: Option<Progress
         // misses on big simulated page tables overlap. Results are unaffected.
         if walk_heavy {
             for i in 0..buf.len() {
-                if let Some(next) = buf.get(i + AHEAD) {
-                    m.prefetch(next);
+                // Only a reference that changes page can start a walk worth prefetching.
+                if let (Some(next), Some(prev)) = (buf.get(i + AHEAD), buf.get(i + AHEAD - 1)) {
+                    if next.addr >> 12 != prev.addr >> 12 || next.asid != prev.asid {
+                        m.prefetch(next);
+                    }
                 }
                 m.access(&buf[i])?;
             }
