@@ -66,6 +66,14 @@ fn dense(map: &mut HashMap<u64, u16>, id: u64) -> u16 {
     *map.entry(id).or_insert(n.min(u16::MAX as usize) as u16)
 }
 
+/// State shared by all threads of one reader: options, id renumbering, metadata.
+#[derive(Default)]
+struct Shared {
+    opts: DrOptions,
+    ids: Ids,
+    meta: TraceMeta,
+}
+
 /// Why [`Thread::fill`] stopped.
 enum Stop {
     /// `max` references were delivered.
@@ -143,16 +151,8 @@ impl Thread {
     /// Decodes records into `out` until `max` references were added, the stream ends, or
     /// (if `stop_at_ts`) a TIMESTAMP marker is read. `delivered` counts references handed
     /// out before this call (for errors).
-    fn fill(
-        &mut self,
-        out: &mut Vec<MemRef>,
-        max: usize,
-        stop_at_ts: bool,
-        opts: &DrOptions,
-        ids: &mut Ids,
-        meta: &mut TraceMeta,
-        delivered: u64,
-    ) -> Result<Stop, TraceError> {
+    fn fill(&mut self, out: &mut Vec<MemRef>, max: usize, stop_at_ts: bool, sh: &mut Shared, delivered: u64) -> Result<Stop, TraceError> {
+        let Shared { opts, ids, meta } = sh;
         let first = out.len();
         loop {
             if out.len() - first >= max {
@@ -280,9 +280,7 @@ fn open_thread(path: &Path) -> Result<(Thread, Progress), TraceError> {
 /// A single drmemtrace file (one thread, or an already serialized trace).
 pub struct DrReader {
     thread: Thread,
-    opts: DrOptions,
-    ids: Ids,
-    meta: TraceMeta,
+    sh: Shared,
     delivered: u64,
     progress: Progress,
 }
@@ -291,16 +289,14 @@ impl DrReader {
     /// Opens `path` (`.trace.zip`, `.trace.gz` or raw records).
     pub fn open(path: &Path, opts: DrOptions) -> Result<DrReader, TraceError> {
         let (thread, progress) = open_thread(path)?;
-        Ok(DrReader { thread, opts, ids: Ids::default(), meta: TraceMeta::default(), delivered: 0, progress })
+        Ok(DrReader { thread, sh: Shared { opts, ..Shared::default() }, delivered: 0, progress })
     }
 
     /// Reads records from any byte stream (`path` names it in errors).
     pub fn from_reader(src: Box<dyn Read + Send>, path: &Path, opts: DrOptions) -> DrReader {
         DrReader {
             thread: Thread::new(src, path),
-            opts,
-            ids: Ids::default(),
-            meta: TraceMeta::default(),
+            sh: Shared { opts, ..Shared::default() },
             delivered: 0,
             progress: Progress::default(),
         }
@@ -310,7 +306,7 @@ impl DrReader {
 impl TraceSource for DrReader {
     fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
         let start = buf.len();
-        self.thread.fill(buf, max, false, &self.opts, &mut self.ids, &mut self.meta, self.delivered)?;
+        self.thread.fill(buf, max, false, &mut self.sh, self.delivered)?;
         let n = buf.len() - start;
         self.delivered += n as u64;
         Ok(n)
@@ -322,7 +318,7 @@ impl TraceSource for DrReader {
         self.progress.get()
     }
     fn meta(&self) -> Option<TraceMeta> {
-        Some(self.meta.clone())
+        Some(self.sh.meta.clone())
     }
 }
 
@@ -362,9 +358,7 @@ pub struct DrDirReader {
     cur: usize,
     run: u64,
     mode: Interleave,
-    opts: DrOptions,
-    ids: Ids,
-    meta: TraceMeta,
+    sh: Shared,
     delivered: u64,
 }
 
@@ -382,9 +376,7 @@ impl DrDirReader {
             cur: 0,
             run: 0,
             mode,
-            opts,
-            ids: Ids::default(),
-            meta: TraceMeta::default(),
+            sh: Shared { opts, ..Shared::default() },
             delivered: 0,
         })
     }
@@ -418,7 +410,7 @@ impl TraceSource for DrDirReader {
             let before = buf.len();
             let delivered = self.delivered + (before - start) as u64;
             let t = &mut self.threads[self.cur];
-            let stop = t.fill(buf, room, stop_ts, &self.opts, &mut self.ids, &mut self.meta, delivered)?;
+            let stop = t.fill(buf, room, stop_ts, &mut self.sh, delivered)?;
             self.run += (buf.len() - before) as u64;
             match (stop, self.mode) {
                 (Stop::End, _) => {
@@ -448,7 +440,7 @@ impl TraceSource for DrDirReader {
         format!("{} (drmemtrace directory, {} threads)", self.dir.display(), self.threads.len())
     }
     fn meta(&self) -> Option<TraceMeta> {
-        let mut m = self.meta.clone();
+        let mut m = self.sh.meta.clone();
         m.markers.insert("thread_files".into(), self.threads.len() as u64);
         Some(m)
     }
