@@ -33,6 +33,8 @@ enum Command {
     Probe(cmd::probe::Args),
     /// Native benchmarks (GUPS, latency, bandwidth) under 4 KiB, THP, mTHP or hugetlbfs pages.
     Bench(cmd::bench::Args),
+    /// List the machine catalog (cores usable with --machine NAME).
+    Machines(cmd::machines::Args),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +47,7 @@ fn main() -> ExitCode {
         Command::Record(a) => cmd::record::run(a),
         Command::Probe(a) => cmd::probe::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Machines(a) => cmd::machines::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -38,7 +38,15 @@ pub struct Config {
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct MachineSection {
-    /// `x86_64` or `aarch64`.
+    /// A catalog machine (`cortex-a15`) or the path of a machine TOML file this config is
+    /// based on: its keys are merged under this file's (see [`crate::catalog::merge`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// One line describing the machine (catalog files; shown by `mmulab machines`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Page-table format: `x86_64`, `aarch64` (4 KiB granule), `aarch64-16k`,
+    /// `aarch64-64k`, `armv7` (short descriptors) or `armv7-lpae`.
     pub arch: String,
     /// Cores, each with its own TLBs and walk caches.
     #[serde(default = "one")]
@@ -264,11 +272,42 @@ pub fn load(path: Option<&Path>, sets: &[String]) -> Result<MachineSpec, SimErro
     from_toml(&text, path, sets)
 }
 
+/// Loads a machine by catalog name or path (`--machine`), optionally with a config
+/// file laid over it (`--config`; its own `[machine] name` is replaced), applies `sets`,
+/// validates.
+pub fn load_machine(machine: &str, path: Option<&Path>, sets: &[String]) -> Result<MachineSpec, SimError> {
+    let mut table = match path {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| SimError::Config(format!("cannot read config {}: {e}", p.display())))?;
+            toml::from_str::<toml::Table>(&text)
+                .map_err(|e| SimError::Config(format!("{}: {}", p.display(), e.to_string().trim_end())))?
+        }
+        None => toml::Table::new(),
+    };
+    let m = table.entry("machine").or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    match m {
+        toml::Value::Table(t) => {
+            t.insert("name".into(), toml::Value::String(machine.into()));
+        }
+        _ => return Err(SimError::Config(format!("{}: `machine` must be a table", origin(path)))),
+    }
+    from_table(table, path, sets)
+}
+
 /// Parses config text (`path` only names it in errors), applies `sets`, validates.
 pub fn from_toml(text: &str, path: Option<&Path>, sets: &[String]) -> Result<MachineSpec, SimError> {
     let src = origin(path);
-    let mut table: toml::Table =
+    let table: toml::Table =
         toml::from_str(text).map_err(|e| SimError::Config(format!("{src}: {}", e.to_string().trim_end())))?;
+    from_table(table, path, sets)
+}
+
+/// Resolves a parsed config's `[machine] name` (merging the named machine under it),
+/// applies `sets`, validates.
+pub fn from_table(table: toml::Table, path: Option<&Path>, sets: &[String]) -> Result<MachineSpec, SimError> {
+    let src = origin(path);
+    let mut table = crate::catalog::expand(table, path)?;
     for s in sets {
         apply_set(&mut table, s)?;
     }
@@ -281,17 +320,24 @@ pub fn from_toml(text: &str, path: Option<&Path>, sets: &[String]) -> Result<Mac
 
 /// Checks a parsed config and resolves it.
 pub fn validate(config: Config) -> Result<MachineSpec, String> {
-    let format = match config.machine.arch.as_str() {
-        "x86_64" => Format::X86_64,
-        "aarch64" | "armv8" => Format::Armv8_4K,
-        other => return Err(format!("machine.arch = \"{other}\" is not supported; use \"x86_64\" or \"aarch64\"")),
-    };
+    let format = Format::from_arch_name(&config.machine.arch).ok_or_else(|| {
+        let names: Vec<String> = Format::ALL.iter().map(|f| format!("\"{}\"", f.arch_name())).collect();
+        format!("machine.arch = \"{}\" is not supported; use one of {}", config.machine.arch, names.join(", "))
+    })?;
     if config.machine.cores == 0 || config.machine.cores > 4096 {
         return Err(format!("machine.cores = {} must be between 1 and 4096", config.machine.cores));
     }
     let memory_bytes = parse_size(&config.memory.size).map_err(|e| format!("memory.size: {e}"))?;
     if memory_bytes < 1 << 20 || memory_bytes % 4096 != 0 || memory_bytes > 1 << 44 {
         return Err(format!("memory.size = \"{}\" must be a multiple of 4 KiB between 1 MiB and 16 TiB", config.memory.size));
+    }
+    if memory_bytes > format.max_pa() {
+        return Err(format!(
+            "memory.size = \"{}\" is more than {} page tables can address ({} GiB)",
+            config.memory.size,
+            format.arch_name(),
+            format.max_pa() >> 30
+        ));
     }
     if config.walk.pwc_entries.len() >= format.levels().len() {
         return Err(format!(

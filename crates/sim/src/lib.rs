@@ -3,6 +3,7 @@
 //! ([`report`]).
 #![deny(missing_docs)]
 
+pub mod catalog;
 pub mod config;
 mod machine;
 pub mod report;

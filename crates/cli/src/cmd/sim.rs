@@ -13,6 +13,10 @@ pub struct Args {
     /// (machines/default.toml).
     #[arg(long, short)]
     pub config: Option<PathBuf>,
+    /// Machine: a catalog name (`mmulab machines`) or a machine TOML file; with
+    /// --config, the config's keys are laid over it (docs/catalog.md).
+    #[arg(long, short = 'm', value_name = "NAME_OR_FILE")]
+    pub machine: Option<String>,
     /// Trace file to replay.
     #[arg(long, short, conflicts_with = "workload", required_unless_present = "workload")]
     pub trace: Option<PathBuf>,
@@ -62,12 +66,20 @@ pub fn simulate(spec: config::MachineSpec, src: &mut dyn TraceSource, label: &st
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let spec = config::load(a.config.as_deref(), &a.sets).context("invalid machine config")?;
+    let spec = match &a.machine {
+        Some(m) => config::load_machine(m, a.config.as_deref(), &a.sets),
+        None => config::load(a.config.as_deref(), &a.sets),
+    }
+    .context("invalid machine config")?;
     let mut src = source(a.trace.as_ref(), &a.format, a.workload.as_deref())?;
     let what = src.describe();
     let title = format!(
         "mmulab sim: {what} on {} ({} core{}), OS policy {}",
-        a.config.as_ref().map_or("the default machine".into(), |p| p.display().to_string()),
+        match (&a.machine, &a.config) {
+            (Some(m), _) => m.clone(),
+            (None, Some(p)) => p.display().to_string(),
+            (None, None) => "the default machine".into(),
+        },
         spec.cores,
         if spec.cores == 1 { "" } else { "s" },
         spec.config.os.policy
