@@ -127,7 +127,7 @@ impl ZipChunks {
         self.next += 1;
         let mut f = File::open(&self.path)?;
         f.seek(SeekFrom::Start(member.data_start))?;
-        let body = BufReader::with_capacity(1 << 16, f).take(member.compressed);
+        let body = BufReader::with_capacity(1 << 15, f).take(member.compressed);
         let reader: Box<dyn Read + Send> =
             if member.deflated { Box::new(flate2::bufread::DeflateDecoder::new(body)) } else { Box::new(body) };
         self.current = Some((member, reader, crc32fast::Hasher::new()));
