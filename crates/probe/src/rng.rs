@@ -1,26 +1,25 @@
-//! A small deterministic random source (SplitMix64) and the shuffles the probe needs.
-//! No external crate: the probe must be reproducible from a seed on every target.
+//! The probe's deterministic random source and the shuffles it needs. The generator is
+//! the trace crate's SplitMix64 (one implementation in the project), seeded so that the
+//! probe is reproducible from a seed on every target.
 
-/// SplitMix64: fast, statistically fine for shuffling, reproducible.
+use mmulab_trace::workload::SplitMix64;
+
+/// SplitMix64 with the probe's seeding: fast, statistically fine for shuffling.
 #[derive(Clone, Debug)]
-pub struct Rng(u64);
+pub struct Rng(SplitMix64);
 
 impl Rng {
     /// A generator from a seed.
     pub fn new(seed: u64) -> Self {
-        Rng(seed ^ 0x9E37_79B9_7F4A_7C15)
+        Rng(SplitMix64::new(seed ^ 0x9E37_79B9_7F4A_7C15))
     }
     /// Next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
     /// Uniform in `0..n` (`n > 0`).
     pub fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() as u128 * n as u128) >> 64) as usize
+        self.0.below(n as u64) as usize
     }
     /// Fisher–Yates shuffle in place.
     pub fn shuffle<T>(&mut self, v: &mut [T]) {
