@@ -1,9 +1,40 @@
-//! Address spaces: one page table (root and format) per address-space id.
+//! Address spaces: one page table (root and format) per address-space id, and the
+//! virtual memory areas (VMAs) the OS policies consult.
+//!
+//! VMAs: a trace that carries mapping metadata installs them with [`AddressSpace::add_vma`];
+//! otherwise they are inferred from touched addresses by one documented rule
+//! ([`INFER_SPAN`]): an address not inside any VMA creates the VMA of the 1 GiB-aligned
+//! range containing it, clipped so it does not overlap an existing VMA. With that rule a
+//! superpage-sized aligned range is always "inside the VMA" unless a trace-given VMA
+//! edge cuts it — which is exactly the case the policies must handle.
 
 use crate::addr::Asid;
 use crate::error::ModelError;
 use crate::mem::Memory;
 use crate::pt::Format;
+
+/// The span of an inferred VMA: the 1 GiB-aligned range around the first touched address.
+pub const INFER_SPAN: u64 = 1 << 30;
+
+/// One virtual memory area `[start, end)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Vma {
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+    /// `madvise(MADV_HUGEPAGE)` was applied (THP `enabled = madvise` uses huge pages here).
+    pub hugepage: bool,
+    /// True if the VMA came from the inference rule rather than the trace.
+    pub inferred: bool,
+}
+
+impl Vma {
+    /// True if `[start, end)` lies inside this VMA.
+    pub fn contains_range(&self, start: u64, end: u64) -> bool {
+        start >= self.start && end <= self.end
+    }
+}
 
 /// One process's translation context.
 #[derive(Clone, Debug)]
@@ -14,12 +45,66 @@ pub struct AddressSpace {
     pub fmt: Format,
     /// Physical address of the root table.
     pub root: u64,
+    /// Its VMAs, sorted by start, not overlapping.
+    pub vmas: Vec<Vma>,
 }
 
 impl AddressSpace {
     /// A new, empty address space with its root table allocated in `mem`.
     pub fn new(asid: Asid, fmt: Format, mem: &mut Memory) -> Result<AddressSpace, ModelError> {
         let root = mem.alloc_table(fmt.levels()[0].entries())?;
-        Ok(AddressSpace { asid, fmt, root })
+        Ok(AddressSpace { asid, fmt, root, vmas: Vec::new() })
+    }
+
+    /// Adds a VMA given by the trace (or a test); overlapping VMAs are an error.
+    pub fn add_vma(&mut self, start: u64, end: u64, hugepage: bool) -> Result<(), ModelError> {
+        if start >= end {
+            return Err(ModelError::Conflict(format!("VMA [{start:#x}, {end:#x}) is empty")));
+        }
+        if self.vmas.iter().any(|v| v.start < end && start < v.end) {
+            return Err(ModelError::Conflict(format!("VMA [{start:#x}, {end:#x}) overlaps an existing VMA")));
+        }
+        let at = self.vmas.partition_point(|v| v.start < start);
+        self.vmas.insert(at, Vma { start, end, hugepage, inferred: false });
+        Ok(())
+    }
+
+    /// The VMA containing `va`, inferring one by the [`INFER_SPAN`] rule if none does.
+    pub fn vma(&mut self, va: u64) -> Vma {
+        let at = self.vmas.partition_point(|v| v.start <= va);
+        if at > 0 && self.vmas[at - 1].end > va {
+            return self.vmas[at - 1];
+        }
+        let mut start = va & !(INFER_SPAN - 1);
+        let mut end = start.saturating_add(INFER_SPAN);
+        if at > 0 {
+            start = start.max(self.vmas[at - 1].end);
+        }
+        if let Some(n) = self.vmas.get(at) {
+            end = end.min(n.start);
+        }
+        let v = Vma { start, end, hugepage: false, inferred: true };
+        self.vmas.insert(at, v);
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inferred_vmas_fill_gaps_without_overlap() {
+        let mut mem = Memory::new(4 << 20).unwrap();
+        let mut s = AddressSpace::new(0, Format::X86_64, &mut mem).unwrap();
+        s.add_vma(0x4000_0000 + 0x1000, 0x4000_0000 + 0x30_0000, true).unwrap();
+        assert!(s.add_vma(0x4000_2000, 0x4000_3000, false).is_err());
+        let v = s.vma(0x4000_0000 + 0x2000);
+        assert!(v.hugepage && !v.inferred);
+        let below = s.vma(0x4000_0000);
+        assert_eq!((below.start, below.end), (0x4000_0000, 0x4000_1000));
+        let above = s.vma(0x4000_0000 + 0x40_0000);
+        assert_eq!((above.start, above.end), (0x4000_0000 + 0x30_0000, 0x8000_0000));
+        assert_eq!(s.vmas.len(), 3);
     }
 }

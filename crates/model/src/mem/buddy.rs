@@ -60,6 +60,11 @@ impl Buddy {
         (order..=MAX_ORDER).map(|o| (self.free[o as usize].len() as u64) << o).sum()
     }
 
+    /// True if frame `pfn` lies in a free block (a check for tests and audits).
+    pub fn is_free(&self, pfn: u64) -> bool {
+        (0..=MAX_ORDER).any(|o| self.free[o as usize].contains(&(pfn & !((1u64 << o) - 1))))
+    }
+
     /// Allocates a naturally aligned block of 2^order frames; returns its first frame.
     pub fn alloc(&mut self, order: u32) -> Option<u64> {
         let from = (order..=MAX_ORDER).find(|&o| !self.free[o as usize].is_empty())?;

@@ -3,8 +3,11 @@
 //!
 //! Adding an allocator or a DRAM/NUMA model: a file here, owned by [`Memory`].
 
+mod age;
 mod buddy;
 mod ptmem;
+
+pub use age::{age, free_2m_share};
 
 pub use buddy::{Buddy, MAX_ORDER};
 pub use ptmem::PtMem;
@@ -34,6 +37,13 @@ impl Memory {
         let order = (bytes / crate::addr::FRAME_SIZE).next_power_of_two().trailing_zeros();
         let pfn = self.buddy.alloc(order).ok_or_else(|| self.buddy.oom("a page table"))?;
         Ok(self.pt.create(pfn, entries, order))
+    }
+
+    /// Fragments a fresh memory reproducibly (see [`age`]): pins `used` of it in
+    /// scattered 4 KiB frames so that about `target_free_2m_share` of the free memory
+    /// stays in free 2 MiB blocks. Returns the number of frames pinned.
+    pub fn age(&mut self, used: f64, target_free_2m_share: f64, seed: u64) -> u64 {
+        age::age(&mut self.buddy, used, target_free_2m_share, seed).len() as u64
     }
 
     /// Frees the page table at `pa`.

@@ -13,12 +13,13 @@ pub struct PtMem {
     by_frame: Vec<u32>,
     free_slots: Vec<u32>,
     live: usize,
+    frames: u64,
 }
 
 impl PtMem {
     /// A store for a physical memory of `frames` frames.
     pub fn new(frames: u64) -> PtMem {
-        PtMem { tables: Vec::new(), orders: Vec::new(), by_frame: vec![NONE; frames as usize], free_slots: Vec::new(), live: 0 }
+        PtMem { tables: Vec::new(), orders: Vec::new(), by_frame: vec![NONE; frames as usize], free_slots: Vec::new(), live: 0, frames: 0 }
     }
 
     /// Registers a zeroed table of `entries` descriptors at frame `pfn`; returns its
@@ -38,6 +39,7 @@ impl PtMem {
         };
         self.by_frame[pfn as usize] = slot;
         self.live += 1;
+        self.frames += 1 << order;
         pfn << FRAME_SHIFT
     }
 
@@ -52,6 +54,7 @@ impl PtMem {
         self.tables[slot as usize] = Box::new([]);
         self.free_slots.push(slot);
         self.live -= 1;
+        self.frames -= 1 << self.orders[slot as usize];
         Some((pfn, self.orders[slot as usize]))
     }
 
@@ -98,6 +101,11 @@ impl PtMem {
     /// True if a table lives at `pa`.
     pub fn is_table(&self, pa: u64) -> bool {
         self.by_frame.get((pa >> FRAME_SHIFT) as usize).is_some_and(|&s| s != NONE)
+    }
+
+    /// Frames held by live tables.
+    pub fn frames(&self) -> u64 {
+        self.frames
     }
 
     /// Number of live tables.

@@ -1,46 +1,104 @@
 //! OS policies: the only components that write leaf descriptors for user memory. A
-//! policy decides, at a fault and (later) in the background, which page size backs
-//! which virtual range.
+//! policy decides, at a fault and in the background, which page size backs which
+//! virtual range.
 //!
-//! Contract: [`Os::fault`] is called when a hardware walk reaches an invalid descriptor
-//! (or a store finds a read-only page). It must leave a valid leaf covering the faulting
-//! address (or return an error) and push onto `shootdowns` every range whose existing
-//! translations it changed, so the machine can invalidate TLBs and walk caches.
+//! Contract:
+//! * [`Os::fault`] is called when a hardware walk reaches an invalid descriptor (or a
+//!   store finds a read-only page). It must leave a valid leaf covering the faulting
+//!   address (writable if the access was a store) or return an error, and push onto
+//!   `shootdowns` every range whose existing translations it changed, so the machine
+//!   can invalidate TLBs and walk caches.
+//! * [`Os::tick`] is called by the machine every `os.tick_interval` references (never
+//!   per reference: the hot path stays a counter compare). Background work
+//!   (khugepaged's scan, re-promotion, reservation breaking under pressure) happens
+//!   here, under the same shootdown rule.
+//! * [`Os::exit`] ends an address space: every frame it owned goes back to the buddy
+//!   allocator and every page table is freed.
+//! * Frames: each leaf owns the frames it maps (a 2 MiB leaf owns an order-9 block; a
+//!   64 KiB mTHP folio mapped as sixteen 4 KiB leaves is freed leaf by leaf and the
+//!   buddy allocator merges it back). A frame is never owned twice; reserved but
+//!   unpopulated frames are owned by the reservation. The contract tests
+//!   (crates/model/tests/os_contract.rs) check this for every policy.
 //!
-//! Adding a policy: a file here with a struct and its `fault`; a variant of [`Os`] and
-//! of the sim crate's `os.policy` config; a run through the policy contract tests.
+//! Adding a policy: a file here with a struct, its `fault` (and `tick`/`exit` if it
+//! keeps state); a variant of [`Os`] and of the sim crate's `os.policy` config
+//! (config.rs `OsSpec`); a row in the contract suite's list of policies; a section in
+//! docs/policies.md.
 
 mod base;
 mod fixed;
+mod mthp;
+pub mod remap;
+mod reservation;
+mod thp;
 
 pub use base::Base;
 pub use fixed::Fixed;
+pub use mthp::{Mthp, MthpConfig};
+pub use reservation::{Reservation, ReservationConfig};
+pub use thp::{Defrag, Enabled, KhugepagedConfig, Thp, ThpConfig};
 
-use crate::addr::{Asid, PageSize};
+use crate::addr::{Asid, PageSize, FRAME_SHIFT};
 use crate::error::ModelError;
 use crate::mem::Memory;
 use crate::space::AddressSpace;
 use crate::translation::Attrs;
-use crate::walk::map_leaf;
+use crate::walk::{map_leaf, Mapping};
 use mmulab_trace::AccessKind;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// Counts of an OS policy.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct OsStats {
     /// Page faults handled.
     pub faults: u64,
-    /// Pages mapped, by size (`PageSize as usize`).
+    /// Leaves created, by size (`PageSize as usize`): at faults, promotions, collapses.
     pub mapped: [u64; 9],
     /// Bytes currently mapped.
     pub resident_bytes: u64,
+    /// Bytes currently mapped, by leaf size (what the TLBs see).
+    pub resident_by_size: [u64; 9],
+    /// Promotions (many small leaves replaced by one large one, in place), by new size.
+    pub promotions: [u64; 9],
+    /// Demotions (a large leaf split into small ones), by the demoted size.
+    pub demotions: [u64; 9],
+    /// khugepaged collapses (copy into a new 2 MiB page).
+    pub collapses: u64,
+    /// Cycles of OS work beyond the per-fault latency: copies, compaction, scans.
+    pub os_cycles: u64,
+    /// Named event counters of the policy (reservations created, failures by reason…).
+    pub events: BTreeMap<&'static str, u64>,
 }
 
 impl OsStats {
-    /// Records a new mapping.
+    /// Records a new leaf of `size` (counted in `mapped` too).
     pub fn record_map(&mut self, size: PageSize) {
         self.mapped[size.index()] += 1;
+        self.record_leaf(size);
+    }
+
+    /// Records a new leaf of `size` without counting it in `mapped` (a piece of a
+    /// larger folio, e.g. one of sixteen 4 KiB leaves of a 64 KiB mTHP folio).
+    pub fn record_leaf(&mut self, size: PageSize) {
         self.resident_bytes += size.bytes();
+        self.resident_by_size[size.index()] += size.bytes();
+    }
+
+    /// Records a leaf of `size` removed.
+    pub fn record_unmap(&mut self, size: PageSize) {
+        self.resident_bytes -= size.bytes();
+        self.resident_by_size[size.index()] -= size.bytes();
+    }
+
+    /// Adds one to a named event counter.
+    pub fn event(&mut self, name: &'static str) {
+        *self.events.entry(name).or_default() += 1;
+    }
+
+    /// A named event counter (0 if never counted).
+    pub fn count(&self, name: &str) -> u64 {
+        self.events.get(name).copied().unwrap_or(0)
     }
 }
 
@@ -61,6 +119,18 @@ pub struct FaultCtx<'a> {
     pub shootdowns: &'a mut Vec<Shootdown>,
 }
 
+/// Everything a policy may touch in background work.
+pub struct TickCtx<'a> {
+    /// Physical memory and page tables.
+    pub mem: &'a mut Memory,
+    /// All address spaces, indexed by asid (`None`: never used or exited).
+    pub spaces: &'a mut [Option<AddressSpace>],
+    /// References simulated so far (the clock of background work).
+    pub now: u64,
+    /// Ranges whose translations changed.
+    pub shootdowns: &'a mut Vec<Shootdown>,
+}
+
 /// The configured policy (closed enum: static dispatch).
 #[derive(Clone, Debug)]
 pub enum Os {
@@ -68,6 +138,12 @@ pub enum Os {
     Base(Base),
     /// Every touched region backed by pages of one size.
     Fixed(Fixed),
+    /// FreeBSD reservation-based superpages.
+    Reservation(Reservation),
+    /// Linux THP at fault time and/or khugepaged collapses.
+    Thp(Thp),
+    /// Linux multi-size THP.
+    Mthp(Mthp),
 }
 
 impl Os {
@@ -76,7 +152,38 @@ impl Os {
         match self {
             Os::Base(p) => p.fault(ctx),
             Os::Fixed(p) => p.fault(ctx),
+            Os::Reservation(p) => p.fault(ctx),
+            Os::Thp(p) => p.fault(ctx),
+            Os::Mthp(p) => p.fault(ctx),
         }
+    }
+
+    /// Background work (see the module contract).
+    pub fn tick(&mut self, ctx: TickCtx<'_>) -> Result<(), ModelError> {
+        match self {
+            Os::Reservation(p) => p.tick(ctx),
+            Os::Thp(p) => p.tick(ctx),
+            _ => Ok(()),
+        }
+    }
+
+    /// Ends `space`: frees its frames, its reservations and its page tables.
+    pub fn exit(&mut self, mem: &mut Memory, space: &AddressSpace) {
+        let stats = match self {
+            Os::Base(p) => &mut p.stats,
+            Os::Fixed(p) => &mut p.stats,
+            Os::Reservation(p) => {
+                p.drop_space(mem, space.asid);
+                &mut p.stats
+            }
+            Os::Thp(p) => &mut p.stats,
+            Os::Mthp(p) => &mut p.stats,
+        };
+        for m in remap::teardown(mem, space.fmt, space.root) {
+            free_leaf(mem, &m);
+            stats.record_unmap(m.size);
+        }
+        self.stats_mut().event("exits");
     }
 
     /// The policy's counters.
@@ -84,6 +191,19 @@ impl Os {
         match self {
             Os::Base(p) => &p.stats,
             Os::Fixed(p) => &p.stats,
+            Os::Reservation(p) => &p.stats,
+            Os::Thp(p) => &p.stats,
+            Os::Mthp(p) => &p.stats,
+        }
+    }
+
+    fn stats_mut(&mut self) -> &mut OsStats {
+        match self {
+            Os::Base(p) => &mut p.stats,
+            Os::Fixed(p) => &mut p.stats,
+            Os::Reservation(p) => &mut p.stats,
+            Os::Thp(p) => &mut p.stats,
+            Os::Mthp(p) => &mut p.stats,
         }
     }
 
@@ -92,22 +212,56 @@ impl Os {
         match self {
             Os::Base(_) => "base",
             Os::Fixed(_) => "fixed",
+            Os::Reservation(_) => "reservation",
+            Os::Thp(p) => p.name(),
+            Os::Mthp(_) => "mthp",
         }
+    }
+}
+
+/// Order (log2 of 4 KiB frames) of a page size.
+pub(crate) fn order_of(size: PageSize) -> u32 {
+    size.shift() - FRAME_SHIFT
+}
+
+/// Frees the frames a leaf maps.
+pub(crate) fn free_leaf(mem: &mut Memory, m: &Mapping) {
+    mem.buddy.free(m.pa >> FRAME_SHIFT, order_of(m.size));
+}
+
+/// Frees `count` frames from `pfn` (any alignment) in maximal aligned blocks.
+pub(crate) fn free_run(mem: &mut Memory, mut pfn: u64, count: u64) {
+    let end = pfn + count;
+    while pfn < end {
+        let mut order = pfn.trailing_zeros().min(crate::mem::MAX_ORDER);
+        while pfn + (1 << order) > end {
+            order -= 1;
+        }
+        mem.buddy.free(pfn, order);
+        pfn += 1 << order;
     }
 }
 
 /// Allocates physical memory for one page of `size` and maps it at the aligned address
 /// containing `va`, read-write. Shared by the demand-paging policies.
 pub(crate) fn map_new_page(ctx: &mut FaultCtx<'_>, size: PageSize, stats: &mut OsStats) -> Result<(), ModelError> {
-    let order = size.shift() - crate::addr::FRAME_SHIFT;
     let pfn = ctx
         .mem
         .buddy
-        .alloc(order)
+        .alloc(order_of(size))
         .ok_or_else(|| ctx.mem.buddy.oom(&format!("a {size} page at va {:#x}", ctx.va)))?;
     let va = ctx.va & !size.offset_mask();
-    let pa = pfn << crate::addr::FRAME_SHIFT;
+    let pa = pfn << FRAME_SHIFT;
     map_leaf(ctx.mem, ctx.space.fmt, ctx.space.root, va, pa, size, Attrs::user_rw())?;
     stats.record_map(size);
     Ok(())
+}
+
+/// The attributes a fresh anonymous page gets: read-write, and already dirty and
+/// accessed if the faulting access was a store (as pmap_enter / do_anonymous_page do).
+pub(crate) fn fresh_attrs(kind: AccessKind) -> Attrs {
+    match kind {
+        AccessKind::Store => Attrs::user_rw().with(Attrs::DIRTY | Attrs::ACCESSED),
+        _ => Attrs::user_rw().with(Attrs::ACCESSED),
+    }
 }

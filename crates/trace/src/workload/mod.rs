@@ -6,6 +6,7 @@
 //! | `chase:pages=N,refs=M` | a dependent pointer chase over N pages in one random cycle, one 64-byte line per page (the line rotates with the page's position so lines do not share a cache set). |
 //! | `stride:pages=N,offset=16,refs=M` | the tlb_test pattern: load `base + i*4096 + i*offset`, `i` wrapping at N. |
 //! | `seq:size=1GiB,refs=M[,stride=64]` | sequential loads every `stride` bytes, wrapping at `size`. |
+//! | `build:procs=200,refs=200K[,jobs=2,small=64,large=2,large_size=4MiB]` | a build-like mix: many short-lived processes (one address space each, ended by a reference to [`EXIT_ADDR`]) with small and large allocations. |
 //!
 //! Every workload also takes `seed=` (default 0; gups uses HPCC_starts(seed)), `base=`
 //! (virtual base address, hex or decimal, aligned to 1 GiB by default) and, where it is
@@ -15,11 +16,13 @@
 //! Adding a workload: a file here with a struct implementing `TraceSource`, a row in
 //! [`parse`], and a line in the table above and in docs/workloads.md.
 
+mod build;
 mod chase;
 mod gups;
 mod seq;
 mod stride;
 
+pub use build::{Build, EXIT_ADDR};
 pub use chase::Chase;
 pub use gups::{hpcc_starts, hpcc_step, Gups};
 pub use seq::Seq;
@@ -30,7 +33,7 @@ use crate::{TraceError, TraceSource};
 use std::collections::BTreeMap;
 
 /// The workload names [`parse`] accepts.
-pub const NAMES: [&str; 4] = ["gups", "chase", "stride", "seq"];
+pub const NAMES: [&str; 5] = ["gups", "chase", "stride", "seq", "build"];
 
 /// Parses a workload spec and returns its reference stream.
 pub fn parse(spec: &str) -> Result<Box<dyn TraceSource + Send>, TraceError> {
@@ -40,6 +43,7 @@ pub fn parse(spec: &str) -> Result<Box<dyn TraceSource + Send>, TraceError> {
         "chase" => Box::new(Chase::from_args(&mut args)?),
         "stride" => Box::new(Stride::from_args(&mut args)?),
         "seq" => Box::new(Seq::from_args(&mut args)?),
+        "build" => Box::new(Build::from_args(&mut args)?),
         other => {
             return Err(TraceError::Spec(format!(
                 "unknown workload '{other}' in '{spec}'; known: {}",

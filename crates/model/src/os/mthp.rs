@@ -1,0 +1,86 @@
+//! Linux multi-size THP (anonymous mTHP, 6.8+): a set of enabled folio sizes; at a
+//! fault, the largest enabled size whose aligned range lies inside the VMA, has no page
+//! mapped yet, and has a free block of its order is allocated (`alloc_anon_folio`).
+//!
+//! Sizes the format can map as one leaf or group are mapped that way: 2 MiB as a block,
+//! and on arm64 (4K granule) a 64 KiB folio as one contiguous-bit group of sixteen
+//! entries (contpte), which a TLB that caches groups holds as one entry. Folios of a
+//! size the format cannot map as one unit (16K on any 4K format; 64K on x86-64) are
+//! mapped as base-page leaves covering the folio (counted as `folios_without_contpte`):
+//! they cost what the allocation costs but buy no TLB reach.
+
+use super::remap::leaves;
+use super::{fresh_attrs, order_of, FaultCtx, OsStats};
+use crate::addr::{PageSize, FRAME_SHIFT, FRAME_SIZE};
+use crate::error::ModelError;
+use crate::walk::map_leaf;
+
+/// mTHP settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MthpConfig {
+    /// Enabled folio sizes (any of 16K … 2M), base size excluded.
+    pub sizes: Vec<PageSize>,
+}
+
+impl Default for MthpConfig {
+    fn default() -> Self {
+        MthpConfig { sizes: vec![PageSize::K16, PageSize::K64, PageSize::M2] }
+    }
+}
+
+/// The mTHP policy.
+#[derive(Clone, Debug)]
+pub struct Mthp {
+    cfg: MthpConfig,
+    /// Counters.
+    pub stats: OsStats,
+}
+
+impl Mthp {
+    /// A policy with `cfg` (sizes are sorted largest first).
+    pub fn new(mut cfg: MthpConfig) -> Mthp {
+        cfg.sizes.sort_by(|a, b| b.cmp(a));
+        cfg.sizes.dedup();
+        Mthp { cfg, stats: OsStats::default() }
+    }
+
+    /// Handles a fault.
+    pub fn fault(&mut self, ctx: FaultCtx<'_>) -> Result<(), ModelError> {
+        self.stats.faults += 1;
+        let FaultCtx { mem, space, va, kind, .. } = ctx;
+        let (fmt, root) = (space.fmt, space.root);
+        let vma = space.vma(va);
+        let attrs = fresh_attrs(kind);
+        for &size in &self.cfg.sizes {
+            let key = va & !size.offset_mask();
+            if !vma.contains_range(key, key + size.bytes()) {
+                continue;
+            }
+            if !leaves(mem, fmt, root, key, key + size.bytes()).is_empty() {
+                continue;
+            }
+            let Some(pfn) = mem.buddy.alloc(order_of(size)) else {
+                self.stats.event("mthp_fallback_no_memory");
+                continue;
+            };
+            let pa = pfn << FRAME_SHIFT;
+            if fmt.leaf_level(size).is_some() {
+                super::remap::drop_table(mem, fmt, root, key, size);
+                map_leaf(mem, fmt, root, key, pa, size, attrs)?;
+                self.stats.record_map(size);
+            } else {
+                for off in (0..size.bytes()).step_by(FRAME_SIZE as usize) {
+                    map_leaf(mem, fmt, root, key + off, pa + off, PageSize::K4, attrs)?;
+                    self.stats.record_leaf(PageSize::K4);
+                }
+                self.stats.mapped[size.index()] += 1;
+                self.stats.event("folios_without_contpte");
+            }
+            return Ok(());
+        }
+        let pfn = mem.buddy.alloc(0).ok_or_else(|| mem.buddy.oom(&format!("a 4K page at va {va:#x}")))?;
+        map_leaf(mem, fmt, root, va & !PageSize::K4.offset_mask(), pfn << FRAME_SHIFT, PageSize::K4, attrs)?;
+        self.stats.record_map(PageSize::K4);
+        Ok(())
+    }
+}

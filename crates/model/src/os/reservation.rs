@@ -1,0 +1,298 @@
+//! FreeBSD reservation-based superpages (Navarro et al. 2002; `sys/vm/vm_reserv.c`;
+//! the pmap promotion rules of amd64/arm64/ARMv6).
+//!
+//! * At the first fault in an aligned range of the reservation size that lies inside
+//!   the VMA and has no pages mapped yet, a physically contiguous, aligned extent of
+//!   that size is reserved; only the faulting base page is mapped. A population map
+//!   (one bit per base page) records which pages are in use.
+//! * When the population map becomes full, promotion is tried (pmap_promote_pde): a
+//!   writable but clean base page is first made read-only; then every base page must
+//!   have identical attributes. All dirty and writable → one writable superpage; all
+//!   clean and read-only → one read-only superpage; a mix fails ("attrs_differ") and
+//!   the clean pages stay read-only, so each later write soft-faults, dirties its page
+//!   and retries the promotion — the superpage appears once every page is dirty.
+//! * A store to a read-only superpage demotes it (into read-only base pages), then the
+//!   write fault on the base page makes it writable and dirty.
+//! * Partially populated reservations sit on a least-recently-changed queue; when an
+//!   allocation fails (memory pressure) or free memory falls below the low watermark
+//!   at a tick, the oldest are broken: their unpopulated frames go back to the buddy
+//!   allocator and their populated pages stay mapped as base pages.
+//!
+//! Sizes: the reservation size is a configured page size with a leaf in the format
+//! (x86-64 and arm64 4K: 2 MiB; ARMv7 short descriptors would be a 1 MiB section of
+//! 256 × 4 KiB). The arm64 two-level scheme (64 KiB contiguous groups inside 2 MiB)
+//! needs contiguous-bit leaves in the walker and is not modelled here.
+
+use super::remap::{clear_leaves, drop_table, leaves, range_state};
+use super::{free_run, fresh_attrs, order_of, FaultCtx, OsStats, TickCtx};
+use crate::addr::{Asid, PageSize, FRAME_SHIFT, FRAME_SIZE};
+use crate::error::ModelError;
+use crate::mem::Memory;
+use crate::space::AddressSpace;
+use crate::translation::Attrs;
+use crate::walk::{lookup, map_leaf, set_leaf_attrs};
+use std::collections::{BTreeMap, HashMap};
+
+/// Settings of the reservation policy.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReservationConfig {
+    /// Reservation (and superpage) size.
+    pub size: PageSize,
+    /// Break partial reservations at a tick while free memory is below this share.
+    pub low_watermark: f64,
+    /// Cycles to scan one base-page descriptor when trying a promotion.
+    pub scan_cycles_per_pte: u64,
+}
+
+impl Default for ReservationConfig {
+    fn default() -> Self {
+        ReservationConfig { size: PageSize::M2, low_watermark: 0.01, scan_cycles_per_pte: 2 }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Resv {
+    pfn: u64,
+    pop: Vec<u64>,
+    npop: u64,
+    stamp: u64,
+}
+
+/// The reservation policy.
+#[derive(Clone, Debug)]
+pub struct Reservation {
+    cfg: ReservationConfig,
+    resv: HashMap<(Asid, u64), Resv>,
+    /// Partially populated reservations by last change (oldest first).
+    lru: BTreeMap<u64, (Asid, u64)>,
+    clock: u64,
+    /// Counters.
+    pub stats: OsStats,
+}
+
+impl Reservation {
+    /// A policy with `cfg`.
+    pub fn new(cfg: ReservationConfig) -> Reservation {
+        Reservation { cfg, resv: HashMap::new(), lru: BTreeMap::new(), clock: 0, stats: OsStats::default() }
+    }
+
+    fn pages(&self) -> u64 {
+        self.cfg.size.bytes() / FRAME_SIZE
+    }
+
+    /// Handles a fault.
+    pub fn fault(&mut self, ctx: FaultCtx<'_>) -> Result<(), ModelError> {
+        self.stats.faults += 1;
+        let FaultCtx { mem, space, va, kind, shootdowns } = ctx;
+        let (fmt, root, asid) = (space.fmt, space.root, space.asid);
+        let size = self.cfg.size;
+        let key = va & !size.offset_mask();
+        if let Some(m) = lookup(mem, fmt, root, va) {
+            // A protection fault: a store to a read-only page.
+            if m.size == size {
+                self.demote(mem, space, key, m.pa, m.attrs);
+                shootdowns.push((asid, key, key + size.bytes()));
+            }
+            let page = va & !PageSize::K4.offset_mask();
+            let m = lookup(mem, fmt, root, page).expect("base page mapped");
+            set_leaf_attrs(mem, fmt, root, page, m.attrs.with(Attrs::WRITABLE | Attrs::DIRTY | Attrs::ACCESSED));
+            shootdowns.push((asid, page, page + FRAME_SIZE));
+            self.stats.event("soft_write_faults");
+            if self.resv.get(&(asid, key)).is_some_and(|r| r.npop == self.pages()) {
+                self.try_promote(mem, space, key, shootdowns);
+            }
+            return Ok(());
+        }
+        let page = va & !PageSize::K4.offset_mask();
+        let idx = (page - key) >> FRAME_SHIFT;
+        if !self.resv.contains_key(&(asid, key)) {
+            let vma = space.vma(va);
+            let inside = vma.contains_range(key, key + size.bytes());
+            let busy = inside && range_state(mem, fmt, root, key, size).small > 0;
+            if !inside {
+                self.stats.event("no_reservation_vma_edge");
+            } else if busy {
+                self.stats.event("no_reservation_range_busy");
+            } else if let Some(pfn) = self.alloc(mem, order_of(size)) {
+                self.clock += 1;
+                let words = (self.pages() as usize).div_ceil(64);
+                self.resv.insert((asid, key), Resv { pfn, pop: vec![0; words], npop: 0, stamp: self.clock });
+                self.lru.insert(self.clock, (asid, key));
+                self.stats.event("reservations_created");
+            } else {
+                self.stats.event("reservation_failed_no_contiguous_memory");
+            }
+        }
+        let attrs = fresh_attrs(kind);
+        let pfn = match self.resv.get(&(asid, key)) {
+            Some(r) => r.pfn + idx,
+            None => {
+                let pfn = self.alloc(mem, 0).ok_or_else(|| mem.buddy.oom(&format!("a 4K page at va {va:#x}")))?;
+                map_leaf(mem, fmt, root, page, pfn << FRAME_SHIFT, PageSize::K4, attrs)?;
+                self.stats.record_map(PageSize::K4);
+                return Ok(());
+            }
+        };
+        map_leaf(mem, fmt, root, page, pfn << FRAME_SHIFT, PageSize::K4, attrs)?;
+        self.stats.record_map(PageSize::K4);
+        let full = self.pages();
+        let r = self.resv.get_mut(&(asid, key)).expect("reservation");
+        r.pop[(idx / 64) as usize] |= 1 << (idx % 64);
+        r.npop += 1;
+        self.lru.remove(&r.stamp);
+        if r.npop == full {
+            self.stats.event("reservations_full");
+            self.try_promote(mem, space, key, shootdowns);
+        } else {
+            self.clock += 1;
+            r.stamp = self.clock;
+            self.lru.insert(self.clock, (asid, key));
+        }
+        Ok(())
+    }
+
+    /// Allocates 2^order frames, breaking the least recently changed partial
+    /// reservations while the allocation fails (memory pressure).
+    fn alloc(&mut self, mem: &mut Memory, order: u32) -> Option<u64> {
+        loop {
+            if let Some(p) = mem.buddy.alloc(order) {
+                return Some(p);
+            }
+            let (&stamp, &k) = self.lru.iter().next()?;
+            self.lru.remove(&stamp);
+            self.break_resv(mem, k);
+        }
+    }
+
+    fn break_resv(&mut self, mem: &mut Memory, k: (Asid, u64)) {
+        if let Some(r) = self.resv.remove(&k) {
+            self.lru.remove(&r.stamp);
+            free_unpopulated(mem, &r, self.pages());
+            self.stats.event("reservations_broken");
+        }
+    }
+
+    /// Tries to promote the fully populated reservation at `key` (see the module doc).
+    fn try_promote(&mut self, mem: &mut Memory, space: &AddressSpace, key: u64, shootdowns: &mut Vec<super::Shootdown>) {
+        let (fmt, root, asid) = (space.fmt, space.root, space.asid);
+        let size = self.cfg.size;
+        let maps = leaves(mem, fmt, root, key, key + size.bytes());
+        self.stats.os_cycles += self.pages() * self.cfg.scan_cycles_per_pte;
+        let base = self.resv[&(asid, key)].pfn << FRAME_SHIFT;
+        if maps.len() as u64 != self.pages() || maps.iter().any(|m| m.size != PageSize::K4 || m.pa != base + (m.va - key)) {
+            self.stats.event("promotion_failed_not_contiguous");
+            return;
+        }
+        // Writable-clean pages lose write permission first.
+        let mut changed = false;
+        for m in &maps {
+            if m.attrs.has(Attrs::WRITABLE) && !m.attrs.has(Attrs::DIRTY) {
+                set_leaf_attrs(mem, fmt, root, m.va, m.attrs.without(Attrs::WRITABLE));
+                changed = true;
+            }
+        }
+        if changed {
+            shootdowns.push((asid, key, key + size.bytes()));
+        }
+        let maps = leaves(mem, fmt, root, key, key + size.bytes());
+        let mask = Attrs::WRITABLE | Attrs::DIRTY | Attrs::USER;
+        let first = maps[0].attrs.0 & mask;
+        if maps.iter().any(|m| m.attrs.0 & mask != first) {
+            self.stats.event("promotion_failed_attrs_differ");
+            return;
+        }
+        clear_leaves(mem, fmt, root, key, key + size.bytes());
+        drop_table(mem, fmt, root, key, size);
+        let attrs = Attrs(first).with(Attrs::ACCESSED);
+        if map_leaf(mem, fmt, root, key, base, size, attrs).is_err() {
+            // Cannot happen after drop_table; fall back to the base pages.
+            for m in &maps {
+                let _ = map_leaf(mem, fmt, root, m.va, m.pa, m.size, m.attrs);
+            }
+            self.stats.event("promotion_failed_remap");
+            return;
+        }
+        for m in &maps {
+            self.stats.record_unmap(m.size);
+        }
+        self.stats.record_map(size);
+        self.stats.promotions[size.index()] += 1;
+        if !attrs.has(Attrs::WRITABLE) {
+            self.stats.event("promotions_read_only");
+        }
+        shootdowns.push((asid, key, key + size.bytes()));
+    }
+
+    /// Splits the superpage at `key` into base pages with its attributes.
+    fn demote(&mut self, mem: &mut Memory, space: &AddressSpace, key: u64, pa: u64, attrs: Attrs) {
+        let (fmt, root) = (space.fmt, space.root);
+        let size = self.cfg.size;
+        clear_leaves(mem, fmt, root, key, key + size.bytes());
+        self.stats.record_unmap(size);
+        for i in 0..self.pages() {
+            let off = i << FRAME_SHIFT;
+            map_leaf(mem, fmt, root, key + off, pa + off, PageSize::K4, attrs).expect("demotion remaps into an emptied range");
+            self.stats.record_leaf(PageSize::K4);
+        }
+        self.stats.os_cycles += self.pages() * self.cfg.scan_cycles_per_pte;
+        self.stats.demotions[size.index()] += 1;
+    }
+
+    /// Background work: break the oldest partial reservations while free memory is
+    /// below the low watermark.
+    pub fn tick(&mut self, ctx: TickCtx<'_>) -> Result<(), ModelError> {
+        let low = (ctx.mem.buddy.frames() as f64 * self.cfg.low_watermark) as u64;
+        while ctx.mem.buddy.free_frames() < low {
+            let Some((&stamp, &k)) = self.lru.iter().next() else { break };
+            self.lru.remove(&stamp);
+            self.break_resv(ctx.mem, k);
+            self.stats.event("reservations_broken_watermark");
+        }
+        Ok(())
+    }
+
+    /// Drops every reservation of `asid` (at exit): unpopulated frames go back to the
+    /// buddy allocator; populated ones are freed with their leaves.
+    pub fn drop_space(&mut self, mem: &mut Memory, asid: Asid) {
+        let keys: Vec<_> = self.resv.keys().filter(|k| k.0 == asid).copied().collect();
+        for k in keys {
+            let r = self.resv.remove(&k).expect("listed");
+            self.lru.remove(&r.stamp);
+            free_unpopulated(mem, &r, self.pages());
+        }
+    }
+
+    /// Reservations alive now, and how many of them are fully populated.
+    pub fn live(&self) -> (usize, usize) {
+        (self.resv.len(), self.resv.values().filter(|r| r.npop == self.pages()).count())
+    }
+
+    /// Frames reserved but not populated (owned by reservations).
+    pub fn reserved_unpopulated_frames(&self) -> Vec<u64> {
+        let mut out = Vec::new();
+        for r in self.resv.values() {
+            for i in 0..self.pages() {
+                if r.pop[(i / 64) as usize] & (1 << (i % 64)) == 0 {
+                    out.push(r.pfn + i);
+                }
+            }
+        }
+        out
+    }
+}
+
+fn free_unpopulated(mem: &mut Memory, r: &Resv, pages: u64) {
+    let mut i = 0;
+    while i < pages {
+        if r.pop[(i / 64) as usize] & (1 << (i % 64)) != 0 {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < pages && r.pop[(i / 64) as usize] & (1 << (i % 64)) == 0 {
+            i += 1;
+        }
+        free_run(mem, r.pfn + start, i - start);
+    }
+}
+

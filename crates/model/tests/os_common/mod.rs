@@ -1,0 +1,160 @@
+//! A small driver that plays the machine's part for OS-policy tests: a software
+//! "walk" (lookup), faults to the policy, the hardware's dirty/accessed update on
+//! stores, exits and background ticks — and the checks every policy must pass.
+#![allow(dead_code)]
+
+use mmulab_model::addr::{Asid, PageSize, FRAME_SHIFT};
+use mmulab_model::mem::Memory;
+use mmulab_model::os::remap::leaves;
+use mmulab_model::os::{FaultCtx, Os, TickCtx};
+use mmulab_model::pt::Format;
+use mmulab_model::space::AddressSpace;
+use mmulab_model::translation::Attrs;
+use mmulab_model::walk::{lookup, set_leaf_attrs, Mapping};
+use mmulab_trace::AccessKind;
+
+pub struct Sys {
+    pub fmt: Format,
+    pub mem: Memory,
+    pub os: Os,
+    pub spaces: Vec<Option<AddressSpace>>,
+    pub pinned: u64,
+    pub now: u64,
+}
+
+impl Sys {
+    pub fn new(fmt: Format, bytes: u64, os: Os) -> Sys {
+        Sys { fmt, mem: Memory::new(bytes).unwrap(), os, spaces: Vec::new(), pinned: 0, now: 0 }
+    }
+
+    pub fn space(&mut self, asid: Asid) -> &mut AddressSpace {
+        let i = asid as usize;
+        if self.spaces.len() <= i {
+            self.spaces.resize(i + 1, None);
+        }
+        if self.spaces[i].is_none() {
+            self.spaces[i] = Some(AddressSpace::new(asid, self.fmt, &mut self.mem).unwrap());
+        }
+        self.spaces[i].as_mut().unwrap()
+    }
+
+    /// One reference, as the machine handles it (without TLBs).
+    pub fn access(&mut self, asid: Asid, va: u64, kind: AccessKind) {
+        self.now += 1;
+        for _ in 0..3 {
+            let (fmt, root) = {
+                let s = self.space(asid);
+                (s.fmt, s.root)
+            };
+            match lookup(&mut self.mem, fmt, root, va) {
+                Some(m) if kind == AccessKind::Store && !m.attrs.has(Attrs::WRITABLE) => {}
+                Some(m) => {
+                    let want = if kind == AccessKind::Store { Attrs::DIRTY | Attrs::ACCESSED } else { Attrs::ACCESSED };
+                    if !m.attrs.has(want) {
+                        set_leaf_attrs(&mut self.mem, fmt, root, va, m.attrs.with(want));
+                    }
+                    return;
+                }
+                None => {}
+            }
+            let mut sd = Vec::new();
+            let space = self.spaces[asid as usize].as_mut().unwrap();
+            let name = self.os.name();
+            if let Err(e) = self.os.fault(FaultCtx { mem: &mut self.mem, space, va, kind, shootdowns: &mut sd }) {
+                panic!("{name} on {:?}: fault at {va:#x}: {e}", self.fmt);
+            }
+        }
+        panic!("{} left {va:#x} unusable for {kind:?}", self.os.name());
+    }
+
+    pub fn tick(&mut self) {
+        let mut sd = Vec::new();
+        self.os.tick(TickCtx { mem: &mut self.mem, spaces: &mut self.spaces, now: self.now, shootdowns: &mut sd }).unwrap();
+    }
+
+    pub fn exit(&mut self, asid: Asid) {
+        if let Some(s) = self.spaces.get_mut(asid as usize).and_then(Option::take) {
+            self.os.exit(&mut self.mem, &s);
+        }
+    }
+
+    pub fn leaves(&mut self, asid: Asid) -> Vec<Mapping> {
+        let s = self.spaces[asid as usize].clone().unwrap();
+        let top = s.fmt.levels()[0];
+        leaves(&mut self.mem, s.fmt, s.root, 0, top.span().saturating_mul(top.entries() as u64))
+    }
+
+    pub fn count(&mut self, size: PageSize) -> usize {
+        let mut n = 0;
+        for a in 0..self.spaces.len() {
+            if self.spaces[a].is_some() {
+                n += self.leaves(a as Asid).iter().filter(|m| m.size == size).count();
+            }
+        }
+        n
+    }
+
+    /// The contract every policy must keep (see crates/model/src/os/mod.rs).
+    pub fn check(&mut self) {
+        let frames = self.mem.buddy.frames();
+        let mut owner = vec![0u8; frames as usize];
+        let mut resident = 0;
+        for a in 0..self.spaces.len() {
+            if self.spaces[a].is_none() {
+                continue;
+            }
+            let maps = self.leaves(a as Asid);
+            for w in maps.windows(2) {
+                assert!(w[0].va + w[0].size.bytes() <= w[1].va, "{}: overlapping mappings {:?} {:?}", self.os.name(), w[0], w[1]);
+            }
+            for m in &maps {
+                let b = m.size.bytes();
+                assert_eq!(m.va % b, 0, "{}: {m:?} not aligned in VA", self.os.name());
+                assert_eq!(m.pa % b, 0, "{}: {m:?} not aligned in PA", self.os.name());
+                if m.size > PageSize::K4 && m.attrs.has(Attrs::WRITABLE) && self.os.name() == "reservation" {
+                    assert!(m.attrs.has(Attrs::DIRTY), "reservation: writable superpage {m:?} is not dirty");
+                }
+                resident += b;
+                for f in (m.pa >> FRAME_SHIFT)..((m.pa + b) >> FRAME_SHIFT) {
+                    assert!(!self.mem.buddy.is_free(f), "{}: frame {f} is mapped and free", self.os.name());
+                    owner[f as usize] += 1;
+                    assert_eq!(owner[f as usize], 1, "{}: frame {f} owned twice", self.os.name());
+                }
+            }
+            // Contiguous-bit entries that do not form a valid group would be UNPREDICTABLE.
+            let contig = maps.iter().filter(|m| m.attrs.has(Attrs::CONTIG) && m.size == self.fmt.leaf_size(m.level)).count();
+            assert_eq!(contig, 0, "{}: broken contiguous group", self.os.name());
+        }
+        assert_eq!(resident, self.os.stats().resident_bytes, "{}: resident_bytes counter", self.os.name());
+        let by_size: u64 = self.os.stats().resident_by_size.iter().sum();
+        assert_eq!(by_size, resident, "{}: resident_by_size counter", self.os.name());
+        let mut reserved = 0;
+        if let Os::Reservation(r) = &self.os {
+            for f in r.reserved_unpopulated_frames() {
+                assert!(!self.mem.buddy.is_free(f), "reserved frame {f} is free");
+                owner[f as usize] += 1;
+                assert_eq!(owner[f as usize], 1, "reserved frame {f} also mapped");
+                reserved += 1;
+            }
+        }
+        // Conservation: free + mapped + reserved + page tables + pinned = all frames.
+        let used = (resident >> FRAME_SHIFT) + reserved + self.mem.pt.frames() + self.pinned;
+        assert_eq!(self.mem.buddy.free_frames() + used, frames, "{}: frames leaked or double-counted", self.os.name());
+    }
+}
+
+/// SplitMix64 for test streams.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next() as u128 * n as u128) >> 64) as u64
+    }
+}

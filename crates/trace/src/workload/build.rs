@@ -1,0 +1,202 @@
+//! `build`: a build-like workload — many short-lived processes (compiler runs), each
+//! with its own address space, a mix of small and large allocations, and an exit.
+//!
+//! Each process `p` (address space `1 + p % 65535`) has: a code region (instruction
+//! fetches concentrated in a hot window), a heap of `small` objects of 4–64 KiB
+//! allocated back to back from an unaligned heap start (random loads and stores), `large`
+//! mmap-style arrays of `large_size` bytes at 4 KiB-aligned (not 2 MiB-aligned) starts
+//! (sequential sweeps), and a stack. References per process: `refs`; mix: 25% code, 40%
+//! small objects (30% stores), 30% large arrays (50% stores), 5% stack (stores).
+//! `jobs` processes run at once, interleaved in slices of 4096 references (like `make
+//! -j`). A process ends with one reference to [`EXIT_ADDR`], which the simulator
+//! treats as exit: its address space and memory are freed.
+//!
+//! Spec: `build:procs=200,refs=200K,jobs=2,small=64,large=2,large_size=4MiB,seed=0`.
+
+use super::{Args, SplitMix64};
+use crate::{AccessKind, MemRef, TraceError, TraceSource};
+
+/// A reference to this address ends its address space (the last page of the 47-bit
+/// user address space, which no workload or real process maps).
+pub const EXIT_ADDR: u64 = 0x0000_7fff_ffff_f000;
+
+const SLICE: u64 = 4096;
+const CODE: u64 = 0x0040_0000;
+const HEAP: u64 = 0x0000_5555_5556_3000;
+const MMAP: u64 = 0x0000_7f10_0000_0000;
+const STACK: u64 = 0x0000_7ffc_0000_0000;
+
+struct Proc {
+    asid: u16,
+    left: u64,
+    objects: Vec<(u64, u64)>,
+    arrays: Vec<(u64, u64, u64)>, // base, size, cursor
+    rng: SplitMix64,
+    exited: bool,
+}
+
+/// The build-like workload.
+pub struct Build {
+    spec: String,
+    procs: u64,
+    refs: u64,
+    jobs: u64,
+    small: u64,
+    large: u64,
+    large_size: u64,
+    seed: u64,
+    started: u64,
+    running: Vec<Proc>,
+    turn: usize,
+    in_slice: u64,
+    done: u64,
+}
+
+impl Build {
+    pub(crate) fn from_args(a: &mut Args) -> Result<Build, TraceError> {
+        let procs = a.count("procs", Some(200))?;
+        let refs = a.count("refs", Some(200_000))?;
+        let jobs = a.count("jobs", Some(2))?;
+        let small = a.count("small", Some(64))?;
+        let large = a.count("large", Some(2))?;
+        let large_size = a.size("large_size", Some(4 << 20))?;
+        let seed = a.count("seed", Some(0))?;
+        a.positive("procs", procs)?;
+        a.positive("refs", refs)?;
+        a.positive("jobs", jobs)?;
+        a.positive("small", small)?;
+        if large > 0 {
+            a.positive("large_size", large_size)?;
+        }
+        if large_size > 1 << 34 || large > 64 || small > 1 << 20 {
+            return Err(a.err("large_size ≤ 16GiB, large ≤ 64 and small ≤ 1M".into()));
+        }
+        Ok(Build {
+            spec: a.spec().to_string(),
+            procs,
+            refs,
+            jobs,
+            small,
+            large,
+            large_size: large_size.div_ceil(4096) * 4096,
+            seed,
+            started: 0,
+            running: Vec::new(),
+            turn: 0,
+            in_slice: 0,
+            done: 0,
+        })
+    }
+
+    fn spawn(&mut self) -> Proc {
+        let p = self.started;
+        self.started += 1;
+        let mut rng = SplitMix64::new(self.seed.wrapping_mul(0x9e37).wrapping_add(p));
+        let mut objects = Vec::with_capacity(self.small as usize);
+        let mut at = HEAP;
+        for _ in 0..self.small {
+            let size = 4096 * (1 + rng.below(16));
+            objects.push((at, size));
+            at += size;
+        }
+        let arrays = (0..self.large)
+            .map(|i| {
+                let base = MMAP + i * (self.large_size + (64 << 20)) + 4096 * (1 + rng.below(511));
+                (base, self.large_size, 0)
+            })
+            .collect();
+        Proc { asid: (1 + p % 65535) as u16, left: self.refs, objects, arrays, rng, exited: false }
+    }
+
+    fn total(&self) -> u64 {
+        self.procs * (self.refs + 1)
+    }
+}
+
+fn next_ref(p: &mut Proc) -> MemRef {
+    let roll = p.rng.below(100);
+    let (addr, kind) = if roll < 25 {
+        (CODE + (p.rng.below(64 << 10) & !3) + (p.rng.below(4) << 18), AccessKind::IFetch)
+    } else if roll < 65 || p.arrays.is_empty() {
+        let (base, size) = p.objects[p.rng.below(p.objects.len() as u64) as usize];
+        let kind = if p.rng.below(10) < 3 { AccessKind::Store } else { AccessKind::Load };
+        (base + (p.rng.below(size) & !7), kind)
+    } else if roll < 95 {
+        let i = p.rng.below(p.arrays.len() as u64) as usize;
+        let a = &mut p.arrays[i];
+        let addr = a.0 + a.2;
+        a.2 = (a.2 + 64) % a.1;
+        (addr, if p.rng.below(2) == 0 { AccessKind::Store } else { AccessKind::Load })
+    } else {
+        (STACK - (p.rng.below(32 << 10) & !7), AccessKind::Store)
+    };
+    MemRef { addr, size: 8, kind, core: 0, asid: p.asid }
+}
+
+impl TraceSource for Build {
+    fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
+        let mut n = 0;
+        while n < max {
+            while (self.running.len() as u64) < self.jobs && self.started < self.procs {
+                let p = self.spawn();
+                self.running.push(p);
+            }
+            if self.running.is_empty() {
+                break;
+            }
+            if self.turn >= self.running.len() {
+                self.turn = 0;
+            }
+            let p = &mut self.running[self.turn];
+            if p.left == 0 {
+                if !p.exited {
+                    buf.push(MemRef { addr: EXIT_ADDR, size: 8, kind: AccessKind::Load, core: 0, asid: p.asid });
+                    n += 1;
+                    self.done += 1;
+                }
+                self.running.remove(self.turn);
+                self.in_slice = 0;
+                continue;
+            }
+            buf.push(next_ref(p));
+            p.left -= 1;
+            n += 1;
+            self.done += 1;
+            self.in_slice += 1;
+            if self.in_slice == SLICE {
+                self.in_slice = 0;
+                self.turn += 1;
+            }
+        }
+        Ok(n)
+    }
+    fn describe(&self) -> String {
+        self.spec.clone()
+    }
+    fn progress(&self) -> Option<(u64, u64)> {
+        Some((self.done, self.total()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_process_exits_once_and_counts_add_up() {
+        let mut b = super::super::parse("build:procs=5,refs=10000,jobs=2,seed=3").unwrap();
+        let mut all = Vec::new();
+        while b.next_batch(&mut all, 777).unwrap() > 0 {}
+        assert_eq!(all.len() as u64, 5 * 10_001);
+        let exits: Vec<u16> = all.iter().filter(|r| r.addr == EXIT_ADDR).map(|r| r.asid).collect();
+        let mut sorted = exits.clone();
+        sorted.sort();
+        assert_eq!(sorted, vec![1, 2, 3, 4, 5]);
+        // No reference of a process after its exit.
+        for (i, r) in all.iter().enumerate() {
+            if r.addr == EXIT_ADDR {
+                assert!(all[i + 1..].iter().all(|o| o.asid != r.asid));
+            }
+        }
+    }
+}
