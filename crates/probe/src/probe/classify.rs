@@ -38,7 +38,9 @@ fn steps(levels: &[LevelResult], a: &Series) -> Vec<Option<(usize, usize, f64)>>
 /// rises by the miss step; if the 2 MiB curve rises by at least 35 % of it, level i missed
 /// the 2 MiB pages as it missed 4 KiB ones (`false`; a cheaper 2 MiB walk makes the rise
 /// smaller, hence the low bar); if it stays flat, level i held them (`true`) — unless a
-/// lower level already held them, in which case level i was never exercised (`null`).
+/// lower level already held them, in which case level i was never exercised (`null`). A
+/// curve that is flat because it already sits a miss step above the 4 KiB curve below
+/// capacity is a level that bypasses the huge pages (`false`, not splintering).
 pub fn from_4k_stride(levels: &mut [LevelResult], a: &Series, b: &Series) {
     let st = steps(levels, a);
     let noise = knee::noise(&a.excess).max(1e-9);
@@ -65,6 +67,15 @@ pub fn from_4k_stride(levels: &mut [LevelResult], a: &Series, b: &Series) {
             // Splinter (holds the 4 KiB piece touched) or bypass: below capacity, did it hit?
             let (bv, av) = (b.excess[lo], a.excess[lo]);
             l.splinters_2m = Some((bv - av).abs() < (bv - (av + step)).abs());
+        } else if (b.excess[lo] - (a.excess[lo] + step)).abs() < (b.excess[lo] - a.excess[lo]).abs() {
+            // Flat, but flat at the miss level: the level missed the huge pages even below
+            // its capacity — it neither holds them nor splinters them (bypass).
+            let l = &mut levels[i];
+            l.caches_2m = Some(false);
+            l.splinters_2m = Some(false);
+            l.caches_2m_how = format!(
+                "at {xl} pages (within capacity) the 2 MiB curve already sat a miss step ({step:.2}) above the 4 KiB curve: the level does not cache them (bypass)"
+            );
         } else if let Some(j) = held_below {
             l.caches_2m_how = format!("level {} already holds the 2 MiB pages; level {} not exercised by this sweep", j + 1, i + 1);
         } else {

@@ -65,6 +65,11 @@ pub struct ProbeConfig {
     pub always_huge_stride: bool,
     /// Seed of every random choice.
     pub seed: u64,
+    /// The target is noise-free (a simulated core): refine each knee to one page, and
+    /// count as high any point above the plateau by more than 0.1 % of the knee's rise
+    /// (just past a set-associative level's capacity only one set misses, a small rise).
+    /// Real machines keep this off: their noise needs the coarser rule.
+    pub exact: bool,
 }
 
 impl ProbeConfig {
@@ -81,6 +86,21 @@ impl ProbeConfig {
             huge_stride_max: 256,
             always_huge_stride: true,
             seed: 0x5EED,
+            exact: false,
+        }
+    }
+    /// The run for a simulated (deterministic) target: one mapping per point, short
+    /// chases, exact knees.
+    pub fn simulated() -> Self {
+        ProbeConfig {
+            points_per_octave: 6,
+            repeats: 1,
+            steps: 4000,
+            refine_repeats: 1,
+            huge_stride_max: 256,
+            always_huge_stride: false,
+            exact: true,
+            ..Self::standard()
         }
     }
     /// The quick run (a few seconds).
@@ -226,7 +246,8 @@ fn point(t: &mut dyn Target, pages: usize, cfg: &ProbeConfig, seed: u64) -> Resu
 fn refine(t: &mut dyn Target, k: &Knee, cfg: &ProbeConfig, seed: u64) -> Result<usize> {
     let (mut lo, mut hi) = (k.x_lo as usize, k.x_hi as usize);
     let mut i = 0u64;
-    while hi - lo > (lo / 64).max(1) {
+    let tolerance = if cfg.exact { 1 } else { (lo / 64).max(1) };
+    while hi - lo > tolerance {
         let mid = lo + (hi - lo) / 2;
         if k.is_high(point(t, mid, cfg, seed.wrapping_add(i))?) {
             hi = mid;
@@ -325,7 +346,20 @@ pub fn run(t: &mut dyn Target, cfg: &ProbeConfig, progress: Progress) -> Result<
         // Refine on a threshold a quarter of the way up to the first high point, so a
         // partial miss rate just below capacity (other pages share the TLB) is not the knee.
         let mut kr = k.clone();
-        kr.jump = k.jump.max(0.25 * (a.excess[k.hi] - k.before));
+        if cfg.exact {
+            // Noise-free target: the plateau is its median (points just past the previous
+            // level's capacity sit below it, points just short of this level's knee where
+            // one set already overflows sit above it); any rise above 0.1 % of the knee's
+            // height is a miss; bisect from the last plateau point that is not high.
+            let start = if i == 0 { 0 } else { knees[i - 1].hi };
+            let plateau = &a.excess[start..=k.lo.max(start)];
+            kr.before = median(plateau);
+            kr.jump = 1e-3 * (a.excess[k.hi] - kr.before).abs().max(1e-9);
+            let lo = (start..=k.lo.max(start)).rev().find(|&j| !kr.is_high(a.excess[j])).unwrap_or(start);
+            kr.x_lo = a.x[lo] as f64;
+        } else {
+            kr.jump = k.jump.max(0.25 * (a.excess[k.hi] - k.before));
+        }
         let entries = refine(t, &kr, cfg, cfg.seed ^ (0x1000 + i as u64))?;
         levels.push(LevelResult::new(i + 1, entries, k, &info.unit));
     }

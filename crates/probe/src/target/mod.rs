@@ -3,13 +3,14 @@
 //! them. Two implementations are planned:
 //!
 //! - [`native::NativeTarget`]: this machine (Linux: mmap, madvise, smaps, perf counters);
-//! - a simulated core (issue 5): the simulator turns each access into time through the
-//!   machine's cost model.
+//! - [`sim::SimTarget`]: a simulated core; the simulator turns each access into time
+//!   through the machine's cost model.
 //!
 //! To add a target, implement [`Target`]; the contract is on each method.
 
 #[cfg(target_os = "linux")]
 pub mod native;
+pub mod sim;
 
 use serde::Serialize;
 
