@@ -151,12 +151,17 @@ impl Reservation {
         Ok(())
     }
 
-    /// Allocates 2^order frames, breaking the least recently changed partial
-    /// reservations while the allocation fails (memory pressure).
+    /// Allocates 2^order frames. A base-page allocation that fails is memory pressure:
+    /// the least recently changed partial reservations are broken until it succeeds
+    /// (vm_reserv_reclaim_inactive). A new reservation does not break others: breaking
+    /// a partial reservation frees scattered frames, not a whole extent.
     fn alloc(&mut self, mem: &mut Memory, order: u32) -> Option<u64> {
         loop {
             if let Some(p) = mem.buddy.alloc(order) {
                 return Some(p);
+            }
+            if order >= order_of(self.cfg.size) {
+                return None;
             }
             let (&stamp, &k) = self.lru.iter().next()?;
             self.lru.remove(&stamp);
@@ -260,6 +265,11 @@ impl Reservation {
             self.lru.remove(&r.stamp);
             free_unpopulated(mem, &r, self.pages());
         }
+    }
+
+    /// The reservation covering `va` in `asid`: (first frame, pages populated).
+    pub fn reservation_at(&self, asid: Asid, va: u64) -> Option<(u64, u64)> {
+        self.resv.get(&(asid, va & !self.cfg.size.offset_mask())).map(|r| (r.pfn, r.npop))
     }
 
     /// Reservations alive now, and how many of them are fully populated.
