@@ -63,20 +63,37 @@ pub fn mthp_stat(kib: u64, name: &str) -> Option<u64> {
     std::fs::read_to_string(mthp_dir(kib).join("stats").join(name)).ok()?.trim().parse().ok()
 }
 
-/// While alive, an mTHP size is enabled for madvised memory; dropping restores the mode it
-/// had. Created only when the size was off and its control is writable.
+/// While alive, an mTHP size is enabled for madvised memory and every LARGER size is off
+/// (the kernel takes the largest enabled order whose range fits, so with 2 MiB THP on, a
+/// madvised region would get 2 MiB folios, not the size asked for); dropping restores
+/// every mode it changed.
 #[derive(Debug)]
 pub struct MthpGuard {
-    kib: u64,
-    restore: Option<String>,
+    restore: Vec<(u64, String)>,
     /// What was done, for the report.
     pub note: String,
 }
 
+/// mTHP sizes (KiB) this kernel offers.
+fn mthp_sizes() -> Vec<u64> {
+    let mut v: Vec<u64> = std::fs::read_dir("/sys/kernel/mm/transparent_hugepage")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    let n = e.file_name().to_string_lossy().to_string();
+                    n.strip_prefix("hugepages-")?.strip_suffix("kB")?.parse().ok()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort_unstable();
+    v
+}
+
 impl MthpGuard {
     /// Make `kib`-sized mTHP usable through madvise: use it if already enabled, switch it to
-    /// `madvise` (restored on drop) if it is `never` and the control is writable, else the
-    /// reason it is unavailable.
+    /// `madvise` if it is `never`; switch larger enabled sizes to `never`. Every change is
+    /// restored on drop. Fails with the reason when a needed control is not writable.
     pub fn enable(kib: u64) -> Result<MthpGuard, String> {
         let dir = mthp_dir(kib);
         let p = dir.join("enabled");
@@ -84,32 +101,42 @@ impl MthpGuard {
             format!("mTHP size {kib} KiB not supported by this kernel ({}: {e}; mTHP needs Linux 6.8+ and a size the architecture offers)", p.display())
         })?;
         let mode = bracketed(&t).ok_or_else(|| format!("cannot parse {}: {t:?}", p.display()))?;
+        let mut g = MthpGuard { restore: Vec::new(), note: String::new() };
+        let mut notes = Vec::new();
         match mode.as_str() {
-            "always" | "madvise" => Ok(MthpGuard { kib, restore: None, note: format!("hugepages-{kib}kB already '{mode}'") }),
+            "always" | "madvise" => notes.push(format!("hugepages-{kib}kB already '{mode}'")),
             "inherit" => match thp_usable() {
-                Ok(()) => Ok(MthpGuard { kib, restore: None, note: format!("hugepages-{kib}kB 'inherit' from THP mode '{}'", thp_mode().unwrap_or_default()) }),
-                Err(e) => Err(format!("hugepages-{kib}kB is 'inherit' but {e}")),
+                Ok(()) => notes.push(format!("hugepages-{kib}kB 'inherit' from THP mode '{}'", thp_mode().unwrap_or_default())),
+                Err(e) => return Err(format!("hugepages-{kib}kB is 'inherit' but {e}")),
             },
-            _ => match std::fs::write(&p, "madvise") {
-                Ok(()) => Ok(MthpGuard {
-                    kib,
-                    restore: Some(mode.clone()),
-                    note: format!("hugepages-{kib}kB was '{mode}': set to 'madvise' for this run, restored afterwards"),
-                }),
-                Err(e) => Err(format!(
-                    "mTHP size {kib} KiB is '{mode}' and {} is not writable ({e}); as root: echo madvise > {}",
-                    p.display(),
-                    p.display()
-                )),
-            },
+            _ => g.set(kib, "madvise", &mode, &mut notes)?,
         }
+        for larger in mthp_sizes().into_iter().filter(|&k| k > kib) {
+            let lp = mthp_dir(larger).join("enabled");
+            let lm = std::fs::read_to_string(&lp).ok().and_then(|t| bracketed(&t)).unwrap_or_default();
+            if lm != "never" && !lm.is_empty() {
+                g.set(larger, "never", &lm, &mut notes)?;
+            }
+        }
+        g.note = notes.join("; ");
+        Ok(g)
+    }
+
+    fn set(&mut self, kib: u64, to: &str, was: &str, notes: &mut Vec<String>) -> Result<(), String> {
+        let p = mthp_dir(kib).join("enabled");
+        std::fs::write(&p, to).map_err(|e| {
+            format!("mTHP size {kib} KiB is '{was}' and {} is not writable ({e}); as root: echo {to} > {}", p.display(), p.display())
+        })?;
+        self.restore.push((kib, was.to_string()));
+        notes.push(format!("hugepages-{kib}kB was '{was}': set to '{to}' for this run, restored afterwards"));
+        Ok(())
     }
 }
 
 impl Drop for MthpGuard {
     fn drop(&mut self) {
-        if let Some(m) = &self.restore {
-            let _ = std::fs::write(mthp_dir(self.kib).join("enabled"), m);
+        for (kib, m) in self.restore.iter().rev() {
+            let _ = std::fs::write(mthp_dir(*kib).join("enabled"), m);
         }
     }
 }
