@@ -3,6 +3,7 @@ pub mod convert;
 pub mod demo;
 pub mod machines;
 pub mod probe;
+pub mod probe_sim;
 pub mod record;
 pub mod sim;
 pub mod trace_info;

@@ -1,4 +1,5 @@
-//! `mmulab probe`: measure this machine's data-TLB levels from behaviour.
+//! `mmulab probe`: measure this machine's data-TLB levels from behaviour, or — with
+//! `--machine` — a simulated core's, with the same probe code.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -37,9 +38,20 @@ pub struct Args {
     /// Seed of the random chase orders.
     #[arg(long, default_value_t = 0x5EED)]
     seed: u64,
+    /// Probe a simulated core instead of this machine: a catalog name (`mmulab
+    /// machines`), a machine TOML file, or `all` (every catalog core).
+    #[arg(long, short = 'm', value_name = "NAME_OR_FILE|all")]
+    machine: Option<String>,
+    /// With --machine: print the seed's table (system, L1 data TLB size and huge-page
+    /// support, L2 TLB size and huge-page support), recovered next to configured.
+    #[arg(long, requires = "machine")]
+    table: bool,
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
+    if a.machine.is_some() {
+        return super::probe_sim::run(a.machine.as_deref().unwrap_or_default(), &a.sim_options());
+    }
     #[cfg(not(target_os = "linux"))]
     {
         let _ = a;
@@ -48,6 +60,36 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     #[cfg(target_os = "linux")]
     {
         run_linux(a)
+    }
+}
+
+impl Args {
+    fn sim_options(&self) -> super::probe_sim::Options {
+        let mut cfg = ProbeConfig::simulated();
+        if let Some(m) = self.max_pages {
+            cfg.max_pages = m;
+        }
+        if let Some(r) = self.repeats {
+            cfg.repeats = r;
+        }
+        cfg.seed = self.seed;
+        cfg.huge = huge_choice(&self.huge);
+        super::probe_sim::Options {
+            cfg,
+            json: self.json,
+            table: self.table,
+            plot: self.plot.clone(),
+            emit_machine: self.emit_machine.clone(),
+        }
+    }
+}
+
+fn huge_choice(s: &str) -> HugeChoice {
+    match s {
+        "thp" => HugeChoice::Thp,
+        "hugetlb" => HugeChoice::Hugetlb,
+        "none" => HugeChoice::None,
+        _ => HugeChoice::Auto,
     }
 }
 
@@ -65,12 +107,7 @@ fn run_linux(a: Args) -> anyhow::Result<()> {
         cfg.repeats = r;
     }
     cfg.seed = a.seed;
-    cfg.huge = match a.huge.as_str() {
-        "thp" => HugeChoice::Thp,
-        "hugetlb" => HugeChoice::Hugetlb,
-        "none" => HugeChoice::None,
-        _ => HugeChoice::Auto,
-    };
+    cfg.huge = huge_choice(&a.huge);
     if let Some(p) = &a.plot {
         let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
         if ext != "svg" && ext != "png" {

@@ -425,6 +425,7 @@ pub fn run(t: &mut dyn Target, cfg: &ProbeConfig, progress: Progress) -> Result<
     }
     progress("done", 1.0);
     let method = if levels.iter().any(|l| l.method.contains("counters")) { "timing+counters" } else { "timing" };
+    let simulated = info.unit == crate::target::TimeUnit::Cycles;
     Ok(ProbeReport {
         target: info,
         method: method.into(),
@@ -432,7 +433,8 @@ pub fn run(t: &mut dyn Target, cfg: &ProbeConfig, progress: Progress) -> Result<
         rejected_knees: rejected,
         huge_backing: huge,
         untested,
-        reported: reported::reported(),
+        // What the host CPU says about itself is meaningless for a simulated core.
+        reported: if simulated { Vec::new() } else { reported::reported() },
         series,
         config: cfg.clone(),
         elapsed_s: started.elapsed().as_secs_f64(),

@@ -1,0 +1,52 @@
+//! `mmulab machines`, `--machine` in sim and probe, and the simulated probe's table.
+
+use std::process::Command;
+
+fn mmulab(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_mmulab")).args(args).output().expect("run mmulab");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+#[test]
+fn machines_lists_the_catalog() {
+    let (ok, out, _) = mmulab(&["machines", "--json"]);
+    assert!(ok);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let names: Vec<&str> = v.as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap()).collect();
+    for core in ["cortex-a5", "cortex-a7", "cortex-a8", "cortex-a9", "cortex-a15", "cortex-a17", "cortex-a53", "cortex-a57", "cortex-a72", "cortex-a73", "cortex-a76", "neoverse-n1", "skylake"] {
+        assert!(names.contains(&core), "{core} missing from {names:?}");
+    }
+    let a9 = v.as_array().unwrap().iter().find(|m| m["name"] == "cortex-a9").unwrap();
+    assert_eq!(a9["l2"], "128 + 4");
+}
+
+#[test]
+fn sim_takes_a_catalog_name_or_a_file_and_rejects_unknown_names() {
+    let w = "chase:pages=100,refs=20000";
+    let (ok, by_name, err) = mmulab(&["sim", "--machine", "cortex-a15", "--workload", w, "--json"]);
+    assert!(ok, "{err}");
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../machines/cortex-a15.toml");
+    let (ok, by_file, _) = mmulab(&["sim", "--machine", file, "--workload", w, "--json"]);
+    assert!(ok);
+    let a: serde_json::Value = serde_json::from_str(&by_name).unwrap();
+    let b: serde_json::Value = serde_json::from_str(&by_file).unwrap();
+    assert_eq!(a["tlb"], b["tlb"]);
+    // 100 pages: beyond the 32-entry L1 (every reference misses), within the 512-entry
+    // L2 (only the 100 first touches miss).
+    assert_eq!(a["tlb"]["l1d"]["hits"], 0, "{}", a["tlb"]);
+    assert_eq!(a["tlb"]["l2"]["misses"], 100, "{}", a["tlb"]);
+    let (ok, _, err) = mmulab(&["sim", "--machine", "cortex-z1", "--workload", w]);
+    assert!(!ok && err.contains("cortex-z1") && err.contains("cortex-a15"), "{err}");
+}
+
+#[test]
+fn probe_recovers_a_simulated_core() {
+    let (ok, out, err) = mmulab(&["probe", "--machine", "cortex-a8", "--json"]);
+    assert!(ok, "{err}");
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let levels = r["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 1, "{out}");
+    assert_eq!(levels[0]["entries"], 32);
+    assert_eq!(levels[0]["caches_2m"], true);
+    assert_eq!(r["target"]["unit"], "cycles");
+}
