@@ -67,6 +67,29 @@ pub struct MemorySection {
     /// Physical memory size, e.g. `"16GiB"`.
     #[serde(default = "default_mem")]
     pub size: String,
+    /// Reproducible fragmentation before the run (`{ used = 0.5, target_free_2m_share = 0.3,
+    /// seed = 1 }`); none by default.
+    #[serde(default)]
+    pub age: Option<AgeSection>,
+}
+
+/// `[memory.age]`: pin `used` of memory in scattered frames so that about
+/// `target_free_2m_share` of the free memory stays in free 2 MiB blocks.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AgeSection {
+    /// Share of memory pinned (0 ≤ used ≤ 0.95).
+    #[serde(default = "half")]
+    pub used: f64,
+    /// Target share of free memory in free 2 MiB blocks (0 ≤ x ≤ 1).
+    pub target_free_2m_share: f64,
+    /// Seed of the aging.
+    #[serde(default)]
+    pub seed: u64,
+}
+
+fn half() -> f64 {
+    0.5
 }
 
 fn default_mem() -> String {
@@ -75,7 +98,7 @@ fn default_mem() -> String {
 
 impl Default for MemorySection {
     fn default() -> Self {
-        MemorySection { size: default_mem() }
+        MemorySection { size: default_mem(), age: None }
     }
 }
 
@@ -155,6 +178,137 @@ pub struct OsSection {
     /// Cycles the OS spends per fault (reported apart from translation cycles).
     #[serde(default = "default_fault")]
     pub fault_latency: u32,
+    /// References between calls of the policy's background work (`Os::tick`) and
+    /// time-series samples' granularity floor.
+    #[serde(default = "default_tick")]
+    pub tick_interval: u64,
+    /// `[os.reservation]` (policy `reservation`).
+    #[serde(default)]
+    pub reservation: ReservationSection,
+    /// `[os.thp]` (policy `thp`).
+    #[serde(default)]
+    pub thp: ThpSection,
+    /// `[os.khugepaged]` (policies `khugepaged`, and `thp` when enabled).
+    #[serde(default)]
+    pub khugepaged: KhugepagedSection,
+    /// `[os.mthp]` (policy `mthp`).
+    #[serde(default)]
+    pub mthp: MthpSection,
+}
+
+fn default_tick() -> u64 {
+    100_000
+}
+
+/// `[os.reservation]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReservationSection {
+    /// Reservation and superpage size (default: 2M; 1M on ARMv7 short descriptors).
+    #[serde(default)]
+    pub size: Option<String>,
+    /// Break partial reservations at a tick while free memory is below this share.
+    #[serde(default)]
+    pub low_watermark: Option<f64>,
+}
+
+/// `[os.thp]`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThpSection {
+    /// `always`, `madvise` or `never`.
+    #[serde(default = "always")]
+    pub enabled: String,
+    /// `always`, `defer`, `defer+madvise`, `madvise` or `never`.
+    #[serde(default = "madvise")]
+    pub defrag: String,
+    /// Cycles of one direct-compaction stall.
+    #[serde(default = "default_compaction")]
+    pub compaction_cycles: u64,
+    /// Cycles to zero one 4 KiB page at fault (0 = not charged).
+    #[serde(default)]
+    pub zero_cycles_per_page: u64,
+}
+
+fn always() -> String {
+    "always".into()
+}
+fn madvise() -> String {
+    "madvise".into()
+}
+fn default_compaction() -> u64 {
+    200_000
+}
+
+impl Default for ThpSection {
+    fn default() -> Self {
+        ThpSection { enabled: always(), defrag: madvise(), compaction_cycles: default_compaction(), zero_cycles_per_page: 0 }
+    }
+}
+
+/// `[os.khugepaged]`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct KhugepagedSection {
+    /// Run the scanner with policy `thp` too (policy `khugepaged` always runs it).
+    #[serde(default)]
+    pub enabled: bool,
+    /// Base pages' worth of 2 MiB ranges scanned per wake-up.
+    #[serde(default = "default_pages_to_scan")]
+    pub pages_to_scan: u64,
+    /// References between wake-ups.
+    #[serde(default = "default_scan_period")]
+    pub scan_period: u64,
+    /// Collapse when at most this many PTEs of the range are empty (0..=511).
+    #[serde(default = "default_max_ptes_none")]
+    pub max_ptes_none: u64,
+    /// Cycles to copy one 4 KiB page at a collapse.
+    #[serde(default = "default_copy")]
+    pub copy_cycles_per_page: u64,
+}
+
+fn default_pages_to_scan() -> u64 {
+    4096
+}
+fn default_scan_period() -> u64 {
+    1_000_000
+}
+fn default_max_ptes_none() -> u64 {
+    511
+}
+fn default_copy() -> u64 {
+    1000
+}
+
+impl Default for KhugepagedSection {
+    fn default() -> Self {
+        KhugepagedSection {
+            enabled: false,
+            pages_to_scan: default_pages_to_scan(),
+            scan_period: default_scan_period(),
+            max_ptes_none: default_max_ptes_none(),
+            copy_cycles_per_page: default_copy(),
+        }
+    }
+}
+
+/// `[os.mthp]`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MthpSection {
+    /// Enabled folio sizes, e.g. `["16K", "64K", "2M"]`.
+    #[serde(default = "default_mthp_sizes")]
+    pub sizes: Vec<String>,
+}
+
+fn default_mthp_sizes() -> Vec<String> {
+    vec!["16K".into(), "64K".into(), "2M".into()]
+}
+
+impl Default for MthpSection {
+    fn default() -> Self {
+        MthpSection { sizes: default_mthp_sizes() }
+    }
 }
 
 fn default_os() -> String {
@@ -166,7 +320,16 @@ fn default_fault() -> u32 {
 
 impl Default for OsSection {
     fn default() -> Self {
-        OsSection { policy: default_os(), page_size: None, fault_latency: default_fault() }
+        OsSection {
+            policy: default_os(),
+            page_size: None,
+            fault_latency: default_fault(),
+            tick_interval: default_tick(),
+            reservation: ReservationSection::default(),
+            thp: ThpSection::default(),
+            khugepaged: KhugepagedSection::default(),
+            mthp: MthpSection::default(),
+        }
     }
 }
 
@@ -177,6 +340,14 @@ pub enum OsSpec {
     Base,
     /// Every page of one size.
     Fixed(PageSize),
+    /// FreeBSD reservations.
+    Reservation(mmulab_model::os::ReservationConfig),
+    /// Linux THP at fault (with khugepaged if enabled).
+    Thp(mmulab_model::os::ThpConfig, mmulab_model::os::KhugepagedConfig),
+    /// khugepaged alone (4 KiB at fault).
+    Khugepaged(mmulab_model::os::KhugepagedConfig),
+    /// Linux multi-size THP.
+    Mthp(mmulab_model::os::MthpConfig),
 }
 
 /// A validated, resolved machine description.
@@ -383,8 +554,9 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
             }
             OsSpec::Fixed(size)
         }
-        other => return Err(format!("os.policy = \"{other}\" is not known; use \"base\" or \"fixed\"")),
+        other => crate::config_os::resolve_policy(other, &config.os, format)?,
     };
+    crate::config_os::check_common(&config, memory_bytes)?;
     Ok(MachineSpec {
         format,
         cores: config.machine.cores,

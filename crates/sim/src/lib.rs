@@ -3,13 +3,16 @@
 //! ([`report`]).
 #![deny(missing_docs)]
 
+mod background;
 pub mod catalog;
 pub mod config;
+mod config_os;
 mod machine;
 pub mod report;
 mod run;
 mod stats;
 
+pub use background::{Sample, EXIT_ADDR};
 pub use machine::{Core, Machine};
 pub use run::{run, Progress};
 pub use stats::{Counters, LevelStats, Stats};

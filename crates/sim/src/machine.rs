@@ -15,7 +15,7 @@ use crate::SimError;
 use mmulab_model::addr::Asid;
 use mmulab_model::cost::WalkCost;
 use mmulab_model::mem::Memory;
-use mmulab_model::os::{Base, FaultCtx, Fixed, Os, Shootdown};
+use mmulab_model::os::{Base, FaultCtx, Fixed, Mthp, Os, Reservation, Shootdown, Thp};
 use mmulab_model::pt::Format;
 use mmulab_model::space::AddressSpace;
 use mmulab_model::tlb::Hierarchy;
@@ -44,6 +44,10 @@ pub struct Machine {
     has_instr_path: bool,
     shootdowns: Vec<Shootdown>,
     pub(crate) counters: Counters,
+    /// Background work and sampling (crate::background): next reference count at which
+    /// `tick` runs; the hot path compares against it and nothing else.
+    next_tick: u64,
+    pub(crate) bg: crate::background::Background,
 }
 
 impl Machine {
@@ -60,7 +64,13 @@ impl Machine {
         let os = match spec.os {
             OsSpec::Base => Os::Base(Base::default()),
             OsSpec::Fixed(size) => Os::Fixed(Fixed::new(size)),
+            OsSpec::Reservation(ref c) => Os::Reservation(Reservation::new(c.clone())),
+            OsSpec::Thp(ref t, ref k) => Os::Thp(Thp::new(t.clone(), k.clone())),
+            OsSpec::Khugepaged(ref k) => Os::Thp(Thp::khugepaged_only(k.clone())),
+            OsSpec::Mthp(ref c) => Os::Mthp(Mthp::new(c.clone())),
         };
+        let mut mem = mem;
+        let bg = crate::background::Background::new(&spec, &mut mem);
         let nlevels = spec.tlbs.len();
         Ok(Machine {
             fmt: spec.format,
@@ -72,6 +82,8 @@ impl Machine {
             os,
             shootdowns: Vec::new(),
             counters: Counters::new(nlevels, spec.format.levels().len()),
+            next_tick: bg.next_tick(0),
+            bg,
             spec,
         })
     }
@@ -95,8 +107,14 @@ impl Machine {
     /// Simulates one reference.
     #[inline]
     pub fn access(&mut self, r: &MemRef) -> Result<(), SimError> {
+        self.counters.references += 1;
+        if self.counters.references >= self.next_tick {
+            self.tick()?;
+        }
+        if self.bg.track_touched {
+            self.bg.touch(r);
+        }
         let c = &mut self.counters;
-        c.references += 1;
         let instr = r.kind == AccessKind::IFetch;
         match r.kind {
             AccessKind::Load => c.loads += 1,
@@ -133,6 +151,7 @@ impl Machine {
                 self.cores[core].tlbs.fill(&look.path[..upto], &t, r.addr);
                 return Ok(());
             }
+            None if r.addr == crate::background::EXIT_ADDR => return self.exit(r.asid),
             None => self.walk(core, r)?,
         };
         self.cores[core].tlbs.fill(&look.path[..look.len], &t, r.addr);
@@ -231,6 +250,84 @@ impl Machine {
     #[inline]
     pub fn walks(&self) -> u64 {
         self.counters.walks
+    }
+
+    /// Background work and time-series samples, every `next_tick` references.
+    #[cold]
+    fn tick(&mut self) -> Result<(), SimError> {
+        let now = self.counters.references;
+        self.shootdowns.clear();
+        self.os.tick(mmulab_model::os::TickCtx {
+            mem: &mut self.mem,
+            spaces: &mut self.spaces,
+            now,
+            shootdowns: &mut self.shootdowns,
+        })?;
+        self.apply_shootdowns();
+        if self.bg.sample_due(now) {
+            let s = crate::Stats::collect(self);
+            self.bg.sample(now, &s);
+        }
+        self.next_tick = self.bg.next_tick(now);
+        Ok(())
+    }
+
+    /// Ends address space `asid` (the exit marker reference): the OS frees its memory
+    /// and every core drops its translations.
+    #[cold]
+    fn exit(&mut self, asid: Asid) -> Result<(), SimError> {
+        if let Some(space) = self.spaces.get_mut(asid as usize).and_then(Option::take) {
+            self.os.exit(&mut self.mem, &space);
+            for c in &mut self.cores {
+                c.tlbs.invalidate_range(asid, 0, u64::MAX);
+                c.pwc.invalidate_range(asid, 0, u64::MAX);
+            }
+            self.bg.forget(asid);
+        }
+        Ok(())
+    }
+
+    /// Writes the final time-series sample (if a series is on and the run did not end
+    /// exactly on a sample point).
+    pub fn finish_series(&mut self) -> Result<(), SimError> {
+        let now = self.counters.references;
+        if self.bg.series_on() && self.bg.samples.last().map(|s| s.refs) != Some(now) {
+            let s = crate::Stats::collect(self);
+            self.bg.sample(now, &s);
+        }
+        self.bg.finish()
+    }
+
+    /// Turns on a time series: a sample every `interval` references written as JSON
+    /// lines to `out` (see docs/output.md), and tracking of touched pages for bloat.
+    pub fn set_series(&mut self, interval: u64, out: Box<dyn std::io::Write + Send>) {
+        self.bg.set_series(interval, out);
+        self.next_tick = self.bg.next_tick(self.counters.references);
+    }
+
+    /// Tracks touched 4 KiB pages (for memory bloat) without a time series.
+    pub fn track_touched(&mut self) {
+        self.bg.track_touched = true;
+    }
+
+    /// The OS policy (its counters and state).
+    pub fn os(&self) -> &Os {
+        &self.os
+    }
+
+    /// Physical memory.
+    pub fn memory(&self) -> &Memory {
+        &self.mem
+    }
+
+    fn apply_shootdowns(&mut self) {
+        for &(asid, start, end) in &self.shootdowns {
+            self.counters.shootdowns += 1;
+            for c in &mut self.cores {
+                c.tlbs.invalidate_range(asid, start, end);
+                c.pwc.invalidate_range(asid, start, end);
+            }
+        }
     }
 
     /// Lets the OS handle a fault at `r` and applies its shootdowns.

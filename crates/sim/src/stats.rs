@@ -79,6 +79,14 @@ pub struct Stats {
     pub page_tables: usize,
     /// OS policy name.
     pub policy: String,
+    /// The OS policy's counters (promotions, demotions, collapses, events…).
+    pub os: mmulab_model::os::OsStats,
+    /// Share of free memory in free 2 MiB blocks at collection time.
+    pub free_2m_share: f64,
+    /// Distinct touched 4 KiB pages × 4 KiB, if tracked (time series, reproduce).
+    pub touched_bytes: Option<u64>,
+    /// Frames pinned by `memory.age`.
+    pub pinned_frames: u64,
 }
 
 impl Stats {
@@ -118,6 +126,10 @@ impl Stats {
             resident_bytes: os.resident_bytes,
             page_tables: m.mem.pt.live_tables(),
             policy: m.os.name().to_string(),
+            os: os.clone(),
+            free_2m_share: crate::background::free_share(&m.mem),
+            touched_bytes: m.bg.track_touched.then(|| m.bg.touched_bytes()),
+            pinned_frames: m.bg.pinned_frames,
         }
     }
 
@@ -183,7 +195,25 @@ impl Stats {
                 "resident_bytes": self.resident_bytes,
                 "pages": pages,
                 "page_table_pages": self.page_tables,
+                "resident_by_size": PageSize::ALL.iter().filter(|p| self.os.resident_by_size[p.index()] > 0)
+                    .map(|p| (p.to_string(), json!(self.os.resident_by_size[p.index()]))).collect::<Map<_, _>>(),
+                "touched_bytes": self.touched_bytes,
+                "bloat_bytes": self.touched_bytes.map(|t| self.resident_bytes as i64 - t as i64),
+                "free_2m_share": self.free_2m_share,
+                "pinned_frames": self.pinned_frames,
+            },
+            "os": {
+                "promotions": sizes(&self.os.promotions),
+                "demotions": sizes(&self.os.demotions),
+                "collapses": self.os.collapses,
+                "os_cycles": self.os.os_cycles,
+                "events": self.os.events,
             },
         })
     }
+}
+
+/// A per-size counter array as a JSON object of its non-zero entries.
+fn sizes(a: &[u64; 9]) -> Value {
+    Value::Object(PageSize::ALL.iter().filter(|p| a[p.index()] > 0).map(|p| (p.to_string(), json!(a[p.index()]))).collect())
 }

@@ -1,0 +1,102 @@
+//! The OS policies wired into the machine: config validation of `[os]` and
+//! `[memory.age]`, exits through the build workload, time series, background ticks.
+
+use mmulab_sim::config::{from_toml, DEFAULT_TOML};
+use mmulab_sim::{run, Machine};
+use mmulab_trace::workload;
+use std::sync::{Arc, Mutex};
+
+fn spec(sets: &[&str]) -> Result<mmulab_sim::config::MachineSpec, String> {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    from_toml(DEFAULT_TOML, None, &sets).map_err(|e| e.to_string())
+}
+
+#[test]
+fn bad_os_and_memory_keys_are_named() {
+    let e = spec(&["os.policy=freebsd"]).unwrap_err();
+    assert!(e.contains("os.policy") && e.contains("reservation") && e.contains("mthp"), "{e}");
+    let e = spec(&["os.policy=thp", "os.thp.enabled=sometimes"]).unwrap_err();
+    assert!(e.contains("os.thp.enabled"), "{e}");
+    let e = spec(&["os.policy=thp", "os.thp.defrag=eager"]).unwrap_err();
+    assert!(e.contains("os.thp.defrag"), "{e}");
+    let e = spec(&["os.policy=khugepaged", "os.khugepaged.max_ptes_none=600"]).unwrap_err();
+    assert!(e.contains("max_ptes_none"), "{e}");
+    let e = spec(&["os.thp.colour=red"]).unwrap_err();
+    assert!(e.contains("colour"), "{e}");
+    let e = spec(&["memory.age.target_free_2m_share=1.5"]).unwrap_err();
+    assert!(e.contains("memory.age.target_free_2m_share"), "{e}");
+    let e = spec(&["os.policy=mthp", "os.mthp.sizes=[\"1G\"]"]).unwrap_err();
+    assert!(e.contains("os.mthp.sizes"), "{e}");
+    let e = spec(&["os.policy=reservation", "os.page_size=2M"]).unwrap_err();
+    assert!(e.contains("os.page_size"), "{e}");
+    assert!(spec(&["os.policy=reservation", "memory.age.target_free_2m_share=0.3"]).is_ok());
+}
+
+#[test]
+fn build_workload_processes_exit_and_free_their_memory() {
+    for policy in ["base", "reservation", "thp", "mthp"] {
+        let s = spec(&[&format!("os.policy={policy}"), "memory.size=512MiB"]).unwrap();
+        let mut m = Machine::new(s).unwrap();
+        let free0 = m.memory().buddy.free_frames();
+        let mut src = workload::parse("build:procs=12,refs=20K,jobs=3,large_size=3MiB").unwrap();
+        let st = run(&mut m, &mut src, None).unwrap();
+        assert_eq!(st.os.count("exits"), 12, "{policy}");
+        assert_eq!(st.resident_bytes, 0, "{policy}: memory of exited processes");
+        assert_eq!(m.memory().buddy.free_frames(), free0, "{policy}: frames returned");
+        assert!(st.os.mapped.iter().sum::<u64>() > 12, "{policy}");
+    }
+}
+
+struct Shared(Arc<Mutex<Vec<u8>>>);
+impl std::io::Write for Shared {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn time_series_shows_khugepaged_raising_coverage() {
+    let s = spec(&["os.policy=khugepaged", "os.khugepaged.scan_period=200000", "memory.size=1GiB"]).unwrap();
+    let mut m = Machine::new(s).unwrap();
+    let buf = Arc::new(Mutex::new(Vec::new()));
+    m.set_series(250_000, Box::new(Shared(buf.clone())));
+    let mut src = workload::parse("gups:table=64MiB,updates=1M").unwrap();
+    let st = run(&mut m, &mut src, None).unwrap();
+    m.finish_series().unwrap();
+    let text = String::from_utf8(buf.lock().unwrap().clone()).unwrap();
+    let rows: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), 8, "2M references, a sample every 250K (the last one at the end)");
+    let refs: Vec<u64> = rows.iter().map(|r| r["refs"].as_u64().unwrap()).collect();
+    assert!(refs.windows(2).all(|w| w[0] < w[1]), "{refs:?}");
+    let cov: Vec<f64> = rows.iter().map(|r| r["huge_coverage"].as_f64().unwrap()).collect();
+    // One wake-up (at 200K) before the first sample: at most pages_to_scan / 512 = 8 ranges.
+    assert!(rows[0]["collapses"].as_u64().unwrap() <= 8, "{}", rows[0]);
+    assert!(cov[0] < *cov.last().unwrap(), "{cov:?}");
+    assert!(*cov.last().unwrap() > 0.5, "{cov:?}");
+    assert!(st.os.collapses > 0);
+    let last = rows.last().unwrap();
+    assert!(last["bloat_bytes"].as_i64().unwrap() >= 0);
+    assert_eq!(last["collapses"].as_u64().unwrap(), st.os.collapses);
+}
+
+#[test]
+fn aged_memory_gives_thp_fewer_huge_pages_in_the_sim() {
+    let run_with = |sets: &[&str]| {
+        let mut all = vec!["os.policy=thp", "memory.size=1GiB"];
+        all.extend_from_slice(sets);
+        let mut m = Machine::new(spec(&all).unwrap()).unwrap();
+        let mut src = workload::parse("gups:table=128MiB,updates=200K").unwrap();
+        run(&mut m, &mut src, None).unwrap()
+    };
+    let fresh = run_with(&[]);
+    let aged = run_with(&["memory.age={used=0.6, target_free_2m_share=0.05, seed=2}"]);
+    let huge = |s: &mmulab_sim::Stats| s.os.resident_by_size[mmulab_model::addr::PageSize::M2.index()];
+    assert_eq!(huge(&fresh), 128 << 20);
+    assert!(huge(&aged) < huge(&fresh) / 2, "aged {} fresh {}", huge(&aged), huge(&fresh));
+    assert!(aged.stlb_misses() > fresh.stlb_misses());
+    assert!(aged.pinned_frames > 0);
+}
