@@ -35,6 +35,8 @@ enum Command {
     Bench(cmd::bench::Args),
     /// List the machine catalog (cores usable with --machine NAME).
     Machines(cmd::machines::Args),
+    /// Reproduce an experiment of the source documents (experiments/*.toml).
+    Reproduce(cmd::reproduce::Args),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
         Command::Probe(a) => cmd::probe::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Machines(a) => cmd::machines::run(a),
+        Command::Reproduce(a) => cmd::reproduce::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

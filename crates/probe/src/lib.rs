@@ -6,6 +6,7 @@
 //! - [`bench`]: native benchmarks (GUPS, lat_mem_rd-style latency, bandwidth) under 4 KiB
 //!   pages, THP, mTHP and hugetlbfs, each verifying the page size it got.
 //! - [`os`]: the Linux facilities both use (regions, smaps, sysfs, perf counters).
+//! - [`tlb_test`]: the seed's tlb_test experiment on a simulated core.
 
 #[cfg(target_os = "linux")]
 pub mod bench;
@@ -14,6 +15,7 @@ pub mod knee;
 pub mod probe;
 pub mod rng;
 pub mod target;
+pub mod tlb_test;
 #[cfg(target_os = "linux")]
 pub mod os;
 

@@ -5,5 +5,6 @@ pub mod machines;
 pub mod probe;
 pub mod probe_sim;
 pub mod record;
+pub mod reproduce;
 pub mod sim;
 pub mod trace_info;

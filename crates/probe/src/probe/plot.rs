@@ -20,7 +20,7 @@ const FONT_PATHS: &[&str] = &[
 ];
 
 /// Text layout (PNG and SVG) needs a TrueType font at run time: register the first system font found.
-fn register_font() -> Result<()> {
+pub(crate) fn register_font() -> Result<()> {
     static DONE: std::sync::OnceLock<std::result::Result<(), String>> = std::sync::OnceLock::new();
     DONE.get_or_init(|| {
         for p in FONT_PATHS {

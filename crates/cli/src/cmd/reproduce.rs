@@ -1,0 +1,40 @@
+//! `mmulab reproduce EXPERIMENT.toml`: run an experiment file (experiments/*.toml) on a
+//! simulated machine and print, plot or export its result. Kinds: `tlb_test` (seed 002).
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use mmulab_probe::tlb_test;
+
+/// Reproduce an experiment of the source documents (experiments/*.toml).
+#[derive(clap::Args)]
+pub struct Args {
+    /// The experiment file.
+    pub file: PathBuf,
+    /// Draw the result to FILE (.png or .svg).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: Args) -> Result<()> {
+    if let Some(p) = &a.plot {
+        let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+        if ext != "svg" && ext != "png" {
+            bail!("--plot {}: the file name must end in .svg or .png", p.display());
+        }
+    }
+    let x = tlb_test::load(&a.file)?;
+    let r = tlb_test::run(&x, a.file.parent()).with_context(|| format!("running {}", a.file.display()))?;
+    if let Some(p) = &a.plot {
+        tlb_test::plot(&r, p).with_context(|| format!("writing plot {}", p.display()))?;
+    }
+    if a.json {
+        println!("{}", serde_json::to_string(&r)?);
+    } else {
+        print!("{}", tlb_test::table(&r));
+    }
+    Ok(())
+}

@@ -1,0 +1,247 @@
+//! The seed's tlb_test (shared/seeds/002_…) on a simulated core: N pages read in
+//! sequence, load i at `buf + i·(4096 + offset)` wrapping at N, once with 4 KiB pages and
+//! once with huge pages (`-huge`: the format's 2 MiB leaf, or the 1 MiB section on ARMv7
+//! short descriptors), reporting what the readme's `perf stat` shows: time (here cycles)
+//! per load and data-TLB misses per load. An experiment file (experiments/*.toml) names
+//! the machine and the page counts; [`plot`] draws the result as the readme's runs read.
+
+use std::path::Path;
+
+use mmulab_model::addr::PageSize;
+use mmulab_sim::config::{self, OsSpec};
+use mmulab_sim::{Machine, Stats};
+use mmulab_trace::{AccessKind, MemRef};
+use plotters::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ProbeError, Result};
+use crate::target::sim::{huge_size, DATA_CYCLES};
+
+/// `[experiment]` of an experiment file.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlbTest {
+    /// Must be `"tlb_test"`.
+    pub kind: String,
+    /// Plot title.
+    pub title: String,
+    /// Catalog machine or machine TOML path.
+    pub machine: String,
+    /// Page counts (N) to run.
+    pub pages: Vec<usize>,
+    /// Bytes added per page to the 4 KiB stride.
+    pub offset: u64,
+    /// Timed loads per run.
+    pub loads: usize,
+    /// `"4K"` and/or `"huge"`.
+    pub backings: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    experiment: TlbTest,
+}
+
+/// One run: N pages on one backing.
+#[derive(Clone, Debug, Serialize)]
+pub struct Run {
+    /// `"4K"` or `"huge"`.
+    pub backing: String,
+    /// Page size the backing got.
+    pub page_size: PageSize,
+    /// N.
+    pub pages: usize,
+    /// Cycles per load: the data access plus translation.
+    pub cycles_per_load: f64,
+    /// L1 data-TLB misses per load (perf's dTLB-load-misses on the A15).
+    pub l1_misses_per_load: f64,
+    /// Page walks per load (misses of every TLB level).
+    pub walks_per_load: f64,
+}
+
+/// The experiment's result.
+#[derive(Clone, Debug, Serialize)]
+pub struct TlbTestResult {
+    /// The experiment as read.
+    pub experiment: TlbTest,
+    /// Every run, backing by backing, in page order.
+    pub runs: Vec<Run>,
+}
+
+impl TlbTestResult {
+    /// The run of `backing` at `pages`.
+    pub fn get(&self, backing: &str, pages: usize) -> Option<&Run> {
+        self.runs.iter().find(|r| r.backing == backing && r.pages == pages)
+    }
+}
+
+/// Reads an experiment file.
+pub fn load(path: &Path) -> Result<TlbTest> {
+    let text = std::fs::read_to_string(path).map_err(|e| ProbeError::Invalid(format!("cannot read {}: {e}", path.display())))?;
+    let f: File = toml::from_str(&text).map_err(|e| ProbeError::Invalid(format!("{}: {}", path.display(), e.to_string().trim_end())))?;
+    let x = f.experiment;
+    if x.kind != "tlb_test" {
+        return Err(ProbeError::Invalid(format!("{}: experiment.kind = \"{}\"; only \"tlb_test\" is known", path.display(), x.kind)));
+    }
+    if x.pages.is_empty() || x.pages.iter().any(|&n| n == 0 || n > 1 << 16) || x.loads == 0 || x.offset % 8 != 0 || x.offset >= 4096 {
+        return Err(ProbeError::Invalid(format!(
+            "{}: experiment.pages must be 1..=65536, loads positive, offset a multiple of 8 below 4096",
+            path.display()
+        )));
+    }
+    if let Some(b) = x.backings.iter().find(|b| *b != "4K" && *b != "huge") {
+        return Err(ProbeError::Invalid(format!("{}: experiment.backings: \"{b}\" is not \"4K\" or \"huge\"", path.display())));
+    }
+    Ok(x)
+}
+
+/// Runs the experiment (`dir`: where relative machine paths start).
+pub fn run(x: &TlbTest, dir: Option<&Path>) -> Result<TlbTestResult> {
+    let cfg_path = dir.map(|d| d.join("experiment.toml"));
+    let mut table = toml::Table::new();
+    let mut m = toml::Table::new();
+    m.insert("name".into(), toml::Value::String(x.machine.clone()));
+    table.insert("machine".into(), toml::Value::Table(m));
+    let spec = config::from_table(table, cfg_path.as_deref(), &[]).map_err(|e| ProbeError::Invalid(e.to_string()))?;
+    let mut runs = Vec::new();
+    for backing in &x.backings {
+        let size = if backing == "huge" {
+            huge_size(&spec).ok_or_else(|| ProbeError::Unavailable(format!("{} has no huge page of 1 or 2 MiB", spec.format.arch_name())))?
+        } else {
+            spec.format.page_sizes()[0]
+        };
+        for &n in &x.pages {
+            let mut s = spec.clone();
+            s.os = OsSpec::Fixed(size);
+            let mut machine = Machine::new(s).map_err(|e| ProbeError::Invalid(e.to_string()))?;
+            let base = 1u64 << 30;
+            let refs: Vec<MemRef> =
+                (0..n as u64).map(|i| MemRef::new(base + i * (4096 + x.offset), AccessKind::Load, 4)).collect();
+            let step = |m: &mut Machine, k: usize| -> Result<()> {
+                for r in refs.iter().cycle().take(k) {
+                    m.access(r).map_err(|e| ProbeError::Invalid(e.to_string()))?;
+                }
+                Ok(())
+            };
+            step(&mut machine, 2 * n)?;
+            let before = Stats::collect(&machine);
+            step(&mut machine, x.loads)?;
+            let after = Stats::collect(&machine);
+            let d = |f: &dyn Fn(&Stats) -> u64| (f(&after) - f(&before)) as f64 / x.loads as f64;
+            let l1 = machine.spec().data_entry;
+            runs.push(Run {
+                backing: backing.clone(),
+                page_size: size,
+                pages: n,
+                cycles_per_load: DATA_CYCLES + d(&|s| s.counters.tlb_cycles + s.counters.walk_cycles),
+                l1_misses_per_load: d(&|s| s.levels[l1].counts.misses),
+                walks_per_load: d(&|s| s.counters.walks),
+            });
+        }
+    }
+    Ok(TlbTestResult { experiment: x.clone(), runs })
+}
+
+/// The result as a table: one row per page count, a column pair per backing.
+pub fn table(r: &TlbTestResult) -> String {
+    let mut s = format!("{}\n\n{:>6}", r.experiment.title, "pages");
+    for b in &r.experiment.backings {
+        s += &format!("  {:>16} {:>14} {:>12}", format!("{b} cycles/load"), "dTLB miss/load", "walks/load");
+    }
+    s.push('\n');
+    for &n in &r.experiment.pages {
+        s += &format!("{n:>6}");
+        for b in &r.experiment.backings {
+            if let Some(x) = r.get(b, n) {
+                s += &format!("  {:>16.2} {:>14.3} {:>12.3}", x.cycles_per_load, x.l1_misses_per_load, x.walks_per_load);
+            }
+        }
+        s.push('\n');
+    }
+    s
+}
+
+fn e<E: std::fmt::Debug>(x: E) -> ProbeError {
+    ProbeError::Plot(format!("{x:?}"))
+}
+
+/// Draws the runs as the readme's perf runs read: per page count, a bar per backing of
+/// cycles per load (top) and of data-TLB misses per load (bottom). PNG or SVG.
+pub fn plot(r: &TlbTestResult, path: &Path) -> Result<()> {
+    crate::probe::plot::register_font()?;
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+    match ext.as_str() {
+        "png" => draw(BitMapBackend::new(path, (1100, 800)).into_drawing_area(), r),
+        "svg" => draw(SVGBackend::new(path, (1100, 800)).into_drawing_area(), r),
+        _ => Err(ProbeError::Invalid(format!("--plot {}: the file name must end in .svg or .png", path.display()))),
+    }
+}
+
+fn draw<DB: DrawingBackend>(root: DrawingArea<DB, plotters::coord::Shift>, r: &TlbTestResult) -> Result<()> {
+    root.fill(&WHITE).map_err(e)?;
+    let (top, bottom) = root.split_vertically(460);
+    let pages = &r.experiment.pages;
+    let colors = [RGBColor(31, 119, 180), RGBColor(214, 39, 40)];
+    let n = pages.len();
+    let nb = r.experiment.backings.len().max(1) as f64;
+    let labels: Vec<String> = r
+        .experiment
+        .backings
+        .iter()
+        .map(|b| {
+            let size = r.runs.iter().find(|x| &x.backing == b).map(|x| x.page_size.to_string()).unwrap_or_default();
+            if b == "huge" { format!("-huge ({size} pages)") } else { format!("{size} pages") }
+        })
+        .collect();
+    for (area, metric, ylabel, caption) in [
+        (&top, 0, "cycles per load", r.experiment.title.as_str()),
+        (&bottom, 1, "L1 data-TLB misses per load", ""),
+    ] {
+        let val = |x: &Run| if metric == 0 { x.cycles_per_load } else { x.l1_misses_per_load };
+        let ymax = r.runs.iter().map(val).fold(0.0, f64::max).max(1e-9) * 1.15;
+        let mut b = ChartBuilder::on(area);
+        b.margin(14).x_label_area_size(36).y_label_area_size(64);
+        if !caption.is_empty() {
+            b.caption(caption, ("sans-serif", 20));
+        }
+        // Group i is centred on x = i, so the mesh's integer key points label it.
+        let mut chart = b.build_cartesian_2d(-0.5f64..n as f64 - 0.5, 0f64..ymax).map_err(e)?;
+        let pages_c = pages.clone();
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n + 1)
+            .x_label_formatter(&move |v| {
+                let i = v.round();
+                if (v - i).abs() < 0.05 && i >= 0.0 { pages_c.get(i as usize).map(|p| p.to_string()).unwrap_or_default() } else { String::new() }
+            })
+            .x_desc("pages touched (tlb_test N)")
+            .y_desc(ylabel)
+            .draw()
+            .map_err(e)?;
+        for (k, b) in r.experiment.backings.iter().enumerate() {
+            let c = colors[k % colors.len()];
+            let w = 0.8 / nb;
+            let bars = pages.iter().enumerate().filter_map(|(i, &p)| {
+                let x = r.get(b, p)?;
+                let x0 = i as f64 - 0.4 + k as f64 * w;
+                Some(Rectangle::new([(x0, 0.0), (x0 + w * 0.95, val(x))], c.filled()))
+            });
+            chart
+                .draw_series(bars)
+                .map_err(e)?
+                .label(labels[k].clone())
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(e)?;
+    }
+    root.present().map_err(e)?;
+    Ok(())
+}
