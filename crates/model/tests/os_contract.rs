@@ -17,7 +17,7 @@ fn policies(fmt: Format) -> Vec<Os> {
     let huge = fmt.leaf_level(PageSize::M2).is_some();
     let res = if huge { PageSize::M2 } else { PageSize::M1 };
     v.push(Os::Reservation(Reservation::new(ReservationConfig { size: res, ..ReservationConfig::default() })));
-    v.push(Os::Mthp(Mthp::new(MthpConfig { sizes: if huge { vec![PageSize::K16, PageSize::K64, PageSize::M2] } else { vec![PageSize::K16, PageSize::K64] } })));
+    v.push(Os::Mthp(Mthp::new(MthpConfig { sizes: if huge { vec![PageSize::K16, PageSize::K64, PageSize::M2] } else { vec![PageSize::K16, PageSize::K64] }, zero_cycles_per_page: 0 })));
     if huge {
         v.push(Os::Fixed(Fixed::new(PageSize::M2)));
         v.push(Os::Thp(Thp::new(ThpConfig::default(), KhugepagedConfig { enabled: false, ..Default::default() })));

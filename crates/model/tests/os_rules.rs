@@ -213,7 +213,7 @@ fn thp_madvise_uses_huge_pages_only_in_marked_vmas_and_never_across_edges() {
 
 #[test]
 fn mthp_takes_the_largest_enabled_size_whose_range_is_empty() {
-    let os = Os::Mthp(Mthp::new(MthpConfig { sizes: vec![PageSize::K16, PageSize::K64] }));
+    let os = Os::Mthp(Mthp::new(MthpConfig { sizes: vec![PageSize::K16, PageSize::K64], zero_cycles_per_page: 0 }));
     let mut sys = Sys::new(Format::Armv8_4K, 64 << 20, os);
     sys.space(0).add_vma(BASE, BASE + 0x1_3000, false).unwrap();
     sys.space(0).add_vma(BASE + 0x1_3000, BASE + 0x1_4000, false).unwrap();
@@ -231,7 +231,7 @@ fn mthp_takes_the_largest_enabled_size_whose_range_is_empty() {
     assert_eq!(stats.resident_bytes, (64 + 4 + 16) << 10);
     sys.check();
     // On x86-64 a 64K folio has no single-entry form: sixteen 4K entries.
-    let os = Os::Mthp(Mthp::new(MthpConfig { sizes: vec![PageSize::K64] }));
+    let os = Os::Mthp(Mthp::new(MthpConfig { sizes: vec![PageSize::K64], zero_cycles_per_page: 0 }));
     let mut x = Sys::new(Format::X86_64, 64 << 20, os);
     x.access(0, BASE, Load);
     assert_eq!(leaf(&mut x, BASE).size, PageSize::K4);
@@ -255,4 +255,17 @@ fn exit_returns_every_frame() {
         assert_eq!(sys.mem.buddy.free_frames(), free0, "{}", sys.os.name());
         assert_eq!(sys.os.stats().resident_bytes, 0);
     }
+    // Contiguous-bit groups are freed once, as whole folios (regression: clearing the
+    // first entry of a group made the other fifteen look like single pages).
+    let os = Os::Mthp(Mthp::new(MthpConfig { sizes: vec![PageSize::K64], zero_cycles_per_page: 0 }));
+    let mut sys = Sys::new(Format::Armv8_4K, 64 << 20, os);
+    let free0 = sys.mem.buddy.free_frames();
+    for i in 0..100 {
+        sys.access(0, BASE + i * 4096, Store);
+    }
+    assert_eq!(sys.os.stats().mapped[PageSize::K64.index()], 7);
+    sys.check();
+    sys.exit(0);
+    assert_eq!(sys.mem.buddy.free_frames(), free0);
+    assert_eq!(sys.os.stats().resident_bytes, 0);
 }

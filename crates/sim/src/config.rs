@@ -299,6 +299,9 @@ pub struct MthpSection {
     /// Enabled folio sizes, e.g. `["16K", "64K", "2M"]`.
     #[serde(default = "default_mthp_sizes")]
     pub sizes: Vec<String>,
+    /// Cycles to zero each 4 KiB page of a folio beyond the first (0 = not charged).
+    #[serde(default)]
+    pub zero_cycles_per_page: u64,
 }
 
 fn default_mthp_sizes() -> Vec<String> {
@@ -307,7 +310,7 @@ fn default_mthp_sizes() -> Vec<String> {
 
 impl Default for MthpSection {
     fn default() -> Self {
-        MthpSection { sizes: default_mthp_sizes() }
+        MthpSection { sizes: default_mthp_sizes(), zero_cycles_per_page: 0 }
     }
 }
 

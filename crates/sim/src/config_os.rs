@@ -102,7 +102,7 @@ pub(crate) fn resolve_policy(name: &str, os: &OsSection, format: Format) -> Resu
             if sizes.is_empty() {
                 return Err("os.mthp.sizes is empty; list at least one size, e.g. [\"64K\"]".into());
             }
-            OsSpec::Mthp(MthpConfig { sizes })
+            OsSpec::Mthp(MthpConfig { sizes, zero_cycles_per_page: os.mthp.zero_cycles_per_page })
         }
         other => return Err(format!("os.policy = \"{other}\" is not known; use one of {}", POLICIES.join(", "))),
     })

@@ -9,6 +9,7 @@ pub mod config;
 mod config_os;
 mod machine;
 pub mod report;
+pub mod reproduce;
 mod run;
 mod stats;
 

@@ -193,6 +193,15 @@ impl Machine {
 
     /// A hardware walk for `r`, with OS faults as needed.
     fn walk(&mut self, core: usize, r: &MemRef) -> Result<Translation, SimError> {
+        if r.addr >> self.fmt.va_bits() != 0 {
+            // The walk would index with the low bits only: refuse instead of aliasing.
+            return Err(SimError::Model(mmulab_model::ModelError::Conflict(format!(
+                "address {:#x} is beyond the {}-bit virtual address space of {} page tables (move the trace or workload base, e.g. base=0x40000000)",
+                r.addr,
+                self.fmt.va_bits(),
+                self.fmt.arch_name()
+            ))));
+        }
         let si = self.space(r.asid)?;
         for _attempt in 0..3 {
             let root = self.spaces[si].as_ref().map(|s| s.root).unwrap_or_default();
@@ -308,6 +317,11 @@ impl Machine {
     /// Tracks touched 4 KiB pages (for memory bloat) without a time series.
     pub fn track_touched(&mut self) {
         self.bg.track_touched = true;
+    }
+
+    /// Time-series samples taken so far.
+    pub fn samples(&self) -> &[crate::Sample] {
+        &self.bg.samples
     }
 
     /// The OS policy (its counters and state).

@@ -6,5 +6,6 @@ pub mod probe;
 pub mod probe_sim;
 pub mod record;
 pub mod reproduce;
+pub mod reproduce_os;
 pub mod sim;
 pub mod trace_info;

@@ -1,5 +1,6 @@
 //! `mmulab reproduce EXPERIMENT.toml`: run an experiment file (experiments/*.toml) on a
-//! simulated machine and print, plot or export its result. Kinds: `tlb_test` (seed 002).
+//! simulated machine and print, plot or export its result. Kinds: `tlb_test` (seed 002);
+//! superpage policies (seed 001, `mmulab reproduce freebsd`, cmd/reproduce_os.rs).
 
 use std::path::PathBuf;
 
@@ -25,6 +26,10 @@ pub fn run(a: Args) -> Result<()> {
         if ext != "svg" && ext != "png" {
             bail!("--plot {}: the file name must end in .svg or .png", p.display());
         }
+    }
+    // `freebsd` and other superpage-policy experiments (seed 001): cmd/reproduce_os.rs.
+    if let Some(r) = super::reproduce_os::try_run(&a.file, a.plot.as_deref(), a.json) {
+        return r;
     }
     let x = tlb_test::load(&a.file)?;
     let r = tlb_test::run(&x, a.file.parent()).with_context(|| format!("running {}", a.file.display()))?;

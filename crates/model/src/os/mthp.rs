@@ -20,11 +20,14 @@ use crate::walk::map_leaf;
 pub struct MthpConfig {
     /// Enabled folio sizes (any of 16K … 2M), base size excluded.
     pub sizes: Vec<PageSize>,
+    /// Cycles to zero each 4 KiB page of a folio beyond the first (the first is part of
+    /// the fault latency, as for a base page).
+    pub zero_cycles_per_page: u64,
 }
 
 impl Default for MthpConfig {
     fn default() -> Self {
-        MthpConfig { sizes: vec![PageSize::K16, PageSize::K64, PageSize::M2] }
+        MthpConfig { sizes: vec![PageSize::K16, PageSize::K64, PageSize::M2], zero_cycles_per_page: 0 }
     }
 }
 
@@ -64,6 +67,7 @@ impl Mthp {
                 continue;
             };
             let pa = pfn << FRAME_SHIFT;
+            self.stats.os_cycles += (size.bytes() / FRAME_SIZE - 1) * self.cfg.zero_cycles_per_page;
             if fmt.leaf_level(size).is_some() {
                 super::remap::drop_table(mem, fmt, root, key, size);
                 map_leaf(mem, fmt, root, key, pa, size, attrs)?;

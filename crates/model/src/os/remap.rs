@@ -13,7 +13,6 @@ use crate::walk::{group_of, walk, Action, Mapping, Visit, Visitor, WalkCounts, W
 struct Collect {
     fmt: Format,
     out: Vec<Mapping>,
-    clear: bool,
 }
 
 impl Visitor for Collect {
@@ -28,9 +27,6 @@ impl Visitor for Collect {
                 }
                 None => self.out.push(Mapping { va: v.va, pa, size: self.fmt.leaf_size(v.level), level: v.level, attrs }),
             }
-            if self.clear {
-                mem.pt.write(v.table, v.index, 0);
-            }
         }
         Action::Continue
     }
@@ -38,16 +34,29 @@ impl Visitor for Collect {
 
 /// Every leaf mapping any byte of `[start, end)`, in address order (a software walk).
 pub fn leaves(mem: &mut Memory, fmt: Format, root: u64, start: u64, end: u64) -> Vec<Mapping> {
-    let mut c = Collect { fmt, out: Vec::new(), clear: false };
+    let mut c = Collect { fmt, out: Vec::new() };
     walk(mem, fmt, root, 0, start, end, WalkFlags::LEAF, &mut c, &mut WalkCounts::default());
     c.out
 }
 
+struct Zero;
+
+impl Visitor for Zero {
+    fn visit(&mut self, v: &Visit, mem: &mut Memory) -> Action {
+        if matches!(v.pte, Pte::Leaf { .. }) {
+            mem.pt.write(v.table, v.index, 0);
+        }
+        Action::Continue
+    }
+}
+
 /// Clears every leaf mapping any byte of `[start, end)`; returns what they mapped.
+/// Two passes: groups are recognised before any of their entries is cleared (clearing
+/// the first entry of a contiguous group would make the rest look like single pages).
 pub fn clear_leaves(mem: &mut Memory, fmt: Format, root: u64, start: u64, end: u64) -> Vec<Mapping> {
-    let mut c = Collect { fmt, out: Vec::new(), clear: true };
-    walk(mem, fmt, root, 0, start, end, WalkFlags::LEAF, &mut c, &mut WalkCounts::default());
-    c.out
+    let out = leaves(mem, fmt, root, start, end);
+    walk(mem, fmt, root, 0, start, end, WalkFlags::LEAF, &mut Zero, &mut WalkCounts::default());
+    out
 }
 
 struct DropTable {

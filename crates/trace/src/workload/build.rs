@@ -11,7 +11,10 @@
 //! -j`). A process ends with one reference to [`EXIT_ADDR`], which the simulator
 //! treats as exit: its address space and memory are freed.
 //!
-//! Spec: `build:procs=200,refs=200K,jobs=2,small=64,large=2,large_size=4MiB,seed=0`.
+//! `bits=32` lays the processes out below 4 GiB (code 0x8000, heap 0x0100_3000, mmap
+//! 0x4000_0000, stack 0xbf00_0000) for 32-bit machines such as ARMv7.
+//!
+//! Spec: `build:procs=200,refs=200K,jobs=2,small=64,large=2,large_size=4MiB,seed=0,bits=47`.
 
 use super::{Args, SplitMix64};
 use crate::{AccessKind, MemRef, TraceError, TraceSource};
@@ -21,10 +24,16 @@ use crate::{AccessKind, MemRef, TraceError, TraceSource};
 pub const EXIT_ADDR: u64 = 0x0000_7fff_ffff_f000;
 
 const SLICE: u64 = 4096;
-const CODE: u64 = 0x0040_0000;
-const HEAP: u64 = 0x0000_5555_5556_3000;
-const MMAP: u64 = 0x0000_7f10_0000_0000;
-const STACK: u64 = 0x0000_7ffc_0000_0000;
+#[derive(Clone, Copy)]
+struct Layout {
+    code: u64,
+    heap: u64,
+    mmap: u64,
+    stack: u64,
+}
+
+const LAYOUT_47: Layout = Layout { code: 0x0040_0000, heap: 0x0000_5555_5556_3000, mmap: 0x0000_7f10_0000_0000, stack: 0x0000_7ffc_0000_0000 };
+const LAYOUT_32: Layout = Layout { code: 0x8000, heap: 0x0100_3000, mmap: 0x4000_0000, stack: 0xbf00_0000 };
 
 struct Proc {
     asid: u16,
@@ -33,6 +42,7 @@ struct Proc {
     arrays: Vec<(u64, u64, u64)>, // base, size, cursor
     rng: SplitMix64,
     exited: bool,
+    layout: Layout,
 }
 
 /// The build-like workload.
@@ -45,6 +55,7 @@ pub struct Build {
     large: u64,
     large_size: u64,
     seed: u64,
+    layout: Layout,
     started: u64,
     running: Vec<Proc>,
     turn: usize,
@@ -61,6 +72,11 @@ impl Build {
         let large = a.count("large", Some(2))?;
         let large_size = a.size("large_size", Some(4 << 20))?;
         let seed = a.count("seed", Some(0))?;
+        let layout = match a.count("bits", Some(47))? {
+            47 => LAYOUT_47,
+            32 => LAYOUT_32,
+            b => return Err(a.err(format!("bits = {b}: use 32 or 47"))),
+        };
         a.positive("procs", procs)?;
         a.positive("refs", refs)?;
         a.positive("jobs", jobs)?;
@@ -68,8 +84,9 @@ impl Build {
         if large > 0 {
             a.positive("large_size", large_size)?;
         }
-        if large_size > 1 << 34 || large > 64 || small > 1 << 20 {
-            return Err(a.err("large_size ≤ 16GiB, large ≤ 64 and small ≤ 1M".into()));
+        let limit = if layout.code == LAYOUT_32.code { 1 << 28 } else { 1 << 34 };
+        if large_size > limit || large > 64 || small > 1 << 20 {
+            return Err(a.err("large_size ≤ 16GiB (256MiB with bits=32), large ≤ 64 and small ≤ 1M".into()));
         }
         Ok(Build {
             spec: a.spec().to_string(),
@@ -80,6 +97,7 @@ impl Build {
             large,
             large_size: large_size.div_ceil(4096) * 4096,
             seed,
+            layout,
             started: 0,
             running: Vec::new(),
             turn: 0,
@@ -93,7 +111,8 @@ impl Build {
         self.started += 1;
         let mut rng = SplitMix64::new(self.seed.wrapping_mul(0x9e37).wrapping_add(p));
         let mut objects = Vec::with_capacity(self.small as usize);
-        let mut at = HEAP;
+        let l = self.layout;
+        let mut at = l.heap;
         for _ in 0..self.small {
             let size = 4096 * (1 + rng.below(16));
             objects.push((at, size));
@@ -101,11 +120,12 @@ impl Build {
         }
         let arrays = (0..self.large)
             .map(|i| {
-                let base = MMAP + i * (self.large_size + (64 << 20)) + 4096 * (1 + rng.below(511));
+                let gap = if l.mmap == LAYOUT_32.mmap { 4 << 20 } else { 64 << 20 };
+                let base = l.mmap + i * (self.large_size + gap) + 4096 * (1 + rng.below(511));
                 (base, self.large_size, 0)
             })
             .collect();
-        Proc { asid: (1 + p % 65535) as u16, left: self.refs, objects, arrays, rng, exited: false }
+        Proc { asid: (1 + p % 65535) as u16, left: self.refs, objects, arrays, rng, exited: false, layout: l }
     }
 
     fn total(&self) -> u64 {
@@ -114,9 +134,10 @@ impl Build {
 }
 
 fn next_ref(p: &mut Proc) -> MemRef {
+    let l = p.layout;
     let roll = p.rng.below(100);
     let (addr, kind) = if roll < 25 {
-        (CODE + (p.rng.below(64 << 10) & !3) + (p.rng.below(4) << 18), AccessKind::IFetch)
+        (l.code + (p.rng.below(64 << 10) & !3) + (p.rng.below(4) << 18), AccessKind::IFetch)
     } else if roll < 65 || p.arrays.is_empty() {
         let (base, size) = p.objects[p.rng.below(p.objects.len() as u64) as usize];
         let kind = if p.rng.below(10) < 3 { AccessKind::Store } else { AccessKind::Load };
@@ -128,7 +149,7 @@ fn next_ref(p: &mut Proc) -> MemRef {
         a.2 = (a.2 + 64) % a.1;
         (addr, if p.rng.below(2) == 0 { AccessKind::Store } else { AccessKind::Load })
     } else {
-        (STACK - (p.rng.below(32 << 10) & !7), AccessKind::Store)
+        (l.stack - 8 - (p.rng.below(32 << 10) & !7), AccessKind::Store)
     };
     MemRef { addr, size: 8, kind, core: 0, asid: p.asid }
 }
@@ -192,6 +213,11 @@ mod tests {
         let mut sorted = exits.clone();
         sorted.sort();
         assert_eq!(sorted, vec![1, 2, 3, 4, 5]);
+        let mut b32 = super::super::parse("build:procs=2,refs=5000,bits=32,large_size=8MiB").unwrap();
+        let mut v = Vec::new();
+        while b32.next_batch(&mut v, 1000).unwrap() > 0 {}
+        assert!(v.iter().all(|r| r.addr < 1 << 32 || r.addr == EXIT_ADDR));
+        assert!(super::super::parse("build:bits=36").is_err());
         // No reference of a process after its exit.
         for (i, r) in all.iter().enumerate() {
             if r.addr == EXIT_ADDR {
