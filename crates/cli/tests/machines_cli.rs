@@ -22,7 +22,8 @@ fn machines_lists_the_catalog() {
 
 #[test]
 fn sim_takes_a_catalog_name_or_a_file_and_rejects_unknown_names() {
-    let w = "chase:pages=100,refs=20000";
+    // The A15 model has a 32-bit virtual address space (LPAE): the chase goes at 1 GiB.
+    let w = "chase:pages=100,refs=20000,base=0x40000000";
     let (ok, by_name, err) = mmulab(&["sim", "--machine", "cortex-a15", "--workload", w, "--json"]);
     assert!(ok, "{err}");
     let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../machines/cortex-a15.toml");
@@ -49,4 +50,41 @@ fn probe_recovers_a_simulated_core() {
     assert_eq!(levels[0]["entries"], 32);
     assert_eq!(levels[0]["caches_2m"], true);
     assert_eq!(r["target"]["unit"], "cycles");
+}
+
+#[test]
+fn addresses_beyond_the_format_are_refused_not_aliased() {
+    let (ok, _, err) = mmulab(&["sim", "--machine", "cortex-a15", "--workload", "chase:pages=10,refs=100"]);
+    assert!(!ok);
+    assert!(err.contains("32-bit virtual address space"), "{err}");
+}
+
+#[test]
+fn fixed_policy_maps_contiguous_and_supersection_pages_that_tlbs_hold_whole() {
+    // 256 pages of 4 KiB = 1 MiB. Mapped as 64 KiB contiguous groups on a Cortex-A57
+    // (whose L1 holds 64K): 16 groups, so the L1 misses only on the first touch of each.
+    let w = "chase:pages=256,refs=100000,base=0x40000000";
+    let (ok, out, err) =
+        mmulab(&["sim", "--machine", "cortex-a57", "--set", "os.policy=fixed", "--set", "os.page_size=64K", "--workload", w, "--json"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["tlb"]["l1d"]["misses"], 16, "{}", v["tlb"]);
+    // The same on a Cortex-A15, whose L1 holds only 4K: it splinters, and 256 pages
+    // overflow its 32 entries, while the L2 holds the 16 groups.
+    let (ok, out, err) =
+        mmulab(&["sim", "--machine", "cortex-a15", "--set", "os.policy=fixed", "--set", "os.page_size=64K", "--workload", w, "--json"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["tlb"]["l1d"]["hits"], 0, "{}", v["tlb"]);
+    assert_eq!(v["tlb"]["l2"]["misses"], 16, "{}", v["tlb"]);
+    // ARMv7 short descriptors: a 16 MiB supersection (16 first-level entries) is one
+    // L2 entry on the Cortex-A9 model.
+    let w = "chase:pages=4096,refs=100000,base=0x40000000";
+    let (ok, out, err) =
+        mmulab(&["sim", "--machine", "cortex-a9", "--set", "os.policy=fixed", "--set", "os.page_size=16M", "--workload", w, "--json"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // One L2 miss for 4096 pages (16 MiB); the splintering L1 misses on every load.
+    assert_eq!(v["tlb"]["l2"]["misses"], 1, "{v}");
+    assert_eq!(v["tlb"]["l1d"]["splinters"], v["tlb"]["l1d"]["misses"], "{v}");
 }

@@ -59,7 +59,7 @@ fn random_machine(rng: &mut Rng) -> String {
         "armv7-lpae" => &["64K", "1M", "2M", "1G"],
         _ => &["64K", "1M", "2M", "1G"],
     };
-    let mut sizes = |rng: &mut Rng| {
+    let sizes = |rng: &mut Rng| {
         let mut v = vec!["\"4K\"".to_string()];
         for h in huge {
             if rng.below(2) == 1 {

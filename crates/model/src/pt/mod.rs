@@ -113,6 +113,12 @@ impl Format {
         }
     }
 
+    /// Width of the virtual addresses the tables translate (48, or 32 for ARMv7).
+    pub fn va_bits(self) -> u32 {
+        let top = self.levels()[0];
+        top.shift + top.bits
+    }
+
     /// Largest physical address + 1 the format's descriptors can hold for every leaf
     /// kind (ARMv7 short descriptors: 4 GiB).
     pub fn max_pa(self) -> u64 {
