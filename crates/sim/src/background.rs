@@ -47,7 +47,7 @@ pub struct Sample {
     /// Resident bytes.
     pub resident_bytes: u64,
     /// Resident bytes by leaf size (`"4K"`, `"64K"`, `"2M"`, …); sizes with none omitted.
-    pub resident_by_size: Vec<(String, u64)>,
+    pub resident_by_size: std::collections::BTreeMap<String, u64>,
     /// Share of resident memory in pages larger than 4 KiB.
     pub huge_coverage: f64,
     /// Distinct 4 KiB pages touched (live address spaces), in bytes.
@@ -116,6 +116,10 @@ pub struct Background {
     last_page: u64,
     /// Frames pinned by `memory.age`.
     pub pinned_frames: u64,
+    /// VMAs from the trace's metadata, installed in every new address space.
+    pub trace_vmas: Vec<(u64, u64)>,
+    /// True once the run loop has looked for trace VMAs and found some.
+    pub trace_vmas_seen: bool,
 }
 
 impl Background {
@@ -133,6 +137,8 @@ impl Background {
             touched: HashSet::default(),
             last_page: u64::MAX,
             pinned_frames,
+            trace_vmas: Vec::new(),
+            trace_vmas_seen: false,
         }
     }
 

@@ -99,7 +99,13 @@ impl Machine {
             self.spaces.resize(i + 1, None);
         }
         if self.spaces[i].is_none() {
-            self.spaces[i] = Some(AddressSpace::new(asid, self.fmt, &mut self.mem)?);
+            let mut s = AddressSpace::new(asid, self.fmt, &mut self.mem)?;
+            for &(start, end) in &self.bg.trace_vmas {
+                // /proc/PID/maps never lists overlapping VMAs; a damaged list is skipped
+                // entry by entry and the inference rule covers the gaps.
+                let _ = s.add_vma(start, end, false);
+            }
+            self.spaces[i] = Some(s);
         }
         Ok(i)
     }
@@ -312,6 +318,30 @@ impl Machine {
     pub fn set_series(&mut self, interval: u64, out: Box<dyn std::io::Write + Send>) {
         self.bg.set_series(interval, out);
         self.next_tick = self.bg.next_tick(self.counters.references);
+    }
+
+    /// VMAs the trace carries (`mmulab record`'s /proc/PID/maps samples): installed in
+    /// every address space, existing ones included; addresses outside them get VMAs by
+    /// the inference rule (mmulab_model::space). Returns how many were taken.
+    pub fn set_trace_vmas(&mut self, vmas: &[(u64, u64)]) -> usize {
+        self.bg.trace_vmas = vmas.iter().copied().filter(|(s, e)| s < e).collect();
+        for s in self.spaces.iter_mut().flatten() {
+            for &(start, end) in &self.bg.trace_vmas {
+                let _ = s.add_vma(start, end, false);
+            }
+        }
+        self.bg.trace_vmas.len()
+    }
+
+    /// Looks for VMAs in the trace's metadata and installs them once found.
+    pub(crate) fn take_trace_vmas(&mut self, src: &dyn mmulab_trace::TraceSource) {
+        if let Some(meta) = src.meta() {
+            let v: Vec<(u64, u64)> = meta.vmas().iter().map(|v| (v.start, v.end)).collect();
+            if !v.is_empty() {
+                self.set_trace_vmas(&v);
+                self.bg.trace_vmas_seen = true;
+            }
+        }
     }
 
     /// Tracks touched 4 KiB pages (for memory bloat) without a time series.

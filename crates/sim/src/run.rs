@@ -25,6 +25,10 @@ pub fn run(m: &mut Machine, src: &mut dyn TraceSource, progress: Option<Progress
         if n == 0 {
             break;
         }
+        // VMAs the trace carries (docs/policies.md), taken as soon as they are known.
+        if !m.bg.trace_vmas_seen && batches % 64 == 0 {
+            m.take_trace_vmas(src);
+        }
         // When the previous batch walked often (more than one reference in 16), prefetch
         // the page-table descriptors of the reference AHEAD positions ahead, so host cache
         // misses on big simulated page tables overlap. Results are unaffected.

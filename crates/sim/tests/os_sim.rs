@@ -100,3 +100,18 @@ fn aged_memory_gives_thp_fewer_huge_pages_in_the_sim() {
     assert!(aged.stlb_misses() > fresh.stlb_misses());
     assert!(aged.pinned_frames > 0);
 }
+
+#[test]
+fn trace_vmas_decide_where_thp_may_use_huge_pages() {
+    // One VMA of 3 MiB starting 2 MiB-aligned: the first 2 MiB range fits, the second
+    // crosses the VMA's end and must fall back to 4 KiB.
+    let s = spec(&["os.policy=thp", "memory.size=256MiB"]).unwrap();
+    let mut m = Machine::new(s).unwrap();
+    assert_eq!(m.set_trace_vmas(&[(0x4000_0000, 0x4000_0000 + (3 << 20))]), 1);
+    let mut src = workload::parse("seq:size=3MiB,refs=768,stride=4096,base=0x40000000").unwrap();
+    let st = run(&mut m, &mut src, None).unwrap();
+    let p = |s: mmulab_model::addr::PageSize| st.os.resident_by_size[s.index()];
+    assert_eq!(p(mmulab_model::addr::PageSize::M2), 2 << 20);
+    assert_eq!(p(mmulab_model::addr::PageSize::K4), 1 << 20);
+    assert_eq!(st.os.count("thp_fault_fallback_vma_edge"), 256);
+}

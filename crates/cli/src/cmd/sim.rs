@@ -33,6 +33,13 @@ pub struct Args {
     /// `--set tlb.l2.entries=1536`. Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
+    /// Write a time series (JSON lines: coverage by page size, bloat, promotions,
+    /// faults, TLB misses, walk cycles; docs/output.md) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub timeseries: Option<PathBuf>,
+    /// References between time-series samples.
+    #[arg(long, default_value_t = 1_000_000, requires = "timeseries")]
+    pub interval: u64,
 }
 
 /// Opens the reference stream the arguments name.
@@ -47,11 +54,27 @@ pub fn source(trace: Option<&PathBuf>, format: &str, workload: Option<&str>) -> 
 /// Runs `src` on a machine built from `spec`, with progress; returns the statistics,
 /// or an error that carries the statistics gathered before it.
 pub fn simulate(spec: config::MachineSpec, src: &mut dyn TraceSource, label: &str) -> Result<Stats> {
+    simulate_with(spec, src, label, None)
+}
+
+/// [`simulate`] with an optional time series (`interval` references, JSON lines to a file).
+pub fn simulate_with(spec: config::MachineSpec, src: &mut dyn TraceSource, label: &str, series: Option<(u64, &std::path::Path)>) -> Result<Stats> {
     let mut m = Machine::new(spec)?;
+    if let Some((interval, path)) = series {
+        if interval == 0 {
+            bail!("--interval must be positive");
+        }
+        let f = std::fs::File::create(path).with_context(|| format!("cannot create time series {}", path.display()))?;
+        m.set_series(interval, Box::new(f));
+    }
     let mut p = ProgressLine::new(label);
     let res = mmulab_sim::run(&mut m, src, Some(&mut |n, f| p.update(n, f)));
     p.finish();
     match res {
+        Ok(_) if series.is_some() => {
+            m.finish_series()?;
+            Ok(Stats::collect(&m))
+        }
         Ok(s) => Ok(s),
         Err(e) => {
             let partial = Stats::collect(&m);
@@ -84,7 +107,7 @@ pub fn run(a: Args) -> Result<()> {
         if spec.cores == 1 { "" } else { "s" },
         spec.config.os.policy
     );
-    let stats = simulate(spec, &mut src, &what)?;
+    let stats = simulate_with(spec, &mut src, &what, a.timeseries.as_deref().map(|p| (a.interval, p)))?;
     if a.json {
         let mut v = stats.to_json();
         v["source"] = serde_json::Value::String(what);
