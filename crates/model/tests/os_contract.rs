@@ -16,7 +16,7 @@ fn policies(fmt: Format) -> Vec<Os> {
     let mut v = vec![Os::Base(Base::default())];
     let huge = fmt.leaf_level(PageSize::M2).is_some();
     let res = if huge { PageSize::M2 } else { PageSize::M1 };
-    v.push(Os::Reservation(Reservation::new(ReservationConfig { size: res, ..ReservationConfig::default() })));
+    v.push(Os::Reservation(Reservation::new(ReservationConfig { size: res, mid: if fmt == Format::Armv8_4K { Some(PageSize::K64) } else { None }, ..ReservationConfig::default() })));
     v.push(Os::Mthp(Mthp::new(MthpConfig { sizes: if huge { vec![PageSize::K16, PageSize::K64, PageSize::M2] } else { vec![PageSize::K16, PageSize::K64] }, zero_cycles_per_page: 0 })));
     if huge {
         v.push(Os::Fixed(Fixed::new(PageSize::M2)));

@@ -269,3 +269,51 @@ fn exit_returns_every_frame() {
     assert_eq!(sys.mem.buddy.free_frames(), free0);
     assert_eq!(sys.os.stats().resident_bytes, 0);
 }
+
+#[test]
+fn arm64_reservations_promote_64k_groups_first_then_2m() {
+    let cfg = ReservationConfig { size: PageSize::M2, mid: Some(PageSize::K64), ..ReservationConfig::default() };
+    let mut sys = Sys::new(Format::Armv8_4K, 64 << 20, Os::Reservation(Reservation::new(cfg)));
+    for i in 0..16 {
+        sys.access(0, BASE + i * 4096, Store);
+    }
+    let m = leaf(&mut sys, BASE);
+    assert_eq!(m.size, PageSize::K64, "a full 64K group becomes one contiguous-bit group");
+    assert!(m.attrs.has(Attrs::CONTIG | Attrs::WRITABLE | Attrs::DIRTY));
+    assert_eq!(sys.os.stats().promotions[PageSize::K64.index()], 1);
+    sys.check();
+    // 15 pages of the next group: no promotion; loads make the group read-only on fill.
+    for i in 16..31 {
+        sys.access(0, BASE + i * 4096, Store);
+    }
+    assert_eq!(leaf(&mut sys, BASE + 16 * 4096).size, PageSize::K4);
+    sys.access(0, BASE + 31 * 4096, Load);
+    // Mixed dirty/clean: the group fails; the clean page becomes read-only.
+    assert_eq!(leaf(&mut sys, BASE + 16 * 4096).size, PageSize::K4);
+    assert!(!leaf(&mut sys, BASE + 31 * 4096).attrs.has(Attrs::WRITABLE));
+    sys.access(0, BASE + 31 * 4096, Store);
+    assert_eq!(leaf(&mut sys, BASE + 16 * 4096).size, PageSize::K64, "all dirty now");
+    for i in 32..512 {
+        sys.access(0, BASE + i * 4096, Store);
+    }
+    assert_eq!(leaf(&mut sys, BASE).size, PageSize::M2, "groups and pages gathered into 2M");
+    assert_eq!(sys.os.stats().promotions[PageSize::M2.index()], 1);
+    assert_eq!(sys.os.stats().promotions[PageSize::K64.index()], 32, "every group promoted on the way");
+    sys.check();
+}
+
+#[test]
+fn a_write_to_a_read_only_64k_group_demotes_only_that_group() {
+    let cfg = ReservationConfig { size: PageSize::M2, mid: Some(PageSize::K64), ..ReservationConfig::default() };
+    let mut sys = Sys::new(Format::Armv8_4K, 64 << 20, Os::Reservation(Reservation::new(cfg)));
+    for i in 0..32 {
+        sys.access(0, BASE + i * 4096, Load);
+    }
+    assert_eq!(leaf(&mut sys, BASE).size, PageSize::K64);
+    assert_eq!(leaf(&mut sys, BASE + 16 * 4096).size, PageSize::K64);
+    sys.access(0, BASE + 4096, Store);
+    assert_eq!(sys.os.stats().demotions[PageSize::K64.index()], 1);
+    assert_eq!(leaf(&mut sys, BASE).size, PageSize::K4);
+    assert_eq!(leaf(&mut sys, BASE + 16 * 4096).size, PageSize::K64, "the neighbour group stays");
+    sys.check();
+}

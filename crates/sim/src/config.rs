@@ -210,6 +210,10 @@ pub struct ReservationSection {
     /// Break partial reservations at a tick while free memory is below this share.
     #[serde(default)]
     pub low_watermark: Option<f64>,
+    /// Intermediate superpage promoted inside a reservation: `"64K"` or `"none"`
+    /// (default: 64K on arm64 with the 4K granule, none elsewhere).
+    #[serde(default)]
+    pub mid_size: Option<String>,
 }
 
 /// `[os.thp]`.
@@ -480,7 +484,11 @@ pub fn from_toml(text: &str, path: Option<&Path>, sets: &[String]) -> Result<Mac
 /// Resolves a parsed config's `[machine] name` (merging the named machine under it),
 /// applies `sets`, validates.
 pub fn from_table(table: toml::Table, path: Option<&Path>, sets: &[String]) -> Result<MachineSpec, SimError> {
-    let src = origin(path);
+    let named = table.get("machine").and_then(|m| m.get("name")).and_then(|n| n.as_str()).map(str::to_string);
+    let src = match (path, named) {
+        (None, Some(n)) => format!("machine '{n}'"),
+        _ => origin(path),
+    };
     let mut table = crate::catalog::expand(table, path)?;
     for s in sets {
         apply_set(&mut table, s)?;

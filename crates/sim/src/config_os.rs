@@ -55,7 +55,21 @@ pub(crate) fn resolve_policy(name: &str, os: &OsSection, format: Format) -> Resu
             if !(0.0..0.5).contains(&low) {
                 return Err(format!("os.reservation.low_watermark = {low} must be in [0, 0.5)"));
             }
-            OsSpec::Reservation(ReservationConfig { size, low_watermark: low, ..ReservationConfig::default() })
+            let mid = match r.mid_size.as_deref() {
+                None if format == Format::Armv8_4K && size == PageSize::M2 => Some(PageSize::K64),
+                None | Some("none") => None,
+                Some(s) => {
+                    let m = PageSize::parse(s).map_err(|e| format!("os.reservation.mid_size: {e}"))?;
+                    if m <= PageSize::K4 || m >= size || format.leaf_level(m).is_none() {
+                        return Err(format!(
+                            "os.reservation.mid_size = \"{s}\": must be a size {} maps, above 4K and below the reservation size {size}",
+                            format.arch_name()
+                        ));
+                    }
+                    Some(m)
+                }
+            };
+            OsSpec::Reservation(ReservationConfig { size, mid, low_watermark: low, ..ReservationConfig::default() })
         }
         "thp" => {
             huge_ok("thp")?;

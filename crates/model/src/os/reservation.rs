@@ -19,9 +19,12 @@
 //!   allocator and their populated pages stay mapped as base pages.
 //!
 //! Sizes: the reservation size is a configured page size with a leaf in the format
-//! (x86-64 and arm64 4K: 2 MiB; ARMv7 short descriptors would be a 1 MiB section of
-//! 256 × 4 KiB). The arm64 two-level scheme (64 KiB contiguous groups inside 2 MiB)
-//! needs contiguous-bit leaves in the walker and is not modelled here.
+//! (x86-64 and arm64 4K: 2 MiB; ARMv7 short descriptors: a 1 MiB section of 256 ×
+//! 4 KiB). With `mid` set (arm64 4K granule: 64 KiB), every fully populated aligned
+//! group of that size inside a reservation is promoted first, by the same rules, to a
+//! contiguous-bit group (ARMv7: a 64 KiB large page), and the 2 MiB promotion then
+//! gathers groups and pages — the two-level scheme of FreeBSD's arm64 pmap (L3C
+//! promotion). A store to a read-only group demotes that group only.
 
 use super::remap::{clear_leaves, drop_table, leaves, range_state};
 use super::{free_run, fresh_attrs, order_of, FaultCtx, OsStats, TickCtx};
@@ -38,6 +41,10 @@ use std::collections::{BTreeMap, HashMap};
 pub struct ReservationConfig {
     /// Reservation (and superpage) size.
     pub size: PageSize,
+    /// An intermediate superpage size promoted inside a reservation (arm64 4K granule:
+    /// 64 KiB contiguous-bit groups inside 2 MiB; ARMv7: 64 KiB large pages inside
+    /// 1 MiB), or none.
+    pub mid: Option<PageSize>,
     /// Break partial reservations at a tick while free memory is below this share.
     pub low_watermark: f64,
     /// Cycles to scan one base-page descriptor when trying a promotion.
@@ -46,7 +53,7 @@ pub struct ReservationConfig {
 
 impl Default for ReservationConfig {
     fn default() -> Self {
-        ReservationConfig { size: PageSize::M2, low_watermark: 0.01, scan_cycles_per_pte: 2 }
+        ReservationConfig { size: PageSize::M2, mid: None, low_watermark: 0.01, scan_cycles_per_pte: 2 }
     }
 }
 
@@ -89,17 +96,17 @@ impl Reservation {
         let key = va & !size.offset_mask();
         if let Some(m) = lookup(mem, fmt, root, va) {
             // A protection fault: a store to a read-only page.
-            if m.size == size {
-                self.demote(mem, space, key, m.pa, m.attrs);
-                shootdowns.push((asid, key, key + size.bytes()));
+            if m.size > PageSize::K4 {
+                self.demote(mem, space, m.va, m.pa, m.size, m.attrs);
+                shootdowns.push((asid, m.va, m.va + m.size.bytes()));
             }
             let page = va & !PageSize::K4.offset_mask();
             let m = lookup(mem, fmt, root, page).expect("base page mapped");
             set_leaf_attrs(mem, fmt, root, page, m.attrs.with(Attrs::WRITABLE | Attrs::DIRTY | Attrs::ACCESSED));
             shootdowns.push((asid, page, page + FRAME_SIZE));
             self.stats.event("soft_write_faults");
-            if self.resv.get(&(asid, key)).is_some_and(|r| r.npop == self.pages()) {
-                self.try_promote(mem, space, key, shootdowns);
+            if self.resv.contains_key(&(asid, key)) {
+                self.promote_around(mem, space, key, (page - key) >> FRAME_SHIFT, shootdowns);
             }
             return Ok(());
         }
@@ -142,13 +149,29 @@ impl Reservation {
         self.lru.remove(&r.stamp);
         if r.npop == full {
             self.stats.event("reservations_full");
-            self.try_promote(mem, space, key, shootdowns);
         } else {
             self.clock += 1;
             r.stamp = self.clock;
             self.lru.insert(self.clock, (asid, key));
         }
+        self.promote_around(mem, space, key, idx, shootdowns);
         Ok(())
+    }
+
+    /// After page `idx` of the reservation at `key` changed: promote its intermediate
+    /// group if that is fully populated, then the whole reservation if it is.
+    fn promote_around(&mut self, mem: &mut Memory, space: &AddressSpace, key: u64, idx: u64, shootdowns: &mut Vec<super::Shootdown>) {
+        let r = &self.resv[&(space.asid, key)];
+        if let Some(mid) = self.cfg.mid {
+            let n = mid.bytes() / FRAME_SIZE;
+            let g = idx & !(n - 1);
+            if (g..g + n).all(|i| r.pop[(i / 64) as usize] & (1 << (i % 64)) != 0) {
+                self.try_promote(mem, space, key, key + (g << FRAME_SHIFT), mid, shootdowns);
+            }
+        }
+        if self.resv[&(space.asid, key)].npop == self.pages() {
+            self.try_promote(mem, space, key, key, self.cfg.size, shootdowns);
+        }
     }
 
     /// Allocates 2^order frames. A base-page allocation that fails is memory pressure:
@@ -177,14 +200,20 @@ impl Reservation {
         }
     }
 
-    /// Tries to promote the fully populated reservation at `key` (see the module doc).
-    fn try_promote(&mut self, mem: &mut Memory, space: &AddressSpace, key: u64, shootdowns: &mut Vec<super::Shootdown>) {
+    /// Tries to promote `[start, start + size)` of the reservation at `key`, fully
+    /// populated, to one leaf (or contiguous group) of `size` (see the module doc).
+    fn try_promote(&mut self, mem: &mut Memory, space: &AddressSpace, key: u64, start: u64, size: PageSize, shootdowns: &mut Vec<super::Shootdown>) {
         let (fmt, root, asid) = (space.fmt, space.root, space.asid);
-        let size = self.cfg.size;
-        let maps = leaves(mem, fmt, root, key, key + size.bytes());
-        self.stats.os_cycles += self.pages() * self.cfg.scan_cycles_per_pte;
+        let end = start + size.bytes();
+        let maps = leaves(mem, fmt, root, start, end);
+        if maps.len() == 1 && maps[0].size == size {
+            return; // already promoted
+        }
+        let pages = size.bytes() / FRAME_SIZE;
+        self.stats.os_cycles += pages * self.cfg.scan_cycles_per_pte;
         let base = self.resv[&(asid, key)].pfn << FRAME_SHIFT;
-        if maps.len() as u64 != self.pages() || maps.iter().any(|m| m.size != PageSize::K4 || m.pa != base + (m.va - key)) {
+        let covered: u64 = maps.iter().map(|m| m.size.bytes()).sum();
+        if covered != size.bytes() || maps.iter().any(|m| m.size >= size || m.pa != base + (m.va - key)) {
             self.stats.event("promotion_failed_not_contiguous");
             return;
         }
@@ -192,25 +221,27 @@ impl Reservation {
         let mut changed = false;
         for m in &maps {
             if m.attrs.has(Attrs::WRITABLE) && !m.attrs.has(Attrs::DIRTY) {
-                set_leaf_attrs(mem, fmt, root, m.va, m.attrs.without(Attrs::WRITABLE));
+                for off in (0..m.size.bytes()).step_by(FRAME_SIZE as usize) {
+                    set_leaf_attrs(mem, fmt, root, m.va + off, m.attrs.without(Attrs::WRITABLE));
+                }
                 changed = true;
             }
         }
         if changed {
-            shootdowns.push((asid, key, key + size.bytes()));
+            shootdowns.push((asid, start, end));
         }
-        let maps = leaves(mem, fmt, root, key, key + size.bytes());
+        let maps = leaves(mem, fmt, root, start, end);
         let mask = Attrs::WRITABLE | Attrs::DIRTY | Attrs::USER;
         let first = maps[0].attrs.0 & mask;
         if maps.iter().any(|m| m.attrs.0 & mask != first) {
             self.stats.event("promotion_failed_attrs_differ");
             return;
         }
-        clear_leaves(mem, fmt, root, key, key + size.bytes());
-        drop_table(mem, fmt, root, key, size);
+        clear_leaves(mem, fmt, root, start, end);
+        drop_table(mem, fmt, root, start, size);
         let attrs = Attrs(first).with(Attrs::ACCESSED);
-        if map_leaf(mem, fmt, root, key, base, size, attrs).is_err() {
-            // Cannot happen after drop_table; fall back to the base pages.
+        if map_leaf(mem, fmt, root, start, base + (start - key), size, attrs).is_err() {
+            // Cannot happen after drop_table; fall back to the old leaves.
             for m in &maps {
                 let _ = map_leaf(mem, fmt, root, m.va, m.pa, m.size, m.attrs);
             }
@@ -225,21 +256,22 @@ impl Reservation {
         if !attrs.has(Attrs::WRITABLE) {
             self.stats.event("promotions_read_only");
         }
-        shootdowns.push((asid, key, key + size.bytes()));
+        shootdowns.push((asid, start, end));
     }
 
-    /// Splits the superpage at `key` into base pages with its attributes.
-    fn demote(&mut self, mem: &mut Memory, space: &AddressSpace, key: u64, pa: u64, attrs: Attrs) {
+    /// Splits the superpage (or group) at `va` into base pages with its attributes.
+    fn demote(&mut self, mem: &mut Memory, space: &AddressSpace, va: u64, pa: u64, size: PageSize, attrs: Attrs) {
         let (fmt, root) = (space.fmt, space.root);
-        let size = self.cfg.size;
-        clear_leaves(mem, fmt, root, key, key + size.bytes());
+        clear_leaves(mem, fmt, root, va, va + size.bytes());
         self.stats.record_unmap(size);
-        for i in 0..self.pages() {
+        let pages = size.bytes() / FRAME_SIZE;
+        for i in 0..pages {
             let off = i << FRAME_SHIFT;
-            map_leaf(mem, fmt, root, key + off, pa + off, PageSize::K4, attrs).expect("demotion remaps into an emptied range");
+            map_leaf(mem, fmt, root, va + off, pa + off, PageSize::K4, attrs.without(Attrs::CONTIG))
+                .expect("demotion remaps into an emptied range");
             self.stats.record_leaf(PageSize::K4);
         }
-        self.stats.os_cycles += self.pages() * self.cfg.scan_cycles_per_pte;
+        self.stats.os_cycles += pages * self.cfg.scan_cycles_per_pte;
         self.stats.demotions[size.index()] += 1;
     }
 
