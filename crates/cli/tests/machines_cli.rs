@@ -88,3 +88,28 @@ fn fixed_policy_maps_contiguous_and_supersection_pages_that_tlbs_hold_whole() {
     assert_eq!(v["tlb"]["l2"]["misses"], 1, "{v}");
     assert_eq!(v["tlb"]["l1d"]["splinters"], v["tlb"]["l1d"]["misses"], "{v}");
 }
+
+#[test]
+fn a_config_laid_over_a_machine_changes_only_its_keys() {
+    // --machine cortex-a15 --config FILE: FILE's l2.entries replaces the A15's 512.
+    let dir = std::env::temp_dir().join(format!("mmulab-machines-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("bigger-l2.toml");
+    std::fs::write(&cfg, "[[tlb]]\nname = \"l2\"\nentries = 1024\n").unwrap();
+    // 700 pages: beyond a 512-entry L2, within a 1024-entry one.
+    let w = "chase:pages=700,refs=70000,base=0x40000000";
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["sim", "--machine", "cortex-a15", "--workload", w, "--json"];
+        args.extend_from_slice(extra);
+        let (ok, out, err) = mmulab(&args);
+        assert!(ok, "{err}");
+        serde_json::from_str(&out).unwrap()
+    };
+    let base = run(&[]);
+    let over = run(&["--config", cfg.to_str().unwrap()]);
+    assert!(base["tlb"]["l2"]["misses"].as_u64().unwrap() > 60_000, "{}", base["tlb"]);
+    assert_eq!(over["tlb"]["l2"]["misses"], 700, "{}", over["tlb"]);
+    // The rest of the A15 is kept: its 32-entry splintering L1 misses every load.
+    assert_eq!(over["tlb"]["l1d"]["hits"], 0);
+    std::fs::remove_dir_all(&dir).ok();
+}
