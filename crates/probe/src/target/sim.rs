@@ -41,6 +41,9 @@ pub struct SimTarget {
     name: String,
     spec: MachineSpec,
     machine: Option<(Machine, Stride, usize)>,
+    /// Per data-TLB level (a level and its same-cycle parts): the index of the part whose
+    /// misses are the level's misses (the last part), and the level's name.
+    miss_counters: Vec<(usize, String)>,
 }
 
 fn err(e: impl std::fmt::Display) -> ProbeError {
@@ -50,7 +53,17 @@ fn err(e: impl std::fmt::Display) -> ProbeError {
 impl SimTarget {
     /// A target for the machine `spec`, called `name` in reports.
     pub fn new(name: &str, spec: MachineSpec) -> Self {
-        SimTarget { name: name.to_string(), spec, machine: None }
+        let mut miss_counters: Vec<(usize, String)> = Vec::new();
+        let mut cur = Some(spec.data_entry);
+        while let Some(i) = cur {
+            let t = &spec.tlbs[i];
+            match miss_counters.last_mut() {
+                Some(last) if t.latency == 0 => last.0 = i,
+                _ => miss_counters.push((i, format!("{} misses", t.name))),
+            }
+            cur = t.next;
+        }
+        SimTarget { name: name.to_string(), spec, machine: None, miss_counters }
     }
 
     /// The machine description.
@@ -70,9 +83,11 @@ impl SimTarget {
         }
     }
 
-    fn counters(m: &Machine) -> u64 {
-        let c = Stats::collect(m).counters;
-        c.tlb_cycles + c.walk_cycles
+    /// (translation cycles, misses of each data-TLB level) so far.
+    fn counters(&self, m: &Machine) -> (u64, Vec<u64>) {
+        let s = Stats::collect(m);
+        let misses = self.miss_counters.iter().map(|&(i, _)| s.levels[i].counts.misses).collect();
+        (s.counters.tlb_cycles + s.counters.walk_cycles, misses)
     }
 }
 
@@ -91,8 +106,8 @@ impl Target for SimTarget {
             name: format!("sim: {}", self.name),
             arch: self.spec.format.arch_name().to_string(),
             unit: TimeUnit::Cycles,
-            counters: Vec::new(),
-            counters_note: Some("simulated core: timing from the machine's cost model".into()),
+            counters: self.miss_counters.iter().map(|(_, n)| n.clone()).collect(),
+            counters_note: Some("simulated core: timing from the machine's cost model; counters are its TLB misses".into()),
         }
     }
 
@@ -126,8 +141,18 @@ impl Target for SimTarget {
 
     fn measure(&mut self, slots: usize, steps: usize, seed: u64) -> Result<Measurement> {
         let entry_latency = self.spec.tlbs[self.spec.data_entry].latency as f64;
-        let (m, stride, mapped) = self.machine.as_mut().ok_or_else(|| ProbeError::Invalid("measure before map".into()))?;
-        if slots > *mapped || slots == 0 {
+        let (mut m, stride, mapped) = self.machine.take().ok_or_else(|| ProbeError::Invalid("measure before map".into()))?;
+        let r = self.chase(&mut m, stride, mapped, slots, steps, seed);
+        self.machine = Some((m, stride, mapped));
+        let (cycles, misses) = r?;
+        Ok(Measurement { chase: DATA_CYCLES + cycles, baseline: DATA_CYCLES + entry_latency, counters: misses })
+    }
+}
+
+impl SimTarget {
+    /// Runs the timed chase: (cycles per access, misses per access of each level).
+    fn chase(&self, m: &mut Machine, stride: Stride, mapped: usize, slots: usize, steps: usize, seed: u64) -> Result<(f64, Vec<f64>)> {
+        if slots > mapped || slots == 0 {
             return Err(ProbeError::Invalid(format!("measure {slots} slots of {mapped} mapped")));
         }
         let mut order: Vec<usize> = (0..slots).collect();
@@ -137,12 +162,13 @@ impl Target for SimTarget {
         for r in refs.iter().cycle().take(2 * slots) {
             m.access(r).map_err(err)?;
         }
-        let before = Self::counters(m);
+        let (c0, m0) = self.counters(m);
         for r in refs.iter().cycle().take(steps) {
             m.access(r).map_err(err)?;
         }
-        let cycles = (Self::counters(m) - before) as f64 / steps as f64;
-        Ok(Measurement { chase: DATA_CYCLES + cycles, baseline: DATA_CYCLES + entry_latency, counters: Vec::new() })
+        let (c1, m1) = self.counters(m);
+        let per = |a: u64, b: u64| (b - a) as f64 / steps as f64;
+        Ok((per(c0, c1), m0.iter().zip(&m1).map(|(&a, &b)| per(a, b)).collect()))
     }
 }
 
