@@ -143,5 +143,30 @@ pub fn single(stats: &Stats, title: &str) -> String {
         if pages.is_empty() { "no pages".to_string() } else { pages.join(", ") },
         stats.page_tables
     );
+    // Superpage policies: what is resident now (by leaf size) and what the policy did.
+    if !matches!(stats.policy.as_str(), "base" | "fixed") {
+        let sizes = |a: &[u64; 9], bytes: bool| -> String {
+            let v: Vec<String> = PageSize::ALL
+                .iter()
+                .filter(|p| a[p.index()] > 0)
+                .map(|p| if bytes { format!("{p} {:.1} MiB", a[p.index()] as f64 / 1048576.0) } else { format!("{p} {}", thousands(a[p.index()])) })
+                .collect();
+            if v.is_empty() { "none".into() } else { v.join(", ") }
+        };
+        let os = &stats.os;
+        let _ = writeln!(
+            out,
+            "os: resident now {}; promotions {}; demotions {}; collapses {}; OS work {} cycles",
+            sizes(&os.resident_by_size, true),
+            sizes(&os.promotions, false),
+            sizes(&os.demotions, false),
+            os.collapses,
+            thousands(os.os_cycles)
+        );
+        if !os.events.is_empty() {
+            let ev: Vec<String> = os.events.iter().map(|(k, v)| format!("{k} {}", thousands(*v))).collect();
+            let _ = writeln!(out, "os events: {}", ev.join(", "));
+        }
+    }
     out
 }
