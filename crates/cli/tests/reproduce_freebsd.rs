@@ -88,3 +88,26 @@ fn sim_writes_a_time_series() {
     let (ok, _, err) = mmulab(&["sim", "-w", "seq:size=1MiB", "--timeseries", "/nonexistent-dir/x.jsonl"]);
     assert!(!ok && err.contains("/nonexistent-dir/x.jsonl"), "{err}");
 }
+
+#[test]
+fn vmas_recorded_in_an_mlt_trace_limit_huge_pages() {
+    use mmulab_trace::format::mlt::MltWriter;
+    use mmulab_trace::{AccessKind, MemRef};
+    // 4 MiB touched page by page at 0x40000000; a VMA sample (written after the
+    // references, as `mmulab record` may) says only the first 3 MiB are one VMA.
+    let p = std::env::temp_dir().join(format!("mmulab-vma-{}.mlt", std::process::id()));
+    let mut w = MltWriter::new(std::fs::File::create(&p).unwrap(), 1).unwrap();
+    for i in 0..1024u64 {
+        w.push(&MemRef::new(0x4000_0000 + i * 4096, AccessKind::Store, 8)).unwrap();
+    }
+    w.section("vmas", b"# sample 0 t_ms=0\n40000000-40300000 rw-p 00000000 00:00 0 [heap]\n").unwrap();
+    w.finish().unwrap();
+    let (ok, out, err) = mmulab(&["sim", "-t", p.to_str().unwrap(), "--set", "os.policy=thp", "--json"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // First 2 MiB: one huge page. 2–3 MiB: crosses the VMA end, 4K. 3–4 MiB: outside the
+    // recorded VMA, whose inferred VMA starts at 3 MiB, so that range is cut too.
+    assert_eq!(v["memory"]["resident_by_size"]["2M"], 2 << 20, "{}", v["memory"]);
+    assert_eq!(v["memory"]["resident_by_size"]["4K"], 2 << 20, "{}", v["memory"]);
+    std::fs::remove_file(&p).ok();
+}

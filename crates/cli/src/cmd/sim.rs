@@ -54,12 +54,22 @@ pub fn source(trace: Option<&PathBuf>, format: &str, workload: Option<&str>) -> 
 /// Runs `src` on a machine built from `spec`, with progress; returns the statistics,
 /// or an error that carries the statistics gathered before it.
 pub fn simulate(spec: config::MachineSpec, src: &mut dyn TraceSource, label: &str) -> Result<Stats> {
-    simulate_with(spec, src, label, None)
+    simulate_with(spec, src, label, None, &[])
 }
 
-/// [`simulate`] with an optional time series (`interval` references, JSON lines to a file).
-pub fn simulate_with(spec: config::MachineSpec, src: &mut dyn TraceSource, label: &str, series: Option<(u64, &std::path::Path)>) -> Result<Stats> {
+/// [`simulate`] with an optional time series (`interval` references, JSON lines to a
+/// file) and the VMAs the trace carries (docs/policies.md).
+pub fn simulate_with(
+    spec: config::MachineSpec,
+    src: &mut dyn TraceSource,
+    label: &str,
+    series: Option<(u64, &std::path::Path)>,
+    vmas: &[(u64, u64)],
+) -> Result<Stats> {
     let mut m = Machine::new(spec)?;
+    if !vmas.is_empty() {
+        m.set_trace_vmas(vmas);
+    }
     if let Some((interval, path)) = series {
         if interval == 0 {
             bail!("--interval must be positive");
@@ -107,7 +117,18 @@ pub fn run(a: Args) -> Result<()> {
         if spec.cores == 1 { "" } else { "s" },
         spec.config.os.policy
     );
-    let stats = simulate_with(spec, &mut src, &what, a.timeseries.as_deref().map(|p| (a.interval, p)))?;
+    // An .mlt trace may keep its VMA samples anywhere in the file: read them up front so
+    // the policies see them from the first fault (other sources: the run loop looks).
+    let vmas: Vec<(u64, u64)> = a
+        .trace
+        .as_ref()
+        .and_then(|p| mmulab_trace::format::mlt::read_sections(p).ok())
+        .map(|sections| mmulab_trace::TraceMeta { sections, ..Default::default() }.vmas())
+        .unwrap_or_default()
+        .iter()
+        .map(|v| (v.start, v.end))
+        .collect();
+    let stats = simulate_with(spec, &mut src, &what, a.timeseries.as_deref().map(|p| (a.interval, p)), &vmas)?;
     if a.json {
         let mut v = stats.to_json();
         v["source"] = serde_json::Value::String(what);
