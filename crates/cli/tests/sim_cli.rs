@@ -211,3 +211,21 @@ fn demo_prints_a_comparison_table() {
     let ratio: f64 = ratio_line.split_whitespace().last().unwrap().trim_end_matches('x').parse().unwrap();
     assert!(ratio > 2.0, "{ratio_line}");
 }
+
+/// `base` demand-pages the format's base page: 16 KiB and 64 KiB with those granules.
+#[test]
+fn base_policy_uses_the_granule_as_its_page() {
+    // The 64K granule has two upper levels, so the default's three PWC sizes are an
+    // error (checked below) and two are given.
+    let e = err_text(&["sim", "--workload", "seq:size=1MiB", "--set", "machine.arch=aarch64-64k"]);
+    assert!(e.contains("walk.pwc_entries"), "{e}");
+    for (arch, pwc, page, pages) in [("aarch64-16k", "[4,8,32]", "16K", 64u64), ("aarch64-64k", "[8,32]", "64K", 16)] {
+        let v = json_ok(&[
+            "sim", "--workload", "seq:size=1MiB,stride=4096", "--json",
+            "--set", &format!("machine.arch={arch}"), "--set", &format!("walk.pwc_entries={pwc}"),
+        ]);
+        // 1 MiB touched every 4 KiB: 1 MiB / page pages, one fault each.
+        assert_eq!(v["memory"]["pages"][page], pages, "{arch}: {v}");
+        assert_eq!(v["faults"], pages, "{arch}");
+    }
+}

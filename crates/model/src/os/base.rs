@@ -1,8 +1,8 @@
 use super::{map_new_page, FaultCtx, OsStats};
-use crate::addr::PageSize;
 use crate::error::ModelError;
 
-/// Every page 4 KiB, allocated and mapped at first touch.
+/// Every page of the format's base size (4 KiB; 16 or 64 KiB with those ARMv8 granules),
+/// allocated and mapped at first touch.
 #[derive(Clone, Debug, Default)]
 pub struct Base {
     /// Counters.
@@ -10,9 +10,10 @@ pub struct Base {
 }
 
 impl Base {
-    /// Maps a fresh 4 KiB page at the faulting address.
+    /// Maps a fresh base page at the faulting address.
     pub fn fault(&mut self, mut ctx: FaultCtx<'_>) -> Result<(), ModelError> {
         self.stats.faults += 1;
-        map_new_page(&mut ctx, PageSize::K4, &mut self.stats)
+        let page = ctx.space.fmt.base_page();
+        map_new_page(&mut ctx, page, &mut self.stats)
     }
 }

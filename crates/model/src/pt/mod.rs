@@ -257,6 +257,12 @@ impl Format {
         PageSize::from_shift(shift).expect("format leaf levels have known sizes")
     }
 
+    /// The base page: one entry of the last level (4 KiB; 16 or 64 KiB with those
+    /// granules).
+    pub fn base_page(self) -> PageSize {
+        self.leaf_size(self.levels().len() - 1)
+    }
+
     /// Every page size this format can map as a leaf, smallest first.
     pub fn page_sizes(self) -> Vec<PageSize> {
         let mut v: Vec<PageSize> = (0..self.levels().len()).flat_map(|l| self.leaf_sizes(l)).collect();
