@@ -40,6 +40,21 @@ impl Knee {
 }
 
 /// Median of finite values (NaN if none).
+/// The dense baseline's level just before knee `k` and after it, or `None` when the
+/// baseline does not rise there. "After" is the larger of the baseline right after the
+/// knee and a little further on (from 1.3× the knee's footprint): the chase and the
+/// baseline reach a data-cache capacity at slightly different footprints (their lines
+/// map to sets differently), so a cache step can show in the chase a few points before
+/// it shows in the baseline.
+pub fn baseline_rise(x: &[f64], baseline: &[f64], k: &Knee) -> (f64, f64) {
+    let nb = baseline.len();
+    let before = median(&baseline[k.lo.saturating_sub(1)..=k.lo]);
+    let near = median(&baseline[k.hi..(k.hi + 2).min(nb)]);
+    let j = x.iter().position(|&v| v >= 1.3 * k.x_hi).unwrap_or(nb.saturating_sub(1)).max(k.hi);
+    let later = median(&baseline[j..(j + 2).min(nb)]);
+    (before, near.max(later))
+}
+
 pub fn median(v: &[f64]) -> f64 {
     let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
     if s.is_empty() {
@@ -212,4 +227,22 @@ mod tests {
         assert_eq!(crossing(&x, &y, 0.5), Some((20.0, 40.0)));
         assert_eq!(crossing(&x, &[1.0; 4], 0.5), None);
     }
+
+    #[test]
+    fn baseline_rise_looks_a_little_ahead() {
+        let x: Vec<f64> = (0..60).map(|i| 16.0 * 2f64.powf(i as f64 / 8.0)).collect();
+        // The chase's excess steps up at ~450 pages; the baseline steps up at ~560.
+        let excess: Vec<f64> = x.iter().map(|&v| if v > 450.0 { 3.0 } else { 1.0 }).collect();
+        let late: Vec<f64> = x.iter().map(|&v| if v > 560.0 { 2.5 } else { 1.1 }).collect();
+        let flat: Vec<f64> = x.iter().map(|_| 1.1).collect();
+        let far: Vec<f64> = x.iter().map(|&v| if v > 2000.0 { 2.5 } else { 1.1 }).collect();
+        let k = find_knees(&x, &excess, 0.25).into_iter().next().expect("knee");
+        let (b0, b1) = baseline_rise(&x, &late, &k);
+        assert!(b1 - b0 > 1.0, "a baseline step 1.25x later is the same cache effect: {b0} -> {b1}");
+        let (b0, b1) = baseline_rise(&x, &flat, &k);
+        assert!(b1 - b0 < 0.01);
+        let (b0, b1) = baseline_rise(&x, &far, &k);
+        assert!(b1 - b0 < 0.01, "a baseline step 4x later is unrelated: {b0} -> {b1}");
+    }
 }
+

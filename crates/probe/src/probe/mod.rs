@@ -282,9 +282,7 @@ pub fn run(t: &mut dyn Target, cfg: &ProbeConfig, progress: Progress) -> Result<
     for k in knee::find_knees(&xf, &a.excess, floor) {
         // A rise the baseline shares (at least half as high, measured across the same
         // points) is the data cache, not a TLB.
-        let nb = a.baseline.len();
-        let b_before = median(&a.baseline[k.lo.saturating_sub(1)..=k.lo]);
-        let b_after = median(&a.baseline[k.hi..(k.hi + 2).min(nb)]);
+        let (b_before, b_after) = knee::baseline_rise(&xf, &a.baseline, &k);
         if b_after - b_before >= 0.5 * (k.after - k.before) {
             rejected.push(RejectedKnee {
                 between: [k.x_lo as usize, k.x_hi as usize],
