@@ -43,40 +43,10 @@ fn tempdir(tag: &str) -> PathBuf {
     d
 }
 
-/// The machine config of issue 2, verbatim.
-const CONFIG: &str = r#"
-[machine]
-arch = "x86_64"
-
-[[tlb]]
-name = "l1d"
-serves = "data"
-entries = 64
-ways = 64
-page_sizes = ["4K", "2M", "1G"]
-replacement = "lru"
-next = "l2"
-
-[[tlb]]
-name = "l1i"
-serves = "instr"
-entries = 64
-ways = 64
-page_sizes = ["4K", "2M", "1G"]
-replacement = "lru"
-next = "l2"
-
-[[tlb]]
-name = "l2"
-serves = "unified"
-entries = 2048
-ways = 16
-page_sizes = ["4K", "2M"]
-replacement = "lru"
-
-[os]
-policy = "base"
-"#;
+/// The machine config of issue 2, verbatim (the committed copy the sim tests use too).
+fn issue2_config() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/issue2-example.toml")
+}
 
 fn info(path: &Path) -> Value {
     let o = mmulab(&["trace-info", "--json", path.to_str().unwrap()]);
@@ -95,8 +65,7 @@ fn sim(cfg: &Path, trace: &Path) -> Value {
 #[test]
 fn sim_statistics_are_identical_directly_and_through_mlt() {
     let d = tempdir("equiv");
-    let cfg = d.join("machine.toml");
-    std::fs::write(&cfg, CONFIG).unwrap();
+    let cfg = issue2_config();
     let dr = shared_drmemtrace();
     let single = std::fs::read_dir(dr.join("x86_64-threadsig"))
         .unwrap()
