@@ -20,7 +20,7 @@ use mmulab_model::pt::Format;
 use mmulab_model::space::AddressSpace;
 use mmulab_model::tlb::Hierarchy;
 use mmulab_model::translation::{Attrs, Translation};
-use mmulab_model::walk::{prefetch_walk, set_leaf_attrs, translate, Pwc};
+use mmulab_model::walk::{set_leaf_attrs, translate, Pwc};
 use mmulab_trace::{AccessKind, MemRef};
 
 /// One core's translation hardware.
@@ -48,6 +48,29 @@ pub struct Machine {
     /// `tick` runs; the hot path compares against it and nothing else.
     next_tick: u64,
     pub(crate) bg: crate::background::Background,
+    /// Host-side only: the table that held the leaf of a recent walk, per region of
+    /// `memo_shift` bits of address (direct-mapped by region), so [`Machine::prefetch`]
+    /// can prefetch a coming walk's leaf descriptor without walking the upper levels.
+    /// A stale entry (the table was freed or replaced) only prefetches a useless line:
+    /// it is never read for a result.
+    walk_memo: Box<[WalkMemo]>,
+    memo_shift: u32,
+}
+
+/// One entry of [`Machine`]'s walk memo: region tag (`va >> memo_shift`, asid in the top
+/// bits; `u64::MAX` when empty) and where its leaf table is.
+#[derive(Clone, Copy)]
+struct WalkMemo {
+    tag: u64,
+    table: u64,
+    level: u32,
+}
+
+const MEMO_ENTRIES: usize = 4096;
+
+#[inline]
+fn memo_tag(va: u64, asid: Asid, shift: u32) -> u64 {
+    (va >> shift) ^ ((asid as u64) << 48)
 }
 
 impl Machine {
@@ -84,6 +107,11 @@ impl Machine {
             counters: Counters::new(nlevels, spec.format.levels().len()),
             next_tick: bg.next_tick(0),
             bg,
+            walk_memo: vec![WalkMemo { tag: u64::MAX, table: 0, level: 0 }; MEMO_ENTRIES].into_boxed_slice(),
+            memo_shift: {
+                let l = spec.format.levels();
+                l[l.len().saturating_sub(2)].shift
+            },
             spec,
         })
     }
@@ -218,6 +246,10 @@ impl Machine {
             c.walk_reads += res.reads;
             c.walk_start_level[res.start_level] += 1;
             c.walk_cycles += self.cost.walk_cycles(res.reads, pwc_on);
+            if let Some((table, _, level)) = res.leaf_at {
+                let tag = memo_tag(r.addr, r.asid, self.memo_shift);
+                self.walk_memo[tag as usize % MEMO_ENTRIES] = WalkMemo { tag, table, level: level as u32 };
+            }
             match res.leaf {
                 Some(t) if r.kind == AccessKind::Store && !t.attrs.has(Attrs::WRITABLE) => {
                     // A write to a read-only page: a permission fault.
@@ -253,11 +285,14 @@ impl Machine {
     }
 
     /// Prefetches into the host cache what a walk of `r` would read (no simulated
-    /// effect; see `mmulab_model::walk::prefetch_walk`).
+    /// effect): the leaf descriptor, if the walk memo knows the leaf table of `r`'s region.
     #[inline]
     pub fn prefetch(&self, r: &MemRef) {
-        if let Some(Some(s)) = self.spaces.get(r.asid as usize) {
-            prefetch_walk(&self.mem, self.fmt, s.root, r.addr);
+        let tag = memo_tag(r.addr, r.asid, self.memo_shift);
+        let m = self.walk_memo[tag as usize % MEMO_ENTRIES];
+        if m.tag == tag {
+            let index = self.fmt.levels()[m.level as usize].index(r.addr);
+            self.mem.pt.prefetch(m.table, index);
         }
     }
 

@@ -21,7 +21,7 @@ mod translate;
 
 pub use map::{lookup, map_leaf, set_leaf_attrs, unmap_leaf, Mapping};
 pub use pwc::{Pwc, PwcStats};
-pub use translate::{prefetch_walk, translate, WalkResult};
+pub use translate::{translate, translate_visitor, WalkResult};
 
 use crate::addr::PageSize;
 use crate::mem::PtMem;

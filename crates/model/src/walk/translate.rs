@@ -5,7 +5,7 @@ use super::{walk, Action, Pwc, Visit, Visitor, WalkCounts, WalkFlags};
 use crate::addr::Asid;
 use crate::mem::Memory;
 use crate::pt::{Format, Pte};
-use crate::translation::Translation;
+use crate::translation::{Attrs, Translation};
 
 /// The outcome of a hardware walk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,8 +59,53 @@ impl Visitor for TranslateVisitor {
 }
 
 /// Walks `va` in the page table rooted at `root`, using and filling `pwc`.
+///
+/// The hardware walk is the simulator's hottest path after the TLB lookup, so it is a
+/// direct loop over the levels rather than a [`walk`] with a visitor: one descriptor
+/// read per level from the deepest cached table, a page-walk-cache fill for each table
+/// descriptor read, the group check only for descriptors carrying the contiguous bit.
+/// [`translate_visitor`] is the same walk through the generic walker; the test
+/// `crates/model/tests/walker.rs` requires both to agree (results, reads and cache
+/// state) on random page tables of every format.
 #[inline]
 pub fn translate(mem: &mut Memory, fmt: Format, root: u64, asid: Asid, va: u64, pwc: &mut Pwc) -> WalkResult {
+    let (start_level, mut table) = pwc.lookup(va, asid).unwrap_or((0, root));
+    let levels = fmt.levels();
+    let mut level = start_level;
+    let mut reads = 0;
+    while level < levels.len() {
+        let index = levels[level].index(va);
+        let raw = mem.pt.read(table, index);
+        reads += 1;
+        match fmt.decode(level, raw) {
+            Pte::Table(child) => {
+                pwc.fill(level, va, asid, child);
+                table = child;
+                level += 1;
+            }
+            Pte::Leaf { pa, attrs } => {
+                let span_va = va & !(levels[level].span() - 1);
+                let grouped = if attrs.has(Attrs::CONTIG) { super::group_of(&mem.pt, fmt, table, index, level, raw) } else { None };
+                let (tva, tpa, size) = match grouped {
+                    Some((gsize, gpa)) => (span_va & !gsize.offset_mask(), gpa, gsize),
+                    None => (span_va, pa, fmt.leaf_size(level)),
+                };
+                return WalkResult {
+                    leaf: Some(Translation { va: tva, pa: tpa, size, asid, attrs }),
+                    reads,
+                    start_level,
+                    leaf_at: Some((table, index, level)),
+                };
+            }
+            Pte::Invalid => break,
+        }
+    }
+    WalkResult { leaf: None, reads, start_level, leaf_at: None }
+}
+
+/// [`translate`] through the generic visitor walker: the reference the fast loop is
+/// tested against (same result, same reads, same page-walk-cache fills).
+pub fn translate_visitor(mem: &mut Memory, fmt: Format, root: u64, asid: Asid, va: u64, pwc: &mut Pwc) -> WalkResult {
     let (start_level, table) = pwc.lookup(va, asid).unwrap_or((0, root));
     let mut v = TranslateVisitor { fmt, asid, tables: [(0, 0); 8], ntables: 0, leaf: None, leaf_at: None };
     let mut counts = WalkCounts::default();
@@ -69,28 +114,4 @@ pub fn translate(mem: &mut Memory, fmt: Format, root: u64, asid: Asid, va: u64, 
         pwc.fill(level, va, asid, child);
     }
     WalkResult { leaf: v.leaf, reads: counts.reads, start_level, leaf_at: v.leaf_at }
-}
-
-/// Prefetches (into the host's cache) the descriptors a walk of `va` would read, without
-/// counting or changing anything: upper levels are read, the deepest is prefetched. The
-/// run loop calls it a few references ahead when walks are frequent, so the host's
-/// cache misses on large simulated page tables overlap with other work.
-#[inline]
-pub fn prefetch_walk(mem: &Memory, fmt: Format, root: u64, va: u64) {
-    let levels = fmt.levels();
-    let mut table = root;
-    for (level, g) in levels.iter().enumerate() {
-        let index = g.index(va);
-        if level + 1 == levels.len() {
-            mem.pt.prefetch(table, index);
-            return;
-        }
-        match fmt.decode(level, mem.pt.read(table, index)) {
-            Pte::Table(child) => table = child,
-            _ => {
-                mem.pt.prefetch(table, index);
-                return;
-            }
-        }
-    }
 }
