@@ -138,8 +138,10 @@ impl Machine {
         Ok(i)
     }
 
-    /// Simulates one reference.
-    #[inline]
+    /// Simulates one reference. The common case — the entry level's most recent entry
+    /// covers the address (runs of references to one page) — is inlined into the run
+    /// loop; everything else is in [`Machine::access_miss`].
+    #[inline(always)]
     pub fn access(&mut self, r: &MemRef) -> Result<(), SimError> {
         self.counters.references += 1;
         if self.counters.references >= self.next_tick {
@@ -162,8 +164,7 @@ impl Machine {
             }
         }
         let core = if self.cores.len() == 1 { 0 } else { r.core as usize % self.cores.len() };
-        // Fast path: the entry level's most recent entry covers the address (runs of
-        // references to one page). Same result as the full lookup, fewer steps.
+        // Fast path: same result as the full lookup, fewer steps.
         let entry = self.cores[core].tlbs.entry_level(instr);
         if let Some(attrs) = entry.mru_hit(r.addr, r.asid) {
             if r.kind != AccessKind::Store || attrs.has(Attrs::WRITABLE | Attrs::DIRTY) {
@@ -174,6 +175,13 @@ impl Machine {
             entry.stats.accesses -= 1;
             entry.stats.hits -= 1;
         }
+        self.access_miss(core, r, instr)
+    }
+
+    /// The full lookup of one reference along its TLB path, the walk after a full
+    /// miss, and the fills (see the module documentation for the order of events).
+    #[inline(never)]
+    fn access_miss(&mut self, core: usize, r: &MemRef, instr: bool) -> Result<(), SimError> {
         let look = self.cores[core].tlbs.lookup(r.addr, r.asid, instr);
         self.counters.tlb_cycles += look.cycles;
         let t = match look.hit {

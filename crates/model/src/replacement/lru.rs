@@ -6,11 +6,16 @@
 pub struct Lru {
     ways: usize,
     /// Per slot: previous / next way in its set's list (`NIL` at the ends).
-    prev: Vec<u32>,
-    next: Vec<u32>,
+    links: Vec<Link>,
     /// Per set: most and least recently used way.
-    head: Vec<u32>,
-    tail: Vec<u32>,
+    ends: Vec<Link>,
+}
+
+/// (previous, next) of a slot; (head, tail) of a set.
+#[derive(Clone, Copy, Debug)]
+struct Link {
+    a: u32,
+    b: u32,
 }
 
 const NIL: u32 = u32::MAX;
@@ -18,13 +23,7 @@ const NIL: u32 = u32::MAX;
 impl Lru {
     /// State for `sets` × `ways`; initially way 0 is least recently used.
     pub fn new(sets: usize, ways: usize) -> Lru {
-        let mut l = Lru {
-            ways,
-            prev: vec![NIL; sets * ways],
-            next: vec![NIL; sets * ways],
-            head: vec![NIL; sets],
-            tail: vec![NIL; sets],
-        };
+        let mut l = Lru { ways, links: vec![Link { a: NIL, b: NIL }; sets * ways], ends: vec![Link { a: NIL, b: NIL }; sets] };
         for s in 0..sets {
             for w in 0..ways {
                 l.push_front(s, w as u32);
@@ -33,42 +32,65 @@ impl Lru {
         l
     }
 
-    #[inline]
-    fn push_front(&mut self, set: usize, way: u32) {
-        let base = set * self.ways;
-        let old = self.head[set];
-        self.prev[base + way as usize] = NIL;
-        self.next[base + way as usize] = old;
-        if old != NIL {
-            self.prev[base + old as usize] = way;
-        } else {
-            self.tail[set] = way;
-        }
-        self.head[set] = way;
+    /// The link of (set, way).
+    ///
+    /// The replacement state is touched on every TLB fill and hit, so the indexing here
+    /// is unchecked: `touch` checks `set` and `way` once, `new` passes valid ones, and
+    /// every other way comes from the lists (always < ways); `debug_assert`s check it
+    /// in test builds.
+    #[inline(always)]
+    fn link(&mut self, set: usize, way: u32) -> &mut Link {
+        let i = set * self.ways + way as usize;
+        debug_assert!(i < self.links.len());
+        // SAFETY: i < sets * ways == links.len() (see above).
+        unsafe { self.links.get_unchecked_mut(i) }
     }
 
-    /// Marks (set, way) most recently used.
-    #[inline]
+    #[inline(always)]
+    fn ends(&mut self, set: usize) -> &mut Link {
+        debug_assert!(set < self.ends.len());
+        // SAFETY: set < sets == ends.len() (see `link`).
+        unsafe { self.ends.get_unchecked_mut(set) }
+    }
+
+    #[inline(always)]
+    fn push_front(&mut self, set: usize, way: u32) {
+        let old = self.ends(set).a;
+        *self.link(set, way) = Link { a: NIL, b: old };
+        if old != NIL {
+            self.link(set, old).a = way;
+        } else {
+            self.ends(set).b = way;
+        }
+        self.ends(set).a = way;
+    }
+
+    /// Marks (set, way) most recently used. Always inlined: each call site (a hit, a
+    /// fill) then has its own branch history for the already-most-recent test.
+    #[inline(always)]
     pub fn touch(&mut self, set: usize, way: usize) {
-        if self.head[set] == way as u32 {
+        // The two checks that make the unchecked indexing below sound for any caller:
+        // every other index comes from the lists themselves (always < ways).
+        assert!(way < self.ways && set < self.ends.len(), "(set {set}, way {way}) out of range");
+        let way = way as u32;
+        if self.ends(set).a == way {
             return;
         }
-        let base = set * self.ways;
-        let (p, n) = (self.prev[base + way], self.next[base + way]);
+        let Link { a: p, b: n } = *self.link(set, way);
         // Not the head, so p != NIL.
-        self.next[base + p as usize] = n;
+        self.link(set, p).b = n;
         if n != NIL {
-            self.prev[base + n as usize] = p;
+            self.link(set, n).a = p;
         } else {
-            self.tail[set] = p;
+            self.ends(set).b = p;
         }
-        self.push_front(set, way as u32);
+        self.push_front(set, way);
     }
 
     /// The least recently used way of `set`.
     #[inline]
     pub fn victim(&self, set: usize) -> usize {
-        self.tail[set] as usize
+        self.ends[set].b as usize
     }
 }
 

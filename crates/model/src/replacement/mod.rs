@@ -66,7 +66,7 @@ impl Replacement {
     }
 
     /// A hit on (set, way).
-    #[inline]
+    #[inline(always)]
     pub fn touch(&mut self, set: usize, way: usize) {
         match self {
             Replacement::Lru(p) => p.touch(set, way),
@@ -76,7 +76,7 @@ impl Replacement {
     }
 
     /// (set, way) was just filled.
-    #[inline]
+    #[inline(always)]
     pub fn filled(&mut self, set: usize, way: usize) {
         match self {
             Replacement::Lru(p) => p.touch(set, way),

@@ -43,6 +43,9 @@ pub struct Tlb {
     last_asid: Asid,
     /// Valid entries of each page size: a lookup skips sizes the level holds none of.
     held: [u32; 9],
+    /// Bit `size as usize` set iff `held[size] > 0`: the sizes a lookup probes, smallest
+    /// first (the order of `page_sizes`; splintered pieces are supported sizes too).
+    held_mask: u16,
     /// Counters.
     pub stats: TlbStats,
 }
@@ -77,6 +80,7 @@ impl Tlb {
             last_shift: 0,
             last_asid: 0,
             held: [0; 9],
+            held_mask: 0,
             stats: TlbStats::default(),
         }
     }
@@ -119,18 +123,30 @@ impl Tlb {
     }
 
     /// Looks `va` up; counts the access and returns the entry on a hit.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&mut self, va: u64, asid: Asid) -> Option<(usize, Translation)> {
+        self.lookup_inner(va, asid)
+    }
+
+    /// [`Tlb::lookup`] for levels behind the entry level: the same lookup, not inlined,
+    /// so it is one call site shared by every level after the first.
+    #[inline(never)]
+    pub fn lookup_behind(&mut self, va: u64, asid: Asid) -> Option<(usize, Translation)> {
+        self.lookup_inner(va, asid)
+    }
+
+    #[inline(always)]
+    fn lookup_inner(&mut self, va: u64, asid: Asid) -> Option<(usize, Translation)> {
         self.stats.accesses += 1;
         if self.last_slot != NO_SLOT && va >> self.last_shift == self.last_vpn && asid == self.last_asid {
             self.stats.hits += 1;
             let slot = self.last_slot as usize;
             return Some((slot, self.entry(slot, asid)));
         }
-        for &size in &self.spec.page_sizes {
-            if self.held[size.index()] == 0 {
-                continue;
-            }
+        let mut sizes = self.held_mask;
+        while sizes != 0 {
+            let size = PageSize::ALL[sizes.trailing_zeros() as usize];
+            sizes &= sizes - 1;
             let vpn = va >> size.shift();
             let set = self.array.set_of(vpn);
             if let Some(slot) = self.array.find(set, key(vpn, size), asid) {
@@ -141,6 +157,20 @@ impl Tlb {
         }
         self.stats.misses += 1;
         None
+    }
+
+    #[inline]
+    fn hold(&mut self, size: PageSize) {
+        self.held[size.index()] += 1;
+        self.held_mask |= 1 << size.index();
+    }
+
+    #[inline]
+    fn release(&mut self, size: PageSize) {
+        self.held[size.index()] -= 1;
+        if self.held[size.index()] == 0 {
+            self.held_mask &= !(1 << size.index());
+        }
     }
 
     #[inline]
@@ -172,9 +202,9 @@ impl Tlb {
         let set = self.array.set_of(vpn);
         let (slot, evicted) = self.array.insert(set, key(vpn, t.size), t.asid, pack(t.pa, t.attrs));
         self.stats.fills += 1;
-        self.held[t.size.index()] += 1;
+        self.hold(t.size);
         if let Some(ev) = evicted {
-            self.held[size_of_key(ev.key).index()] -= 1;
+            self.release(size_of_key(ev.key));
             self.stats.evictions += 1;
         }
         self.remember(slot, vpn, t.size, t.asid);
@@ -189,10 +219,10 @@ impl Tlb {
     /// Sets `bits` in the cached entry covering `va`, if any, without touching
     /// replacement state (the hardware's dirty-bit update of its cached copies).
     pub fn add_attrs(&mut self, va: u64, asid: Asid, bits: u16) -> bool {
-        for &size in &self.spec.page_sizes {
-            if self.held[size.index()] == 0 {
-                continue;
-            }
+        let mut sizes = self.held_mask;
+        while sizes != 0 {
+            let size = PageSize::ALL[sizes.trailing_zeros() as usize];
+            sizes &= sizes - 1;
             let vpn = va >> size.shift();
             let set = self.array.set_of(vpn);
             if let Some(slot) = self.array.peek(set, key(vpn, size), asid) {
@@ -223,6 +253,7 @@ impl Tlb {
             }
             hit
         });
+        self.held_mask = self.held.iter().enumerate().fold(0, |m, (i, &h)| if h > 0 { m | 1 << i } else { m });
         self.stats.invalidations += n as u64;
         n
     }
@@ -231,6 +262,7 @@ impl Tlb {
     pub fn flush(&mut self) {
         self.last_slot = NO_SLOT;
         self.held = [0; 9];
+        self.held_mask = 0;
         let n = self.array.invalidate_where(|_, _, _| true);
         self.stats.invalidations += n as u64;
     }

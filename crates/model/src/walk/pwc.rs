@@ -27,6 +27,8 @@ pub struct PwcStats {
 pub struct Pwc {
     fmt: Format,
     caches: Vec<Option<AssocArray>>,
+    /// Any level has a cache.
+    enabled: bool,
     /// Counters.
     pub stats: PwcStats,
 }
@@ -39,16 +41,17 @@ impl Pwc {
         let caches = (0..n.saturating_sub(1))
             .map(|l| entries.get(l).copied().filter(|&e| e > 0).map(|e| AssocArray::new(e, e, Policy::Lru, 0)))
             .collect::<Vec<_>>();
-        Pwc { fmt, stats: PwcStats { hits: vec![0; caches.len()], ..Default::default() }, caches }
+        Pwc { fmt, stats: PwcStats { hits: vec![0; caches.len()], ..Default::default() }, enabled: caches.iter().any(Option::is_some), caches }
     }
 
     /// True if any level has a cache.
+    #[inline]
     pub fn enabled(&self) -> bool {
-        self.caches.iter().any(Option::is_some)
+        self.enabled
     }
 
     /// The deepest cached table for `va`: (level to start the walk at, table address).
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&mut self, va: u64, asid: Asid) -> Option<(usize, u64)> {
         if !self.enabled() {
             return None;
