@@ -2,14 +2,23 @@
 //! page-walk caches. It knows nothing of page sizes; its users build the key.
 //!
 //! Contract: `find` updates replacement state on a hit; `insert` fills an invalid way
-//! if the set has one (lowest first), else asks the policy for a victim. Keys are u64
-//! values other than [`INVALID`]; every entry also carries an address-space id and a
-//! 64-bit payload.
+//! if the set has one (lowest first), else asks the policy for a victim. Keys are
+//! values below 2^48 ([`MAX_KEY`]; TLB levels never look up keys beyond it); every
+//! entry also carries an address-space id and a 64-bit payload.
 
 use crate::replacement::{Policy, Replacement};
 
 /// The key of an empty way.
 pub const INVALID: u64 = u64::MAX;
+
+/// Keys must be at most this: the address-space id shares the entry's tag word (bits
+/// 48..63), so one compare checks both.
+pub const MAX_KEY: u64 = (1 << 48) - 1;
+
+#[inline(always)]
+fn tag(key: u64, asid: u16) -> u64 {
+    key | (asid as u64) << 48
+}
 
 /// Fingerprints compared per step (one 128-bit vector of bytes).
 const LANES: usize = 16;
@@ -32,11 +41,9 @@ pub struct AssocArray {
     /// Fingerprints per set (`ways` rounded up to a multiple of [`LANES`]).
     fp_stride: usize,
     fps: Vec<u16>,
-    keys: Vec<u64>,
-    asids: Vec<u16>,
-    data: Vec<u64>,
-    /// Valid entries per set: a full set skips the search for a free way.
-    valid: Vec<u32>,
+    /// Per slot: (tag = key | asid << 48, or INVALID; payload), side by side so a hit
+    /// or a fill touches one host cache line for both.
+    entries: Vec<[u64; 2]>,
     repl: Replacement,
 }
 
@@ -69,10 +76,7 @@ impl AssocArray {
             set_mask: sets.is_power_of_two().then(|| sets as u64 - 1),
             fp_stride,
             fps: vec![0; sets * fp_stride],
-            keys: vec![INVALID; entries],
-            asids: vec![0; entries],
-            data: vec![0; entries],
-            valid: vec![0; sets],
+            entries: vec![[INVALID, 0]; entries],
             repl: Replacement::new(policy, sets, ways, seed),
         }
     }
@@ -99,6 +103,8 @@ impl AssocArray {
     /// The way of `set` holding `key`/`asid`, if any.
     #[inline(always)]
     fn search(&self, set: usize, key: u64, asid: u16) -> Option<usize> {
+        assert!(key <= MAX_KEY, "key {key:#x} beyond MAX_KEY");
+        let t = tag(key, asid);
         let fp = fingerprint(key, asid);
         let fps = &self.fps[set * self.fp_stride..(set + 1) * self.fp_stride];
         let base = set * self.ways;
@@ -109,7 +115,7 @@ impl AssocArray {
             while mask != 0 {
                 // Padding bytes are 0 and never equal a fingerprint, so the way exists.
                 let w = c + mask.trailing_zeros() as usize;
-                if self.keys[base + w] == key && self.asids[base + w] == asid {
+                if self.entries[base + w][0] == t {
                     return Some(w);
                 }
                 mask &= mask - 1;
@@ -136,52 +142,70 @@ impl AssocArray {
     /// Inserts an entry into `set`; returns its slot and what it displaced.
     #[inline]
     pub fn insert(&mut self, set: usize, key: u64, asid: u16, data: u64) -> (usize, Option<Evicted>) {
+        assert!(key <= MAX_KEY, "key {key:#x} beyond MAX_KEY");
         let base = set * self.ways;
-        let way = if (self.valid[set] as usize) < self.ways {
-            self.valid[set] += 1;
-            let fps = &self.fps[set * self.fp_stride..(set + 1) * self.fp_stride];
-            fps[..self.ways].iter().position(|&f| f == 0).expect("a free way")
-        } else {
-            self.repl.victim(set)
+        let way = match self.free_way(set) {
+            Some(w) => w,
+            None => self.repl.victim(set),
         };
         let slot = base + way;
-        let old = self.keys[slot];
-        let evicted = (old != INVALID).then(|| Evicted { key: old, asid: self.asids[slot] });
+        let old = self.entries[slot][0];
+        let evicted = (old != INVALID).then(|| Evicted { key: old & MAX_KEY, asid: (old >> 48) as u16 });
         self.fps[set * self.fp_stride + way] = fingerprint(key, asid);
-        self.keys[slot] = key;
-        self.asids[slot] = asid;
-        self.data[slot] = data;
+        self.entries[slot] = [tag(key, asid), data];
         self.repl.filled(set, way);
         (slot, evicted)
+    }
+
+    /// The lowest empty way of `set` (fingerprint 0; padding lanes excluded).
+    #[inline(always)]
+    fn free_way(&self, set: usize) -> Option<usize> {
+        let fps = &self.fps[set * self.fp_stride..(set + 1) * self.fp_stride];
+        let mut c = 0;
+        while c < fps.len() {
+            let chunk: &[u16; LANES] = fps[c..c + LANES].try_into().expect("a chunk of 16");
+            let mask = eq_mask16(chunk, 0);
+            if mask != 0 {
+                let w = c + mask.trailing_zeros() as usize;
+                return (w < self.ways).then_some(w);
+            }
+            c += LANES;
+        }
+        None
     }
 
     /// The payload of a slot.
     #[inline(always)]
     pub fn data(&self, slot: usize) -> u64 {
-        self.data[slot]
+        self.entries[slot][1]
     }
 
     /// Replaces the payload of a slot.
     #[inline]
     pub fn set_data(&mut self, slot: usize, data: u64) {
-        self.data[slot] = data;
+        self.entries[slot][1] = data;
     }
 
     /// The key of a slot.
     #[inline(always)]
     pub fn key(&self, slot: usize) -> u64 {
-        self.keys[slot]
+        let t = self.entries[slot][0];
+        if t == INVALID {
+            INVALID
+        } else {
+            t & MAX_KEY
+        }
     }
 
     /// Invalidates every entry for which `pred(key, asid, data)` holds; returns how many.
     pub fn invalidate_where(&mut self, mut pred: impl FnMut(u64, u16, u64) -> bool) -> usize {
         let mut n = 0;
-        for s in 0..self.keys.len() {
-            if self.keys[s] != INVALID && pred(self.keys[s], self.asids[s], self.data[s]) {
+        for s in 0..self.entries.len() {
+            let [t, d] = self.entries[s];
+            if t != INVALID && pred(t & MAX_KEY, (t >> 48) as u16, d) {
                 let (set, way) = (s / self.ways, s % self.ways);
                 self.fps[set * self.fp_stride + way] = 0;
-                self.keys[s] = INVALID;
-                self.valid[set] -= 1;
+                self.entries[s][0] = INVALID;
                 n += 1;
             }
         }
@@ -190,7 +214,7 @@ impl AssocArray {
 
     /// Number of valid entries.
     pub fn occupancy(&self) -> usize {
-        self.valid.iter().map(|&v| v as usize).sum()
+        self.entries.iter().filter(|e| e[0] != INVALID).count()
     }
 }
 

@@ -27,6 +27,10 @@ pub struct TlbStats {
 
 const NO_SLOT: u32 = u32::MAX;
 
+/// Addresses at or beyond 2^56 are never cached: a key (page number << 4 | size) must
+/// stay within the associative array's 48 key bits.
+const VA_LIMIT_BITS: u32 = 56;
+
 /// One TLB level.
 #[derive(Clone, Debug)]
 pub struct Tlb {
@@ -143,7 +147,9 @@ impl Tlb {
             let slot = self.last_slot as usize;
             return Some((slot, self.entry(slot, asid)));
         }
-        let mut sizes = self.held_mask;
+        // No page table maps an address of 56 bits or more (the walk refuses it), so no
+        // entry can hold one; its key would not fit the array's tag.
+        let mut sizes = if va >> VA_LIMIT_BITS == 0 { self.held_mask } else { 0 };
         while sizes != 0 {
             let size = PageSize::ALL[sizes.trailing_zeros() as usize];
             sizes &= sizes - 1;
@@ -219,7 +225,7 @@ impl Tlb {
     /// Sets `bits` in the cached entry covering `va`, if any, without touching
     /// replacement state (the hardware's dirty-bit update of its cached copies).
     pub fn add_attrs(&mut self, va: u64, asid: Asid, bits: u16) -> bool {
-        let mut sizes = self.held_mask;
+        let mut sizes = if va >> VA_LIMIT_BITS == 0 { self.held_mask } else { 0 };
         while sizes != 0 {
             let size = PageSize::ALL[sizes.trailing_zeros() as usize];
             sizes &= sizes - 1;
