@@ -11,9 +11,12 @@
 //!   `[start, end)` of that address space (munmap). `start` and `end` are 4 KiB-aligned
 //!   virtual addresses below 2^48; the low 12 bits of a marker say which end it is (0:
 //!   start, 1: end) and any other value is an error, as is an end without a start, a
-//!   start followed by anything but its end, or an empty or inverted range. Kind, size
-//!   and core of a marker are ignored. Example: unmapping `[0x4000_0000, 0x4020_0000)` is
-//!   a reference to `0xfffe_0000_4000_0000` followed by one to `0xfffe_0000_4020_0001`.
+//!   second start before the end, an end of another address space, or an empty or
+//!   inverted range. Ordinary references between the two markers are simulated as
+//!   usual. A marker is a load (or store): an instruction fetch on a machine without an
+//!   instruction-TLB path is never translated, so it would not be seen; size and core
+//!   are ignored. Example: unmapping `[0x4000_0000, 0x4020_0000)` is a reference to
+//!   `0xfffe_0000_4000_0000` followed by one to `0xfffe_0000_4020_0001`.
 //!
 //! Why these addresses cannot be a real access: `0xfffe_…` is non-canonical on x86-64
 //! (4- and 5-level paging: a #GP, never a memory reference), and on arm64 — even with
