@@ -13,7 +13,7 @@ fn machines_lists_the_catalog() {
     assert!(ok);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let names: Vec<&str> = v.as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap()).collect();
-    for core in ["cortex-a5", "cortex-a7", "cortex-a8", "cortex-a9", "cortex-a15", "cortex-a17", "cortex-a53", "cortex-a57", "cortex-a72", "cortex-a73", "cortex-a76", "neoverse-n1", "skylake"] {
+    for core in ["cortex-a5", "cortex-a7", "cortex-a8", "cortex-a9", "armada-xp", "cortex-a15", "cortex-a17", "cortex-a53", "cortex-a57", "cortex-a72", "cortex-a73", "cortex-a76", "neoverse-n1", "skylake"] {
         assert!(names.contains(&core), "{core} missing from {names:?}");
     }
     let a9 = v.as_array().unwrap().iter().find(|m| m["name"] == "cortex-a9").unwrap();

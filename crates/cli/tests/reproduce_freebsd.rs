@@ -25,7 +25,7 @@ seed_time_change = -0.3785
 why = "test"
 
 [[machine]]
-name = "cortex-a9"
+name = "armada-xp"
 label = "ARMv7"
 bits = 32
 policies = ["base", "reservation"]
@@ -49,7 +49,7 @@ fn reproduce_prints_the_seed_table_and_draws_coverage() {
     let (ok, out, err) = mmulab(&["reproduce", file.to_str().unwrap(), "--plot", svg.to_str().unwrap()]);
     assert!(ok, "{err}");
     // A page-per-step chase over 8 MiB: 1 MiB reservations cut TLB misses, so time drops.
-    let row = out.lines().find(|l| l.contains("chase latency (reservation vs base, cortex-a9)")).expect(&out);
+    let row = out.lines().find(|l| l.contains("chase latency (reservation vs base, armada-xp)")).expect(&out);
     assert!(row.contains("| yes"), "{row}");
     assert!(out.lines().any(|l| l.contains("skylake") && l.contains("thp")), "{out}");
     let text = std::fs::read_to_string(&svg).unwrap();

@@ -69,6 +69,29 @@ impl AddressSpace {
         Ok(())
     }
 
+    /// Removes `[start, end)` from the VMA list (munmap): VMAs inside it are dropped, a
+    /// VMA straddling an end is trimmed, and one covering the whole range is split in
+    /// two (both keep its flags). Returns how many VMAs the range touched.
+    pub fn remove_range(&mut self, start: u64, end: u64) -> usize {
+        let mut out = Vec::with_capacity(self.vmas.len() + 1);
+        let mut touched = 0;
+        for v in self.vmas.drain(..) {
+            if v.end <= start || v.start >= end {
+                out.push(v);
+                continue;
+            }
+            touched += 1;
+            if v.start < start {
+                out.push(Vma { end: start, ..v });
+            }
+            if v.end > end {
+                out.push(Vma { start: end, ..v });
+            }
+        }
+        self.vmas = out;
+        touched
+    }
+
     /// The VMA containing `va`, inferring one by the [`INFER_SPAN`] rule if none does.
     pub fn vma(&mut self, va: u64) -> Vma {
         let at = self.vmas.partition_point(|v| v.start <= va);
@@ -106,5 +129,22 @@ mod tests {
         let above = s.vma(0x4000_0000 + 0x40_0000);
         assert_eq!((above.start, above.end), (0x4000_0000 + 0x30_0000, 0x8000_0000));
         assert_eq!(s.vmas.len(), 3);
+    }
+
+    #[test]
+    fn remove_range_drops_trims_and_splits() {
+        let mut mem = Memory::new(4 << 20).unwrap();
+        let mut s = AddressSpace::new(0, Format::X86_64, &mut mem).unwrap();
+        s.add_vma(0x1000, 0x9000, true).unwrap();
+        s.add_vma(0x10000, 0x20000, false).unwrap();
+        assert_eq!(s.remove_range(0x3000, 0x5000), 1);
+        let spans: Vec<_> = s.vmas.iter().map(|v| (v.start, v.end, v.hugepage)).collect();
+        assert_eq!(spans, vec![(0x1000, 0x3000, true), (0x5000, 0x9000, true), (0x10000, 0x20000, false)]);
+        assert_eq!(s.remove_range(0x8000, 0x18000), 2);
+        let spans: Vec<_> = s.vmas.iter().map(|v| (v.start, v.end)).collect();
+        assert_eq!(spans, vec![(0x1000, 0x3000), (0x5000, 0x8000), (0x18000, 0x20000)]);
+        // The hole is filled again by the inference rule, clipped to its neighbours.
+        let v = s.vma(0x4000);
+        assert_eq!((v.start, v.end, v.inferred), (0x3000, 0x5000, true));
     }
 }

@@ -1,5 +1,6 @@
 //! The OS-policy contract suite: every policy, on every format it supports, with fresh,
-//! fragmented and tight memory, through faults, stores, ticks and exits, keeps the
+//! fragmented and tight memory, through faults, stores, ticks, partial unmaps (ranges
+//! straddling superpages, ends not aligned to any superpage size) and exits, keeps the
 //! invariants checked by `Sys::check` (no overlapping mappings, each page mapped once,
 //! no frame owned twice, every mapping aligned in VA and PA, writable reservation
 //! superpages dirty, counters equal to the page tables, no frame leaked).
@@ -45,6 +46,32 @@ fn drive(sys: &mut Sys, seed: u64, refs: u64, top: u64) {
             sys.tick();
             sys.check();
         }
+        if i % 1500 == 1499 {
+            // A partial munmap: 4 KiB-aligned ends anywhere in the dense or sparse
+            // regions, so superpages are cut in the middle, at one edge or not at all.
+            let (asid, len) = (rng.below(3) as u16, (1 + rng.below(700)) << 12);
+            let start = match rng.below(3) {
+                0 => 0x4000_0000 + (rng.below(6 << 20) & !0xfff),
+                1 => 0x1000_0000 + (rng.below(16) << 21) + (rng.below(4) << 12),
+                _ => (0x4000_0000 + (rng.below(3) << 21)) - (rng.below(2) << 12),
+            } % top;
+            let (mut start, mut end) = (start, (start + len).min(top));
+            if let Os::Fixed(f) = &sys.os {
+                // hugetlbfs-like: only whole pages of its size can be unmapped.
+                let m = f.page_size.bytes() - 1;
+                (start, end) = (start & !m, ((end + m) & !m).min(top));
+            }
+            let before = sys.os.stats().count("munmaps");
+            let had_space = sys.spaces.get(asid as usize).is_some_and(Option::is_some);
+            let sd = sys.unmap(asid, start, end).unwrap_or_else(|e| panic!("{}: unmap [{start:#x}, {end:#x}): {e}", sys.os.name()));
+            if had_space {
+                assert_eq!(sys.os.stats().count("munmaps"), before + 1);
+                assert!(sd.contains(&(asid, start, end)), "{}: no shootdown for the unmapped range", sys.os.name());
+                let left: Vec<_> = sys.leaves(asid).into_iter().filter(|m| m.va < end && m.va + m.size.bytes() > start).collect();
+                assert!(left.is_empty(), "{}: leaves left inside [{start:#x}, {end:#x}): {left:?}", sys.os.name());
+            }
+            sys.check();
+        }
         if i % 7000 == 6999 {
             sys.exit(rng.below(3) as u16);
             sys.check();
@@ -63,6 +90,7 @@ fn drive(sys: &mut Sys, seed: u64, refs: u64, top: u64) {
 fn every_policy_keeps_the_contract_on_every_format() {
     for fmt in [Format::X86_64, Format::Armv8_4K, Format::Armv7] {
         let top = if fmt == Format::Armv7 { 1 << 32 } else { 1 << 47 };
+        let mut splits = 0;
         for os in policies(fmt) {
             for (mem, aged) in [(256u64 << 20, false), (256 << 20, true), (40 << 20, false)] {
                 // Tight memory only for the policies that must cope with it by reclaim
@@ -80,8 +108,14 @@ fn every_policy_keeps_the_contract_on_every_format() {
                 }
                 let free0 = sys.mem.buddy.free_frames();
                 drive(&mut sys, 42, 20_000, top);
+                splits += sys.os.stats().count("munmap_splits");
+                if !matches!(sys.os, Os::Base(_)) && !aged && mem == 256 << 20 {
+                    assert!(sys.os.stats().count("munmaps") > 0, "{} on {fmt:?}: no unmap ran", sys.os.name());
+                }
                 assert_eq!(sys.mem.buddy.free_frames(), free0, "{} on {:?}: memory not returned at exit", sys.os.name(), fmt);
             }
         }
+        // The unmaps did cut superpages (otherwise the straddling case went untested).
+        assert!(splits > 0, "{fmt:?}: no unmap split a superpage");
     }
 }

@@ -169,6 +169,21 @@ impl Background {
         }
     }
 
+    /// Forgets the touched pages of `[start, end)` of `asid` (an unmap), and the page of
+    /// the marker references themselves.
+    pub fn forget_range(&mut self, asid: u16, start: u64, end: u64) {
+        if self.track_touched {
+            let (lo, hi) = (start >> 12, end.div_ceil(4096));
+            // A marker's key has the tag's bits 59..48 (0xffe) in key bits 47..36, which
+            // no address below 2^48 reaches.
+            self.touched.retain(|k| {
+                let (a, page) = ((k >> 48) as u16, k & ((1 << 48) - 1));
+                !(a == asid && page >= lo && page < hi) && (k >> 36) & 0xfff != 0xffe
+            });
+            self.last_page = u64::MAX;
+        }
+    }
+
     /// Bytes of distinct touched 4 KiB pages.
     pub fn touched_bytes(&self) -> u64 {
         self.touched.len() as u64 * 4096

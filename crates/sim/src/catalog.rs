@@ -27,6 +27,7 @@ pub const MACHINES: &[(&str, &str)] = &[
     ("cortex-a7", include_str!("../../../machines/cortex-a7.toml")),
     ("cortex-a8", include_str!("../../../machines/cortex-a8.toml")),
     ("cortex-a9", include_str!("../../../machines/cortex-a9.toml")),
+    ("armada-xp", include_str!("../../../machines/armada-xp.toml")),
     ("cortex-a15", include_str!("../../../machines/cortex-a15.toml")),
     ("cortex-a17", include_str!("../../../machines/cortex-a17.toml")),
     ("cortex-a53", include_str!("../../../machines/cortex-a53.toml")),

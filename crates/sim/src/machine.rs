@@ -21,6 +21,7 @@ use mmulab_model::space::AddressSpace;
 use mmulab_model::tlb::Hierarchy;
 use mmulab_model::translation::{Attrs, Translation};
 use mmulab_model::walk::{set_leaf_attrs, translate, Pwc};
+use mmulab_trace::control::{decode_unmap, is_unmap_marker, UnmapMarker};
 use mmulab_trace::{AccessKind, MemRef};
 
 /// One core's translation hardware.
@@ -48,6 +49,8 @@ pub struct Machine {
     /// `tick` runs; the hot path compares against it and nothing else.
     next_tick: u64,
     pub(crate) bg: crate::background::Background,
+    /// An unmap range opened by its start marker: (asid, start).
+    unmap_open: Option<(Asid, u64)>,
     /// Host-side only: the table that held the leaf of a recent walk, per region of
     /// `memo_shift` bits of address (direct-mapped by region), so [`Machine::prefetch`]
     /// can prefetch a coming walk's leaf descriptor without walking the upper levels.
@@ -112,6 +115,7 @@ impl Machine {
                 let l = spec.format.levels();
                 l[l.len().saturating_sub(2)].shift
             },
+            unmap_open: None,
             spec,
         })
     }
@@ -194,6 +198,7 @@ impl Machine {
                 return Ok(());
             }
             None if r.addr == crate::background::EXIT_ADDR => return self.exit(r.asid),
+            None if is_unmap_marker(r.addr) => return self.unmap_marker(r),
             None => self.walk(core, r)?,
         };
         self.cores[core].tlbs.fill(&look.path[..look.len], &t, r.addr);
@@ -342,6 +347,44 @@ impl Machine {
             }
             self.bg.forget(asid);
         }
+        Ok(())
+    }
+
+    /// An unmap marker (mmulab_trace::control): a start opens the range, the end marker
+    /// of the same address space unmaps it; malformed or unpaired markers are errors.
+    #[cold]
+    fn unmap_marker(&mut self, r: &MemRef) -> Result<(), SimError> {
+        let bad = |what: String| SimError::Model(mmulab_model::ModelError::Conflict(format!("unmap marker {:#x} (asid {}): {what}", r.addr, r.asid)));
+        match (decode_unmap(r.addr), self.unmap_open) {
+            (Some(UnmapMarker::Start(start)), None) => {
+                self.unmap_open = Some((r.asid, start));
+                Ok(())
+            }
+            (Some(UnmapMarker::Start(_)), Some((a, s))) => Err(bad(format!("a second start while the range from {s:#x} of asid {a} is open"))),
+            (Some(UnmapMarker::End(_)), None) => Err(bad("an end marker without its start marker".into())),
+            (Some(UnmapMarker::End(end)), Some((asid, start))) => {
+                self.unmap_open = None;
+                if asid != r.asid {
+                    return Err(bad(format!("the open range belongs to asid {asid}")));
+                }
+                if end <= start {
+                    return Err(bad(format!("the range [{start:#x}, {end:#x}) is empty or inverted")));
+                }
+                self.unmap(asid, start, end)
+            }
+            _ => Err(bad("the low 12 bits must be 0 (start) or 1 (end)".into())),
+        }
+    }
+
+    /// Unmaps `[start, end)` of `asid` (munmap): the OS frees the range and every core
+    /// drops the translations its shootdowns name. An address space never touched has
+    /// nothing to unmap.
+    pub fn unmap(&mut self, asid: Asid, start: u64, end: u64) -> Result<(), SimError> {
+        self.bg.forget_range(asid, start, end);
+        let Some(Some(space)) = self.spaces.get_mut(asid as usize) else { return Ok(()) };
+        self.shootdowns.clear();
+        self.os.unmap(&mut self.mem, space, start, end, &mut self.shootdowns)?;
+        self.apply_shootdowns();
         Ok(())
     }
 

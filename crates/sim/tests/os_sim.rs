@@ -115,3 +115,81 @@ fn trace_vmas_decide_where_thp_may_use_huge_pages() {
     assert_eq!(p(mmulab_model::addr::PageSize::K4), 1 << 20);
     assert_eq!(st.os.count("thp_fault_fallback_vma_edge"), 256);
 }
+
+#[test]
+fn unmap_markers_drop_the_range_from_every_tlb_and_fault_again() {
+    use mmulab_sim::Stats;
+    use mmulab_trace::control::unmap_refs;
+    use mmulab_trace::{AccessKind, MemRef};
+    const BASE: u64 = 0x4000_0000;
+    let load = |addr| MemRef { addr, size: 8, kind: AccessKind::Load, core: 0, asid: 1 };
+    let s = spec(&["os.policy=thp", "memory.size=512MiB"]).unwrap();
+    let mut m = Machine::new(s).unwrap();
+    for _ in 0..2 {
+        for p in 0..8 {
+            m.access(&load(BASE + p * 4096)).unwrap();
+        }
+    }
+    let before = Stats::collect(&m);
+    assert_eq!(before.counters.faults, 1, "one THP fault");
+    // The warm pages hit: no walk.
+    m.access(&load(BASE + 4096)).unwrap();
+    assert_eq!(Stats::collect(&m).counters.walks, before.counters.walks);
+    for r in unmap_refs(1, BASE + 4096, BASE + 2 * 4096) {
+        m.access(&r).unwrap();
+    }
+    let after = Stats::collect(&m);
+    assert_eq!(after.os.count("munmaps"), 1);
+    assert_eq!(after.os.count("munmap_splits"), 1);
+    assert!(after.counters.shootdowns >= 2, "split range and unmapped range");
+    // The unmapped page faults again: a stale TLB entry would have hit.
+    m.access(&load(BASE + 4096)).unwrap();
+    let s1 = Stats::collect(&m);
+    assert_eq!(s1.counters.faults, after.counters.faults + 1);
+    // A neighbour inside the old 2 MiB page walks (the 2 MiB entry is gone) but does
+    // not fault (its 4 KiB leaf survived the split).
+    m.access(&load(BASE)).unwrap();
+    let s2 = Stats::collect(&m);
+    assert_eq!(s2.counters.walks, s1.counters.walks + 1);
+    assert_eq!(s2.counters.faults, s1.counters.faults);
+}
+
+#[test]
+fn malformed_unmap_markers_are_clear_errors() {
+    use mmulab_trace::control::{unmap_refs, UNMAP_TAG};
+    use mmulab_trace::{AccessKind, MemRef};
+    let r = |addr, asid| MemRef { addr, size: 0, kind: AccessKind::Load, core: 0, asid };
+    let machine = || Machine::new(spec(&["os.policy=base"]).unwrap()).unwrap();
+    let [start, end] = unmap_refs(1, 0x4000_0000, 0x4000_2000);
+    let e = machine().access(&end).unwrap_err().to_string();
+    assert!(e.contains("without its start"), "{e}");
+    let mut m = machine();
+    m.access(&start).unwrap();
+    let e = m.access(&start).unwrap_err().to_string();
+    assert!(e.contains("second start"), "{e}");
+    let mut m = machine();
+    m.access(&r(UNMAP_TAG | 0x4000_2000, 1)).unwrap();
+    let e = m.access(&r(UNMAP_TAG | 0x4000_0000 | 1, 1)).unwrap_err().to_string();
+    assert!(e.contains("inverted"), "{e}");
+    let mut m = machine();
+    m.access(&start).unwrap();
+    let e = m.access(&r(end.addr, 2)).unwrap_err().to_string();
+    assert!(e.contains("asid 1"), "{e}");
+    let e = machine().access(&r(UNMAP_TAG | 0x4000_0008, 1)).unwrap_err().to_string();
+    assert!(e.contains("low 12 bits"), "{e}");
+}
+
+#[test]
+fn build_workload_with_unmap_frees_arrays_mid_life() {
+    for policy in ["base", "reservation", "thp", "mthp"] {
+        let s = spec(&[&format!("os.policy={policy}"), "memory.size=512MiB"]).unwrap();
+        let mut m = Machine::new(s).unwrap();
+        let free0 = m.memory().buddy.free_frames();
+        let mut src = workload::parse("build:procs=6,refs=40K,jobs=2,large_size=3MiB,unmap=2").unwrap();
+        let st = run(&mut m, &mut src, None).unwrap();
+        assert_eq!(st.os.count("munmaps"), 12, "{policy}");
+        assert_eq!(st.os.count("exits"), 6, "{policy}");
+        assert_eq!(st.resident_bytes, 0, "{policy}");
+        assert_eq!(m.memory().buddy.free_frames(), free0, "{policy}: frames returned");
+    }
+}

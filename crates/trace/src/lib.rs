@@ -11,6 +11,7 @@
 //! detection rule, and a golden test on a tiny file in `tests/data/`.
 #![deny(missing_docs)]
 
+pub mod control;
 mod error;
 pub mod format;
 mod memref;

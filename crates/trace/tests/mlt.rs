@@ -143,3 +143,17 @@ fn not_an_mlt_file() {
     let e = decode(b"0 1000\n1 2000\n").1.unwrap_err();
     assert!(e.to_string().contains("bad magic"), "{e}");
 }
+
+#[test]
+fn unmap_markers_of_the_build_workload_survive_a_round_trip() {
+    use mmulab_trace::control::{decode_unmap, UnmapMarker};
+    let mut src = mmulab_trace::workload::parse("build:procs=3,refs=5000,large=2,large_size=1MiB,unmap=2").unwrap();
+    let mut refs = Vec::new();
+    while src.next_batch(&mut refs, 1000).unwrap() > 0 {}
+    let (back, res) = decode(&encode(&refs, &[]));
+    res.unwrap();
+    assert_eq!(back, refs);
+    let starts = back.iter().filter(|r| matches!(decode_unmap(r.addr), Some(UnmapMarker::Start(_)))).count();
+    let ends = back.iter().filter(|r| matches!(decode_unmap(r.addr), Some(UnmapMarker::End(_)))).count();
+    assert_eq!((starts, ends), (6, 6), "two arrays freed by each of three processes");
+}

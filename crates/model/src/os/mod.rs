@@ -14,6 +14,10 @@
 //!   here, under the same shootdown rule.
 //! * [`Os::exit`] ends an address space: every frame it owned goes back to the buddy
 //!   allocator and every page table is freed.
+//! * [`Os::unmap`] removes `[start, end)` of one address space (munmap): superpages
+//!   straddling an end are split first, the frames inside are freed (or returned to
+//!   their FreeBSD reservation), tables wholly inside are freed, the VMAs trimmed, and
+//!   the range shot down (rules in [`unmap`]).
 //! * Frames: each leaf owns the frames it maps (a 2 MiB leaf owns an order-9 block; a
 //!   64 KiB mTHP folio mapped as sixteen 4 KiB leaves is freed leaf by leaf and the
 //!   buddy allocator merges it back). A frame is never owned twice; reserved but
@@ -31,6 +35,7 @@ mod mthp;
 pub mod remap;
 mod reservation;
 mod thp;
+pub mod unmap;
 
 pub use base::Base;
 pub use fixed::Fixed;
@@ -184,6 +189,36 @@ impl Os {
             stats.record_unmap(m.size);
         }
         self.stats_mut().event("exits");
+    }
+
+    /// Unmaps `[start, end)` of `space` (munmap; see the [`unmap`] module for the rules).
+    /// Bad ranges (empty, inverted, unaligned, beyond the address space) are errors and
+    /// change nothing.
+    pub fn unmap(&mut self, mem: &mut Memory, space: &mut AddressSpace, start: u64, end: u64, shootdowns: &mut Vec<Shootdown>) -> Result<(), ModelError> {
+        let align = match self {
+            Os::Fixed(p) => p.page_size,
+            _ => PageSize::K4,
+        };
+        unmap::check_range(space, start, end, align)?;
+        let (fmt, root, asid) = (space.fmt, space.root, space.asid);
+        unmap::split_straddlers(mem, space, start, end, self.stats_mut(), shootdowns)?;
+        let maps = remap::clear_leaves(mem, fmt, root, start, end);
+        if let Os::Reservation(p) = self {
+            p.unmap_frames(mem, asid, start, end, &maps);
+        } else {
+            for m in &maps {
+                free_leaf(mem, m);
+            }
+        }
+        let stats = self.stats_mut();
+        for m in &maps {
+            stats.record_unmap(m.size);
+        }
+        unmap::free_tables_inside(mem, space, start, end);
+        space.remove_range(start, end);
+        shootdowns.push((asid, start, end));
+        stats.event("munmaps");
+        Ok(())
     }
 
     /// The policy's counters.

@@ -27,13 +27,13 @@
 //! promotion). A store to a read-only group demotes that group only.
 
 use super::remap::{clear_leaves, drop_table, leaves, range_state};
-use super::{free_run, fresh_attrs, order_of, FaultCtx, OsStats, TickCtx};
+use super::{free_leaf, free_run, fresh_attrs, order_of, FaultCtx, OsStats, TickCtx};
 use crate::addr::{Asid, PageSize, FRAME_SHIFT, FRAME_SIZE};
 use crate::error::ModelError;
 use crate::mem::Memory;
 use crate::space::AddressSpace;
 use crate::translation::Attrs;
-use crate::walk::{lookup, map_leaf, set_leaf_attrs};
+use crate::walk::{lookup, map_leaf, set_leaf_attrs, Mapping};
 use std::collections::{BTreeMap, HashMap};
 
 /// Settings of the reservation policy.
@@ -61,6 +61,8 @@ impl Default for ReservationConfig {
 struct Resv {
     pfn: u64,
     pop: Vec<u64>,
+    /// Pages unmapped by munmap: they left the object, so they never populate again.
+    dead: Vec<u64>,
     npop: u64,
     stamp: u64,
 }
@@ -123,7 +125,7 @@ impl Reservation {
             } else if let Some(pfn) = self.alloc(mem, order_of(size)) {
                 self.clock += 1;
                 let words = (self.pages() as usize).div_ceil(64);
-                self.resv.insert((asid, key), Resv { pfn, pop: vec![0; words], npop: 0, stamp: self.clock });
+                self.resv.insert((asid, key), Resv { pfn, pop: vec![0; words], dead: vec![0; words], npop: 0, stamp: self.clock });
                 self.lru.insert(self.clock, (asid, key));
                 self.stats.event("reservations_created");
             } else {
@@ -132,8 +134,11 @@ impl Reservation {
         }
         let attrs = fresh_attrs(kind);
         let pfn = match self.resv.get(&(asid, key)) {
-            Some(r) => r.pfn + idx,
-            None => {
+            Some(r) if r.dead[(idx / 64) as usize] & (1 << (idx % 64)) == 0 => r.pfn + idx,
+            hole => {
+                if hole.is_some() {
+                    self.stats.event("fault_in_unmapped_hole");
+                }
                 let pfn = self.alloc(mem, 0).ok_or_else(|| mem.buddy.oom(&format!("a 4K page at va {va:#x}")))?;
                 map_leaf(mem, fmt, root, page, pfn << FRAME_SHIFT, PageSize::K4, attrs)?;
                 self.stats.record_map(PageSize::K4);
@@ -296,6 +301,56 @@ impl Reservation {
             let r = self.resv.remove(&k).expect("listed");
             self.lru.remove(&r.stamp);
             free_unpopulated(mem, &r, self.pages());
+        }
+    }
+
+    /// munmap of `[start, end)` of `asid`, after its leaves were split at the ends and
+    /// cleared (`maps`: what they mapped). FreeBSD: `vm_map_delete` →
+    /// `vm_object_page_remove` frees each page, and `vm_reserv_free_page` →
+    /// `vm_reserv_depopulate` returns a reserved page to its reservation (popmap bit
+    /// cleared, popcnt decremented, the reservation goes (back) on the partial queue;
+    /// popcnt 0 frees the whole extent to the buddy allocator). Frames that are not a
+    /// reservation's go back to the buddy allocator. The unmapped pages are dead for the
+    /// reservation: they left the object (a later mapping there gets a new object), so
+    /// a later fault in the hole takes a 4 KiB page from the buddy allocator, and the
+    /// reservation never becomes fully populated again — it never promotes over the
+    /// hole, and stays partial until it is broken, emptied or its space exits.
+    pub fn unmap_frames(&mut self, mem: &mut Memory, asid: Asid, start: u64, end: u64, maps: &[Mapping]) {
+        let size = self.cfg.size;
+        for m in maps {
+            let key = m.va & !size.offset_mask();
+            let Some(r) = self.resv.get_mut(&(asid, key)).filter(|r| m.size <= size && m.pa == (r.pfn << FRAME_SHIFT) + (m.va - key)) else {
+                free_leaf(mem, m);
+                continue;
+            };
+            let first = (m.va - key) >> FRAME_SHIFT;
+            for idx in first..first + m.size.bytes() / FRAME_SIZE {
+                let (w, b) = ((idx / 64) as usize, 1u64 << (idx % 64));
+                if r.pop[w] & b != 0 {
+                    r.pop[w] &= !b;
+                    r.npop -= 1;
+                }
+            }
+        }
+        let mut keys: Vec<u64> = self.resv.keys().filter(|k| k.0 == asid && k.1 < end && k.1 + size.bytes() > start).map(|k| k.1).collect();
+        keys.sort_unstable();
+        for key in keys {
+            let r = self.resv.get_mut(&(asid, key)).expect("listed");
+            let (lo, hi) = ((start.max(key) - key) >> FRAME_SHIFT, (end.min(key + size.bytes()) - key) >> FRAME_SHIFT);
+            for idx in lo..hi {
+                r.dead[(idx / 64) as usize] |= 1 << (idx % 64);
+            }
+            self.lru.remove(&r.stamp);
+            if r.npop == 0 {
+                let r = self.resv.remove(&(asid, key)).expect("listed");
+                free_run(mem, r.pfn, self.pages());
+                self.stats.event("munmap_reservations_freed");
+            } else {
+                self.clock += 1;
+                r.stamp = self.clock;
+                self.lru.insert(self.clock, (asid, key));
+                self.stats.event("munmap_reservations_shrunk");
+            }
         }
     }
 

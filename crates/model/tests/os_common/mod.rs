@@ -78,6 +78,15 @@ impl Sys {
         }
     }
 
+    /// munmap of `[start, end)` in `asid` (if the space exists); returns the shootdowns.
+    pub fn unmap(&mut self, asid: Asid, start: u64, end: u64) -> Result<Vec<(Asid, u64, u64)>, mmulab_model::ModelError> {
+        let mut sd = Vec::new();
+        if let Some(Some(space)) = self.spaces.get_mut(asid as usize) {
+            self.os.unmap(&mut self.mem, space, start, end, &mut sd)?;
+        }
+        Ok(sd)
+    }
+
     pub fn leaves(&mut self, asid: Asid) -> Vec<Mapping> {
         let s = self.spaces[asid as usize].clone().unwrap();
         let top = s.fmt.levels()[0];

@@ -11,13 +11,20 @@
 //! -j`). A process ends with one reference to [`EXIT_ADDR`], which the simulator
 //! treats as exit: its address space and memory are freed.
 //!
+//! `unmap=N` (default 0) makes each process free its first `N` large arrays half-way
+//! through its life, as a compiler frees big buffers: the pair of unmap markers of
+//! [`crate::control`] for each array's whole 4 KiB-aligned range, then a fresh array of
+//! the same size at a new mmap address (after the last slot, at a new unaligned offset)
+//! takes its place for the second half. `N ≤ large`.
+//!
 //! `bits=32` lays the processes out below 4 GiB (code 0x8000, heap 0x0100_3000, mmap
 //! 0x4000_0000, stack 0xbf00_0000) for 32-bit machines such as ARMv7.
 //!
-//! Spec: `build:procs=200,refs=200K,jobs=2,small=64,large=2,large_size=4MiB,seed=0,bits=47`.
+//! Spec: `build:procs=200,refs=200K,jobs=2,small=64,large=2,large_size=4MiB,unmap=0,seed=0,bits=47`.
 
 use super::{Args, SplitMix64};
 use crate::{AccessKind, MemRef, TraceError, TraceSource};
+use std::collections::VecDeque;
 
 /// A reference to this address ends its address space (the last page of the 47-bit
 /// user address space, which no workload or real process maps).
@@ -42,6 +49,7 @@ struct Proc {
     arrays: Vec<(u64, u64, u64)>, // base, size, cursor
     rng: SplitMix64,
     exited: bool,
+    unmapped: bool,
     layout: Layout,
 }
 
@@ -54,6 +62,7 @@ pub struct Build {
     small: u64,
     large: u64,
     large_size: u64,
+    unmap: u64,
     seed: u64,
     layout: Layout,
     started: u64,
@@ -61,6 +70,7 @@ pub struct Build {
     turn: usize,
     in_slice: u64,
     done: u64,
+    queued: VecDeque<MemRef>,
 }
 
 impl Build {
@@ -71,6 +81,7 @@ impl Build {
         let small = a.count("small", Some(64))?;
         let large = a.count("large", Some(2))?;
         let large_size = a.size("large_size", Some(4 << 20))?;
+        let unmap = a.count("unmap", Some(0))?;
         let seed = a.count("seed", Some(0))?;
         let layout = match a.count("bits", Some(47))? {
             47 => LAYOUT_47,
@@ -84,6 +95,9 @@ impl Build {
         if large > 0 {
             a.positive("large_size", large_size)?;
         }
+        if unmap > large {
+            return Err(a.err(format!("unmap = {unmap}: a process can free at most its `large` = {large} arrays")));
+        }
         let limit = if layout.code == LAYOUT_32.code { 1 << 28 } else { 1 << 34 };
         if large_size > limit || large > 64 || small > 1 << 20 {
             return Err(a.err("large_size ≤ 16GiB (256MiB with bits=32), large ≤ 64 and small ≤ 1M".into()));
@@ -96,6 +110,7 @@ impl Build {
             small,
             large,
             large_size: large_size.div_ceil(4096) * 4096,
+            unmap,
             seed,
             layout,
             started: 0,
@@ -103,6 +118,7 @@ impl Build {
             turn: 0,
             in_slice: 0,
             done: 0,
+            queued: VecDeque::new(),
         })
     }
 
@@ -118,18 +134,34 @@ impl Build {
             objects.push((at, size));
             at += size;
         }
-        let arrays = (0..self.large)
-            .map(|i| {
-                let gap = if l.mmap == LAYOUT_32.mmap { 4 << 20 } else { 64 << 20 };
-                let base = l.mmap + i * (self.large_size + gap) + 4096 * (1 + rng.below(511));
-                (base, self.large_size, 0)
-            })
-            .collect();
-        Proc { asid: (1 + p % 65535) as u16, left: self.refs, objects, arrays, rng, exited: false, layout: l }
+        let arrays = (0..self.large).map(|i| (self.array_base(&l, i, &mut rng), self.large_size, 0)).collect();
+        Proc { asid: (1 + p % 65535) as u16, left: self.refs, objects, arrays, rng, exited: false, unmapped: false, layout: l }
+    }
+
+    /// The start of large-array slot `i` (slots `large..` hold the replacements of freed
+    /// arrays): 4 KiB-aligned, not 2 MiB-aligned.
+    fn array_base(&self, l: &Layout, i: u64, rng: &mut SplitMix64) -> u64 {
+        let gap = if l.mmap == LAYOUT_32.mmap { 4 << 20 } else { 64 << 20 };
+        l.mmap + i * (self.large_size + gap) + 4096 * (1 + rng.below(511))
+    }
+
+    /// Half-way through its life, process `p` frees its first `unmap` arrays: the unmap
+    /// markers go to the queue and fresh arrays take their places.
+    fn free_arrays(&mut self, p: usize) {
+        let (l, n, large) = (self.running[p].layout, self.unmap, self.large);
+        for i in 0..n as usize {
+            let (base, size, _) = self.running[p].arrays[i];
+            let asid = self.running[p].asid;
+            self.queued.extend(crate::control::unmap_refs(asid, base, base + size));
+            let mut rng = SplitMix64::new(self.running[p].rng.next_u64());
+            let fresh = self.array_base(&l, large + i as u64, &mut rng);
+            self.running[p].arrays[i] = (fresh, size, 0);
+        }
+        self.running[p].unmapped = true;
     }
 
     fn total(&self) -> u64 {
-        self.procs * (self.refs + 1)
+        self.procs * (self.refs + 1 + 2 * self.unmap)
     }
 }
 
@@ -158,6 +190,12 @@ impl TraceSource for Build {
     fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
         let mut n = 0;
         while n < max {
+            if let Some(r) = self.queued.pop_front() {
+                buf.push(r);
+                n += 1;
+                self.done += 1;
+                continue;
+            }
             while (self.running.len() as u64) < self.jobs && self.started < self.procs {
                 let p = self.spawn();
                 self.running.push(p);
@@ -167,6 +205,10 @@ impl TraceSource for Build {
             }
             if self.turn >= self.running.len() {
                 self.turn = 0;
+            }
+            if self.unmap > 0 && !self.running[self.turn].unmapped && self.running[self.turn].left <= self.refs / 2 {
+                self.free_arrays(self.turn);
+                continue;
             }
             let p = &mut self.running[self.turn];
             if p.left == 0 {
@@ -218,11 +260,39 @@ mod tests {
         while b32.next_batch(&mut v, 1000).unwrap() > 0 {}
         assert!(v.iter().all(|r| r.addr < 1 << 32 || r.addr == EXIT_ADDR));
         assert!(super::super::parse("build:bits=36").is_err());
+        assert!(!all.iter().any(|r| crate::control::is_unmap_marker(r.addr)), "unmap markers without unmap=");
         // No reference of a process after its exit.
         for (i, r) in all.iter().enumerate() {
             if r.addr == EXIT_ADDR {
                 assert!(all[i + 1..].iter().all(|o| o.asid != r.asid));
             }
         }
+    }
+
+    #[test]
+    fn unmap_frees_arrays_half_way_and_never_touches_them_again() {
+        use crate::control::{decode_unmap, UnmapMarker};
+        assert!(super::super::parse("build:large=1,unmap=2").is_err());
+        let mut b = super::super::parse("build:procs=4,refs=20000,jobs=2,large=2,large_size=3MiB,unmap=1,seed=5").unwrap();
+        let mut all = Vec::new();
+        while b.next_batch(&mut all, 513).unwrap() > 0 {}
+        assert_eq!(all.len() as u64, 4 * (20_000 + 1 + 2));
+        let mut freed = 0;
+        for (i, r) in all.iter().enumerate() {
+            let Some(UnmapMarker::Start(start)) = decode_unmap(r.addr) else { continue };
+            let Some(UnmapMarker::End(end)) = decode_unmap(all[i + 1].addr) else { panic!("start marker not followed by its end") };
+            assert_eq!(all[i + 1].asid, r.asid);
+            assert_eq!(end - start, 3 << 20);
+            assert_eq!(start % 4096, 0);
+            assert_ne!(start % (2 << 20), 0, "arrays are not 2 MiB-aligned");
+            // The array was swept before and is never touched after.
+            assert!(all[..i].iter().any(|o| o.asid == r.asid && (start..end).contains(&o.addr)));
+            assert!(!all[i + 2..].iter().any(|o| o.asid == r.asid && (start..end).contains(&o.addr)));
+            // Its place is taken: the process still sweeps large arrays afterwards.
+            let later = all[i + 2..].iter().filter(|o| o.asid == r.asid && o.addr >= LAYOUT_47.mmap && o.addr < LAYOUT_47.stack).count();
+            assert!(later > 1000, "only {later} array references after the unmap");
+            freed += 1;
+        }
+        assert_eq!(freed, 4);
     }
 }

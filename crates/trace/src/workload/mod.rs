@@ -6,7 +6,7 @@
 //! | `chase:pages=N,refs=M` | a dependent pointer chase over N pages in one random cycle, one 64-byte line per page (the line rotates with the page's position so lines do not share a cache set). |
 //! | `stride:pages=N,offset=16,refs=M` | the tlb_test pattern: load `base + i*4096 + i*offset`, `i` wrapping at N. |
 //! | `seq:size=1GiB,refs=M[,stride=64]` | sequential loads every `stride` bytes, wrapping at `size`. |
-//! | `build:procs=200,refs=200K[,jobs=2,small=64,large=2,large_size=4MiB]` | a build-like mix: many short-lived processes (one address space each, ended by a reference to [`EXIT_ADDR`]) with small and large allocations. |
+//! | `build:procs=200,refs=200K[,jobs=2,small=64,large=2,large_size=4MiB,unmap=0]` | a build-like mix: many short-lived processes (one address space each, ended by a reference to [`EXIT_ADDR`]) with small and large allocations; `unmap=N` frees N large arrays mid-life with the unmap markers of [`crate::control`]. |
 //!
 //! Every workload also takes `seed=` (default 0; gups uses HPCC_starts(seed)), `base=`
 //! (virtual base address, hex or decimal, aligned to 1 GiB by default) and, where it is

@@ -1,0 +1,134 @@
+//! Partial munmap: the policy-independent part of [`super::Os::unmap`].
+//!
+//! Unmapping `[start, end)` of one address space, in order:
+//! 1. The range is checked: non-empty, both ends aligned to the format's base page
+//!    (4 KiB; 16/64 KiB with those ARMv8 granules), inside the format's virtual address
+//!    space. `fixed` (hugetlbfs-like) additionally requires its page size, as Linux
+//!    rejects an unaligned munmap of a hugetlb VMA (EINVAL).
+//! 2. Every leaf (2 MiB / 1 MiB block, 64 KiB contiguous or repeated group, 16 MiB
+//!    supersection, …) that straddles `start` or `end` is split into base pages with its
+//!    attributes (minus the contiguous bit), as Linux splits a THP (`split_huge_pmd`) and
+//!    FreeBSD demotes (`pmap_demote_l2` / `pmap_demote_l3c`) on a partial remove. Counted
+//!    as a demotion of that size and as `munmap_splits`.
+//! 3. The leaves inside the range are cleared (one pass of the shared walker via
+//!    [`super::remap::clear_leaves`]); their frames go back to the buddy allocator —
+//!    except frames of a FreeBSD reservation, which go back to the reservation
+//!    (see `Reservation::unmap_frames`).
+//! 4. Page tables whose whole span lies inside the range are freed (they are empty by
+//!    then). A table only partly covered stays even if it became empty, as Linux's
+//!    `free_pgtables` keeps tables shared with neighbouring mappings.
+//! 5. The VMAs lose the range ([`crate::space::AddressSpace::remove_range`]); a later
+//!    touch of an address in it faults again and gets a VMA by the inference rule
+//!    (clipped to the neighbouring VMAs, so exactly the hole when both sides remain).
+//! 6. One shootdown for the whole range (it covers the split leaves' edges too, which
+//!    are pushed separately) and the event `munmaps`.
+
+use super::remap::clear_leaves;
+use super::{OsStats, Shootdown};
+use crate::addr::PageSize;
+use crate::error::ModelError;
+use crate::mem::Memory;
+use crate::pt::Pte;
+use crate::space::AddressSpace;
+use crate::translation::Attrs;
+use crate::walk::{lookup, map_leaf, walk, Action, Visit, Visitor, WalkCounts, WalkFlags};
+
+/// Checks `[start, end)` for an unmap in `space` (step 1 of the module doc); `align` is
+/// the alignment the policy requires (at least the format's base page).
+pub(crate) fn check_range(space: &AddressSpace, start: u64, end: u64, align: PageSize) -> Result<(), ModelError> {
+    let fmt = space.fmt;
+    let align = align.max(fmt.base_page());
+    if start >= end {
+        return Err(ModelError::Conflict(format!("unmap of [{start:#x}, {end:#x}): the range is empty or inverted")));
+    }
+    if start & align.offset_mask() != 0 || end & align.offset_mask() != 0 {
+        return Err(ModelError::Conflict(format!(
+            "unmap of [{start:#x}, {end:#x}): both ends must be aligned to {align} here (the base page of {} page tables, or the fixed policy's page size)",
+            fmt.arch_name()
+        )));
+    }
+    if fmt.va_bits() < 64 && (end - 1) >> fmt.va_bits() != 0 {
+        return Err(ModelError::Conflict(format!(
+            "unmap of [{start:#x}, {end:#x}): beyond the {}-bit virtual address space of {} page tables",
+            fmt.va_bits(),
+            fmt.arch_name()
+        )));
+    }
+    Ok(())
+}
+
+/// Splits every leaf straddling `start` or `end` into base pages (step 2). Returns the
+/// number of leaves split.
+pub(crate) fn split_straddlers(
+    mem: &mut Memory,
+    space: &AddressSpace,
+    start: u64,
+    end: u64,
+    stats: &mut OsStats,
+    shootdowns: &mut Vec<Shootdown>,
+) -> Result<u64, ModelError> {
+    let (fmt, root) = (space.fmt, space.root);
+    let base = fmt.base_page();
+    let mut splits = 0;
+    // Only the leaves holding the first and the last byte can straddle an end. (A range
+    // walk would not see a contiguous group whose first entry lies before `start`.)
+    let mut edges = vec![lookup(mem, fmt, root, start)];
+    let last = lookup(mem, fmt, root, end - 1);
+    if last.map(|m| m.va) != edges[0].map(|m| m.va) {
+        edges.push(last);
+    }
+    for m in edges.into_iter().flatten() {
+        let m_end = m.va + m.size.bytes();
+        if m.size <= base || (m.va >= start && m_end <= end) {
+            continue;
+        }
+        clear_leaves(mem, fmt, root, m.va, m_end);
+        let attrs = m.attrs.without(Attrs::CONTIG);
+        for off in (0..m.size.bytes()).step_by(base.bytes() as usize) {
+            if let Err(e) = map_leaf(mem, fmt, root, m.va + off, m.pa + off, base, attrs) {
+                // Out of memory for the new table: put the pieces mapped so far back
+                // into the original leaf, so the page tables stay as they were.
+                clear_leaves(mem, fmt, root, m.va, m_end);
+                map_leaf(mem, fmt, root, m.va, m.pa, m.size, m.attrs).expect("the emptied range takes its old leaf back");
+                return Err(e);
+            }
+        }
+        stats.record_unmap(m.size);
+        for _ in 0..m.size.bytes() / base.bytes() {
+            stats.record_leaf(base);
+        }
+        stats.demotions[m.size.index()] += 1;
+        stats.event("munmap_splits");
+        shootdowns.push((space.asid, m.va, m_end));
+        splits += 1;
+    }
+    Ok(splits)
+}
+
+struct FreeInside {
+    start: u64,
+    end: u64,
+    freed: Vec<(u64, u64)>,
+}
+
+impl Visitor for FreeInside {
+    fn visit(&mut self, v: &Visit, mem: &mut Memory) -> Action {
+        if let Pte::Table(child) = v.pte {
+            if v.va >= self.start && v.va.saturating_add(v.span) <= self.end {
+                mem.pt.write(v.table, v.index, 0);
+                mem.free_table(child);
+                self.freed.push((v.va, v.span));
+            }
+        }
+        Action::Continue
+    }
+}
+
+/// Frees the page tables whose whole span lies inside `[start, end)` (step 4; call after
+/// the leaves are cleared). Children are visited before parents (post-order), so a
+/// subtree is freed bottom-up. Returns the number of tables freed.
+pub(crate) fn free_tables_inside(mem: &mut Memory, space: &AddressSpace, start: u64, end: u64) -> usize {
+    let mut f = FreeInside { start, end, freed: Vec::new() };
+    walk(mem, space.fmt, space.root, 0, start, end, WalkFlags::TABLE_POST, &mut f, &mut WalkCounts::default());
+    f.freed.len()
+}
