@@ -44,6 +44,9 @@ pub struct AssocArray {
     /// Per slot: (tag = key | asid << 48, or INVALID; payload), side by side so a hit
     /// or a fill touches one host cache line for both.
     entries: Vec<[u64; 2]>,
+    /// Empty ways in the whole array: once it is full (the steady state) a fill skips
+    /// the search for a free way.
+    empty: usize,
     repl: Replacement,
 }
 
@@ -77,6 +80,7 @@ impl AssocArray {
             fp_stride,
             fps: vec![0; sets * fp_stride],
             entries: vec![[INVALID, 0]; entries],
+            empty: entries,
             repl: Replacement::new(policy, sets, ways, seed),
         }
     }
@@ -144,8 +148,12 @@ impl AssocArray {
     pub fn insert(&mut self, set: usize, key: u64, asid: u16, data: u64) -> (usize, Option<Evicted>) {
         assert!(key <= MAX_KEY, "key {key:#x} beyond MAX_KEY");
         let base = set * self.ways;
-        let way = match self.free_way(set) {
-            Some(w) => w,
+        let free = if self.empty > 0 { self.free_way(set) } else { None };
+        let way = match free {
+            Some(w) => {
+                self.empty -= 1;
+                w
+            }
             None => self.repl.victim(set),
         };
         let slot = base + way;
@@ -206,6 +214,7 @@ impl AssocArray {
                 let (set, way) = (s / self.ways, s % self.ways);
                 self.fps[set * self.fp_stride + way] = 0;
                 self.entries[s][0] = INVALID;
+                self.empty += 1;
                 n += 1;
             }
         }
