@@ -125,7 +125,6 @@ fn every_reclaiming_policy_keeps_the_contract_under_pressure_and_fragmentation()
             }
         }
     }
-    eprintln!("pressure totals: {totals:?}");
     // The runs did exercise what they claim to.
     for (k, n) in &totals {
         assert!(*n > 0, "no {k} in any pressure run: {totals:?}");

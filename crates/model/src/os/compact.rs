@@ -22,9 +22,13 @@
 //!    (walk::move_leaf) and its range is shot down in its own address space. The
 //!    emptied block is returned to the caller, allocated.
 //!
-//! Cost (charged by the caller): one `compaction_cycles` per attempt (the scanners)
-//! plus `migrate_cycles_per_page` per migrated page. Counters: `compaction_success`,
-//! `compaction_fail`, `pages_migrated`.
+//! Deferral (Linux's `defer_compaction` / `compaction_deferred`): after a failure the
+//! next 2^shift requests skip compaction (`compaction_skipped_deferred`), the shift
+//! growing by one per failure up to 6; a success resets it.
+//!
+//! Cost: one `compaction_cycles` per attempt (the scanners) plus
+//! `migrate_cycles_per_page` per migrated page. Counters: `compaction_attempts`,
+//! `compaction_success`, `compaction_fail`, `pages_migrated`.
 
 use super::{OsStats, Shootdown};
 use crate::addr::{FRAME_SHIFT, FRAME_SIZE};
@@ -42,6 +46,54 @@ pub struct CompactCost {
     pub attempt_cycles: u64,
     /// Cycles to migrate one 4 KiB page (copy, unmap, remap, TLB shootdown).
     pub migrate_cycles_per_page: u64,
+}
+
+/// Linux's compaction deferral state (see the module doc).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Deferral {
+    shift: u32,
+    considered: u64,
+}
+
+/// Largest deferral shift (COMPACT_MAX_DEFER_SHIFT).
+pub const MAX_DEFER_SHIFT: u32 = 6;
+
+impl Deferral {
+    /// True if this request should skip compaction.
+    pub fn deferred(&mut self) -> bool {
+        if self.shift == 0 {
+            return false;
+        }
+        self.considered += 1;
+        if self.considered >= 1 << self.shift {
+            self.considered = 0;
+            return false;
+        }
+        true
+    }
+
+    fn failed(&mut self) {
+        self.considered = 0;
+        self.shift = (self.shift + 1).min(MAX_DEFER_SHIFT);
+    }
+
+    fn succeeded(&mut self) {
+        *self = Deferral::default();
+    }
+}
+
+/// [`compact`] unless deferred by earlier failures (`defer`); updates the deferral.
+pub fn compact_deferred(mem: &mut Memory, order: u32, cost: CompactCost, defer: &mut Deferral, stats: &mut OsStats, shootdowns: &mut Vec<Shootdown>) -> Option<u64> {
+    if defer.deferred() {
+        stats.event("compaction_skipped_deferred");
+        return None;
+    }
+    let r = compact(mem, order, cost, stats, shootdowns);
+    match r {
+        Some(_) => defer.succeeded(),
+        None => defer.failed(),
+    }
+    r
 }
 
 /// Tries to free one aligned block of 2^`order` frames by migration; on success the

@@ -29,7 +29,7 @@
 //! subpages were touched afterwards cannot be known; a later touch of a freed subpage
 //! is an ordinary fault that maps a fresh zeroed page.
 
-use super::compact::{compact, CompactCost};
+use super::compact::{compact_deferred, CompactCost, Deferral};
 use super::remap::{clear_leaves, drop_table, leaves};
 use super::{fresh_attrs, map_new_page, order_of, FaultCtx, OsStats, Shootdown, TickCtx};
 use crate::addr::Asid;
@@ -130,6 +130,7 @@ pub struct Thp {
     /// Huge pages khugepaged made: (asid, va) → (first frame, bitmap of subpages that
     /// were present at collapse). Checked against the page table before use.
     collapsed: BTreeMap<(Asid, u64), (u64, [u64; 8])>,
+    defer: Deferral,
     /// Counters.
     pub stats: OsStats,
     /// Reclaim under memory pressure.
@@ -140,7 +141,7 @@ pub struct Thp {
 impl Thp {
     /// Policy `thp` (fault-time huge pages; khugepaged only if enabled in `k`).
     pub fn new(cfg: ThpConfig, k: KhugepagedConfig) -> Thp {
-        Thp { cfg, khugepaged: k, last_scan: 0, cursor: (0, 0), collapsed: BTreeMap::new(), stats: OsStats::default(), reclaim: super::ReclaimConfig::default(), name: "thp" }
+        Thp { cfg, khugepaged: k, last_scan: 0, cursor: (0, 0), collapsed: BTreeMap::new(), defer: Deferral::default(), stats: OsStats::default(), reclaim: super::ReclaimConfig::default(), name: "thp" }
     }
 
     /// Policy `khugepaged`: 4 KiB pages at fault, collapsed in the background.
@@ -207,7 +208,8 @@ impl Thp {
             return None;
         }
         self.stats.event("compaction_stall");
-        compact(mem, order_of(PageSize::M2), self.compact_cost(), &mut self.stats, shootdowns)
+        let cost = self.compact_cost();
+        compact_deferred(mem, order_of(PageSize::M2), cost, &mut self.defer, &mut self.stats, shootdowns)
     }
 
     fn compact_cost(&self) -> CompactCost {
@@ -323,7 +325,7 @@ impl Thp {
             let mut pfn = ctx.mem.buddy.alloc(order_of(size));
             if pfn.is_none() && k.defrag {
                 let cost = self.compact_cost();
-                pfn = compact(ctx.mem, order_of(size), cost, &mut self.stats, ctx.shootdowns);
+                pfn = compact_deferred(ctx.mem, order_of(size), cost, &mut self.defer, &mut self.stats, ctx.shootdowns);
             }
             let Some(pfn) = pfn else {
                 self.stats.event("collapse_failed_no_memory");
