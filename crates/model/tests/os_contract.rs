@@ -99,6 +99,9 @@ fn reclaiming_policies(fmt: Format) -> Vec<Os> {
         v.push(Os::Thp(Thp::new(always, k.clone())));
         v.push(Os::Thp(Thp::khugepaged_only(k)));
     }
+    for p in &mut v {
+        p.set_reclaim(ReclaimConfig { enabled: true, ..Default::default() });
+    }
     v
 }
 

@@ -76,7 +76,6 @@ fn migrated_pages_keep_their_address_and_attributes_and_move_out_of_the_block() 
     // THP only in madvised VMAs: spaces 1 and 2 get 4 KiB pages, interleaved in memory.
     let cfg = ThpConfig { enabled: Enabled::Madvise, defrag: Defrag::Always, ..ThpConfig::default() };
     let mut os = Os::Thp(Thp::new(cfg, KhugepagedConfig { enabled: false, ..Default::default() }));
-    os.set_reclaim(ReclaimConfig { enabled: false, ..Default::default() });
     let mut sys = Sys::new(Format::X86_64, 16 << 20, os);
     let mut i = 0u64;
     while sys.mem.buddy.free_frames() > 24 {
@@ -110,6 +109,12 @@ fn migrated_pages_keep_their_address_and_attributes_and_move_out_of_the_block() 
     sys.check(); // no frame owned twice, nothing leaked
 }
 
+/// `os` with reclaim on.
+fn reclaiming(mut os: Os) -> Os {
+    os.set_reclaim(ReclaimConfig { enabled: true, ..Default::default() });
+    os
+}
+
 /// Touches `pages` pages of asid 0 once each, then re-touches the first `again`.
 fn overflow(os: Os, mem: u64, pages: u64, again: u64) -> Sys {
     let mut sys = Sys::new(Format::X86_64, mem, os);
@@ -132,7 +137,7 @@ fn a_workload_bigger_than_memory_completes_by_swapping() {
     for os in [Os::Base(Base::default()), thp(Defrag::Madvise), mthp] {
         let name = os.name();
         // 16 MiB of memory, 32 MiB touched, then the first 4 MiB again.
-        let sys = overflow(os, 16 << 20, 8192, 1024);
+        let sys = overflow(reclaiming(os), 16 << 20, 8192, 1024);
         let st = sys.os.stats();
         let (outs, ins) = (st.count("swap_outs"), st.count("swap_ins"));
         assert!(outs >= 8192 - 4096, "{name}: {outs} swap-outs for 32 MiB in 16 MiB");
@@ -147,8 +152,8 @@ fn a_workload_bigger_than_memory_completes_by_swapping() {
 
 #[test]
 fn without_reclaim_the_same_workload_is_out_of_memory_naming_memory_size() {
-    let mut os = Os::Base(Base::default());
-    os.set_reclaim(ReclaimConfig { enabled: false, ..Default::default() });
+    let os = Os::Base(Base::default());
+    assert!(!os.reclaim_cfg().unwrap().enabled, "reclaim is off by default");
     let mut sys = Sys::new(Format::X86_64, 4 << 20, os);
     sys.space(0);
     let mut err = None;
@@ -162,7 +167,7 @@ fn without_reclaim_the_same_workload_is_out_of_memory_naming_memory_size() {
         }
     }
     match err {
-        Some(ModelError::OutOfMemory(m)) => assert!(m.contains("memory.size"), "{m}"),
+        Some(ModelError::OutOfMemory(m)) => assert!(m.contains("memory.size") && m.contains("os.reclaim.enabled"), "{m}"),
         e => panic!("expected out of memory, got {e:?}"),
     }
     assert_eq!(sys.os.stats().count("swap_outs"), 0);
@@ -172,7 +177,7 @@ fn without_reclaim_the_same_workload_is_out_of_memory_naming_memory_size() {
 fn the_clock_gives_recently_used_pages_a_second_chance() {
     // 16 MiB: a hot set of 256 pages used all along, and a cyclic stream over 6000
     // pages (24 MiB), so the hand goes round the whole address space again and again.
-    let mut sys = Sys::new(Format::X86_64, 16 << 20, Os::Base(Base::default()));
+    let mut sys = Sys::new(Format::X86_64, 16 << 20, reclaiming(Os::Base(Base::default())));
     let hot = |i: u64| BASE + i * 4096;
     let cold = |i: u64| BASE + (64 << 20) + i * 4096;
     for i in 0..256 {
@@ -206,7 +211,7 @@ fn the_clock_gives_recently_used_pages_a_second_chance() {
 #[test]
 fn the_thp_shrinker_splits_underused_collapsed_pages_before_swapping() {
     let k = KhugepagedConfig { scan_period: 1, pages_to_scan: 1 << 20, ..Default::default() };
-    let mut sys = Sys::new(Format::X86_64, 32 << 20, Os::Thp(Thp::khugepaged_only(k)));
+    let mut sys = Sys::new(Format::X86_64, 32 << 20, reclaiming(Os::Thp(Thp::khugepaged_only(k))));
     // One page in each of 6 ranges (511 empty), and 400 pages in a 7th (112 empty).
     for r in 0..6u64 {
         sys.access(0, BASE + (r << 21) + 0x5000, Store);

@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReclaimSection {
-    /// Reclaim (THP shrinker, clock swap-out) when memory runs out; off: out of memory
-    /// is an error.
-    #[serde(default = "yes")]
+    /// Reclaim (THP shrinker, clock swap-out) when memory runs out; off (default): out
+    /// of memory is an error.
+    #[serde(default)]
     pub enabled: bool,
     /// Free frames below which a fault reclaims first.
     #[serde(default = "d_min_free")]
@@ -33,9 +33,6 @@ pub struct ReclaimSection {
     pub thp_underused_empty: u64,
 }
 
-fn yes() -> bool {
-    true
-}
 fn d_min_free() -> u64 {
     ReclaimConfig::default().min_free_pages
 }

@@ -40,24 +40,24 @@ fn bad_os_and_memory_keys_are_named() {
     assert!(e.contains("swapiness"), "{e}");
     let e = spec(&["os.khugepaged.defrag=maybe"]).unwrap_err();
     assert!(e.contains("defrag"), "{e}");
-    assert!(spec(&["os.thp.migrate_cycles_per_page=1", "os.reclaim.enabled=false", "os.khugepaged.defrag=false"]).is_ok());
+    assert!(spec(&["os.thp.migrate_cycles_per_page=1", "os.reclaim.enabled=true", "os.khugepaged.defrag=false"]).is_ok());
 }
 
 #[test]
-fn a_machine_swaps_a_table_bigger_than_memory_and_only_errors_without_reclaim() {
+fn with_reclaim_a_machine_swaps_a_table_bigger_than_memory_without_it_errors() {
     for policy in ["base", "thp", "mthp"] {
-        let s = spec(&[&format!("os.policy={policy}"), "memory.size=32MiB"]).unwrap();
+        let s = spec(&[&format!("os.policy={policy}"), "memory.size=32MiB", "os.reclaim.enabled=true"]).unwrap();
         let mut m = Machine::new(s).unwrap();
         let mut src = workload::parse("gups:table=64MiB,updates=100K").unwrap();
         let st = run(&mut m, &mut src, None).unwrap();
         assert!(st.os.count("swap_outs") > 4096, "{policy}: {:?}", st.os.events);
         assert!(st.os.count("swap_ins") > 1000, "{policy}: random updates come back from swap");
         assert!(st.resident_bytes <= 32 << 20);
-        let s = spec(&[&format!("os.policy={policy}"), "memory.size=32MiB", "os.reclaim.enabled=false"]).unwrap();
+        let s = spec(&[&format!("os.policy={policy}"), "memory.size=32MiB"]).unwrap();
         let mut m = Machine::new(s).unwrap();
         let mut src = workload::parse("gups:table=64MiB,updates=100K").unwrap();
         let e = run(&mut m, &mut src, None).unwrap_err().to_string();
-        assert!(e.contains("memory.size"), "{policy}: {e}");
+        assert!(e.contains("memory.size") && e.contains("os.reclaim.enabled"), "{policy}: {e}");
     }
 }
 

@@ -113,7 +113,7 @@ impl Buddy {
     pub fn oom(&self, what: &str) -> ModelError {
         ModelError::OutOfMemory(format!(
             "no free physical memory for {what}: {} of {} MiB free, largest free block {} KiB; \
-             raise memory.size or use smaller pages",
+             raise memory.size, use smaller pages, or turn on reclaim (os.reclaim.enabled = true)",
             (self.free_frames << FRAME_SHIFT) >> 20,
             (self.frames << FRAME_SHIFT) >> 20,
             (0..=MAX_ORDER).rev().find(|&o| !self.free[o as usize].is_empty()).map_or(0, |o| 4u64 << o),

@@ -34,7 +34,9 @@ use crate::walk::{group_of, unmap_leaf, walk, Action, Visit, Visitor, WalkCounts
 /// Reclaim settings (`[os.reclaim]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReclaimConfig {
-    /// Reclaim under memory pressure; off: an allocation failure is an error at once.
+    /// Reclaim under memory pressure; off (the default, so runs that fit in memory and
+    /// the out-of-memory contract stay as they were): an allocation failure is an error
+    /// at once.
     pub enabled: bool,
     /// Free frames below which a fault reclaims first (the min watermark).
     pub min_free_pages: u64,
@@ -52,7 +54,7 @@ pub struct ReclaimConfig {
 impl Default for ReclaimConfig {
     fn default() -> Self {
         ReclaimConfig {
-            enabled: true,
+            enabled: false,
             min_free_pages: 64,
             batch_pages: 32,
             swap_in_cycles: 100_000,
@@ -132,12 +134,14 @@ pub fn swap_out(mem: &mut Memory, cfg: &ReclaimConfig, stats: &mut OsStats, shoo
         let mut c = Clock { fmt, want: want - freed, victims: Vec::new(), victim_pages: 0, young: Vec::new(), scanned: 0, limit: 1 << 16, next: None };
         walk(mem, fmt, root, 0, from, end, WalkFlags::LEAF, &mut c, &mut WalkCounts::default());
         stats.events.entry("reclaim_young_cleared").and_modify(|x| *x += c.young.len() as u64).or_insert(c.young.len() as u64);
+        let first = shootdowns.len();
         for u in &c.young {
             shootdowns.push((asid, u.va, u.va + u.size.bytes()));
         }
         for u in c.victims {
             freed += evict(mem, cfg, stats, shootdowns, asid, fmt, root, u);
         }
+        coalesce(shootdowns, first);
         match c.next {
             Some(va) => mem.swap.hand = (asid, va),
             None => {
@@ -170,4 +174,30 @@ fn evict(mem: &mut Memory, cfg: &ReclaimConfig, stats: &mut OsStats, shootdowns:
     stats.os_cycles += pages * cfg.swap_out_cycles_per_page;
     shootdowns.push((asid, m.va, m.va + m.size.bytes()));
     m.size.bytes() >> 12
+}
+
+/// Merges adjacent entries of `sd[from..]` that cover touching ranges of one address
+/// space, so a run of pages costs one range flush instead of one per page.
+fn coalesce(sd: &mut Vec<Shootdown>, from: usize) {
+    let mut out = from;
+    for i in from..sd.len() {
+        let cur = sd[i];
+        if out > from && sd[out - 1].0 == cur.0 && sd[out - 1].2 == cur.1 {
+            sd[out - 1].2 = cur.2;
+        } else {
+            sd[out] = cur;
+            out += 1;
+        }
+    }
+    sd.truncate(out);
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn coalesce_merges_touching_ranges_of_one_space_only() {
+        let mut sd = vec![(9, 0, 1), (1, 0, 4096), (1, 4096, 8192), (2, 8192, 12288), (1, 12288, 16384), (1, 16384, 20480)];
+        super::coalesce(&mut sd, 1);
+        assert_eq!(sd, vec![(9, 0, 1), (1, 0, 8192), (2, 8192, 12288), (1, 12288, 20480)]);
+    }
 }
