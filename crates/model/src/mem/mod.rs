@@ -107,7 +107,7 @@ impl Memory {
     pub fn age_movable(&mut self, used: f64, target_free_2m_share: f64, seed: u64, movable: f64) -> u64 {
         let pinned = age::age(&mut self.buddy, used, target_free_2m_share, seed);
         if movable > 0.0 {
-            let mut rng = age::Rng::new(seed ^ 0x6d6f_7661_626c_65);
+            let mut rng = age::Rng::new(seed ^ 0x006d_6f76_6162_6c65);
             let cut = (movable.clamp(0.0, 1.0) * (1u64 << 32) as f64) as u64;
             for &p in &pinned {
                 if rng.next_u64() >> 32 < cut {

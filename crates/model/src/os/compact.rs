@@ -119,9 +119,11 @@ pub fn compact(mem: &mut Memory, order: u32, cost: CompactCost, stats: &mut OsSt
     }
 }
 
-/// The block, the (asid, va) of each migrated user page, and the number of frames
-/// migrated (external ones included).
-fn try_compact(mem: &mut Memory, order: u32) -> Option<(u64, Vec<(u16, u64)>, u64)> {
+/// What a successful compaction produced: the block, the (asid, va) of each migrated
+/// user page, and the number of frames migrated (external ones included).
+type Compacted = (u64, Vec<(u16, u64)>, u64);
+
+fn try_compact(mem: &mut Memory, order: u32) -> Option<Compacted> {
     let size = 1u64 << order;
     let mut free_in: HashMap<u64, u64> = HashMap::new();
     let mut pieces: HashMap<u64, Vec<(u64, u32)>> = HashMap::new();
