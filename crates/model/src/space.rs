@@ -53,6 +53,7 @@ impl AddressSpace {
     /// A new, empty address space with its root table allocated in `mem`.
     pub fn new(asid: Asid, fmt: Format, mem: &mut Memory) -> Result<AddressSpace, ModelError> {
         let root = mem.alloc_table(fmt.levels()[0].entries())?;
+        mem.register_space(asid, fmt, root);
         Ok(AddressSpace { asid, fmt, root, vmas: Vec::new() })
     }
 

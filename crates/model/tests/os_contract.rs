@@ -119,3 +119,51 @@ fn every_policy_keeps_the_contract_on_every_format() {
         assert!(splits > 0, "{fmt:?}: no unmap split a superpage");
     }
 }
+
+/// The policies that reclaim, set up to exercise compaction (defrag = always) and the
+/// THP shrinker (khugepaged collapses of mostly empty ranges).
+fn reclaiming_policies(fmt: Format) -> Vec<Os> {
+    let huge = fmt.leaf_level(PageSize::M2).is_some();
+    let mut v = vec![Os::Base(Base::default())];
+    v.push(Os::Mthp(Mthp::new(MthpConfig { sizes: if huge { vec![PageSize::K16, PageSize::K64, PageSize::M2] } else { vec![PageSize::K16, PageSize::K64] }, zero_cycles_per_page: 0 })));
+    if huge {
+        let always = ThpConfig { defrag: Defrag::Always, ..ThpConfig::default() };
+        v.push(Os::Thp(Thp::new(always.clone(), KhugepagedConfig { enabled: false, ..Default::default() })));
+        let k = KhugepagedConfig { scan_period: 500, pages_to_scan: 8192, ..Default::default() };
+        v.push(Os::Thp(Thp::new(always, k.clone())));
+        v.push(Os::Thp(Thp::khugepaged_only(k)));
+    }
+    for p in &mut v {
+        p.set_reclaim(ReclaimConfig { enabled: true, ..Default::default() });
+    }
+    v
+}
+
+#[test]
+fn every_reclaiming_policy_keeps_the_contract_under_pressure_and_fragmentation() {
+    let mut totals = std::collections::BTreeMap::<&str, u64>::new();
+    for fmt in [Format::X86_64, Format::Armv8_4K, Format::Armv7] {
+        let top = if fmt == Format::Armv7 { 1 << 32 } else { 1 << 47 };
+        for os in reclaiming_policies(fmt) {
+            // (memory, aged with a movable share): tight memory forces swap-out; aged
+            // memory with movable pinned frames makes compaction do the work.
+            for (mem, aged) in [(20u64 << 20, false), (24 << 20, true), (96 << 20, true)] {
+                let mut sys = Sys::new(fmt, mem, os.clone());
+                if aged {
+                    sys.pinned = sys.mem.age_movable(0.3, 0.0, 9, 0.7);
+                }
+                let free0 = sys.mem.buddy.free_frames();
+                drive(&mut sys, 7, 20_000, top);
+                assert_eq!(sys.mem.buddy.free_frames(), free0, "{} on {:?}: memory not returned at exit", sys.os.name(), fmt);
+                assert!(sys.mem.swap.slots.is_empty(), "swap slots outlive their address spaces");
+                for k in ["swap_outs", "swap_ins", "compaction_success", "pages_migrated", "thp_splits"] {
+                    *totals.entry(k).or_default() += sys.os.stats().count(k);
+                }
+            }
+        }
+    }
+    // The runs did exercise what they claim to.
+    for (k, n) in &totals {
+        assert!(*n > 0, "no {k} in any pressure run: {totals:?}");
+    }
+}

@@ -126,7 +126,7 @@ impl Background {
     /// From the spec; ages `mem` if `[memory.age]` asks.
     pub fn new(spec: &MachineSpec, mem: &mut Memory) -> Background {
         let pinned_frames = match &spec.config.memory.age {
-            Some(a) => mem.age(a.used, a.target_free_2m_share, a.seed),
+            Some(a) => mem.age_movable(a.used, a.target_free_2m_share, a.seed, a.movable),
             None => 0,
         };
         Background {

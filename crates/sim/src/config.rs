@@ -86,6 +86,10 @@ pub struct AgeSection {
     /// Seed of the aging.
     #[serde(default)]
     pub seed: u64,
+    /// Share of the pinned frames that compaction may migrate (0 ≤ x ≤ 1; default 0:
+    /// all pinned frames are unmovable, like kernel memory).
+    #[serde(default)]
+    pub movable: f64,
 }
 
 fn half() -> f64 {
@@ -194,6 +198,9 @@ pub struct OsSection {
     /// `[os.mthp]` (policy `mthp`).
     #[serde(default)]
     pub mthp: MthpSection,
+    /// `[os.reclaim]` (memory pressure: policies `base`, `thp`, `khugepaged`, `mthp`).
+    #[serde(default)]
+    pub reclaim: crate::config_os::ReclaimSection,
 }
 
 fn default_tick() -> u64 {
@@ -226,9 +233,12 @@ pub struct ThpSection {
     /// `always`, `defer`, `defer+madvise`, `madvise` or `never`.
     #[serde(default = "madvise")]
     pub defrag: String,
-    /// Cycles of one direct-compaction stall.
+    /// Cycles of one direct-compaction attempt (the scanners).
     #[serde(default = "default_compaction")]
     pub compaction_cycles: u64,
+    /// Cycles to migrate one 4 KiB page during compaction.
+    #[serde(default = "default_migrate")]
+    pub migrate_cycles_per_page: u64,
     /// Cycles to zero one 4 KiB page at fault (0 = not charged).
     #[serde(default)]
     pub zero_cycles_per_page: u64,
@@ -243,10 +253,19 @@ fn madvise() -> String {
 fn default_compaction() -> u64 {
     200_000
 }
+fn default_migrate() -> u64 {
+    4_000
+}
 
 impl Default for ThpSection {
     fn default() -> Self {
-        ThpSection { enabled: always(), defrag: madvise(), compaction_cycles: default_compaction(), zero_cycles_per_page: 0 }
+        ThpSection {
+            enabled: always(),
+            defrag: madvise(),
+            compaction_cycles: default_compaction(),
+            migrate_cycles_per_page: default_migrate(),
+            zero_cycles_per_page: 0,
+        }
     }
 }
 
@@ -269,6 +288,13 @@ pub struct KhugepagedSection {
     /// Cycles to copy one 4 KiB page at a collapse.
     #[serde(default = "default_copy")]
     pub copy_cycles_per_page: u64,
+    /// Direct compaction when a collapse finds no free 2 MiB block (Linux default: on).
+    #[serde(default = "yes")]
+    pub defrag: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn default_pages_to_scan() -> u64 {
@@ -292,6 +318,7 @@ impl Default for KhugepagedSection {
             scan_period: default_scan_period(),
             max_ptes_none: default_max_ptes_none(),
             copy_cycles_per_page: default_copy(),
+            defrag: true,
         }
     }
 }
@@ -336,6 +363,7 @@ impl Default for OsSection {
             thp: ThpSection::default(),
             khugepaged: KhugepagedSection::default(),
             mthp: MthpSection::default(),
+            reclaim: Default::default(),
         }
     }
 }

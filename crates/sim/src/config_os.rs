@@ -3,8 +3,84 @@
 
 use crate::config::{Config, OsSection, OsSpec};
 use mmulab_model::addr::PageSize;
-use mmulab_model::os::{Defrag, Enabled, KhugepagedConfig, MthpConfig, ReservationConfig, ThpConfig};
+use mmulab_model::os::{Defrag, Enabled, KhugepagedConfig, MthpConfig, ReclaimConfig, ReservationConfig, ThpConfig};
 use mmulab_model::pt::Format;
+use serde::{Deserialize, Serialize};
+
+/// `[os.reclaim]`: memory pressure (docs/config.md).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReclaimSection {
+    /// Reclaim (THP shrinker, clock swap-out) when memory runs out; off (default): out
+    /// of memory is an error.
+    #[serde(default)]
+    pub enabled: bool,
+    /// Free frames below which a fault reclaims first.
+    #[serde(default = "d_min_free")]
+    pub min_free_pages: u64,
+    /// Frames one reclaim run tries to free.
+    #[serde(default = "d_batch")]
+    pub batch_pages: u64,
+    /// Cycles of a major fault (one page read back from swap).
+    #[serde(default = "d_swap_in")]
+    pub swap_in_cycles: u64,
+    /// Cycles to write one page to swap.
+    #[serde(default = "d_swap_out")]
+    pub swap_out_cycles_per_page: u64,
+    /// The THP shrinker splits a khugepaged page with at least this many subpages empty
+    /// at collapse (1..=511).
+    #[serde(default = "d_underused")]
+    pub thp_underused_empty: u64,
+}
+
+fn d_min_free() -> u64 {
+    ReclaimConfig::default().min_free_pages
+}
+fn d_batch() -> u64 {
+    ReclaimConfig::default().batch_pages
+}
+fn d_swap_in() -> u64 {
+    ReclaimConfig::default().swap_in_cycles
+}
+fn d_swap_out() -> u64 {
+    ReclaimConfig::default().swap_out_cycles_per_page
+}
+fn d_underused() -> u64 {
+    ReclaimConfig::default().thp_underused_empty
+}
+
+impl Default for ReclaimSection {
+    fn default() -> Self {
+        let d = ReclaimConfig::default();
+        ReclaimSection {
+            enabled: d.enabled,
+            min_free_pages: d.min_free_pages,
+            batch_pages: d.batch_pages,
+            swap_in_cycles: d.swap_in_cycles,
+            swap_out_cycles_per_page: d.swap_out_cycles_per_page,
+            thp_underused_empty: d.thp_underused_empty,
+        }
+    }
+}
+
+/// The validated reclaim settings of `[os.reclaim]`.
+pub fn reclaim_config(os: &OsSection) -> Result<ReclaimConfig, String> {
+    let r = &os.reclaim;
+    if r.batch_pages == 0 {
+        return Err("os.reclaim.batch_pages must be positive (frames one reclaim run tries to free)".into());
+    }
+    if !(1..=511).contains(&r.thp_underused_empty) {
+        return Err(format!("os.reclaim.thp_underused_empty = {} must be between 1 and 511", r.thp_underused_empty));
+    }
+    Ok(ReclaimConfig {
+        enabled: r.enabled,
+        min_free_pages: r.min_free_pages,
+        batch_pages: r.batch_pages,
+        swap_in_cycles: r.swap_in_cycles,
+        swap_out_cycles_per_page: r.swap_out_cycles_per_page,
+        thp_underused_empty: r.thp_underused_empty,
+    })
+}
 
 /// The policies `os.policy` accepts.
 pub const POLICIES: [&str; 6] = ["base", "fixed", "reservation", "thp", "khugepaged", "mthp"];
@@ -28,6 +104,7 @@ pub(crate) fn resolve_policy(name: &str, os: &OsSection, format: Format) -> Resu
             scan_period: k.scan_period,
             max_ptes_none: k.max_ptes_none,
             copy_cycles_per_page: k.copy_cycles_per_page,
+            defrag: k.defrag,
         })
     };
     let huge_ok = |what: &str| {
@@ -93,7 +170,13 @@ pub(crate) fn resolve_policy(name: &str, os: &OsSection, format: Format) -> Resu
                 }
             };
             OsSpec::Thp(
-                ThpConfig { enabled, defrag, compaction_cycles: t.compaction_cycles, zero_cycles_per_page: t.zero_cycles_per_page },
+                ThpConfig {
+                    enabled,
+                    defrag,
+                    compaction_cycles: t.compaction_cycles,
+                    migrate_cycles_per_page: t.migrate_cycles_per_page,
+                    zero_cycles_per_page: t.zero_cycles_per_page,
+                },
                 khuge()?,
             )
         }
@@ -127,12 +210,16 @@ pub(crate) fn check_common(config: &Config, _memory_bytes: u64) -> Result<(), St
     if config.os.tick_interval == 0 {
         return Err("os.tick_interval must be positive (references between background-work calls)".into());
     }
+    reclaim_config(&config.os)?;
     if let Some(a) = &config.memory.age {
         if !(0.0..=0.95).contains(&a.used) {
             return Err(format!("memory.age.used = {} must be between 0 and 0.95", a.used));
         }
         if !(0.0..=1.0).contains(&a.target_free_2m_share) {
             return Err(format!("memory.age.target_free_2m_share = {} must be between 0 and 1", a.target_free_2m_share));
+        }
+        if !(0.0..=1.0).contains(&a.movable) {
+            return Err(format!("memory.age.movable = {} must be between 0 and 1 (share of pinned frames compaction may move)", a.movable));
         }
     }
     Ok(())

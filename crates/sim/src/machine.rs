@@ -95,6 +95,8 @@ impl Machine {
             OsSpec::Khugepaged(ref k) => Os::Thp(Thp::khugepaged_only(k.clone())),
             OsSpec::Mthp(ref c) => Os::Mthp(Mthp::new(c.clone())),
         };
+        let mut os = os;
+        os.set_reclaim(crate::config_os::reclaim_config(&spec.config.os).map_err(SimError::Config)?);
         let mut mem = mem;
         let bg = crate::background::Background::new(&spec, &mut mem);
         let nlevels = spec.tlbs.len();

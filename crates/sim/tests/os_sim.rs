@@ -30,6 +30,56 @@ fn bad_os_and_memory_keys_are_named() {
     let e = spec(&["os.policy=reservation", "os.page_size=2M"]).unwrap_err();
     assert!(e.contains("os.page_size"), "{e}");
     assert!(spec(&["os.policy=reservation", "memory.age.target_free_2m_share=0.3"]).is_ok());
+    let e = spec(&["memory.age={used=0.3, target_free_2m_share=0.1, movable=1.5}"]).unwrap_err();
+    assert!(e.contains("memory.age.movable"), "{e}");
+    let e = spec(&["os.reclaim.batch_pages=0"]).unwrap_err();
+    assert!(e.contains("os.reclaim.batch_pages"), "{e}");
+    let e = spec(&["os.reclaim.thp_underused_empty=512"]).unwrap_err();
+    assert!(e.contains("os.reclaim.thp_underused_empty"), "{e}");
+    let e = spec(&["os.reclaim.swapiness=60"]).unwrap_err();
+    assert!(e.contains("swapiness"), "{e}");
+    let e = spec(&["os.khugepaged.defrag=maybe"]).unwrap_err();
+    assert!(e.contains("defrag"), "{e}");
+    assert!(spec(&["os.thp.migrate_cycles_per_page=1", "os.reclaim.enabled=true", "os.khugepaged.defrag=false"]).is_ok());
+}
+
+#[test]
+fn with_reclaim_a_machine_swaps_a_table_bigger_than_memory_without_it_errors() {
+    for policy in ["base", "thp", "mthp"] {
+        let s = spec(&[&format!("os.policy={policy}"), "memory.size=32MiB", "os.reclaim.enabled=true"]).unwrap();
+        let mut m = Machine::new(s).unwrap();
+        let mut src = workload::parse("gups:table=64MiB,updates=100K").unwrap();
+        let st = run(&mut m, &mut src, None).unwrap();
+        assert!(st.os.count("swap_outs") > 4096, "{policy}: {:?}", st.os.events);
+        assert!(st.os.count("swap_ins") > 1000, "{policy}: random updates come back from swap");
+        assert!(st.resident_bytes <= 32 << 20);
+        let s = spec(&[&format!("os.policy={policy}"), "memory.size=32MiB"]).unwrap();
+        let mut m = Machine::new(s).unwrap();
+        let mut src = workload::parse("gups:table=64MiB,updates=100K").unwrap();
+        let e = run(&mut m, &mut src, None).unwrap_err().to_string();
+        assert!(e.contains("memory.size") && e.contains("os.reclaim.enabled"), "{policy}: {e}");
+    }
+}
+
+#[test]
+fn movable_aged_memory_is_compacted_for_thp_with_defrag_always() {
+    let run_with = |defrag: &str| {
+        let sets = ["os.policy=thp", "memory.size=512MiB", "memory.age={used=0.5, target_free_2m_share=0.0, seed=2, movable=1.0}"];
+        let mut all: Vec<&str> = sets.to_vec();
+        let d = format!("os.thp.defrag={defrag}");
+        all.push(&d);
+        let mut m = Machine::new(spec(&all).unwrap()).unwrap();
+        let mut src = workload::parse("gups:table=64MiB,updates=200K").unwrap();
+        run(&mut m, &mut src, None).unwrap()
+    };
+    let always = run_with("always");
+    let never = run_with("never");
+    let huge = |s: &mmulab_sim::Stats| s.os.resident_by_size[mmulab_model::addr::PageSize::M2.index()];
+    assert_eq!(huge(&always), 64 << 20, "{:?}", always.os.events);
+    assert_eq!(always.os.count("compaction_success"), 32);
+    assert!(always.os.count("pages_migrated") > 32 * 200);
+    assert_eq!(huge(&never), 0);
+    assert!(always.stlb_misses() < never.stlb_misses() / 2);
 }
 
 #[test]

@@ -93,11 +93,27 @@ impl Buddy {
         self.free[order as usize].insert(pfn);
     }
 
+    /// Every free block smaller than `order`, as (first frame, order), in no particular
+    /// order (compaction's census of partly free blocks).
+    pub fn free_pieces_below(&self, order: u32) -> Vec<(u64, u32)> {
+        (0..order.min(MAX_ORDER + 1)).flat_map(|o| self.free[o as usize].iter().map(move |&p| (p, o))).collect()
+    }
+
+    /// Removes the free block of exactly `order` at `pfn` from the free lists (the
+    /// caller now owns it); false if no such free block exists.
+    pub fn take(&mut self, pfn: u64, order: u32) -> bool {
+        let ok = self.free.get_mut(order as usize).is_some_and(|s| s.remove(&pfn));
+        if ok {
+            self.free_frames -= 1 << order;
+        }
+        ok
+    }
+
     /// The error for an allocation that failed.
     pub fn oom(&self, what: &str) -> ModelError {
         ModelError::OutOfMemory(format!(
             "no free physical memory for {what}: {} of {} MiB free, largest free block {} KiB; \
-             raise memory.size or use smaller pages",
+             raise memory.size, use smaller pages, or turn on reclaim (os.reclaim.enabled = true)",
             (self.free_frames << FRAME_SHIFT) >> 20,
             (self.frames << FRAME_SHIFT) >> 20,
             (0..=MAX_ORDER).rev().find(|&o| !self.free[o as usize].is_empty()).map_or(0, |o| 4u64 << o),

@@ -7,6 +7,8 @@ use crate::error::ModelError;
 pub struct Base {
     /// Counters.
     pub stats: OsStats,
+    /// Reclaim under memory pressure.
+    pub reclaim: super::ReclaimConfig,
 }
 
 impl Base {

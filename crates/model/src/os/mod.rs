@@ -18,6 +18,12 @@
 //!   straddling an end are split first, the frames inside are freed (or returned to
 //!   their FreeBSD reservation), tables wholly inside are freed, the VMAs trimmed, and
 //!   the range shot down (rules in [`unmap`]).
+//! * Memory pressure (reclaim.rs): for `base`, `thp`/`khugepaged` and `mthp`, a fault
+//!   that finds free memory below the `min_free_pages` watermark, or whose allocation
+//!   fails, first reclaims (THP shrinker, then clock swap-out); a fault on a page in
+//!   swap is a major fault (`swap_ins`). Only when reclaim frees nothing is the
+//!   out-of-memory error returned. Direct compaction (compact.rs) migrates movable
+//!   pages of any address space; the shootdowns it pushes may name other asids.
 //! * Frames: each leaf owns the frames it maps (a 2 MiB leaf owns an order-9 block; a
 //!   64 KiB mTHP folio mapped as sixteen 4 KiB leaves is freed leaf by leaf and the
 //!   buddy allocator merges it back). A frame is never owned twice; reserved but
@@ -30,8 +36,10 @@
 //! docs/policies.md.
 
 mod base;
+pub mod compact;
 mod fixed;
 mod mthp;
+pub mod reclaim;
 pub mod remap;
 mod reservation;
 mod thp;
@@ -41,6 +49,7 @@ pub use base::Base;
 pub use fixed::Fixed;
 pub use mthp::{Mthp, MthpConfig};
 pub use reservation::{Reservation, ReservationConfig};
+pub use reclaim::ReclaimConfig;
 pub use thp::{Defrag, Enabled, KhugepagedConfig, Thp, ThpConfig};
 
 use crate::addr::{Asid, PageSize, FRAME_SHIFT};
@@ -152,8 +161,97 @@ pub enum Os {
 }
 
 impl Os {
-    /// Handles a fault.
+    /// Handles a fault: a swap-in if the page is in swap, else the policy's fault —
+    /// with reclaim first when free memory is below the watermark, and reclaim and a
+    /// retry when an allocation fails (see the module contract).
     pub fn fault(&mut self, ctx: FaultCtx<'_>) -> Result<(), ModelError> {
+        let Some(cfg) = self.reclaim_cfg().filter(|c| c.enabled).copied() else {
+            return self.policy_fault(ctx);
+        };
+        if ctx.mem.buddy.free_frames() < cfg.min_free_pages {
+            self.reclaim(ctx.mem, &cfg, ctx.shootdowns, cfg.batch_pages.max(cfg.min_free_pages - ctx.mem.buddy.free_frames()));
+        }
+        let base = ctx.space.fmt.base_page();
+        let page = ctx.va & !base.offset_mask();
+        if !ctx.mem.swap.slots.is_empty() && ctx.mem.swap.slots.remove(&(ctx.space.asid, page)) {
+            return self.swap_in(ctx, &cfg, page, base);
+        }
+        for _ in 0..16 {
+            let again = FaultCtx { mem: &mut *ctx.mem, space: &mut *ctx.space, va: ctx.va, kind: ctx.kind, shootdowns: &mut *ctx.shootdowns };
+            match self.policy_fault(again) {
+                Err(ModelError::OutOfMemory(msg)) => {
+                    if self.reclaim(ctx.mem, &cfg, ctx.shootdowns, cfg.batch_pages) == 0 {
+                        return Err(ModelError::OutOfMemory(msg));
+                    }
+                    // The failed attempt counted a fault; the retry counts it again.
+                    self.stats_mut().faults -= 1;
+                }
+                r => return r,
+            }
+        }
+        Err(ctx.mem.buddy.oom(&format!("the page at va {:#x} after repeated reclaim", ctx.va)))
+    }
+
+    /// Frees at least `want` frames if it can (THP shrinker, then swap-out); returns
+    /// the frames freed.
+    fn reclaim(&mut self, mem: &mut Memory, cfg: &ReclaimConfig, shootdowns: &mut Vec<Shootdown>, want: u64) -> u64 {
+        self.stats_mut().event("reclaim_runs");
+        let mut freed = 0;
+        if let Os::Thp(p) = self {
+            freed += p.shrink(mem, cfg.thp_underused_empty, shootdowns, want);
+        }
+        if freed < want {
+            freed += reclaim::swap_out(mem, cfg, self.stats_mut(), shootdowns, want - freed);
+        }
+        freed
+    }
+
+    /// A major fault: the page's data comes back from swap into a fresh base page.
+    fn swap_in(&mut self, ctx: FaultCtx<'_>, cfg: &ReclaimConfig, page: u64, base: PageSize) -> Result<(), ModelError> {
+        let FaultCtx { mem, space, kind, shootdowns, .. } = ctx;
+        let mut pfn = mem.buddy.alloc(order_of(base));
+        if pfn.is_none() && self.reclaim(mem, cfg, shootdowns, cfg.batch_pages) > 0 {
+            pfn = mem.buddy.alloc(order_of(base));
+        }
+        let Some(pfn) = pfn else {
+            mem.swap.slots.insert((space.asid, page));
+            return Err(mem.buddy.oom(&format!("swapping in the page at va {page:#x}")));
+        };
+        if let Err(e) = map_leaf(mem, space.fmt, space.root, page, pfn << FRAME_SHIFT, base, fresh_attrs(kind)) {
+            mem.buddy.free(pfn, order_of(base));
+            mem.swap.slots.insert((space.asid, page));
+            return Err(e);
+        }
+        let stats = self.stats_mut();
+        stats.faults += 1;
+        stats.record_map(base);
+        stats.event("swap_ins");
+        stats.os_cycles += cfg.swap_in_cycles;
+        Ok(())
+    }
+
+    /// The reclaim settings of a policy that reclaims (`base`, `thp`, `khugepaged`,
+    /// `mthp`).
+    pub fn reclaim_cfg(&self) -> Option<&ReclaimConfig> {
+        match self {
+            Os::Base(p) => Some(&p.reclaim),
+            Os::Thp(p) => Some(&p.reclaim),
+            Os::Mthp(p) => Some(&p.reclaim),
+            _ => None,
+        }
+    }
+
+    /// Sets the reclaim settings (ignored by `fixed` and `reservation`).
+    pub fn set_reclaim(&mut self, cfg: ReclaimConfig) {
+        match self {
+            Os::Base(p) => p.reclaim = cfg,
+            Os::Thp(p) => p.reclaim = cfg,
+            Os::Mthp(p) => p.reclaim = cfg,
+            _ => {}
+        }
+    }
+
+    fn policy_fault(&mut self, ctx: FaultCtx<'_>) -> Result<(), ModelError> {
         match self {
             Os::Base(p) => p.fault(ctx),
             Os::Fixed(p) => p.fault(ctx),
@@ -181,7 +279,10 @@ impl Os {
                 p.drop_space(mem, space.asid);
                 &mut p.stats
             }
-            Os::Thp(p) => &mut p.stats,
+            Os::Thp(p) => {
+                p.drop_space(space.asid);
+                &mut p.stats
+            }
             Os::Mthp(p) => &mut p.stats,
         };
         for m in remap::teardown(mem, space.fmt, space.root) {
@@ -215,6 +316,9 @@ impl Os {
             stats.record_unmap(m.size);
         }
         unmap::free_tables_inside(mem, space, start, end);
+        // Pages of the range in swap are discarded with it: a later touch is a fresh
+        // fault, not a swap-in.
+        mem.swap.drop_range(asid, start, end);
         space.remove_range(start, end);
         shootdowns.push((asid, start, end));
         stats.event("munmaps");
@@ -287,7 +391,10 @@ pub(crate) fn map_new_page(ctx: &mut FaultCtx<'_>, size: PageSize, stats: &mut O
         .ok_or_else(|| ctx.mem.buddy.oom(&format!("a {size} page at va {:#x}", ctx.va)))?;
     let va = ctx.va & !size.offset_mask();
     let pa = pfn << FRAME_SHIFT;
-    map_leaf(ctx.mem, ctx.space.fmt, ctx.space.root, va, pa, size, Attrs::user_rw())?;
+    if let Err(e) = map_leaf(ctx.mem, ctx.space.fmt, ctx.space.root, va, pa, size, Attrs::user_rw()) {
+        ctx.mem.buddy.free(pfn, order_of(size));
+        return Err(e);
+    }
     stats.record_map(size);
     Ok(())
 }

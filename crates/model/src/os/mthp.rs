@@ -35,6 +35,8 @@ impl Default for MthpConfig {
 #[derive(Clone, Debug)]
 pub struct Mthp {
     cfg: MthpConfig,
+    /// Reclaim under memory pressure.
+    pub reclaim: super::ReclaimConfig,
     /// Counters.
     pub stats: OsStats,
 }
@@ -44,7 +46,7 @@ impl Mthp {
     pub fn new(mut cfg: MthpConfig) -> Mthp {
         cfg.sizes.sort_by(|a, b| b.cmp(a));
         cfg.sizes.dedup();
-        Mthp { cfg, stats: OsStats::default() }
+        Mthp { cfg, reclaim: super::ReclaimConfig::default(), stats: OsStats::default() }
     }
 
     /// Handles a fault.
@@ -59,7 +61,7 @@ impl Mthp {
             if !vma.contains_range(key, key + size.bytes()) {
                 continue;
             }
-            if !leaves(mem, fmt, root, key, key + size.bytes()).is_empty() {
+            if mem.swap.any_in(space.asid, key, key + size.bytes()) || !leaves(mem, fmt, root, key, key + size.bytes()).is_empty() {
                 continue;
             }
             let Some(pfn) = mem.buddy.alloc(order_of(size)) else {
@@ -70,11 +72,21 @@ impl Mthp {
             self.stats.os_cycles += (size.bytes() / FRAME_SIZE - 1) * self.cfg.zero_cycles_per_page;
             if fmt.leaf_level(size).is_some() {
                 super::remap::drop_table(mem, fmt, root, key, size);
-                map_leaf(mem, fmt, root, key, pa, size, attrs)?;
+                if let Err(e) = map_leaf(mem, fmt, root, key, pa, size, attrs) {
+                    mem.buddy.free(pfn, order_of(size));
+                    return Err(e);
+                }
                 self.stats.record_map(size);
             } else {
                 for off in (0..size.bytes()).step_by(FRAME_SIZE as usize) {
-                    map_leaf(mem, fmt, root, key + off, pa + off, PageSize::K4, attrs)?;
+                    // Only the first leaf can need a new page table (one aligned folio
+                    // lies inside one last-level table).
+                    if let Err(e) = map_leaf(mem, fmt, root, key + off, pa + off, PageSize::K4, attrs) {
+                        if off == 0 {
+                            mem.buddy.free(pfn, order_of(size));
+                        }
+                        return Err(e);
+                    }
                     self.stats.record_leaf(PageSize::K4);
                 }
                 self.stats.mapped[size.index()] += 1;
@@ -83,7 +95,10 @@ impl Mthp {
             return Ok(());
         }
         let pfn = mem.buddy.alloc(0).ok_or_else(|| mem.buddy.oom(&format!("a 4K page at va {va:#x}")))?;
-        map_leaf(mem, fmt, root, va & !PageSize::K4.offset_mask(), pfn << FRAME_SHIFT, PageSize::K4, attrs)?;
+        if let Err(e) = map_leaf(mem, fmt, root, va & !PageSize::K4.offset_mask(), pfn << FRAME_SHIFT, PageSize::K4, attrs) {
+            mem.buddy.free(pfn, 0);
+            return Err(e);
+        }
         self.stats.record_map(PageSize::K4);
         Ok(())
     }

@@ -39,12 +39,17 @@ pub fn leaves(mem: &mut Memory, fmt: Format, root: u64, start: u64, end: u64) ->
     c.out
 }
 
-struct Zero;
+struct Zero {
+    root: u64,
+}
 
 impl Visitor for Zero {
     fn visit(&mut self, v: &Visit, mem: &mut Memory) -> Action {
-        if matches!(v.pte, Pte::Leaf { .. }) {
+        if let Pte::Leaf { pa, .. } = v.pte {
             mem.pt.write(v.table, v.index, 0);
+            if v.span == crate::addr::FRAME_SIZE {
+                mem.rmap.clear_if(pa >> crate::addr::FRAME_SHIFT, self.root, v.va);
+            }
         }
         Action::Continue
     }
@@ -55,7 +60,7 @@ impl Visitor for Zero {
 /// the first entry of a contiguous group would make the rest look like single pages).
 pub fn clear_leaves(mem: &mut Memory, fmt: Format, root: u64, start: u64, end: u64) -> Vec<Mapping> {
     let out = leaves(mem, fmt, root, start, end);
-    walk(mem, fmt, root, 0, start, end, WalkFlags::LEAF, &mut Zero, &mut WalkCounts::default());
+    walk(mem, fmt, root, 0, start, end, WalkFlags::LEAF, &mut Zero { root }, &mut WalkCounts::default());
     out
 }
 
@@ -139,6 +144,7 @@ pub fn teardown(mem: &mut Memory, fmt: Format, root: u64) -> Vec<Mapping> {
     for table in t.out {
         mem.free_table(table);
     }
+    mem.unregister_space(root);
     mem.free_table(root);
     maps
 }

@@ -5,19 +5,35 @@
 //! aligned 2 MiB range around the fault lies inside the VMA and has no page mapped yet,
 //! allocate an order-9 block and map one 2 MiB leaf. If no free 2 MiB block exists, the
 //! `defrag` mode decides: `always` (and `madvise` in a hugepage VMA) stalls in direct
-//! compaction — its cost is charged (`compaction_cycles`) and, because page migration
-//! is not modelled, it fails and the fault falls back to 4 KiB; `defer`, `defer+madvise` and `never` fall back to 4 KiB at
-//! once (`defer` variants wake kswapd/kcompactd, which mmulab counts but does not model).
+//! compaction (compact.rs: page migration frees an order-9 block whose used frames are
+//! all movable; `compaction_cycles` per attempt plus `migrate_cycles_per_page` per
+//! migrated page are charged) and takes the block on success, else falls back to
+//! 4 KiB; `defer`, `defer+madvise` and `never` fall back to 4 KiB at once (`defer`
+//! variants wake kswapd/kcompactd, which mmulab counts but does not model). A range
+//! with a page in swap is not empty (reclaim.rs): the fault maps 4 KiB.
 //!
 //! khugepaged: every `scan_period` references it scans up to `pages_to_scan` base
 //! pages' worth of 2 MiB ranges (a cursor over address spaces and ranges, using the
 //! walker), and collapses a range that lies inside its VMA when its empty PTEs ≤
 //! `max_ptes_none`: a new 2 MiB block is allocated, the present pages are copied
 //! (`copy_cycles_per_page` each; missing ones are zero-filled), the old frames freed,
-//! the page table dropped and one 2 MiB leaf installed.
+//! the page table dropped and one 2 MiB leaf installed. With khugepaged's `defrag` on
+//! (Linux's default), a collapse that finds no free 2 MiB block tries direct compaction
+//! first. Ranges with a page in swap are skipped (`collapse_skipped_swapped`).
+//!
+//! Shrinker (memory pressure, reclaim.rs): the subpages that were empty when khugepaged
+//! collapsed a range are remembered; under pressure a collapsed page with at least
+//! `thp_underused_empty` such subpages is split, the subpages that were present stay
+//! mapped as 4 KiB pages and the others are freed. The rule assumes a subpage empty at
+//! collapse is still unused (still zero): a 2 MiB leaf has one accessed bit, so which
+//! subpages were touched afterwards cannot be known; a later touch of a freed subpage
+//! is an ordinary fault that maps a fresh zeroed page.
 
+use super::compact::{compact_deferred, CompactCost, Deferral};
 use super::remap::{clear_leaves, drop_table, leaves};
-use super::{fresh_attrs, map_new_page, order_of, FaultCtx, OsStats, TickCtx};
+use super::{fresh_attrs, map_new_page, order_of, FaultCtx, OsStats, Shootdown, TickCtx};
+use crate::addr::Asid;
+use std::collections::BTreeMap;
 use crate::addr::{PageSize, FRAME_SHIFT, FRAME_SIZE};
 use crate::error::ModelError;
 use crate::mem::Memory;
@@ -58,15 +74,23 @@ pub struct ThpConfig {
     pub enabled: Enabled,
     /// What a huge fault does when no free 2 MiB block exists.
     pub defrag: Defrag,
-    /// Cycles one direct-compaction attempt stalls the fault.
+    /// Cycles one direct-compaction attempt stalls the fault (the scanners).
     pub compaction_cycles: u64,
+    /// Cycles to migrate one 4 KiB page during compaction.
+    pub migrate_cycles_per_page: u64,
     /// Cycles to zero a 4 KiB page (a 2 MiB fault zeroes 512).
     pub zero_cycles_per_page: u64,
 }
 
 impl Default for ThpConfig {
     fn default() -> Self {
-        ThpConfig { enabled: Enabled::Always, defrag: Defrag::Madvise, compaction_cycles: 200_000, zero_cycles_per_page: 0 }
+        ThpConfig {
+            enabled: Enabled::Always,
+            defrag: Defrag::Madvise,
+            compaction_cycles: 200_000,
+            migrate_cycles_per_page: 4_000,
+            zero_cycles_per_page: 0,
+        }
     }
 }
 
@@ -83,11 +107,14 @@ pub struct KhugepagedConfig {
     pub max_ptes_none: u64,
     /// Cycles to copy one 4 KiB page into the new huge page.
     pub copy_cycles_per_page: u64,
+    /// Direct compaction when a collapse finds no free 2 MiB block
+    /// (`/sys/kernel/mm/transparent_hugepage/khugepaged/defrag`, default 1).
+    pub defrag: bool,
 }
 
 impl Default for KhugepagedConfig {
     fn default() -> Self {
-        KhugepagedConfig { enabled: true, pages_to_scan: 4096, scan_period: 1_000_000, max_ptes_none: 511, copy_cycles_per_page: 1000 }
+        KhugepagedConfig { enabled: true, pages_to_scan: 4096, scan_period: 1_000_000, max_ptes_none: 511, copy_cycles_per_page: 1000, defrag: true }
     }
 }
 
@@ -100,15 +127,21 @@ pub struct Thp {
     pub khugepaged: KhugepagedConfig,
     last_scan: u64,
     cursor: (usize, u64),
+    /// Huge pages khugepaged made: (asid, va) → (first frame, bitmap of subpages that
+    /// were present at collapse). Checked against the page table before use.
+    collapsed: BTreeMap<(Asid, u64), (u64, [u64; 8])>,
+    defer: Deferral,
     /// Counters.
     pub stats: OsStats,
+    /// Reclaim under memory pressure.
+    pub reclaim: super::ReclaimConfig,
     name: &'static str,
 }
 
 impl Thp {
     /// Policy `thp` (fault-time huge pages; khugepaged only if enabled in `k`).
     pub fn new(cfg: ThpConfig, k: KhugepagedConfig) -> Thp {
-        Thp { cfg, khugepaged: k, last_scan: 0, cursor: (0, 0), stats: OsStats::default(), name: "thp" }
+        Thp { cfg, khugepaged: k, last_scan: 0, cursor: (0, 0), collapsed: BTreeMap::new(), defer: Deferral::default(), stats: OsStats::default(), reclaim: super::ReclaimConfig::default(), name: "thp" }
     }
 
     /// Policy `khugepaged`: 4 KiB pages at fault, collapsed in the background.
@@ -136,11 +169,16 @@ impl Thp {
         if want && ctx.space.fmt.leaf_level(size).is_some() {
             if !vma.contains_range(key, key + size.bytes()) {
                 self.stats.event("thp_fault_fallback_vma_edge");
-            } else if !leaves(ctx.mem, ctx.space.fmt, ctx.space.root, key, key + size.bytes()).is_empty() {
+            } else if ctx.mem.swap.any_in(ctx.space.asid, key, key + size.bytes())
+                || !leaves(ctx.mem, ctx.space.fmt, ctx.space.root, key, key + size.bytes()).is_empty()
+            {
                 self.stats.event("thp_fault_fallback_range_busy");
-            } else if let Some(pfn) = self.alloc_huge(ctx.mem, vma.hugepage) {
+            } else if let Some(pfn) = self.alloc_huge(ctx.mem, vma.hugepage, ctx.shootdowns) {
                 drop_table(ctx.mem, ctx.space.fmt, ctx.space.root, key, size);
-                map_leaf(ctx.mem, ctx.space.fmt, ctx.space.root, key, pfn << FRAME_SHIFT, size, fresh_attrs(ctx.kind))?;
+                if let Err(e) = map_leaf(ctx.mem, ctx.space.fmt, ctx.space.root, key, pfn << FRAME_SHIFT, size, fresh_attrs(ctx.kind)) {
+                    ctx.mem.buddy.free(pfn, order_of(size));
+                    return Err(e);
+                }
                 self.stats.record_map(size);
                 self.stats.os_cycles += 512 * self.cfg.zero_cycles_per_page;
                 self.stats.event("thp_fault_alloc");
@@ -154,7 +192,7 @@ impl Thp {
     }
 
     /// An order-9 block, with direct compaction per the defrag mode.
-    fn alloc_huge(&mut self, mem: &mut Memory, madvised: bool) -> Option<u64> {
+    fn alloc_huge(&mut self, mem: &mut Memory, madvised: bool, shootdowns: &mut Vec<Shootdown>) -> Option<u64> {
         if let Some(p) = mem.buddy.alloc(order_of(PageSize::M2)) {
             return Some(p);
         }
@@ -170,10 +208,68 @@ impl Thp {
             return None;
         }
         self.stats.event("compaction_stall");
-        self.stats.os_cycles += self.cfg.compaction_cycles;
-        // Page migration is not modelled: the stall is paid, the fault falls back.
-        self.stats.event("compaction_fail");
-        None
+        let cost = self.compact_cost();
+        compact_deferred(mem, order_of(PageSize::M2), cost, &mut self.defer, &mut self.stats, shootdowns)
+    }
+
+    fn compact_cost(&self) -> CompactCost {
+        CompactCost { attempt_cycles: self.cfg.compaction_cycles, migrate_cycles_per_page: self.cfg.migrate_cycles_per_page }
+    }
+
+    /// The THP shrinker (see the module doc): splits underused collapsed huge pages
+    /// until `want` frames are freed. Returns the frames freed.
+    pub fn shrink(&mut self, mem: &mut Memory, min_empty: u64, shootdowns: &mut Vec<Shootdown>, want: u64) -> u64 {
+        let size = PageSize::M2;
+        let mut freed = 0;
+        let keys: Vec<_> = self.collapsed.keys().copied().collect();
+        for (asid, key) in keys {
+            if freed >= want {
+                break;
+            }
+            let (pfn, present) = self.collapsed[&(asid, key)];
+            let empty = 512 - present.iter().map(|w| w.count_ones() as u64).sum::<u64>();
+            if empty < min_empty {
+                continue;
+            }
+            self.collapsed.remove(&(asid, key));
+            let Some(&(fmt, root)) = mem.spaces.get(&asid) else { continue };
+            let Some(m) = crate::walk::lookup(mem, fmt, root, key) else { continue };
+            if m.size != size || m.pa != pfn << FRAME_SHIFT {
+                continue;
+            }
+            clear_leaves(mem, fmt, root, key, key + size.bytes());
+            self.stats.record_unmap(size);
+            let used = |i: u64| present[(i / 64) as usize] & (1 << (i % 64)) != 0;
+            for i in 0..512 {
+                if !used(i) {
+                    mem.buddy.free(pfn + i, 0);
+                }
+            }
+            let attrs = m.attrs.without(Attrs::CONTIG);
+            for i in (0..512).filter(|&i| used(i)) {
+                let off = i << FRAME_SHIFT;
+                if map_leaf(mem, fmt, root, key + off, m.pa + off, PageSize::K4, attrs).is_err() {
+                    // No frame for the page table even after freeing: the page goes to swap.
+                    mem.buddy.free(pfn + i, 0);
+                    mem.swap.slots.insert((asid, key + off));
+                    self.stats.event("swap_outs");
+                    freed += 1;
+                    continue;
+                }
+                self.stats.record_leaf(PageSize::K4);
+            }
+            freed += empty;
+            self.stats.demotions[size.index()] += 1;
+            self.stats.event("thp_splits");
+            self.stats.event("thp_underused_split");
+            shootdowns.push((asid, key, key + size.bytes()));
+        }
+        freed
+    }
+
+    /// Forgets the collapsed pages of `asid` (at exit).
+    pub fn drop_space(&mut self, asid: Asid) {
+        self.collapsed.retain(|k, _| k.0 != asid);
     }
 
     /// khugepaged's wake-up (see the module doc).
@@ -222,11 +318,28 @@ impl Thp {
                 self.stats.event("collapse_skipped_vma_edge");
                 continue;
             }
-            let Some(pfn) = ctx.mem.buddy.alloc(order_of(size)) else {
+            if ctx.mem.swap.any_in(asid, key, key + size.bytes()) {
+                self.stats.event("collapse_skipped_swapped");
+                continue;
+            }
+            let mut pfn = ctx.mem.buddy.alloc(order_of(size));
+            if pfn.is_none() && k.defrag {
+                let cost = self.compact_cost();
+                pfn = compact_deferred(ctx.mem, order_of(size), cost, &mut self.defer, &mut self.stats, ctx.shootdowns);
+            }
+            let Some(pfn) = pfn else {
                 self.stats.event("collapse_failed_no_memory");
                 continue;
             };
             let old = clear_leaves(ctx.mem, fmt, root, key, key + size.bytes());
+            let mut present = [0u64; 8];
+            for m in &old {
+                for off in (0..m.size.bytes()).step_by(FRAME_SIZE as usize) {
+                    let i = (m.va + off - key) >> FRAME_SHIFT;
+                    present[(i / 64) as usize] |= 1 << (i % 64);
+                }
+            }
+            self.collapsed.insert((asid, key), (pfn, present));
             let mut attrs = Attrs::user_rw().with(Attrs::ACCESSED);
             for m in &old {
                 if m.attrs.has(Attrs::DIRTY) {

@@ -116,7 +116,12 @@ pub fn map_leaf(
     walk(mem, fmt, root, 0, va, va + size.bytes(), flags, &mut TargetOnlyTables(&mut v), &mut counts);
     match v.error {
         Some(e) => Err(e),
-        None => Ok(counts),
+        None => {
+            if size == PageSize::K4 && !group {
+                mem.rmap.set(pa >> crate::addr::FRAME_SHIFT, root, va);
+            }
+            Ok(counts)
+        }
     }
 }
 
@@ -175,6 +180,24 @@ pub fn unmap_leaf(mem: &mut Memory, fmt: Format, root: u64, va: u64) -> Option<M
     for i in first..first + n {
         mem.pt.write(table, i, 0);
     }
+    if m.size == PageSize::K4 {
+        mem.rmap.clear_if(m.pa >> crate::addr::FRAME_SHIFT, root, m.va);
+    }
+    Some(m)
+}
+
+/// Moves the 4 KiB leaf at `va` (not part of a contiguous group) to the frame at
+/// `new_pa`, keeping every attribute bit (page migration); the reverse map follows.
+/// Returns the old mapping, or `None` (nothing changed) if `va` has no such leaf.
+pub fn move_leaf(mem: &mut Memory, fmt: Format, root: u64, va: u64, new_pa: u64) -> Option<Mapping> {
+    let (level, table, index, raw) = find_leaf(mem, fmt, root, va)?;
+    let m = mapping_at(mem, fmt, va, level, table, index, raw)?;
+    if m.size != PageSize::K4 || m.attrs.has(Attrs::CONTIG) || fmt.leaf_size(level) != PageSize::K4 {
+        return None;
+    }
+    mem.pt.write(table, index, fmt.encode_leaf(level, new_pa, m.attrs));
+    mem.rmap.clear_if(m.pa >> crate::addr::FRAME_SHIFT, root, m.va);
+    mem.rmap.set(new_pa >> crate::addr::FRAME_SHIFT, root, m.va);
     Some(m)
 }
 

@@ -19,7 +19,7 @@ mod map;
 mod pwc;
 mod translate;
 
-pub use map::{lookup, map_leaf, set_leaf_attrs, unmap_leaf, Mapping};
+pub use map::{lookup, map_leaf, move_leaf, set_leaf_attrs, unmap_leaf, Mapping};
 pub use pwc::{Pwc, PwcStats};
 pub use translate::{translate, translate_visitor, WalkResult};
 

@@ -137,6 +137,21 @@ impl Sys {
         assert_eq!(resident, self.os.stats().resident_bytes, "{}: resident_bytes counter", self.os.name());
         let by_size: u64 = self.os.stats().resident_by_size.iter().sum();
         assert_eq!(by_size, resident, "{}: resident_by_size counter", self.os.name());
+        // Movable pinned frames ([memory.age] movable share) stay allocated, unmapped,
+        // and are counted in `pinned` (compaction moves them, never duplicates them).
+        let external: Vec<u64> = self.mem.rmap.external_frames().collect();
+        for f in external {
+            assert!(!self.mem.buddy.is_free(f), "{}: movable pinned frame {f} is free", self.os.name());
+            owner[f as usize] += 1;
+            assert_eq!(owner[f as usize], 1, "{}: movable pinned frame {f} also mapped", self.os.name());
+        }
+        // A page in swap is not mapped, and belongs to a live address space.
+        let slots: Vec<_> = self.mem.swap.slots.iter().copied().collect();
+        for (asid, va) in slots {
+            let s = self.spaces.get(asid as usize).and_then(|s| s.clone());
+            let s = s.unwrap_or_else(|| panic!("{}: swap slot of dead asid {asid}", self.os.name()));
+            assert!(lookup(&mut self.mem, s.fmt, s.root, va).is_none(), "{}: {va:#x} is both in swap and mapped", self.os.name());
+        }
         let mut reserved = 0;
         if let Os::Reservation(r) = &self.os {
             for f in r.reserved_unpopulated_frames() {
