@@ -162,7 +162,7 @@ fn run_case(rng: &mut SplitMix64, case: usize) {
     let all = [PageSize::K4, PageSize::K64, PageSize::M2, PageSize::G1];
     let policies = [Policy::Lru, Policy::Plru, Policy::Fifo, Policy::Random];
     // Way counts cover one partial and several full 16-way fingerprint chunks, and both
-    // LRU representations (per-way ranks up to 64 ways, linked lists beyond).
+    // LRU representations (the LRU lists), including sets wider than one 16-lane chunk.
     let ways = [1usize, 2, 3, 4, 5, 8, 12, 16, 17, 32, 48, 64, 65, 100][rng.below(14) as usize];
     let sets = if ways > 16 { [1usize, 2, 3][rng.below(3) as usize] } else { [1usize, 2, 3, 4, 7, 16][rng.below(6) as usize] };
     let mut sizes: Vec<PageSize> = all.iter().copied().filter(|_| rng.below(2) == 0).collect();

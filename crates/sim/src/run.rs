@@ -5,7 +5,7 @@ use mmulab_trace::{MemRef, TraceSource};
 pub const BATCH: usize = 8192;
 
 /// How far ahead the run loop prefetches walks.
-const AHEAD: usize = 4;
+const AHEAD: usize = 8;
 
 /// A progress callback: (references so far, source progress (done, total) if known).
 pub type Progress<'a> = &'a mut dyn FnMut(u64, Option<(u64, u64)>);
