@@ -11,6 +11,12 @@
 //!
 //! Run: `cargo bench -p mmulab-cli --bench sim_throughput` (add `-- --refs 20M` for a
 //! shorter run). Results and their interpretation: docs/benchmarks.md.
+//!
+//! `-- --against PATH` compares with another `mmulab` binary (e.g. one built from an
+//! earlier commit): each workload runs on both binaries alternately, `--rounds N` times
+//! each (default 5), and the ratio of their fastest CPU times is reported. On a host
+//! whose speed drifts by tens of percent within minutes, only such interleaved ratios
+//! are trustworthy.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -55,12 +61,40 @@ fn parse_refs(args: &[String]) -> u64 {
         .unwrap_or(100_000_000)
 }
 
+/// The value after `flag`, if given.
+fn arg_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+    let i = args.iter().position(|a| a == flag)?;
+    Some(args.get(i + 1).unwrap_or_else(|| panic!("{flag} needs a value")).as_str())
+}
+
+/// Interleaved comparison with another binary (see the module documentation).
+fn compare(bin: &str, other: &str, config: &str, refs: u64, rounds: usize) {
+    println!("CPU seconds, fastest of {rounds} alternating runs: this build vs {other}\n");
+    println!("{:<40} {:>6} {:>10} {:>10} {:>8}", "workload", "pages", "this", "other", "speedup");
+    let huge = ["os.policy=fixed", "os.page_size=2M"];
+    for w in [format!("seq:size=1GiB,refs={refs}"), format!("gups:table=1GiB,refs={refs}")] {
+        for (pages, sets) in [("4K", &[][..]), ("2M", &huge[..])] {
+            let (mut this, mut that) = (f64::MAX, f64::MAX);
+            for _ in 0..rounds {
+                this = this.min(run(bin, config, &w, sets).cpu_secs);
+                that = that.min(run(other, config, &w, sets).cpu_secs);
+            }
+            println!("{w:<40} {pages:>6} {this:>10.2} {that:>10.2} {:>8.2}", that / this);
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let refs = parse_refs(&args);
     let bin = env!("CARGO_BIN_EXE_mmulab");
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let config = root.join("tests/data/issue2-example.toml").display().to_string();
+    if let Some(other) = arg_value(&args, "--against") {
+        let rounds = arg_value(&args, "--rounds").map(|r| r.parse().expect("--rounds N")).unwrap_or(5);
+        compare(bin, other, &config, refs, rounds);
+        return;
+    }
     let huge = ["os.policy=fixed", "os.page_size=2M"];
     println!("mmulab sim throughput, config tests/data/issue2-example.toml, {} M references per run\n", refs / 1_000_000);
     println!("M refs/s is per second of the process's CPU time (user + system), which another load on the");
