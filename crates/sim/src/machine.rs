@@ -378,6 +378,18 @@ impl Machine {
         }
     }
 
+    /// At the end of a trace: an unmap range opened by its start marker and never closed
+    /// means the trace was cut between the two markers (or written wrongly); that is an
+    /// error rather than a silently skipped unmap.
+    pub fn check_markers_closed(&self) -> Result<(), SimError> {
+        match self.unmap_open {
+            None => Ok(()),
+            Some((asid, start)) => Err(SimError::Model(mmulab_model::ModelError::Conflict(format!(
+                "the trace ended inside an unmap marker pair: the range from {start:#x} of asid {asid} has a start marker but no end marker (is the trace truncated? see docs/trace-format.md, control references)"
+            )))),
+        }
+    }
+
     /// Unmaps `[start, end)` of `asid` (munmap): the OS frees the range and every core
     /// drops the translations its shootdowns name. An address space never touched has
     /// nothing to unmap.

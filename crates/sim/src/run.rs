@@ -57,5 +57,6 @@ pub fn run(m: &mut Machine, src: &mut dyn TraceSource, progress: Option<Progress
             }
         }
     }
+    m.check_markers_closed()?;
     Ok(Stats::collect(m))
 }

@@ -227,6 +227,18 @@ fn malformed_unmap_markers_are_clear_errors() {
     assert!(e.contains("asid 1"), "{e}");
     let e = machine().access(&r(UNMAP_TAG | 0x4000_0008, 1)).unwrap_err().to_string();
     assert!(e.contains("low 12 bits"), "{e}");
+    // A trace that ends between the two markers is an error, not a skipped unmap.
+    let mut m = machine();
+    m.access(&r(0x4000_0000, 1)).unwrap();
+    m.access(&start).unwrap();
+    let e = m.check_markers_closed().unwrap_err().to_string();
+    assert!(e.contains("no end marker") && e.contains("0x40000000"), "{e}");
+    let mut m = machine();
+    let mut src = Refs(vec![r(0x4000_0000, 1), start]);
+    let e = run(&mut m, &mut src, None).unwrap_err().to_string();
+    assert!(e.contains("truncated"), "{e}");
+    m.access(&end).unwrap();
+    m.check_markers_closed().unwrap();
 }
 
 #[test]
@@ -241,5 +253,19 @@ fn build_workload_with_unmap_frees_arrays_mid_life() {
         assert_eq!(st.os.count("exits"), 6, "{policy}");
         assert_eq!(st.resident_bytes, 0, "{policy}");
         assert_eq!(m.memory().buddy.free_frames(), free0, "{policy}: frames returned");
+    }
+}
+
+/// A trace held in memory (tests only).
+struct Refs(Vec<mmulab_trace::MemRef>);
+
+impl mmulab_trace::TraceSource for Refs {
+    fn next_batch(&mut self, buf: &mut Vec<mmulab_trace::MemRef>, max: usize) -> Result<usize, mmulab_trace::TraceError> {
+        let n = self.0.len().min(max);
+        buf.extend(self.0.drain(..n));
+        Ok(n)
+    }
+    fn describe(&self) -> String {
+        "in-memory references".into()
     }
 }
