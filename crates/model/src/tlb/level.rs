@@ -27,6 +27,22 @@ pub struct TlbStats {
 
 const NO_SLOT: u32 = u32::MAX;
 
+/// Page sizes of a bitmask (bit = `PageSize as usize`), smallest first.
+struct Sizes(u16);
+
+impl Iterator for Sizes {
+    type Item = PageSize;
+    #[inline(always)]
+    fn next(&mut self) -> Option<PageSize> {
+        if self.0 == 0 {
+            return None;
+        }
+        let size = PageSize::ALL[self.0.trailing_zeros() as usize];
+        self.0 &= self.0 - 1;
+        Some(size)
+    }
+}
+
 /// Addresses at or beyond 2^56 are never cached: a key (page number << 4 | size) must
 /// stay within the associative array's 48 key bits.
 const VA_LIMIT_BITS: u32 = 56;
@@ -147,12 +163,7 @@ impl Tlb {
             let slot = self.last_slot as usize;
             return Some((slot, self.entry(slot, asid)));
         }
-        // No page table maps an address of 56 bits or more (the walk refuses it), so no
-        // entry can hold one; its key would not fit the array's tag.
-        let mut sizes = if va >> VA_LIMIT_BITS == 0 { self.held_mask } else { 0 };
-        while sizes != 0 {
-            let size = PageSize::ALL[sizes.trailing_zeros() as usize];
-            sizes &= sizes - 1;
+        for size in self.probe_sizes(va) {
             let vpn = va >> size.shift();
             let set = self.array.set_of(vpn);
             if let Some(slot) = self.array.find(set, key(vpn, size), asid) {
@@ -163,6 +174,14 @@ impl Tlb {
         }
         self.stats.misses += 1;
         None
+    }
+
+    /// The sizes a lookup of `va` probes: every size the level holds an entry of,
+    /// smallest first. None for an address of 56 bits or more: no page table maps one
+    /// (the walk refuses it), and its key would not fit the array's tag.
+    #[inline(always)]
+    fn probe_sizes(&self, va: u64) -> Sizes {
+        Sizes(if va >> VA_LIMIT_BITS == 0 { self.held_mask } else { 0 })
     }
 
     #[inline]
@@ -225,10 +244,7 @@ impl Tlb {
     /// Sets `bits` in the cached entry covering `va`, if any, without touching
     /// replacement state (the hardware's dirty-bit update of its cached copies).
     pub fn add_attrs(&mut self, va: u64, asid: Asid, bits: u16) -> bool {
-        let mut sizes = if va >> VA_LIMIT_BITS == 0 { self.held_mask } else { 0 };
-        while sizes != 0 {
-            let size = PageSize::ALL[sizes.trailing_zeros() as usize];
-            sizes &= sizes - 1;
+        for size in self.probe_sizes(va) {
             let vpn = va >> size.shift();
             let set = self.array.set_of(vpn);
             if let Some(slot) = self.array.peek(set, key(vpn, size), asid) {
