@@ -16,10 +16,8 @@ pub const MAX_DEPTH: usize = 8;
 #[derive(Clone, Debug)]
 pub struct Hierarchy {
     levels: Vec<Tlb>,
-    data_entry: usize,
-    instr_entry: usize,
-    /// The levels a data / an instruction lookup visits, in order (the `next` chain from
-    /// the entry level, computed once).
+    /// The levels a data / an instruction lookup visits, in order: the entry level, then
+    /// its `next` chain (computed once).
     data_path: Path,
     instr_path: Path,
 }
@@ -65,7 +63,7 @@ impl Hierarchy {
     pub fn new(specs: Vec<TlbSpec>, data_entry: usize, instr_entry: usize) -> Hierarchy {
         let data_path = Path::new(&specs, data_entry);
         let instr_path = Path::new(&specs, instr_entry);
-        Hierarchy { levels: specs.into_iter().map(Tlb::new).collect(), data_entry, instr_entry, data_path, instr_path }
+        Hierarchy { levels: specs.into_iter().map(Tlb::new).collect(), data_path, instr_path }
     }
 
     /// The levels, in config order.
@@ -81,7 +79,7 @@ impl Hierarchy {
     /// The level references of this kind enter at.
     #[inline(always)]
     pub fn entry_level(&mut self, instr: bool) -> &mut Tlb {
-        let i = if instr { self.instr_entry } else { self.data_entry };
+        let i = if instr { self.instr_path.levels[0] } else { self.data_path.levels[0] } as usize;
         &mut self.levels[i]
     }
 
