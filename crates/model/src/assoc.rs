@@ -205,6 +205,16 @@ impl AssocArray {
         }
     }
 
+    /// Invalidates the entry in `slot` (a slot `find` or `peek` returned).
+    pub fn invalidate_slot(&mut self, slot: usize) {
+        if self.entries[slot][0] != INVALID {
+            let (set, way) = (slot / self.ways, slot % self.ways);
+            self.fps[set * self.fp_stride + way] = 0;
+            self.entries[slot][0] = INVALID;
+            self.empty += 1;
+        }
+    }
+
     /// Invalidates every entry for which `pred(key, asid, data)` holds; returns how many.
     pub fn invalidate_where(&mut self, mut pred: impl FnMut(u64, u16, u64) -> bool) -> usize {
         let mut n = 0;

@@ -263,8 +263,21 @@ impl Tlb {
     }
 
     /// Removes every entry of `asid` overlapping `[start, end)`; returns how many.
+    ///
+    /// A small range (a page shot down by reclaim, a split superpage) looks up each page
+    /// of each held size that overlaps it — the only places such an entry can be;
+    /// a large one (an exit, a wide unmap) scans the whole array.
     pub fn invalidate_range(&mut self, asid: Asid, start: u64, end: u64) -> usize {
         self.last_slot = NO_SLOT;
+        if start >= end {
+            return 0;
+        }
+        if (end - 1) >> VA_LIMIT_BITS == 0 {
+            let pages: u64 = Sizes(self.held_mask).map(|s| ((end - 1) >> s.shift()) - (start >> s.shift()) + 1).sum();
+            if pages <= 8 || pages * 8 <= self.spec.entries as u64 {
+                return self.invalidate_pages(asid, start, end);
+            }
+        }
         let held = &mut self.held;
         let n = self.array.invalidate_where(|k, a, _| {
             let size = size_of_key(k);
@@ -276,6 +289,24 @@ impl Tlb {
             hit
         });
         self.held_mask = self.held.iter().enumerate().fold(0, |m, (i, &h)| if h > 0 { m | 1 << i } else { m });
+        self.stats.invalidations += n as u64;
+        n
+    }
+
+    /// [`Tlb::invalidate_range`] by looking up every page of every held size overlapping
+    /// `[start, end)` (the caller checked the range is small and below 2^56).
+    fn invalidate_pages(&mut self, asid: Asid, start: u64, end: u64) -> usize {
+        let mut n = 0;
+        for size in Sizes(self.held_mask) {
+            for vpn in (start >> size.shift())..=((end - 1) >> size.shift()) {
+                let set = self.array.set_of(vpn);
+                if let Some(slot) = self.array.peek(set, key(vpn, size), asid) {
+                    self.array.invalidate_slot(slot);
+                    self.release(size);
+                    n += 1;
+                }
+            }
+        }
         self.stats.invalidations += n as u64;
         n
     }
