@@ -127,7 +127,18 @@ impl Machine {
         &self.spec
     }
 
+    /// The index of `asid`'s address space, created on first use.
+    #[inline]
     fn space(&mut self, asid: Asid) -> Result<usize, SimError> {
+        let i = asid as usize;
+        if matches!(self.spaces.get(i), Some(Some(_))) {
+            return Ok(i);
+        }
+        self.new_space(asid)
+    }
+
+    #[cold]
+    fn new_space(&mut self, asid: Asid) -> Result<usize, SimError> {
         let i = asid as usize;
         if self.spaces.len() <= i {
             self.spaces.resize(i + 1, None);
