@@ -105,26 +105,33 @@ impl AssocArray {
     }
 
     /// The way of `set` holding `key`/`asid`, if any.
+    ///
+    /// The hottest loop of the simulator (every TLB and walk-cache lookup), so the set's
+    /// fingerprints and entries are read unchecked after one check of `set`.
     #[inline(always)]
     fn search(&self, set: usize, key: u64, asid: u16) -> Option<usize> {
-        assert!(key <= MAX_KEY, "key {key:#x} beyond MAX_KEY");
+        assert!(key <= MAX_KEY && set < self.sets, "key {key:#x} beyond MAX_KEY or set {set} out of range");
         let t = tag(key, asid);
         let fp = fingerprint(key, asid);
-        let fps = &self.fps[set * self.fp_stride..(set + 1) * self.fp_stride];
-        let base = set * self.ways;
-        let mut c = 0;
-        while c < fps.len() {
-            let chunk: &[u16; LANES] = fps[c..c + LANES].try_into().expect("a chunk of 16");
-            let mut mask = eq_mask16(chunk, fp);
-            while mask != 0 {
-                // Padding bytes are 0 and never equal a fingerprint, so the way exists.
-                let w = c + mask.trailing_zeros() as usize;
-                if self.entries[base + w][0] == t {
-                    return Some(w);
+        // SAFETY: set < sets, so the set's fp_stride fingerprints (fps.len() ==
+        // sets * fp_stride) and its ways entries (entries.len() == sets * ways) exist;
+        // a matching lane is < ways because padding lanes are 0 and fp never is.
+        unsafe {
+            let fps = self.fps.as_ptr().add(set * self.fp_stride);
+            let entries = self.entries.as_ptr().add(set * self.ways);
+            let mut c = 0;
+            while c < self.fp_stride {
+                let mut mask = eq_mask16(&*(fps.add(c) as *const [u16; LANES]), fp);
+                while mask != 0 {
+                    let w = c + mask.trailing_zeros() as usize;
+                    debug_assert!(w < self.ways);
+                    if (*entries.add(w))[0] == t {
+                        return Some(w);
+                    }
+                    mask &= mask - 1;
                 }
-                mask &= mask - 1;
+                c += LANES;
             }
-            c += LANES;
         }
         None
     }
@@ -144,23 +151,32 @@ impl AssocArray {
     }
 
     /// Inserts an entry into `set`; returns its slot and what it displaced.
-    #[inline]
+    #[inline(always)]
     pub fn insert(&mut self, set: usize, key: u64, asid: u16, data: u64) -> (usize, Option<Evicted>) {
-        assert!(key <= MAX_KEY, "key {key:#x} beyond MAX_KEY");
-        let base = set * self.ways;
-        let free = if self.empty > 0 { self.free_way(set) } else { None };
-        let way = match free {
-            Some(w) => {
-                self.empty -= 1;
-                w
+        assert!(key <= MAX_KEY && set < self.sets, "key {key:#x} beyond MAX_KEY or set {set} out of range");
+        let way = if self.empty > 0 {
+            match self.free_way(set) {
+                Some(w) => {
+                    self.empty -= 1;
+                    w
+                }
+                None => self.repl.victim(set),
             }
-            None => self.repl.victim(set),
+        } else {
+            self.repl.victim(set)
         };
-        let slot = base + way;
-        let old = self.entries[slot][0];
+        assert!(way < self.ways, "victim way {way} out of range");
+        let slot = set * self.ways + way;
+        // SAFETY: set < sets and way < ways (both checked above), so slot < sets * ways
+        // == entries.len() and set * fp_stride + way < fps.len().
+        let old = unsafe {
+            let e = self.entries.get_unchecked_mut(slot);
+            let old = e[0];
+            *e = [tag(key, asid), data];
+            *self.fps.get_unchecked_mut(set * self.fp_stride + way) = fingerprint(key, asid);
+            old
+        };
         let evicted = (old != INVALID).then(|| Evicted { key: old & MAX_KEY, asid: (old >> 48) as u16 });
-        self.fps[set * self.fp_stride + way] = fingerprint(key, asid);
-        self.entries[slot] = [tag(key, asid), data];
         self.repl.filled(set, way);
         (slot, evicted)
     }

@@ -199,22 +199,29 @@ impl Machine {
     /// miss, and the fills (see the module documentation for the order of events).
     #[inline(never)]
     fn access_miss(&mut self, core: usize, r: &MemRef, instr: bool) -> Result<(), SimError> {
-        let look = self.cores[core].tlbs.lookup(r.addr, r.asid, instr);
+        let tlbs = &mut self.cores[core].tlbs;
+        let look = tlbs.lookup(r.addr, r.asid, instr);
         self.counters.tlb_cycles += look.cycles;
         let t = match look.hit {
-            Some((_level, slot, t)) => {
-                let upto = look.len - 1;
-                if r.kind == AccessKind::Store && !t.attrs.has(Attrs::WRITABLE | Attrs::DIRTY) {
-                    return self.store_to_clean(core, r, &look.path[..look.len], slot, t);
+            Some((level, slot)) => {
+                if r.kind == AccessKind::Store && !tlbs.levels()[level].attrs_at(slot).has(Attrs::WRITABLE | Attrs::DIRTY) {
+                    let t = tlbs.entry(level, slot, r.asid);
+                    let path = tlbs.path(instr);
+                    let mut p = [0u8; mmulab_model::tlb::MAX_DEPTH];
+                    p[..look.len].copy_from_slice(&path[..look.len]);
+                    return self.store_to_clean(core, r, &p[..look.len], slot, t);
                 }
-                self.cores[core].tlbs.fill(&look.path[..upto], &t, r.addr);
+                if look.len > 1 {
+                    let t = tlbs.entry(level, slot, r.asid);
+                    tlbs.fill_path(instr, look.len - 1, &t, r.addr);
+                }
                 return Ok(());
             }
             None if r.addr == crate::background::EXIT_ADDR => return self.exit(r.asid),
             None if is_unmap_marker(r.addr) => return self.unmap_marker(r),
             None => self.walk(core, r)?,
         };
-        self.cores[core].tlbs.fill(&look.path[..look.len], &t, r.addr);
+        self.cores[core].tlbs.fill_path(instr, look.len, &t, r.addr);
         Ok(())
     }
 

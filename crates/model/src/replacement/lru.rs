@@ -1,43 +1,40 @@
-/// True LRU as an intrusive doubly linked list per set (most recent at the head): a hit
-/// or fill moves the way to the head in O(1); the victim is the tail. O(1) matters for
-/// large fully associative levels, where a timestamp scan costs one compare per way on
-/// every fill.
+/// True LRU as an intrusive circular doubly linked list per set, most recent at the
+/// head: the least recently used way is the head's predecessor. A hit moves its way to
+/// the head in O(1); a fill of a full set evicts the predecessor of the head and makes
+/// it the head, which in a circular list is one store (the head moves back one way).
+/// O(1) matters for large fully associative levels, where a timestamp scan costs one
+/// compare per way on every fill.
 #[derive(Clone, Debug)]
 pub struct Lru {
     ways: usize,
-    /// Per slot: previous / next way in its set's list (`NIL` at the ends).
+    /// Per slot: previous (more recent) / next (less recent) way in its set's ring.
     links: Vec<Link>,
-    /// Per set: most and least recently used way.
-    ends: Vec<Link>,
+    /// Per set: the most recently used way.
+    heads: Vec<u32>,
 }
 
-/// (previous, next) of a slot; (head, tail) of a set.
+/// (more recent, less recent) neighbours of a way in its set's ring.
 #[derive(Clone, Copy, Debug)]
 struct Link {
-    a: u32,
-    b: u32,
+    prev: u32,
+    next: u32,
 }
 
-const NIL: u32 = u32::MAX;
-
 impl Lru {
-    /// State for `sets` × `ways`; initially way 0 is least recently used.
+    /// State for `sets` × `ways`; initially way `ways - 1` is most and way 0 least
+    /// recently used (as if ways 0, 1, … had been touched in that order).
     pub fn new(sets: usize, ways: usize) -> Lru {
-        let mut l = Lru { ways, links: vec![Link { a: NIL, b: NIL }; sets * ways], ends: vec![Link { a: NIL, b: NIL }; sets] };
-        for s in 0..sets {
-            for w in 0..ways {
-                l.push_front(s, w as u32);
-            }
-        }
-        l
+        let w = ways as u32;
+        let ring = (0..w).map(|i| Link { prev: (i + 1) % w, next: (i + w - 1) % w });
+        let links = (0..sets).flat_map(|_| ring.clone()).collect();
+        Lru { ways, links, heads: vec![w - 1; sets] }
     }
 
     /// The link of (set, way).
     ///
     /// The replacement state is touched on every TLB fill and hit, so the indexing here
-    /// is unchecked: `touch` checks `set` and `way` once, `new` passes valid ones, and
-    /// every other way comes from the lists (always < ways); `debug_assert`s check it
-    /// in test builds.
+    /// is unchecked: `touch` checks `set` and `way` once, and every other way comes from
+    /// the rings (always < ways); `debug_assert`s check it in test builds.
     #[inline(always)]
     fn link(&mut self, set: usize, way: u32) -> &mut Link {
         let i = set * self.ways + way as usize;
@@ -47,22 +44,10 @@ impl Lru {
     }
 
     #[inline(always)]
-    fn ends(&mut self, set: usize) -> &mut Link {
-        debug_assert!(set < self.ends.len());
-        // SAFETY: set < sets == ends.len() (see `link`).
-        unsafe { self.ends.get_unchecked_mut(set) }
-    }
-
-    #[inline(always)]
-    fn push_front(&mut self, set: usize, way: u32) {
-        let old = self.ends(set).a;
-        *self.link(set, way) = Link { a: NIL, b: old };
-        if old != NIL {
-            self.link(set, old).a = way;
-        } else {
-            self.ends(set).b = way;
-        }
-        self.ends(set).a = way;
+    fn head(&mut self, set: usize) -> &mut u32 {
+        debug_assert!(set < self.heads.len());
+        // SAFETY: set < sets == heads.len() (see `link`).
+        unsafe { self.heads.get_unchecked_mut(set) }
     }
 
     /// Marks (set, way) most recently used. Always inlined: each call site (a hit, a
@@ -70,27 +55,34 @@ impl Lru {
     #[inline(always)]
     pub fn touch(&mut self, set: usize, way: usize) {
         // The two checks that make the unchecked indexing below sound for any caller:
-        // every other index comes from the lists themselves (always < ways).
-        assert!(way < self.ways && set < self.ends.len(), "(set {set}, way {way}) out of range");
+        // every other index comes from the rings themselves (always < ways).
+        assert!(way < self.ways && set < self.heads.len(), "(set {set}, way {way}) out of range");
         let way = way as u32;
-        if self.ends(set).a == way {
+        let head = *self.head(set);
+        if head == way {
             return;
         }
-        let Link { a: p, b: n } = *self.link(set, way);
-        // Not the head, so p != NIL.
-        self.link(set, p).b = n;
-        if n != NIL {
-            self.link(set, n).a = p;
-        } else {
-            self.ends(set).b = p;
+        let Link { prev: p, next: n } = *self.link(set, way);
+        *self.head(set) = way;
+        if n == head {
+            // `way` is the least recent (the ring wraps from it to the head): moving the
+            // head back one way makes it the most recent and leaves the ring as it is.
+            return;
         }
-        self.push_front(set, way);
+        // Unlink `way`, then insert it between the least recent way and the old head.
+        self.link(set, p).next = n;
+        self.link(set, n).prev = p;
+        let tail = self.link(set, head).prev;
+        *self.link(set, way) = Link { prev: tail, next: head };
+        self.link(set, tail).next = way;
+        self.link(set, head).prev = way;
     }
 
     /// The least recently used way of `set`.
     #[inline]
     pub fn victim(&self, set: usize) -> usize {
-        self.ends[set].b as usize
+        let head = self.heads[set];
+        self.links[set * self.ways + head as usize].prev as usize
     }
 }
 
@@ -109,7 +101,34 @@ mod tests {
         assert_eq!(l.victim(1), 0);
         l.touch(1, 1);
         assert_eq!(l.victim(1), 0);
-        // Set 0 untouched: way 0 was pushed first, so it is least recent.
+        // Set 0 untouched: way 0 was touched first, so it is least recent.
         assert_eq!(l.victim(0), 0);
+    }
+
+    /// The ring against a plain recency list, over every way count up to 9 and long
+    /// random touch sequences (the victim after each step must agree).
+    #[test]
+    fn ring_matches_a_recency_list() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for ways in 1..=9usize {
+            let mut l = Lru::new(3, ways);
+            // Most recent last; initially 0, 1, …, ways-1 were touched in order.
+            let mut order: Vec<Vec<usize>> = vec![(0..ways).collect(); 3];
+            for _ in 0..2000 {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let set = (seed % 3) as usize;
+                // Bias towards the current victim: that is the ring's special case.
+                let way = if seed >> 40 & 1 == 0 { l.victim(set) } else { (seed >> 20) as usize % ways };
+                l.touch(set, way);
+                let o = &mut order[set];
+                o.retain(|&w| w != way);
+                o.push(way);
+                for s in 0..3 {
+                    assert_eq!(l.victim(s), order[s][0], "ways {ways}, set {s}");
+                }
+            }
+        }
     }
 }

@@ -65,30 +65,38 @@ impl Replacement {
         }
     }
 
-    /// A hit on (set, way).
+    /// A hit on (set, way). LRU, the default and by far the most used, is tested
+    /// first with one compare instead of a jump through the match's table.
     #[inline(always)]
     pub fn touch(&mut self, set: usize, way: usize) {
+        if let Replacement::Lru(p) = self {
+            return p.touch(set, way);
+        }
         match self {
-            Replacement::Lru(p) => p.touch(set, way),
             Replacement::Plru(p) => p.touch(set, way),
-            Replacement::Fifo(_) | Replacement::Random(_) => {}
+            Replacement::Lru(_) | Replacement::Fifo(_) | Replacement::Random(_) => {}
         }
     }
 
     /// (set, way) was just filled.
     #[inline(always)]
     pub fn filled(&mut self, set: usize, way: usize) {
+        if let Replacement::Lru(p) = self {
+            return p.touch(set, way);
+        }
         match self {
-            Replacement::Lru(p) => p.touch(set, way),
             Replacement::Plru(p) => p.touch(set, way),
             Replacement::Fifo(p) => p.filled(set, way),
-            Replacement::Random(_) => {}
+            Replacement::Lru(_) | Replacement::Random(_) => {}
         }
     }
 
     /// The way to evict from a full set.
-    #[inline]
+    #[inline(always)]
     pub fn victim(&mut self, set: usize) -> usize {
+        if let Replacement::Lru(p) = self {
+            return p.victim(set);
+        }
         match self {
             Replacement::Lru(p) => p.victim(set),
             Replacement::Plru(p) => p.victim(set),

@@ -47,12 +47,10 @@ impl Path {
 /// The outcome of a lookup.
 #[derive(Clone, Copy, Debug)]
 pub struct Lookup {
-    /// Levels looked up, in order.
-    pub path: [u8; MAX_DEPTH],
-    /// How many entries of `path` are used.
+    /// How many levels of the path ([`Hierarchy::path`]) were looked up.
     pub len: usize,
-    /// The hit (level index, slot, translation), if any level hit.
-    pub hit: Option<(usize, usize, Translation)>,
+    /// The hit (level index, slot), if any level hit; [`Hierarchy::entry`] reads it.
+    pub hit: Option<(usize, usize)>,
     /// Sum of the latencies of the levels looked up.
     pub cycles: u64,
 }
@@ -83,6 +81,13 @@ impl Hierarchy {
         &mut self.levels[i]
     }
 
+    /// The levels a lookup of this kind visits, in order.
+    #[inline(always)]
+    pub fn path(&self, instr: bool) -> &[u8] {
+        let p = if instr { &self.instr_path } else { &self.data_path };
+        &p.levels[..p.len]
+    }
+
     /// Looks `va` up along the path for its kind of reference. The entry level is looked
     /// up at its own call site (inlined apart from the loop over the levels behind it),
     /// so the host's branch predictor keeps separate histories for the first level and
@@ -92,22 +97,44 @@ impl Hierarchy {
         let path = if instr { self.instr_path } else { self.data_path };
         let first = path.levels[0] as usize;
         let tlb = &mut self.levels[first];
-        let mut cycles = tlb.spec().latency as u64;
-        if let Some((slot, t)) = tlb.lookup(va, asid) {
-            return Lookup { path: path.levels, len: 1, hit: Some((first, slot, t)), cycles };
+        let cycles = tlb.spec().latency as u64;
+        if let Some(slot) = tlb.probe(va, asid) {
+            return Lookup { len: 1, hit: Some((first, slot)), cycles };
         }
+        self.lookup_behind(&path, va, asid, cycles)
+    }
+
+    /// The levels behind the entry level (one shared, not inlined call site).
+    #[inline(never)]
+    fn lookup_behind(&mut self, path: &Path, va: u64, asid: Asid, mut cycles: u64) -> Lookup {
         for n in 1..path.len {
             let i = path.levels[n] as usize;
             let tlb = &mut self.levels[i];
             cycles += tlb.spec().latency as u64;
-            if let Some((slot, t)) = tlb.lookup_behind(va, asid) {
-                return Lookup { path: path.levels, len: n + 1, hit: Some((i, slot, t)), cycles };
+            if let Some(slot) = tlb.probe(va, asid) {
+                return Lookup { len: n + 1, hit: Some((i, slot)), cycles };
             }
         }
-        Lookup { path: path.levels, len: path.len, hit: None, cycles }
+        Lookup { len: path.len, hit: None, cycles }
     }
 
-    /// Fills the levels of `path[..upto]` with `t` for an access to `va`.
+    /// The translation a lookup hit: level `level`, `slot`.
+    #[inline]
+    pub fn entry(&self, level: usize, slot: usize, asid: Asid) -> Translation {
+        self.levels[level].entry_at(slot, asid)
+    }
+
+    /// Fills the levels of the path of this kind of reference, up to (not including)
+    /// position `upto`, with `t` for an access to `va`.
+    #[inline]
+    pub fn fill_path(&mut self, instr: bool, upto: usize, t: &Translation, va: u64) {
+        let path = if instr { self.instr_path } else { self.data_path };
+        for &i in &path.levels[..upto.min(path.len)] {
+            self.levels[i as usize].fill(t, va);
+        }
+    }
+
+    /// Fills the levels `path` names with `t` for an access to `va`.
     #[inline]
     pub fn fill(&mut self, path: &[u8], t: &Translation, va: u64) {
         for &i in path {

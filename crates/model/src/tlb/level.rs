@@ -143,37 +143,45 @@ impl Tlb {
     }
 
     /// Looks `va` up; counts the access and returns the entry on a hit.
-    #[inline(always)]
+    #[inline]
     pub fn lookup(&mut self, va: u64, asid: Asid) -> Option<(usize, Translation)> {
-        self.lookup_inner(va, asid)
+        self.probe(va, asid).map(|slot| (slot, self.entry(slot, asid)))
     }
 
-    /// [`Tlb::lookup`] for levels behind the entry level: the same lookup, not inlined,
-    /// so it is one call site shared by every level after the first.
-    #[inline(never)]
-    pub fn lookup_behind(&mut self, va: u64, asid: Asid) -> Option<(usize, Translation)> {
-        self.lookup_inner(va, asid)
-    }
-
+    /// Looks `va` up; counts the access and returns the slot on a hit ([`Tlb::entry_at`]
+    /// reads it). Always inlined: the hierarchy calls it at two sites, the entry level's
+    /// and the shared one of the levels behind it, so the host keeps a branch history
+    /// for each.
+    ///
+    /// It does not test the most recent entry first ([`Tlb::mru_hit`] is the caller's
+    /// fast path): the set search finds that entry too, and touching the most recently
+    /// used way changes no policy's state.
     #[inline(always)]
-    fn lookup_inner(&mut self, va: u64, asid: Asid) -> Option<(usize, Translation)> {
+    pub fn probe(&mut self, va: u64, asid: Asid) -> Option<usize> {
         self.stats.accesses += 1;
-        if self.last_slot != NO_SLOT && va >> self.last_shift == self.last_vpn && asid == self.last_asid {
-            self.stats.hits += 1;
-            let slot = self.last_slot as usize;
-            return Some((slot, self.entry(slot, asid)));
-        }
         for size in self.probe_sizes(va) {
             let vpn = va >> size.shift();
             let set = self.array.set_of(vpn);
             if let Some(slot) = self.array.find(set, key(vpn, size), asid) {
                 self.stats.hits += 1;
                 self.remember(slot, vpn, size, asid);
-                return Some((slot, self.entry(slot, asid)));
+                return Some(slot);
             }
         }
         self.stats.misses += 1;
         None
+    }
+
+    /// The entry in `slot` (a slot [`Tlb::probe`] returned), as a translation of `asid`.
+    #[inline]
+    pub fn entry_at(&self, slot: usize, asid: Asid) -> Translation {
+        self.entry(slot, asid)
+    }
+
+    /// The attribute bits of the entry in `slot`.
+    #[inline(always)]
+    pub fn attrs_at(&self, slot: usize) -> Attrs {
+        Attrs((self.array.data(slot) & 0xfff) as u16)
     }
 
     /// The sizes a lookup of `va` probes: every size the level holds an entry of,
@@ -209,31 +217,48 @@ impl Tlb {
     /// Caches `t` for an access to `va` (splintering or bypassing an unsupported size);
     /// returns the slot, or `None` when bypassed.
     pub fn fill(&mut self, t: &Translation, va: u64) -> Option<usize> {
-        let t = if self.supports(t.size) {
-            *t
-        } else {
-            match (self.spec.unsupported, self.splinter_size(t.size)) {
-                (Unsupported::Splinter, Some(piece)) => {
-                    self.stats.splinters += 1;
-                    t.piece(va, piece)
-                }
-                _ => {
-                    self.stats.bypasses += 1;
-                    return None;
-                }
+        if self.supports(t.size) {
+            return Some(self.insert(t));
+        }
+        self.fill_unsupported(t, va)
+    }
+
+    /// [`Tlb::fill`] of a size the level does not hold: splinter or bypass.
+    #[inline(never)]
+    fn fill_unsupported(&mut self, t: &Translation, va: u64) -> Option<usize> {
+        match (self.spec.unsupported, self.splinter_size(t.size)) {
+            (Unsupported::Splinter, Some(piece)) => {
+                self.stats.splinters += 1;
+                Some(self.insert(&t.piece(va, piece)))
             }
-        };
+            _ => {
+                self.stats.bypasses += 1;
+                None
+            }
+        }
+    }
+
+    /// Inserts `t` (of a supported size) and keeps the held-size counts: an eviction of
+    /// an entry of the same size (the common case) leaves them as they are.
+    #[inline(always)]
+    fn insert(&mut self, t: &Translation) -> usize {
         let vpn = t.va >> t.size.shift();
         let set = self.array.set_of(vpn);
         let (slot, evicted) = self.array.insert(set, key(vpn, t.size), t.asid, pack(t.pa, t.attrs));
         self.stats.fills += 1;
-        self.hold(t.size);
-        if let Some(ev) = evicted {
-            self.release(size_of_key(ev.key));
-            self.stats.evictions += 1;
+        match evicted {
+            Some(ev) => {
+                self.stats.evictions += 1;
+                let old = size_of_key(ev.key);
+                if old != t.size {
+                    self.release(old);
+                    self.hold(t.size);
+                }
+            }
+            None => self.hold(t.size),
         }
         self.remember(slot, vpn, t.size, t.asid);
-        Some(slot)
+        slot
     }
 
     /// The largest supported size smaller than `size`.
