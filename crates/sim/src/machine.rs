@@ -167,24 +167,18 @@ impl Machine {
         if self.bg.track_touched {
             self.bg.touch(r);
         }
-        let c = &mut self.counters;
-        let instr = r.kind == AccessKind::IFetch;
-        match r.kind {
-            AccessKind::Load => c.loads += 1,
-            AccessKind::Store => c.stores += 1,
-            AccessKind::IFetch => {
-                c.ifetches += 1;
-                if !self.has_instr_path {
-                    c.ifetches_untranslated += 1;
-                    return Ok(());
-                }
-            }
+        let kind = r.kind;
+        self.counters.kinds[kind as usize] += 1;
+        let instr = kind == AccessKind::IFetch;
+        if instr && !self.has_instr_path {
+            self.counters.ifetches_untranslated += 1;
+            return Ok(());
         }
         let core = if self.cores.len() == 1 { 0 } else { r.core as usize % self.cores.len() };
         // Fast path: same result as the full lookup, fewer steps.
         let entry = self.cores[core].tlbs.entry_level(instr);
         if let Some(attrs) = entry.mru_hit(r.addr, r.asid) {
-            if r.kind != AccessKind::Store || attrs.has(Attrs::WRITABLE | Attrs::DIRTY) {
+            if kind != AccessKind::Store || attrs.has(Attrs::WRITABLE | Attrs::DIRTY) {
                 self.counters.tlb_cycles += entry.spec().latency as u64;
                 return Ok(());
             }

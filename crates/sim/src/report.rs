@@ -81,9 +81,9 @@ pub fn single(stats: &Stats, title: &str) -> String {
         out,
         "references {} (loads {}, stores {}, ifetches {})",
         thousands(c.references),
-        thousands(c.loads),
-        thousands(c.stores),
-        thousands(c.ifetches)
+        thousands(c.loads()),
+        thousands(c.stores()),
+        thousands(c.ifetches())
     );
     if c.ifetches_untranslated > 0 {
         let _ = writeln!(out, "note: {} instruction fetches not translated (no TLB level serves instr)", thousands(c.ifetches_untranslated));

@@ -33,14 +33,21 @@ pub fn run(m: &mut Machine, src: &mut dyn TraceSource, progress: Option<Progress
         // the page-table descriptors of the reference AHEAD positions ahead, so host cache
         // misses on big simulated page tables overlap. Results are unaffected.
         if walk_heavy {
-            for i in 0..buf.len() {
+            // Pairs (buf[i + AHEAD - 1], buf[i + AHEAD]) beside buf[i]; the last AHEAD
+            // references of the batch have nothing ahead to prefetch.
+            let ahead = buf.get(AHEAD - 1..).unwrap_or(&[]).windows(2);
+            let mut i = 0;
+            for (r, w) in buf.iter().zip(ahead) {
                 // Only a reference that changes page can start a walk worth prefetching.
-                if let (Some(next), Some(prev)) = (buf.get(i + AHEAD), buf.get(i + AHEAD - 1)) {
-                    if next.addr >> 12 != prev.addr >> 12 || next.asid != prev.asid {
-                        m.prefetch(next);
-                    }
+                let (prev, next) = (&w[0], &w[1]);
+                if next.addr >> 12 != prev.addr >> 12 || next.asid != prev.asid {
+                    m.prefetch(next);
                 }
-                m.access(&buf[i])?;
+                m.access(r)?;
+                i += 1;
+            }
+            for r in &buf[i..] {
+                m.access(r)?;
             }
         } else {
             for r in &buf {

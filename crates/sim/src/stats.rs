@@ -3,6 +3,7 @@
 
 use crate::machine::Machine;
 use mmulab_model::addr::PageSize;
+use mmulab_trace::AccessKind;
 use mmulab_model::tlb::TlbStats;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -12,12 +13,9 @@ use serde_json::{json, Map, Value};
 pub struct Counters {
     /// References simulated.
     pub references: u64,
-    /// Loads.
-    pub loads: u64,
-    /// Stores.
-    pub stores: u64,
-    /// Instruction fetches.
-    pub ifetches: u64,
+    /// References by kind, indexed by `AccessKind as usize`: loads, stores,
+    /// instruction fetches.
+    pub kinds: [u64; 3],
     /// Instruction fetches not translated because no TLB level serves instructions.
     pub ifetches_untranslated: u64,
     /// Hardware walks (a faulting walk and the walk after the fault count as two).
@@ -45,6 +43,21 @@ impl Counters {
     /// levels.
     pub fn new(_levels: usize, pt_levels: usize) -> Counters {
         Counters { walk_start_level: vec![0; pt_levels], ..Default::default() }
+    }
+
+    /// Loads simulated.
+    pub fn loads(&self) -> u64 {
+        self.kinds[AccessKind::Load as usize]
+    }
+
+    /// Stores simulated.
+    pub fn stores(&self) -> u64 {
+        self.kinds[AccessKind::Store as usize]
+    }
+
+    /// Instruction fetches seen (translated or not).
+    pub fn ifetches(&self) -> u64 {
+        self.kinds[AccessKind::IFetch as usize]
     }
 }
 
@@ -163,9 +176,9 @@ impl Stats {
         }
         json!({
             "references": c.references,
-            "loads": c.loads,
-            "stores": c.stores,
-            "ifetches": c.ifetches,
+            "loads": c.loads(),
+            "stores": c.stores(),
+            "ifetches": c.ifetches(),
             "ifetches_untranslated": c.ifetches_untranslated,
             "tlb": tlb,
             "walks": {
