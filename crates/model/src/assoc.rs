@@ -154,17 +154,7 @@ impl AssocArray {
     #[inline(always)]
     pub fn insert(&mut self, set: usize, key: u64, asid: u16, data: u64) -> (usize, Option<Evicted>) {
         assert!(key <= MAX_KEY && set < self.sets, "key {key:#x} beyond MAX_KEY or set {set} out of range");
-        let way = if self.empty > 0 {
-            match self.free_way(set) {
-                Some(w) => {
-                    self.empty -= 1;
-                    w
-                }
-                None => self.repl.victim(set),
-            }
-        } else {
-            self.repl.victim(set)
-        };
+        let way = if self.empty > 0 { self.free_or_victim(set) } else { self.repl.victim(set) };
         assert!(way < self.ways, "victim way {way} out of range");
         let slot = set * self.ways + way;
         // SAFETY: set < sets and way < ways (both checked above), so slot < sets * ways
@@ -179,6 +169,20 @@ impl AssocArray {
         let evicted = (old != INVALID).then(|| Evicted { key: old & MAX_KEY, asid: (old >> 48) as u16 });
         self.repl.filled(set, way);
         (slot, evicted)
+    }
+
+    /// The way a fill of `set` takes while the array still has empty ways: the lowest
+    /// empty way of the set, else the policy's victim. Out of line: once the array is
+    /// full (the steady state) it is never called.
+    #[inline(never)]
+    fn free_or_victim(&mut self, set: usize) -> usize {
+        match self.free_way(set) {
+            Some(w) => {
+                self.empty -= 1;
+                w
+            }
+            None => self.repl.victim(set),
+        }
     }
 
     /// The lowest empty way of `set` (fingerprint 0; padding lanes excluded).

@@ -79,10 +79,13 @@ impl Lru {
     }
 
     /// The least recently used way of `set`.
-    #[inline]
+    #[inline(always)]
     pub fn victim(&self, set: usize) -> usize {
         let head = self.heads[set];
-        self.links[set * self.ways + head as usize].prev as usize
+        debug_assert!((head as usize) < self.ways);
+        // SAFETY: heads hold ways (< ways), and set < heads.len() was checked above, so
+        // the index is below sets * ways == links.len().
+        unsafe { self.links.get_unchecked(set * self.ways + head as usize).prev as usize }
     }
 }
 

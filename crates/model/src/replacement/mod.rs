@@ -66,37 +66,55 @@ impl Replacement {
     }
 
     /// A hit on (set, way). LRU, the default and by far the most used, is tested
-    /// first with one compare instead of a jump through the match's table.
+    /// first with one compare and inlined; the other policies are called out of line so
+    /// they do not crowd the hot path's registers.
     #[inline(always)]
     pub fn touch(&mut self, set: usize, way: usize) {
-        if let Replacement::Lru(p) = self {
-            return p.touch(set, way);
+        match self {
+            Replacement::Lru(p) => p.touch(set, way),
+            _ => self.touch_other(set, way),
         }
+    }
+
+    #[inline(never)]
+    fn touch_other(&mut self, set: usize, way: usize) {
         match self {
             Replacement::Plru(p) => p.touch(set, way),
-            Replacement::Lru(_) | Replacement::Fifo(_) | Replacement::Random(_) => {}
+            Replacement::Lru(p) => p.touch(set, way),
+            Replacement::Fifo(_) | Replacement::Random(_) => {}
         }
     }
 
     /// (set, way) was just filled.
     #[inline(always)]
     pub fn filled(&mut self, set: usize, way: usize) {
-        if let Replacement::Lru(p) = self {
-            return p.touch(set, way);
+        match self {
+            Replacement::Lru(p) => p.touch(set, way),
+            _ => self.filled_other(set, way),
         }
+    }
+
+    #[inline(never)]
+    fn filled_other(&mut self, set: usize, way: usize) {
         match self {
             Replacement::Plru(p) => p.touch(set, way),
             Replacement::Fifo(p) => p.filled(set, way),
-            Replacement::Lru(_) | Replacement::Random(_) => {}
+            Replacement::Lru(p) => p.touch(set, way),
+            Replacement::Random(_) => {}
         }
     }
 
     /// The way to evict from a full set.
     #[inline(always)]
     pub fn victim(&mut self, set: usize) -> usize {
-        if let Replacement::Lru(p) = self {
-            return p.victim(set);
+        match self {
+            Replacement::Lru(p) => p.victim(set),
+            _ => self.victim_other(set),
         }
+    }
+
+    #[inline(never)]
+    fn victim_other(&mut self, set: usize) -> usize {
         match self {
             Replacement::Lru(p) => p.victim(set),
             Replacement::Plru(p) => p.victim(set),

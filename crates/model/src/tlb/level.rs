@@ -45,7 +45,7 @@ impl Iterator for Sizes {
 
 /// Addresses at or beyond 2^56 are never cached: a key (page number << 4 | size) must
 /// stay within the associative array's 48 key bits.
-const VA_LIMIT_BITS: u32 = 56;
+pub const VA_LIMIT_BITS: u32 = 56;
 
 /// One TLB level.
 #[derive(Clone, Debug)]
@@ -158,8 +158,27 @@ impl Tlb {
     /// used way changes no policy's state.
     #[inline(always)]
     pub fn probe(&mut self, va: u64, asid: Asid) -> Option<usize> {
+        if va >> VA_LIMIT_BITS != 0 {
+            return self.probe_beyond();
+        }
+        self.probe_below_limit(va, asid)
+    }
+
+    /// A lookup of an address of 56 bits or more: always a miss (see `probe_sizes`).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn probe_beyond(&mut self) -> Option<usize> {
         self.stats.accesses += 1;
-        for size in self.probe_sizes(va) {
+        self.stats.misses += 1;
+        None
+    }
+
+    /// [`Tlb::probe`] of an address the caller checked is below 2^56.
+    #[inline(always)]
+    pub(crate) fn probe_below_limit(&mut self, va: u64, asid: Asid) -> Option<usize> {
+        debug_assert!(va >> VA_LIMIT_BITS == 0);
+        self.stats.accesses += 1;
+        for size in Sizes(self.held_mask) {
             let vpn = va >> size.shift();
             let set = self.array.set_of(vpn);
             if let Some(slot) = self.array.find(set, key(vpn, size), asid) {
@@ -217,6 +236,12 @@ impl Tlb {
     /// Caches `t` for an access to `va` (splintering or bypassing an unsupported size);
     /// returns the slot, or `None` when bypassed.
     pub fn fill(&mut self, t: &Translation, va: u64) -> Option<usize> {
+        self.fill_inline(t, va)
+    }
+
+    /// [`Tlb::fill`], inlined (for the hierarchy's fill loop).
+    #[inline(always)]
+    pub(crate) fn fill_inline(&mut self, t: &Translation, va: u64) -> Option<usize> {
         if self.supports(t.size) {
             return Some(self.insert(t));
         }
