@@ -165,10 +165,10 @@ pub(crate) fn emit(
     mut f: impl FnMut(u64) -> crate::MemRef,
 ) -> usize {
     let n = (total - *done).min(max as u64);
-    buf.reserve(n as usize);
-    for i in 0..n {
-        buf.push(f(*done + i));
-    }
+    let start = *done;
+    // A mapped range has an exact length, so `extend` reserves once and writes without
+    // a capacity check per reference.
+    buf.extend((start..start + n).map(&mut f));
     *done += n;
     n as usize
 }
