@@ -25,7 +25,9 @@ pub struct TlbStats {
     pub invalidations: u64,
 }
 
-const NO_SLOT: u32 = u32::MAX;
+/// `last_vpn` when there is no most recent entry: no address shifted right by a page
+/// shift (12 or more; 63 before the first fill) equals it.
+const NO_VPN: u64 = u64::MAX;
 
 /// Page sizes of a bitmask (bit = `PageSize as usize`), smallest first.
 struct Sizes(u16);
@@ -56,7 +58,7 @@ pub struct Tlb {
     supported: u16,
     /// The most recently hit or filled slot: a repeated hit on it changes no
     /// replacement state (every policy's touch is idempotent for the MRU way), so the
-    /// set scan can be skipped. Cleared by any invalidation.
+    /// set scan can be skipped. Cleared by any invalidation (`last_vpn = NO_VPN`).
     last_slot: u32,
     last_vpn: u64,
     last_shift: u32,
@@ -95,9 +97,9 @@ impl Tlb {
             spec,
             array,
             supported,
-            last_slot: NO_SLOT,
-            last_vpn: 0,
-            last_shift: 0,
+            last_slot: 0,
+            last_vpn: NO_VPN,
+            last_shift: 63,
             last_asid: 0,
             held: [0; 9],
             held_mask: 0,
@@ -133,7 +135,7 @@ impl Tlb {
     /// that entry's attribute bits: the fast path for runs of references to one page.
     #[inline(always)]
     pub fn mru_hit(&mut self, va: u64, asid: Asid) -> Option<Attrs> {
-        if self.last_slot != NO_SLOT && va >> self.last_shift == self.last_vpn && asid == self.last_asid {
+        if va >> self.last_shift == self.last_vpn && asid == self.last_asid {
             self.stats.accesses += 1;
             self.stats.hits += 1;
             Some(Attrs((self.array.data(self.last_slot as usize) & 0xfff) as u16))
@@ -318,7 +320,7 @@ impl Tlb {
     /// of each held size that overlaps it — the only places such an entry can be;
     /// a large one (an exit, a wide unmap) scans the whole array.
     pub fn invalidate_range(&mut self, asid: Asid, start: u64, end: u64) -> usize {
-        self.last_slot = NO_SLOT;
+        self.last_vpn = NO_VPN;
         if start >= end {
             return 0;
         }
@@ -363,7 +365,7 @@ impl Tlb {
 
     /// Removes every entry.
     pub fn flush(&mut self) {
-        self.last_slot = NO_SLOT;
+        self.last_vpn = NO_VPN;
         self.held = [0; 9];
         self.held_mask = 0;
         let n = self.array.invalidate_where(|_, _, _| true);
