@@ -20,7 +20,7 @@ use mmulab_model::pt::Format;
 use mmulab_model::space::AddressSpace;
 use mmulab_model::tlb::Hierarchy;
 use mmulab_model::translation::{Attrs, Translation};
-use mmulab_model::walk::{set_leaf_attrs, translate, Pwc};
+use mmulab_model::walk::{set_leaf_attrs, translate, Pwc, WalkResult};
 use mmulab_trace::control::{decode_unmap, is_unmap_marker, UnmapMarker};
 use mmulab_trace::{AccessKind, MemRef};
 
@@ -41,6 +41,12 @@ pub struct Machine {
     spaces: Vec<Option<AddressSpace>>,
     pub(crate) os: Os,
     fmt: Format,
+    /// `fmt.va_bits()`: addresses at or beyond 2^va_bits cannot be walked.
+    va_bits: u32,
+    /// The root table of the address space walked last: (asid, root), or asid
+    /// `u32::MAX` for none. Cleared wherever address spaces can change (creation, exit,
+    /// OS faults, unmaps and background work), so it never outlives its space.
+    root_cache: (u32, u64),
     cost: WalkCost,
     has_instr_path: bool,
     shootdowns: Vec<Shootdown>,
@@ -70,6 +76,9 @@ struct WalkMemo {
 }
 
 const MEMO_ENTRIES: usize = 4096;
+
+/// [`Machine`]'s `root_cache` when empty.
+const NO_ROOT: (u32, u64) = (u32::MAX, 0);
 
 #[inline]
 fn memo_tag(va: u64, asid: Asid, shift: u32) -> u64 {
@@ -102,6 +111,8 @@ impl Machine {
         let nlevels = spec.tlbs.len();
         Ok(Machine {
             fmt: spec.format,
+            va_bits: spec.format.va_bits(),
+            root_cache: NO_ROOT,
             cost: spec.cost,
             has_instr_path: spec.instr_entry.is_some(),
             cores,
@@ -139,6 +150,7 @@ impl Machine {
 
     #[cold]
     fn new_space(&mut self, asid: Asid) -> Result<usize, SimError> {
+        self.root_cache = NO_ROOT;
         let i = asid as usize;
         if self.spaces.len() <= i {
             self.spaces.resize(i + 1, None);
@@ -251,30 +263,80 @@ impl Machine {
         Ok(Translation { attrs, ..t })
     }
 
-    /// A hardware walk for `r`, with OS faults as needed.
+    /// A hardware walk for `r`, with OS faults as needed. The common case — a leaf whose
+    /// accessed bit (and, for a store, writable and dirty bits) is already set — is
+    /// this short path; faults, accessed/dirty updates and the walks after a fault are
+    /// in [`Machine::walk_slow`].
+    #[inline]
     fn walk(&mut self, core: usize, r: &MemRef) -> Result<Translation, SimError> {
-        if r.addr >> self.fmt.va_bits() != 0 {
-            // The walk would index with the low bits only: refuse instead of aliasing.
-            return Err(SimError::Model(mmulab_model::ModelError::Conflict(format!(
-                "address {:#x} is beyond the {}-bit virtual address space of {} page tables (move the trace or workload base, e.g. base=0x40000000)",
-                r.addr,
-                self.fmt.va_bits(),
-                self.fmt.arch_name()
-            ))));
+        if r.addr >> self.va_bits != 0 {
+            return Err(self.beyond_va(r));
         }
+        let root = match self.root_cache {
+            (asid, root) if asid == r.asid as u32 => root,
+            _ => self.root_of(r.asid)?,
+        };
+        let res = self.walk_once(core, r, root);
+        if let Some(t) = res.leaf {
+            let need = if r.kind == AccessKind::Store { Attrs::ACCESSED | Attrs::DIRTY | Attrs::WRITABLE } else { Attrs::ACCESSED };
+            if t.attrs.has(need) {
+                return Ok(t);
+            }
+        }
+        self.walk_slow(core, r, res)
+    }
+
+    /// The walk would index with the low bits only: refuse instead of aliasing.
+    #[cold]
+    fn beyond_va(&self, r: &MemRef) -> SimError {
+        SimError::Model(mmulab_model::ModelError::Conflict(format!(
+            "address {:#x} is beyond the {}-bit virtual address space of {} page tables (move the trace or workload base, e.g. base=0x40000000)",
+            r.addr,
+            self.fmt.va_bits(),
+            self.fmt.arch_name()
+        )))
+    }
+
+    /// The root table of `asid` (its space created on first use), remembered in
+    /// `root_cache`.
+    #[cold]
+    fn root_of(&mut self, asid: Asid) -> Result<u64, SimError> {
+        let si = self.space(asid)?;
+        let root = self.spaces[si].as_ref().map(|s| s.root).unwrap_or_default();
+        self.root_cache = (asid as u32, root);
+        Ok(root)
+    }
+
+    /// One walk of `r` from `root`, counted (walks, reads, start level, cycles) and
+    /// remembered in the walk memo.
+    #[inline(always)]
+    fn walk_once(&mut self, core: usize, r: &MemRef, root: u64) -> WalkResult {
+        let pwc = &mut self.cores[core].pwc;
+        let pwc_on = pwc.enabled();
+        let res = translate(&mut self.mem, self.fmt, root, r.asid, r.addr, pwc);
+        let c = &mut self.counters;
+        c.walks += 1;
+        c.walk_reads += res.reads;
+        c.walk_start_level[res.start_level] += 1;
+        c.walk_cycles += self.cost.walk_cycles(res.reads, pwc_on);
+        if let Some((table, _, level)) = res.leaf_at {
+            let tag = memo_tag(r.addr, r.asid, self.memo_shift);
+            self.walk_memo[tag as usize % MEMO_ENTRIES] = WalkMemo { tag, table, level: level as u32 };
+        }
+        res
+    }
+
+    /// The rest of [`Machine::walk`] after its first walk `res`: a fault (no leaf, or a
+    /// store to a read-only page) lets the OS act and walks again, up to three walks in
+    /// all; a leaf without the accessed (or a store's dirty) bit gets it set.
+    #[cold]
+    #[inline(never)]
+    fn walk_slow(&mut self, core: usize, r: &MemRef, mut res: WalkResult) -> Result<Translation, SimError> {
         let si = self.space(r.asid)?;
-        for _attempt in 0..3 {
-            let root = self.spaces[si].as_ref().map(|s| s.root).unwrap_or_default();
-            let pwc_on = self.cores[core].pwc.enabled();
-            let res = translate(&mut self.mem, self.fmt, root, r.asid, r.addr, &mut self.cores[core].pwc);
-            let c = &mut self.counters;
-            c.walks += 1;
-            c.walk_reads += res.reads;
-            c.walk_start_level[res.start_level] += 1;
-            c.walk_cycles += self.cost.walk_cycles(res.reads, pwc_on);
-            if let Some((table, _, level)) = res.leaf_at {
-                let tag = memo_tag(r.addr, r.asid, self.memo_shift);
-                self.walk_memo[tag as usize % MEMO_ENTRIES] = WalkMemo { tag, table, level: level as u32 };
+        for attempt in 0..3 {
+            if attempt > 0 {
+                let root = self.spaces[si].as_ref().map(|s| s.root).unwrap_or_default();
+                res = self.walk_once(core, r, root);
             }
             match res.leaf {
                 Some(t) if r.kind == AccessKind::Store && !t.attrs.has(Attrs::WRITABLE) => {
@@ -331,6 +393,7 @@ impl Machine {
     /// Background work and time-series samples, every `next_tick` references.
     #[cold]
     fn tick(&mut self) -> Result<(), SimError> {
+        self.root_cache = NO_ROOT;
         let now = self.counters.references;
         self.shootdowns.clear();
         self.os.tick(mmulab_model::os::TickCtx {
@@ -352,6 +415,7 @@ impl Machine {
     /// and every core drops its translations.
     #[cold]
     fn exit(&mut self, asid: Asid) -> Result<(), SimError> {
+        self.root_cache = NO_ROOT;
         if let Some(space) = self.spaces.get_mut(asid as usize).and_then(Option::take) {
             self.os.exit(&mut self.mem, &space);
             for c in &mut self.cores {
@@ -405,6 +469,7 @@ impl Machine {
     /// drops the translations its shootdowns name. An address space never touched has
     /// nothing to unmap.
     pub fn unmap(&mut self, asid: Asid, start: u64, end: u64) -> Result<(), SimError> {
+        self.root_cache = NO_ROOT;
         self.bg.forget_range(asid, start, end);
         let Some(Some(space)) = self.spaces.get_mut(asid as usize) else { return Ok(()) };
         self.shootdowns.clear();
@@ -435,6 +500,7 @@ impl Machine {
     /// every address space, existing ones included; addresses outside them get VMAs by
     /// the inference rule (mmulab_model::space). Returns how many were taken.
     pub fn set_trace_vmas(&mut self, vmas: &[(u64, u64)]) -> usize {
+        self.root_cache = NO_ROOT;
         self.bg.trace_vmas = vmas.iter().copied().filter(|(s, e)| s < e).collect();
         for s in self.spaces.iter_mut().flatten() {
             for &(start, end) in &self.bg.trace_vmas {
@@ -487,6 +553,7 @@ impl Machine {
 
     /// Lets the OS handle a fault at `r` and applies its shootdowns.
     fn fault(&mut self, r: &MemRef) -> Result<(), SimError> {
+        self.root_cache = NO_ROOT;
         self.counters.faults += 1;
         self.counters.fault_cycles += self.cost.fault_latency as u64;
         let si = self.space(r.asid)?;
