@@ -67,7 +67,7 @@ impl Visitor for TranslateVisitor {
 /// [`translate_visitor`] is the same walk through the generic walker; the test
 /// `crates/model/tests/walker.rs` requires both to agree (results, reads and cache
 /// state) on random page tables of every format.
-#[inline]
+#[inline(always)]
 pub fn translate(mem: &mut Memory, fmt: Format, root: u64, asid: Asid, va: u64, pwc: &mut Pwc) -> WalkResult {
     // One copy of the loop per format, each with its levels and descriptor decoder
     // known at compile time (no format dispatch per level).
