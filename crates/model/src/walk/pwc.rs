@@ -92,6 +92,11 @@ struct LevelCache {
     fps: Box<[u16]>,
     /// Per way: tag (key | asid << 48, or [`INVALID`]) and the cached table address.
     entries: Box<[[u64; 2]]>,
+    /// Where a tag was last put or found: way by a hash of the tag (a power-of-two
+    /// number of slots, four or more per way), [`NIL`] if none. A hint is only a place
+    /// to look first: a lookup uses it only if that way holds the tag (empty ways hold
+    /// [`INVALID`], never a tag), and otherwise searches every way.
+    hints: Box<[u32]>,
     /// Per way: (more recent, less recent) neighbour in the LRU list ([`NIL`] at ends).
     links: Box<[[u32; 2]]>,
     /// Most and least recently used way.
@@ -109,6 +114,7 @@ impl LevelCache {
             shift,
             fps: vec![0; ways.div_ceil(LANES) * LANES].into_boxed_slice(),
             entries: vec![[INVALID, 0]; ways].into_boxed_slice(),
+            hints: vec![NIL; (ways * 4).next_power_of_two()].into_boxed_slice(),
             links: vec![[NIL, NIL]; ways].into_boxed_slice(),
             head: NIL,
             tail: NIL,
@@ -128,29 +134,61 @@ impl LevelCache {
         c
     }
 
+    /// The link of way `w`.
+    ///
+    /// The LRU list is updated on every page-walk-cache hit, so its indexing is
+    /// unchecked: `touch` asserts that its way is in range, and every other index comes
+    /// from `head` or the links themselves, which only ever hold ways in range (or
+    /// [`NIL`], never used as an index); `debug_assert`s check it in test builds.
+    #[inline(always)]
+    fn link(&mut self, w: u32) -> &mut [u32; 2] {
+        debug_assert!((w as usize) < self.links.len());
+        // SAFETY: w < links.len() (see above).
+        unsafe { self.links.get_unchecked_mut(w as usize) }
+    }
+
     /// Makes way `w` the most recently used.
     #[inline(always)]
     fn touch(&mut self, w: usize) {
+        // The check that makes the unchecked indexing below sound for any caller.
+        assert!(w < self.links.len());
         let w = w as u32;
-        if self.head == w {
+        let head = self.head;
+        if head == w {
             return;
         }
-        let [more, less] = self.links[w as usize];
+        let [more, less] = *self.link(w);
         // Not the head, so it has a more recent neighbour, and the head is another way.
-        self.links[more as usize][1] = less;
+        self.link(more)[1] = less;
         if less != NIL {
-            self.links[less as usize][0] = more;
+            self.link(less)[0] = more;
         } else {
             self.tail = more;
         }
-        self.links[w as usize] = [NIL, self.head];
-        self.links[self.head as usize][0] = w;
+        *self.link(w) = [NIL, head];
+        self.link(head)[0] = w;
         self.head = w;
+    }
+
+    /// The `hints` slot of a tag.
+    #[inline(always)]
+    fn hint_slot(&self, tag: u64) -> usize {
+        (tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & (self.hints.len() - 1)
     }
 
     /// The table cached under `tag`, made most recent.
     #[inline(always)]
     fn find(&mut self, tag: u64) -> Option<u64> {
+        // The hint names the way that last held a tag of this slot: if it holds `tag`
+        // now, that is the one way that does (tags are unique in a cache).
+        let slot = self.hint_slot(tag);
+        let hint = self.hints[slot] as usize;
+        if let Some(&[t, table]) = self.entries.get(hint) {
+            if t == tag {
+                self.touch(hint);
+                return Some(table);
+            }
+        }
         let fp = fingerprint(tag);
         for (c, chunk) in self.fps.chunks_exact(LANES).enumerate() {
             let chunk: &[u16; LANES] = chunk.try_into().expect("a chunk of 16");
@@ -160,6 +198,7 @@ impl LevelCache {
                 let w = c * LANES + mask.trailing_zeros() as usize;
                 let [t, table] = self.entries[w];
                 if t == tag {
+                    self.hints[slot] = w as u32;
                     self.touch(w);
                     return Some(table);
                 }
@@ -180,6 +219,8 @@ impl LevelCache {
         };
         self.fps[w] = fingerprint(tag);
         self.entries[w] = [tag, table];
+        let slot = self.hint_slot(tag);
+        self.hints[slot] = w as u32;
         self.touch(w);
     }
 
@@ -236,8 +277,9 @@ impl Pwc {
     pub fn lookup(&mut self, va: u64, asid: Asid) -> Option<(usize, u64)> {
         let first = self.caches.first()?;
         // The deepest level has the smallest shift, so the largest key: checking it
-        // checks them all.
-        assert!(va >> first.shift <= MAX_KEY, "va {va:#x} beyond the page-walk caches' keys");
+        // checks them all. (Keys are below MAX_KEY, so no tag is INVALID; with the
+        // shifts of upper levels, at least 20, they are far below it anyway.)
+        assert!(va >> first.shift < MAX_KEY, "va {va:#x} beyond the page-walk caches' keys");
         self.stats.lookups += 1;
         for c in self.caches.iter_mut() {
             if let Some(table) = c.find(tag(va >> c.shift, asid)) {
@@ -258,7 +300,7 @@ impl Pwc {
         }
         let c = &mut self.caches[i as usize];
         let key = va >> c.shift;
-        assert!(key <= MAX_KEY, "va {va:#x} beyond the page-walk caches' keys");
+        assert!(key < MAX_KEY, "va {va:#x} beyond the page-walk caches' keys");
         let tag = tag(key, asid);
         // A descriptor the walk read is never already cached at its level: the lookup
         // would have hit it and started the walk below it.
