@@ -267,7 +267,7 @@ impl Machine {
     /// accessed bit (and, for a store, writable and dirty bits) is already set — is
     /// this short path; faults, accessed/dirty updates and the walks after a fault are
     /// in [`Machine::walk_slow`].
-    #[inline]
+    #[inline(always)]
     fn walk(&mut self, core: usize, r: &MemRef) -> Result<Translation, SimError> {
         if r.addr >> self.va_bits != 0 {
             return Err(self.beyond_va(r));

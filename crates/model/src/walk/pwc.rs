@@ -259,6 +259,10 @@ impl Pwc {
         let mut caches = Vec::new();
         for l in (0..upper).rev() {
             if let Some(&e) = entries.get(l).filter(|&&e| e > 0) {
+                // Keys (`va >> shift`) are then below 2^47 for any `va`: below MAX_KEY,
+                // so no tag is INVALID and the asid bits stay clear (every format's
+                // upper levels have shifts of 20 or more).
+                assert!(levels[l].shift >= 17, "page-walk cache of a level with shift {}", levels[l].shift);
                 by_level[l] = caches.len() as u8;
                 caches.push(LevelCache::new(l, levels[l].shift, e));
             }
@@ -275,11 +279,9 @@ impl Pwc {
     /// The deepest cached table for `va`: (level to start the walk at, table address).
     #[inline(always)]
     pub fn lookup(&mut self, va: u64, asid: Asid) -> Option<(usize, u64)> {
-        let first = self.caches.first()?;
-        // The deepest level has the smallest shift, so the largest key: checking it
-        // checks them all. (Keys are below MAX_KEY, so no tag is INVALID; with the
-        // shifts of upper levels, at least 20, they are far below it anyway.)
-        assert!(va >> first.shift < MAX_KEY, "va {va:#x} beyond the page-walk caches' keys");
+        if self.caches.is_empty() {
+            return None;
+        }
         self.stats.lookups += 1;
         for c in self.caches.iter_mut() {
             if let Some(table) = c.find(tag(va >> c.shift, asid)) {
@@ -299,9 +301,7 @@ impl Pwc {
             return;
         }
         let c = &mut self.caches[i as usize];
-        let key = va >> c.shift;
-        assert!(key < MAX_KEY, "va {va:#x} beyond the page-walk caches' keys");
-        let tag = tag(key, asid);
+        let tag = tag(va >> c.shift, asid);
         // A descriptor the walk read is never already cached at its level: the lookup
         // would have hit it and started the walk below it.
         debug_assert!(!c.entries.iter().any(|e| e[0] == tag));
