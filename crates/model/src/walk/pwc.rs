@@ -38,6 +38,9 @@ const LANES: usize = 16;
 const NIL: u32 = u32::MAX;
 /// `by_level` entry of a level without a cache.
 const NO_CACHE: u8 = u8::MAX;
+/// Slots of a cache's way hints (four or more per way up to 64 ways; larger caches
+/// only fall back to the full search more often).
+const HINT_SLOTS: usize = 256;
 /// Most levels any format has.
 const MAX_LEVELS: usize = 8;
 
@@ -92,11 +95,11 @@ struct LevelCache {
     fps: Box<[u16]>,
     /// Per way: tag (key | asid << 48, or [`INVALID`]) and the cached table address.
     entries: Box<[[u64; 2]]>,
-    /// Where a tag was last put or found: way by a hash of the tag (a power-of-two
-    /// number of slots, four or more per way), [`NIL`] if none. A hint is only a place
-    /// to look first: a lookup uses it only if that way holds the tag (empty ways hold
-    /// [`INVALID`], never a tag), and otherwise searches every way.
-    hints: Box<[u32]>,
+    /// Where a tag was last put or found: way by a hash of the tag, [`NIL`] if none
+    /// (a fixed number of slots, so the slot needs no bounds check). A hint is only a
+    /// place to look first: a lookup uses it only if that way holds the tag (empty
+    /// ways hold [`INVALID`], never a tag), and otherwise searches every way.
+    hints: Box<[u32; HINT_SLOTS]>,
     /// Per way: (more recent, less recent) neighbour in the LRU list ([`NIL`] at ends).
     links: Box<[[u32; 2]]>,
     /// Most and least recently used way.
@@ -114,7 +117,7 @@ impl LevelCache {
             shift,
             fps: vec![0; ways.div_ceil(LANES) * LANES].into_boxed_slice(),
             entries: vec![[INVALID, 0]; ways].into_boxed_slice(),
-            hints: vec![NIL; (ways * 4).next_power_of_two()].into_boxed_slice(),
+            hints: Box::new([NIL; HINT_SLOTS]),
             links: vec![[NIL, NIL]; ways].into_boxed_slice(),
             head: NIL,
             tail: NIL,
@@ -173,7 +176,7 @@ impl LevelCache {
     /// The `hints` slot of a tag.
     #[inline(always)]
     fn hint_slot(&self, tag: u64) -> usize {
-        (tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & (self.hints.len() - 1)
+        (tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize % HINT_SLOTS
     }
 
     /// The table cached under `tag`, made most recent.
