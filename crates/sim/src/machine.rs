@@ -276,13 +276,19 @@ impl Machine {
             (asid, root) if asid == r.asid as u32 => root,
             _ => self.root_of(r.asid)?,
         };
-        let res = self.walk_once(core, r, root);
+        let pwc = &mut self.cores[core].pwc;
+        let pwc_on = pwc.enabled();
+        let res = translate(&mut self.mem, self.fmt, root, r.asid, r.addr, pwc);
+        // The walk is counted on each branch rather than before them: then the fast
+        // branch keeps the translation in registers instead of the whole result in memory.
         if let Some(t) = res.leaf {
             let need = if r.kind == AccessKind::Store { Attrs::ACCESSED | Attrs::DIRTY | Attrs::WRITABLE } else { Attrs::ACCESSED };
             if t.attrs.has(need) {
+                self.count_walk(r, &res, pwc_on);
                 return Ok(t);
             }
         }
+        self.count_walk(r, &res, pwc_on);
         self.walk_slow(core, r, res)
     }
 
@@ -309,11 +315,19 @@ impl Machine {
 
     /// One walk of `r` from `root`, counted (walks, reads, start level, cycles) and
     /// remembered in the walk memo.
-    #[inline(always)]
+    #[inline]
     fn walk_once(&mut self, core: usize, r: &MemRef, root: u64) -> WalkResult {
         let pwc = &mut self.cores[core].pwc;
         let pwc_on = pwc.enabled();
         let res = translate(&mut self.mem, self.fmt, root, r.asid, r.addr, pwc);
+        self.count_walk(r, &res, pwc_on);
+        res
+    }
+
+    /// Counts walk `res` of `r` (walks, reads, start level, cycles) and remembers where
+    /// its leaf is in the walk memo.
+    #[inline(always)]
+    fn count_walk(&mut self, r: &MemRef, res: &WalkResult, pwc_on: bool) {
         let c = &mut self.counters;
         c.walks += 1;
         c.walk_reads += res.reads;
@@ -323,7 +337,6 @@ impl Machine {
             let tag = memo_tag(r.addr, r.asid, self.memo_shift);
             self.walk_memo[tag as usize % MEMO_ENTRIES] = WalkMemo { tag, table, level: level as u32 };
         }
-        res
     }
 
     /// The rest of [`Machine::walk`] after its first walk `res`: a fault (no leaf, or a
