@@ -62,7 +62,7 @@ pub struct Machine {
     /// can prefetch a coming walk's leaf descriptor without walking the upper levels.
     /// A stale entry (the table was freed or replaced) only prefetches a useless line:
     /// it is never read for a result.
-    walk_memo: Box<[WalkMemo]>,
+    walk_memo: Box<[WalkMemo; MEMO_ENTRIES]>,
     memo_shift: u32,
 }
 
@@ -123,7 +123,7 @@ impl Machine {
             counters: Counters::new(nlevels, spec.format.levels().len()),
             next_tick: bg.next_tick(0),
             bg,
-            walk_memo: vec![WalkMemo { tag: u64::MAX, table: 0, level: 0 }; MEMO_ENTRIES].into_boxed_slice(),
+            walk_memo: Box::new([WalkMemo { tag: u64::MAX, table: 0, level: 0 }; MEMO_ENTRIES]),
             memo_shift: {
                 let l = spec.format.levels();
                 l[l.len().saturating_sub(2)].shift

@@ -397,7 +397,8 @@ mod tests {
         let mut rng = Rng(7);
         for case in 0..300 {
             let fmt = Format::ALL[case % Format::ALL.len()];
-            let entries: Vec<usize> = (0..4).map(|_| [0usize, 1, 2, 3, 4, 8, 17, 32][rng.below(8) as usize]).collect();
+            // Up to more ways than the hints have slots (HINT_SLOTS).
+            let entries: Vec<usize> = (0..4).map(|_| [0usize, 1, 2, 3, 4, 8, 17, 32, 100, 300][rng.below(10) as usize]).collect();
             let mut fast = Pwc::new(fmt, &entries);
             let mut slow = Reference::new(fmt, &entries);
             let levels = fmt.levels();
