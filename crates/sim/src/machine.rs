@@ -213,21 +213,19 @@ impl Machine {
     fn access_miss(&mut self, core: usize, r: &MemRef, instr: bool) -> Result<(), SimError> {
         let look = self.cores[core].tlbs.lookup(r.addr, r.asid, instr);
         self.counters.tlb_cycles += look.cycles;
-        let t = match look.hit {
+        match look.hit {
             Some((_level, slot, t)) => {
                 let upto = look.len - 1;
                 if r.kind == AccessKind::Store && !t.attrs.has(Attrs::WRITABLE | Attrs::DIRTY) {
                     return self.store_to_clean(core, r, &look.path[..look.len], slot, t);
                 }
                 self.cores[core].tlbs.fill(&look.path[..upto], &t, r.addr);
-                return Ok(());
+                Ok(())
             }
-            None if r.addr == crate::background::EXIT_ADDR => return self.exit(r.asid),
-            None if is_unmap_marker(r.addr) => return self.unmap_marker(r),
-            None => self.walk(core, r)?,
-        };
-        self.cores[core].tlbs.fill(&look.path[..look.len], &t, r.addr);
-        Ok(())
+            None if r.addr == crate::background::EXIT_ADDR => self.exit(r.asid),
+            None if is_unmap_marker(r.addr) => self.unmap_marker(r),
+            None => self.walk_fill(core, r, &look.path[..look.len]),
+        }
     }
 
     /// A store hit a translation that is not writable-dirty. Writable-clean: the
@@ -246,8 +244,7 @@ impl Machine {
             tlbs.fill(&path[..path.len() - 1], &t, r.addr);
         } else {
             self.fault(r)?;
-            let t = self.walk(core, r)?;
-            self.cores[core].tlbs.fill(path, &t, r.addr);
+            self.walk_fill(core, r, path)?;
         }
         Ok(())
     }
@@ -263,12 +260,14 @@ impl Machine {
         Ok(Translation { attrs, ..t })
     }
 
-    /// A hardware walk for `r`, with OS faults as needed. The common case — a leaf whose
-    /// accessed bit (and, for a store, writable and dirty bits) is already set — is
-    /// this short path; faults, accessed/dirty updates and the walks after a fault are
-    /// in [`Machine::walk_slow`].
+    /// A hardware walk for `r`, with OS faults as needed, and the fill of the TLB levels
+    /// of `path` with its translation. The common case — a leaf whose accessed bit
+    /// (and, for a store, writable and dirty bits) is already set — is this short path;
+    /// faults, accessed/dirty updates and the walks after a fault are in
+    /// [`Machine::walk_slow`]. (Each branch fills on its own, so the fast one passes the
+    /// translation straight from the walk to the fill.)
     #[inline(always)]
-    fn walk(&mut self, core: usize, r: &MemRef) -> Result<Translation, SimError> {
+    fn walk_fill(&mut self, core: usize, r: &MemRef, path: &[u8]) -> Result<(), SimError> {
         if r.addr >> self.va_bits != 0 {
             return Err(self.beyond_va(r));
         }
@@ -285,11 +284,12 @@ impl Machine {
             let need = if r.kind == AccessKind::Store { Attrs::ACCESSED | Attrs::DIRTY | Attrs::WRITABLE } else { Attrs::ACCESSED };
             if t.attrs.has(need) {
                 self.count_walk(r, &res, pwc_on);
-                return Ok(t);
+                self.cores[core].tlbs.fill(path, &t, r.addr);
+                return Ok(());
             }
         }
         self.count_walk(r, &res, pwc_on);
-        self.walk_slow(core, r, res)
+        self.walk_slow(core, r, res, path)
     }
 
     /// The walk would index with the low bits only: refuse instead of aliasing.
@@ -339,17 +339,26 @@ impl Machine {
         }
     }
 
-    /// The rest of [`Machine::walk`] after its first walk `res`: a fault (no leaf, or a
-    /// store to a read-only page) lets the OS act and walks again, up to three walks in
-    /// all; a leaf without the accessed (or a store's dirty) bit gets it set.
+    /// The rest of [`Machine::walk_fill`] after its first walk `res`: a fault (no leaf,
+    /// or a store to a read-only page) lets the OS act and walks again, up to three
+    /// walks in all; a leaf without the accessed (or a store's dirty) bit gets it set;
+    /// then the levels of `path` are filled.
     #[cold]
     #[inline(never)]
-    fn walk_slow(&mut self, core: usize, r: &MemRef, mut res: WalkResult) -> Result<Translation, SimError> {
+    fn walk_slow(&mut self, core: usize, r: &MemRef, mut res: WalkResult, path: &[u8]) -> Result<(), SimError> {
+        let t = self.walk_retry(core, r, &mut res)?;
+        self.cores[core].tlbs.fill(path, &t, r.addr);
+        Ok(())
+    }
+
+    /// The translation [`Machine::walk_slow`] fills: see there.
+    #[inline]
+    fn walk_retry(&mut self, core: usize, r: &MemRef, res: &mut WalkResult) -> Result<Translation, SimError> {
         let si = self.space(r.asid)?;
         for attempt in 0..3 {
             if attempt > 0 {
                 let root = self.spaces[si].as_ref().map(|s| s.root).unwrap_or_default();
-                res = self.walk_once(core, r, root);
+                *res = self.walk_once(core, r, root);
             }
             match res.leaf {
                 Some(t) if r.kind == AccessKind::Store && !t.attrs.has(Attrs::WRITABLE) => {
