@@ -20,7 +20,7 @@ use mmulab_model::pt::Format;
 use mmulab_model::space::AddressSpace;
 use mmulab_model::tlb::Hierarchy;
 use mmulab_model::translation::{Attrs, Translation};
-use mmulab_model::walk::{set_leaf_attrs, translate, Pwc};
+use mmulab_model::walk::{set_leaf_attrs, translate, Pwc, WalkResult};
 use mmulab_trace::control::{decode_unmap, is_unmap_marker, UnmapMarker};
 use mmulab_trace::{AccessKind, MemRef};
 
@@ -41,6 +41,12 @@ pub struct Machine {
     spaces: Vec<Option<AddressSpace>>,
     pub(crate) os: Os,
     fmt: Format,
+    /// `fmt.va_bits()`: addresses at or beyond 2^va_bits cannot be walked.
+    va_bits: u32,
+    /// The root table of the address space walked last: (asid, root), or asid
+    /// `u32::MAX` for none. Cleared wherever address spaces can change (creation, exit,
+    /// OS faults, unmaps and background work), so it never outlives its space.
+    root_cache: (u32, u64),
     cost: WalkCost,
     has_instr_path: bool,
     shootdowns: Vec<Shootdown>,
@@ -56,7 +62,7 @@ pub struct Machine {
     /// can prefetch a coming walk's leaf descriptor without walking the upper levels.
     /// A stale entry (the table was freed or replaced) only prefetches a useless line:
     /// it is never read for a result.
-    walk_memo: Box<[WalkMemo]>,
+    walk_memo: Box<[WalkMemo; MEMO_ENTRIES]>,
     memo_shift: u32,
 }
 
@@ -70,6 +76,9 @@ struct WalkMemo {
 }
 
 const MEMO_ENTRIES: usize = 4096;
+
+/// [`Machine`]'s `root_cache` when empty.
+const NO_ROOT: (u32, u64) = (u32::MAX, 0);
 
 #[inline]
 fn memo_tag(va: u64, asid: Asid, shift: u32) -> u64 {
@@ -102,6 +111,8 @@ impl Machine {
         let nlevels = spec.tlbs.len();
         Ok(Machine {
             fmt: spec.format,
+            va_bits: spec.format.va_bits(),
+            root_cache: NO_ROOT,
             cost: spec.cost,
             has_instr_path: spec.instr_entry.is_some(),
             cores,
@@ -112,7 +123,7 @@ impl Machine {
             counters: Counters::new(nlevels, spec.format.levels().len()),
             next_tick: bg.next_tick(0),
             bg,
-            walk_memo: vec![WalkMemo { tag: u64::MAX, table: 0, level: 0 }; MEMO_ENTRIES].into_boxed_slice(),
+            walk_memo: Box::new([WalkMemo { tag: u64::MAX, table: 0, level: 0 }; MEMO_ENTRIES]),
             memo_shift: {
                 let l = spec.format.levels();
                 l[l.len().saturating_sub(2)].shift
@@ -139,6 +150,7 @@ impl Machine {
 
     #[cold]
     fn new_space(&mut self, asid: Asid) -> Result<usize, SimError> {
+        self.root_cache = NO_ROOT;
         let i = asid as usize;
         if self.spaces.len() <= i {
             self.spaces.resize(i + 1, None);
@@ -196,27 +208,25 @@ impl Machine {
         let tlbs = &mut self.cores[core].tlbs;
         let look = tlbs.lookup(r.addr, r.asid, instr);
         self.counters.tlb_cycles += look.cycles;
-        let t = match look.hit {
+        match look.hit {
             Some((level, slot)) => {
                 if r.kind == AccessKind::Store && !tlbs.levels()[level].attrs_at(slot).has(Attrs::WRITABLE | Attrs::DIRTY) {
                     let t = tlbs.entry(level, slot, r.asid);
                     let path = tlbs.path(instr);
                     let mut p = [0u8; mmulab_model::tlb::MAX_DEPTH];
                     p[..look.len].copy_from_slice(&path[..look.len]);
-                    return self.store_to_clean(core, r, &p[..look.len], slot, t);
+                    return self.store_to_clean(core, r, instr, &p[..look.len], slot, t);
                 }
                 if look.len > 1 {
                     let t = tlbs.entry(level, slot, r.asid);
                     tlbs.fill_path(instr, look.len - 1, &t, r.addr);
                 }
-                return Ok(());
+                Ok(())
             }
-            None if r.addr == crate::background::EXIT_ADDR => return self.exit(r.asid),
-            None if is_unmap_marker(r.addr) => return self.unmap_marker(r),
-            None => self.walk(core, r)?,
-        };
-        self.cores[core].tlbs.fill_path(instr, look.len, &t, r.addr);
-        Ok(())
+            None if r.addr == crate::background::EXIT_ADDR => self.exit(r.asid),
+            None if is_unmap_marker(r.addr) => self.unmap_marker(r),
+            None => self.walk_fill(core, r, instr, look.len),
+        }
     }
 
     /// A store hit a translation that is not writable-dirty. Writable-clean: the
@@ -225,7 +235,7 @@ impl Machine {
     /// clean until a store finds them). Read-only: a permission fault; the OS decides (e.g. demotion) and
     /// its shootdowns drop stale entries; then the walk runs and fills the whole path.
     #[cold]
-    fn store_to_clean(&mut self, core: usize, r: &MemRef, path: &[u8], hit_slot: usize, t: Translation) -> Result<(), SimError> {
+    fn store_to_clean(&mut self, core: usize, r: &MemRef, instr: bool, path: &[u8], hit_slot: usize, t: Translation) -> Result<(), SimError> {
         let hit_level = path[path.len() - 1] as usize;
         if t.attrs.has(Attrs::WRITABLE) {
             let t = self.set_dirty(r, t)?;
@@ -235,8 +245,7 @@ impl Machine {
             tlbs.fill(&path[..path.len() - 1], &t, r.addr);
         } else {
             self.fault(r)?;
-            let t = self.walk(core, r)?;
-            self.cores[core].tlbs.fill(path, &t, r.addr);
+            self.walk_fill(core, r, instr, path.len())?;
         }
         Ok(())
     }
@@ -252,30 +261,106 @@ impl Machine {
         Ok(Translation { attrs, ..t })
     }
 
-    /// A hardware walk for `r`, with OS faults as needed.
-    fn walk(&mut self, core: usize, r: &MemRef) -> Result<Translation, SimError> {
-        if r.addr >> self.fmt.va_bits() != 0 {
-            // The walk would index with the low bits only: refuse instead of aliasing.
-            return Err(SimError::Model(mmulab_model::ModelError::Conflict(format!(
-                "address {:#x} is beyond the {}-bit virtual address space of {} page tables (move the trace or workload base, e.g. base=0x40000000)",
-                r.addr,
-                self.fmt.va_bits(),
-                self.fmt.arch_name()
-            ))));
+    /// A hardware walk for `r`, with OS faults as needed, and the fill of the first
+    /// `upto` TLB levels of the path for its kind (`instr`) with its translation. The
+    /// common case — a leaf whose accessed bit (and, for a store, writable and dirty
+    /// bits) is already set — is this short path;
+    /// faults, accessed/dirty updates and the walks after a fault are in
+    /// [`Machine::walk_slow`]. (Each branch fills on its own, so the fast one passes the
+    /// translation straight from the walk to the fill.)
+    #[inline(always)]
+    fn walk_fill(&mut self, core: usize, r: &MemRef, instr: bool, upto: usize) -> Result<(), SimError> {
+        if r.addr >> self.va_bits != 0 {
+            return Err(self.beyond_va(r));
         }
+        let root = match self.root_cache {
+            (asid, root) if asid == r.asid as u32 => root,
+            _ => self.root_of(r.asid)?,
+        };
+        let pwc = &mut self.cores[core].pwc;
+        let pwc_on = pwc.enabled();
+        let res = translate(&mut self.mem, self.fmt, root, r.asid, r.addr, pwc);
+        // The walk is counted on each branch rather than before them: then the fast
+        // branch keeps the translation in registers instead of the whole result in memory.
+        if let Some(t) = res.leaf {
+            let need = if r.kind == AccessKind::Store { Attrs::ACCESSED | Attrs::DIRTY | Attrs::WRITABLE } else { Attrs::ACCESSED };
+            if t.attrs.has(need) {
+                self.count_walk(r, &res, pwc_on);
+                self.cores[core].tlbs.fill_path(instr, upto, &t, r.addr);
+                return Ok(());
+            }
+        }
+        self.count_walk(r, &res, pwc_on);
+        self.walk_slow(core, r, res, instr, upto)
+    }
+
+    /// The walk would index with the low bits only: refuse instead of aliasing.
+    #[cold]
+    fn beyond_va(&self, r: &MemRef) -> SimError {
+        SimError::Model(mmulab_model::ModelError::Conflict(format!(
+            "address {:#x} is beyond the {}-bit virtual address space of {} page tables (move the trace or workload base, e.g. base=0x40000000)",
+            r.addr,
+            self.fmt.va_bits(),
+            self.fmt.arch_name()
+        )))
+    }
+
+    /// The root table of `asid` (its space created on first use), remembered in
+    /// `root_cache`.
+    #[cold]
+    fn root_of(&mut self, asid: Asid) -> Result<u64, SimError> {
+        let si = self.space(asid)?;
+        let root = self.spaces[si].as_ref().map(|s| s.root).unwrap_or_default();
+        self.root_cache = (asid as u32, root);
+        Ok(root)
+    }
+
+    /// One walk of `r` from `root`, counted (walks, reads, start level, cycles) and
+    /// remembered in the walk memo.
+    #[inline]
+    fn walk_once(&mut self, core: usize, r: &MemRef, root: u64) -> WalkResult {
+        let pwc = &mut self.cores[core].pwc;
+        let pwc_on = pwc.enabled();
+        let res = translate(&mut self.mem, self.fmt, root, r.asid, r.addr, pwc);
+        self.count_walk(r, &res, pwc_on);
+        res
+    }
+
+    /// Counts walk `res` of `r` (walks, reads, start level, cycles) and remembers where
+    /// its leaf is in the walk memo.
+    #[inline(always)]
+    fn count_walk(&mut self, r: &MemRef, res: &WalkResult, pwc_on: bool) {
+        let c = &mut self.counters;
+        c.walks += 1;
+        c.walk_reads += res.reads;
+        c.walk_start_level[res.start_level] += 1;
+        c.walk_cycles += self.cost.walk_cycles(res.reads, pwc_on);
+        if let Some((table, _, level)) = res.leaf_at {
+            let tag = memo_tag(r.addr, r.asid, self.memo_shift);
+            self.walk_memo[tag as usize % MEMO_ENTRIES] = WalkMemo { tag, table, level: level as u32 };
+        }
+    }
+
+    /// The rest of [`Machine::walk_fill`] after its first walk `res`: a fault (no leaf,
+    /// or a store to a read-only page) lets the OS act and walks again, up to three
+    /// walks in all; a leaf without the accessed (or a store's dirty) bit gets it set;
+    /// then the first `upto` levels of the path are filled.
+    #[cold]
+    #[inline(never)]
+    fn walk_slow(&mut self, core: usize, r: &MemRef, mut res: WalkResult, instr: bool, upto: usize) -> Result<(), SimError> {
+        let t = self.walk_retry(core, r, &mut res)?;
+        self.cores[core].tlbs.fill_path(instr, upto, &t, r.addr);
+        Ok(())
+    }
+
+    /// The translation [`Machine::walk_slow`] fills: see there.
+    #[inline]
+    fn walk_retry(&mut self, core: usize, r: &MemRef, res: &mut WalkResult) -> Result<Translation, SimError> {
         let si = self.space(r.asid)?;
-        for _attempt in 0..3 {
-            let root = self.spaces[si].as_ref().map(|s| s.root).unwrap_or_default();
-            let pwc_on = self.cores[core].pwc.enabled();
-            let res = translate(&mut self.mem, self.fmt, root, r.asid, r.addr, &mut self.cores[core].pwc);
-            let c = &mut self.counters;
-            c.walks += 1;
-            c.walk_reads += res.reads;
-            c.walk_start_level[res.start_level] += 1;
-            c.walk_cycles += self.cost.walk_cycles(res.reads, pwc_on);
-            if let Some((table, _, level)) = res.leaf_at {
-                let tag = memo_tag(r.addr, r.asid, self.memo_shift);
-                self.walk_memo[tag as usize % MEMO_ENTRIES] = WalkMemo { tag, table, level: level as u32 };
+        for attempt in 0..3 {
+            if attempt > 0 {
+                let root = self.spaces[si].as_ref().map(|s| s.root).unwrap_or_default();
+                *res = self.walk_once(core, r, root);
             }
             match res.leaf {
                 Some(t) if r.kind == AccessKind::Store && !t.attrs.has(Attrs::WRITABLE) => {
@@ -332,6 +417,7 @@ impl Machine {
     /// Background work and time-series samples, every `next_tick` references.
     #[cold]
     fn tick(&mut self) -> Result<(), SimError> {
+        self.root_cache = NO_ROOT;
         let now = self.counters.references;
         self.shootdowns.clear();
         self.os.tick(mmulab_model::os::TickCtx {
@@ -353,6 +439,7 @@ impl Machine {
     /// and every core drops its translations.
     #[cold]
     fn exit(&mut self, asid: Asid) -> Result<(), SimError> {
+        self.root_cache = NO_ROOT;
         if let Some(space) = self.spaces.get_mut(asid as usize).and_then(Option::take) {
             self.os.exit(&mut self.mem, &space);
             for c in &mut self.cores {
@@ -406,6 +493,7 @@ impl Machine {
     /// drops the translations its shootdowns name. An address space never touched has
     /// nothing to unmap.
     pub fn unmap(&mut self, asid: Asid, start: u64, end: u64) -> Result<(), SimError> {
+        self.root_cache = NO_ROOT;
         self.bg.forget_range(asid, start, end);
         let Some(Some(space)) = self.spaces.get_mut(asid as usize) else { return Ok(()) };
         self.shootdowns.clear();
@@ -436,6 +524,7 @@ impl Machine {
     /// every address space, existing ones included; addresses outside them get VMAs by
     /// the inference rule (mmulab_model::space). Returns how many were taken.
     pub fn set_trace_vmas(&mut self, vmas: &[(u64, u64)]) -> usize {
+        self.root_cache = NO_ROOT;
         self.bg.trace_vmas = vmas.iter().copied().filter(|(s, e)| s < e).collect();
         for s in self.spaces.iter_mut().flatten() {
             for &(start, end) in &self.bg.trace_vmas {
@@ -488,6 +577,7 @@ impl Machine {
 
     /// Lets the OS handle a fault at `r` and applies its shootdowns.
     fn fault(&mut self, r: &MemRef) -> Result<(), SimError> {
+        self.root_cache = NO_ROOT;
         self.counters.faults += 1;
         self.counters.fault_cycles += self.cost.fault_latency as u64;
         let si = self.space(r.asid)?;

@@ -253,8 +253,7 @@ impl Format {
     /// The page size of one entry's leaf at `level` (its span).
     #[inline]
     pub fn leaf_size(self, level: usize) -> PageSize {
-        let shift = self.levels()[level].shift;
-        PageSize::from_shift(shift).expect("format leaf levels have known sizes")
+        LEVEL_SIZES[self as usize][level].expect("format leaf levels have known sizes")
     }
 
     /// The base page: one entry of the last level (4 KiB; 16 or 64 KiB with those
@@ -272,9 +271,50 @@ impl Format {
     }
 }
 
+/// Most levels a format has.
+const MAX_LEVELS: usize = 4;
+
+/// Per format (indexed by `Format as usize`) and level: the page size of one entry, if
+/// it is a [`PageSize`] (a table lookup on the walk path instead of a search by shift).
+static LEVEL_SIZES: [[Option<PageSize>; MAX_LEVELS]; 6] = [
+    level_sizes(&x86_64::LEVELS),
+    level_sizes(&armv8::LEVELS_4K),
+    level_sizes(&armv8::LEVELS_16K),
+    level_sizes(&armv8::LEVELS_64K),
+    level_sizes(&armv7::LEVELS),
+    level_sizes(&armv8::LEVELS_LPAE),
+];
+
+const fn level_sizes(levels: &[LevelGeom]) -> [Option<PageSize>; MAX_LEVELS] {
+    let mut out = [None; MAX_LEVELS];
+    let mut l = 0;
+    while l < levels.len() {
+        let mut i = 0;
+        while i < PageSize::ALL.len() {
+            if PageSize::ALL[i].shift() == levels[l].shift {
+                out[l] = Some(PageSize::ALL[i]);
+            }
+            i += 1;
+        }
+        l += 1;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn level_size_table_follows_the_levels() {
+        for (i, f) in Format::ALL.into_iter().enumerate() {
+            assert_eq!(f as usize, i);
+            assert!(f.levels().len() <= MAX_LEVELS);
+            for (l, g) in f.levels().iter().enumerate() {
+                assert_eq!(LEVEL_SIZES[i][l], PageSize::from_shift(g.shift), "{f:?} level {l}");
+            }
+        }
+    }
 
     #[test]
     fn encodings_round_trip() {

@@ -67,8 +67,23 @@ impl Visitor for TranslateVisitor {
 /// [`translate_visitor`] is the same walk through the generic walker; the test
 /// `crates/model/tests/walker.rs` requires both to agree (results, reads and cache
 /// state) on random page tables of every format.
-#[inline]
+#[inline(always)]
 pub fn translate(mem: &mut Memory, fmt: Format, root: u64, asid: Asid, va: u64, pwc: &mut Pwc) -> WalkResult {
+    // One copy of the loop per format, each with its levels and descriptor decoder
+    // known at compile time (no format dispatch per level).
+    match fmt {
+        Format::X86_64 => translate_in(mem, Format::X86_64, root, asid, va, pwc),
+        Format::Armv8_4K => translate_in(mem, Format::Armv8_4K, root, asid, va, pwc),
+        Format::Armv8_16K => translate_in(mem, Format::Armv8_16K, root, asid, va, pwc),
+        Format::Armv8_64K => translate_in(mem, Format::Armv8_64K, root, asid, va, pwc),
+        Format::Armv7 => translate_in(mem, Format::Armv7, root, asid, va, pwc),
+        Format::Armv7Lpae => translate_in(mem, Format::Armv7Lpae, root, asid, va, pwc),
+    }
+}
+
+/// [`translate`] for one format (`fmt` a constant at each call site).
+#[inline(always)]
+fn translate_in(mem: &mut Memory, fmt: Format, root: u64, asid: Asid, va: u64, pwc: &mut Pwc) -> WalkResult {
     let (start_level, mut table) = pwc.lookup(va, asid).unwrap_or((0, root));
     let levels = fmt.levels();
     let mut level = start_level;
