@@ -57,22 +57,25 @@ pub struct Machine {
     pub(crate) bg: crate::background::Background,
     /// An unmap range opened by its start marker: (asid, start).
     unmap_open: Option<(Asid, u64)>,
-    /// Host-side only: the table that held the leaf of a recent walk, per region of
-    /// `memo_shift` bits of address (direct-mapped by region), so [`Machine::prefetch`]
-    /// can prefetch a coming walk's leaf descriptor without walking the upper levels.
-    /// A stale entry (the table was freed or replaced) only prefetches a useless line:
-    /// it is never read for a result.
+    /// Host-side only: where the leaf table of a recent walk lives in host memory, per
+    /// region of `memo_shift` bits of address (direct-mapped by region), so
+    /// [`Machine::prefetch`] can prefetch a coming walk's leaf descriptor with no load
+    /// but the memo entry's (no walk of the upper levels, no table lookup). A stale
+    /// entry (the table was freed or replaced) only prefetches a useless line: it is
+    /// never read for a result.
     walk_memo: Box<[WalkMemo; MEMO_ENTRIES]>,
     memo_shift: u32,
 }
 
 /// One entry of [`Machine`]'s walk memo: region tag (`va >> memo_shift`, asid in the top
-/// bits; `u64::MAX` when empty) and where its leaf table is.
+/// bits; `u64::MAX` when empty), the host address of its leaf table's descriptors, and
+/// the leaf level's index shift and mask.
 #[derive(Clone, Copy)]
 struct WalkMemo {
     tag: u64,
-    table: u64,
-    level: u32,
+    base: usize,
+    shift: u32,
+    mask: u32,
 }
 
 const MEMO_ENTRIES: usize = 4096;
@@ -123,7 +126,7 @@ impl Machine {
             counters: Counters::new(nlevels, spec.format.levels().len()),
             next_tick: bg.next_tick(0),
             bg,
-            walk_memo: Box::new([WalkMemo { tag: u64::MAX, table: 0, level: 0 }; MEMO_ENTRIES]),
+            walk_memo: Box::new([WalkMemo { tag: u64::MAX, base: 0, shift: 0, mask: 0 }; MEMO_ENTRIES]),
             memo_shift: {
                 let l = spec.format.levels();
                 l[l.len().saturating_sub(2)].shift
@@ -336,8 +339,11 @@ impl Machine {
         c.walk_start_level[res.start_level] += 1;
         c.walk_cycles += self.cost.walk_cycles(res.reads, pwc_on);
         if let Some((table, _, level)) = res.leaf_at {
-            let tag = memo_tag(r.addr, r.asid, self.memo_shift);
-            self.walk_memo[tag as usize % MEMO_ENTRIES] = WalkMemo { tag, table, level: level as u32 };
+            if let Some(base) = self.mem.pt.host_addr(table) {
+                let tag = memo_tag(r.addr, r.asid, self.memo_shift);
+                let g = self.fmt.levels()[level];
+                self.walk_memo[tag as usize % MEMO_ENTRIES] = WalkMemo { tag, base, shift: g.shift, mask: (1 << g.bits) - 1 };
+            }
         }
     }
 
@@ -403,8 +409,8 @@ impl Machine {
         let tag = memo_tag(r.addr, r.asid, self.memo_shift);
         let m = self.walk_memo[tag as usize % MEMO_ENTRIES];
         if m.tag == tag {
-            let index = self.fmt.levels()[m.level as usize].index(r.addr);
-            self.mem.pt.prefetch(m.table, index);
+            let index = (r.addr >> m.shift) as usize & m.mask as usize;
+            mmulab_model::hint::prefetch(m.base.wrapping_add(index * 8));
         }
     }
 

@@ -71,24 +71,12 @@ impl PtMem {
         self.tables[self.slot(table_pa)][index]
     }
 
-    /// Hints the host CPU to bring descriptor `index` of the table at `table_pa` into
-    /// its cache (a pure performance hint: it changes no simulated state).
+    /// The host address of descriptor 0 of the table at `table_pa`, for prefetch hints
+    /// ([`crate::hint::prefetch`]) only: it is valid until the table is destroyed.
     #[inline]
-    pub fn prefetch(&self, table_pa: u64, index: usize) {
-        let s = self.by_frame[(table_pa >> FRAME_SHIFT) as usize];
-        if s == NONE {
-            return;
-        }
-        if let Some(p) = self.tables[s as usize].get(index) {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: prefetch is a hint; it never faults and reads no memory visibly,
-            // and `p` is a valid reference anyway.
-            unsafe {
-                core::arch::x86_64::_mm_prefetch(p as *const u64 as *const i8, core::arch::x86_64::_MM_HINT_T0);
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            let _ = p;
-        }
+    pub fn host_addr(&self, table_pa: u64) -> Option<usize> {
+        let s = *self.by_frame.get((table_pa >> FRAME_SHIFT) as usize)?;
+        (s != NONE).then(|| self.tables[s as usize].as_ptr() as usize)
     }
 
     /// Writes descriptor `index` of the table at `table_pa`.
