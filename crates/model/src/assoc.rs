@@ -50,6 +50,23 @@ pub struct AssocArray {
     repl: Replacement,
 }
 
+/// A key and address space prepared for insertion: the tag word and the fingerprint,
+/// computed once when the same entry goes into several arrays.
+#[derive(Clone, Copy, Debug)]
+pub struct Prepared {
+    tag: u64,
+    fp: u16,
+}
+
+impl Prepared {
+    /// Prepares `key` (at most [`MAX_KEY`], asserted) of `asid`.
+    #[inline(always)]
+    pub fn new(key: u64, asid: u16) -> Prepared {
+        assert!(key <= MAX_KEY, "key {key:#x} beyond MAX_KEY");
+        Prepared { tag: tag(key, asid), fp: fingerprint(key, asid) }
+    }
+}
+
 /// What `insert` displaced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Evicted {
@@ -153,7 +170,16 @@ impl AssocArray {
     /// Inserts an entry into `set`; returns its slot and what it displaced.
     #[inline(always)]
     pub fn insert(&mut self, set: usize, key: u64, asid: u16, data: u64) -> (usize, Option<Evicted>) {
-        assert!(key <= MAX_KEY && set < self.sets, "key {key:#x} beyond MAX_KEY or set {set} out of range");
+        let (slot, old) = self.insert_prepared(set, &Prepared::new(key, asid), data);
+        (slot, (old != INVALID).then(|| Evicted { key: old & MAX_KEY, asid: (old >> 48) as u16 }))
+    }
+
+    /// [`AssocArray::insert`] of a prepared key (computed once for several arrays);
+    /// returns the slot and the displaced entry's tag word (`INVALID` if the way was
+    /// empty; else key | asid << 48).
+    #[inline(always)]
+    pub fn insert_prepared(&mut self, set: usize, p: &Prepared, data: u64) -> (usize, u64) {
+        assert!(set < self.sets, "set {set} out of range");
         let way = if self.empty > 0 { self.free_or_victim(set) } else { self.repl.victim(set) };
         assert!(way < self.ways, "victim way {way} out of range");
         let slot = set * self.ways + way;
@@ -162,13 +188,12 @@ impl AssocArray {
         let old = unsafe {
             let e = self.entries.get_unchecked_mut(slot);
             let old = e[0];
-            *e = [tag(key, asid), data];
-            *self.fps.get_unchecked_mut(set * self.fp_stride + way) = fingerprint(key, asid);
+            *e = [p.tag, data];
+            *self.fps.get_unchecked_mut(set * self.fp_stride + way) = p.fp;
             old
         };
-        let evicted = (old != INVALID).then(|| Evicted { key: old & MAX_KEY, asid: (old >> 48) as u16 });
         self.repl.filled(set, way);
-        (slot, evicted)
+        (slot, old)
     }
 
     /// The way a fill of `set` takes while the array still has empty ways: the lowest

@@ -1,4 +1,4 @@
-use super::level::VA_LIMIT_BITS;
+use super::level::{FillKey, VA_LIMIT_BITS};
 use super::{Tlb, TlbSpec};
 use crate::addr::Asid;
 use crate::translation::Translation;
@@ -150,8 +150,9 @@ impl Hierarchy {
     #[inline(never)]
     pub fn fill_path(&mut self, instr: bool, upto: usize, t: &Translation, va: u64) {
         let path = if instr { self.instr_path } else { self.data_path };
+        let k = FillKey::new(t);
         for &i in &path.levels[..upto.min(path.len)] {
-            self.levels[i as usize].fill_inline(t, va);
+            self.levels[i as usize].fill_key(&k, t, va);
         }
     }
 

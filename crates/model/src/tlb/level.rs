@@ -1,6 +1,6 @@
 use super::{TlbSpec, Unsupported};
 use crate::addr::{Asid, PageSize};
-use crate::assoc::AssocArray;
+use crate::assoc::{AssocArray, Prepared, INVALID, MAX_KEY};
 use crate::translation::{Attrs, Translation};
 use serde::Serialize;
 
@@ -80,6 +80,25 @@ fn key(vpn: u64, size: PageSize) -> u64 {
 #[inline]
 fn size_of_key(k: u64) -> PageSize {
     PageSize::ALL[(k & 0xf) as usize]
+}
+
+/// A translation prepared for insertion into TLB levels: page number, key, tag and
+/// fingerprint computed once for every level of a path that holds its size.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FillKey {
+    vpn: u64,
+    size: PageSize,
+    asid: Asid,
+    prepared: Prepared,
+    data: u64,
+}
+
+impl FillKey {
+    #[inline(always)]
+    pub(crate) fn new(t: &Translation) -> FillKey {
+        let vpn = t.va >> t.size.shift();
+        FillKey { vpn, size: t.size, asid: t.asid, prepared: Prepared::new(key(vpn, t.size), t.asid), data: pack(t.pa, t.attrs) }
+    }
 }
 
 /// Payload layout: physical base | attrs (the base is at least 4 KiB aligned).
@@ -269,23 +288,37 @@ impl Tlb {
     /// an entry of the same size (the common case) leaves them as they are.
     #[inline(always)]
     fn insert(&mut self, t: &Translation) -> usize {
-        let vpn = t.va >> t.size.shift();
-        let set = self.array.set_of(vpn);
-        let (slot, evicted) = self.array.insert(set, key(vpn, t.size), t.asid, pack(t.pa, t.attrs));
+        self.insert_key(&FillKey::new(t))
+    }
+
+    /// [`Tlb::insert`] of a prepared entry.
+    #[inline(always)]
+    fn insert_key(&mut self, k: &FillKey) -> usize {
+        let set = self.array.set_of(k.vpn);
+        let (slot, old) = self.array.insert_prepared(set, &k.prepared, k.data);
         self.stats.fills += 1;
-        match evicted {
-            Some(ev) => {
-                self.stats.evictions += 1;
-                let old = size_of_key(ev.key);
-                if old != t.size {
-                    self.release(old);
-                    self.hold(t.size);
-                }
+        if old != INVALID {
+            self.stats.evictions += 1;
+            let old = size_of_key(old & MAX_KEY);
+            if old != k.size {
+                self.release(old);
+                self.hold(k.size);
             }
-            None => self.hold(t.size),
+        } else {
+            self.hold(k.size);
         }
-        self.remember(slot, vpn, t.size, t.asid);
+        self.remember(slot, k.vpn, k.size, k.asid);
         slot
+    }
+
+    /// [`Tlb::fill`] of a prepared entry (`k` made from `t`): the hierarchy prepares one
+    /// for all the levels of a path.
+    #[inline(always)]
+    pub(crate) fn fill_key(&mut self, k: &FillKey, t: &Translation, va: u64) -> Option<usize> {
+        if self.supports(k.size) {
+            return Some(self.insert_key(k));
+        }
+        self.fill_unsupported(t, va)
     }
 
     /// The largest supported size smaller than `size`.
