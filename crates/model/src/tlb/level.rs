@@ -56,6 +56,8 @@ pub struct Tlb {
     array: AssocArray,
     /// Bitmask of supported sizes (bit = `PageSize as usize`).
     supported: u16,
+    /// Per page size: the largest supported smaller size (the splinter piece).
+    splinter: [Option<PageSize>; 9],
     /// The most recently hit or filled slot: a repeated hit on it changes no
     /// replacement state (every policy's touch is idempotent for the MRU way), so the
     /// set scan can be skipped. Cleared by any invalidation (`last_vpn = NO_VPN`).
@@ -112,10 +114,12 @@ impl Tlb {
     pub fn new(spec: TlbSpec) -> Tlb {
         let array = AssocArray::new(spec.entries, spec.ways, spec.replacement, spec.seed);
         let supported = spec.page_sizes.iter().fold(0u16, |m, p| m | 1 << *p as u16);
+        let splinter = PageSize::ALL.map(|size| spec.page_sizes.iter().rev().copied().find(|p| *p < size));
         Tlb {
             spec,
             array,
             supported,
+            splinter,
             last_slot: 0,
             last_vpn: NO_VPN,
             last_shift: 63,
@@ -263,10 +267,7 @@ impl Tlb {
     /// [`Tlb::fill`], inlined (for the hierarchy's fill loop).
     #[inline(always)]
     pub(crate) fn fill_inline(&mut self, t: &Translation, va: u64) -> Option<usize> {
-        if self.supports(t.size) {
-            return Some(self.insert(t));
-        }
-        self.fill_unsupported(t, va)
+        self.fill_key(&FillKey::new(t), t, va)
     }
 
     /// [`Tlb::fill`] of a size the level does not hold: splinter or bypass.
@@ -318,12 +319,17 @@ impl Tlb {
         if self.supports(k.size) {
             return Some(self.insert_key(k));
         }
+        if self.spec.unsupported == Unsupported::Bypass {
+            // Per-size arrays (e.g. an L1 for 4K beside one for 2M) bypass on most fills.
+            self.stats.bypasses += 1;
+            return None;
+        }
         self.fill_unsupported(t, va)
     }
 
     /// The largest supported size smaller than `size`.
     fn splinter_size(&self, size: PageSize) -> Option<PageSize> {
-        self.spec.page_sizes.iter().rev().copied().find(|p| *p < size)
+        self.splinter[size.index()]
     }
 
     /// Sets `bits` in the cached entry covering `va`, if any, without touching
