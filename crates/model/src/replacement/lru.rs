@@ -1,7 +1,7 @@
 /// True LRU as an intrusive circular doubly linked list per set, most recent at the
-/// head: the least recently used way is the head's predecessor. A hit moves its way to
-/// the head in O(1); a fill of a full set evicts the predecessor of the head and makes
-/// it the head, which in a circular list is one store (the head moves back one way).
+/// head, with the least recently used way (the head's predecessor) kept beside the head.
+/// A hit moves its way to the head in O(1); a fill of a full set evicts the tail and
+/// makes it the head, which in a circular list only moves both ends back one way.
 /// O(1) matters for large fully associative levels, where a timestamp scan costs one
 /// compare per way on every fill.
 #[derive(Clone, Debug)]
@@ -9,11 +9,12 @@ pub struct Lru {
     ways: usize,
     /// Per slot: previous (more recent) / next (less recent) way in its set's ring.
     links: Vec<Link>,
-    /// Per set: the most recently used way.
-    heads: Vec<u32>,
+    /// Per set: (most recently used way, least recently used way).
+    ends: Vec<Link>,
 }
 
-/// (more recent, less recent) neighbours of a way in its set's ring.
+/// (more recent, less recent) neighbours of a way in its set's ring; for a set's ends,
+/// (head, tail).
 #[derive(Clone, Copy, Debug)]
 struct Link {
     prev: u32,
@@ -27,7 +28,7 @@ impl Lru {
         let w = ways as u32;
         let ring = (0..w).map(|i| Link { prev: (i + 1) % w, next: (i + w - 1) % w });
         let links = (0..sets).flat_map(|_| ring.clone()).collect();
-        Lru { ways, links, heads: vec![w - 1; sets] }
+        Lru { ways, links, ends: vec![Link { prev: w - 1, next: 0 }; sets] }
     }
 
     /// The link of (set, way).
@@ -44,10 +45,10 @@ impl Lru {
     }
 
     #[inline(always)]
-    fn head(&mut self, set: usize) -> &mut u32 {
-        debug_assert!(set < self.heads.len());
-        // SAFETY: set < sets == heads.len() (see `link`).
-        unsafe { self.heads.get_unchecked_mut(set) }
+    fn ends(&mut self, set: usize) -> &mut Link {
+        debug_assert!(set < self.ends.len());
+        // SAFETY: set < sets == ends.len() (see `link`).
+        unsafe { self.ends.get_unchecked_mut(set) }
     }
 
     /// Marks (set, way) most recently used. Always inlined: each call site (a hit, a
@@ -56,36 +57,33 @@ impl Lru {
     pub fn touch(&mut self, set: usize, way: usize) {
         // The two checks that make the unchecked indexing below sound for any caller:
         // every other index comes from the rings themselves (always < ways).
-        assert!(way < self.ways && set < self.heads.len(), "(set {set}, way {way}) out of range");
+        assert!(way < self.ways && set < self.ends.len(), "(set {set}, way {way}) out of range");
         let way = way as u32;
-        let head = *self.head(set);
+        let Link { prev: head, next: tail } = *self.ends(set);
         if head == way {
             return;
         }
-        let Link { prev: p, next: n } = *self.link(set, way);
-        *self.head(set) = way;
-        if n == head {
-            // `way` is the least recent (the ring wraps from it to the head): moving the
-            // head back one way makes it the most recent and leaves the ring as it is.
+        if tail == way {
+            // The least recent way: in a ring, moving both ends back one way makes it
+            // the most recent and its predecessor the least recent.
+            let new_tail = self.link(set, way).prev;
+            *self.ends(set) = Link { prev: way, next: new_tail };
             return;
         }
-        // Unlink `way`, then insert it between the least recent way and the old head.
+        // Unlink `way`, then insert it between the tail and the old head.
+        let Link { prev: p, next: n } = *self.link(set, way);
         self.link(set, p).next = n;
         self.link(set, n).prev = p;
-        let tail = self.link(set, head).prev;
         *self.link(set, way) = Link { prev: tail, next: head };
         self.link(set, tail).next = way;
         self.link(set, head).prev = way;
+        self.ends(set).prev = way;
     }
 
     /// The least recently used way of `set`.
     #[inline(always)]
     pub fn victim(&self, set: usize) -> usize {
-        let head = self.heads[set];
-        debug_assert!((head as usize) < self.ways);
-        // SAFETY: heads hold ways (< ways), and set < heads.len() was checked above, so
-        // the index is below sets * ways == links.len().
-        unsafe { self.links.get_unchecked(set * self.ways + head as usize).prev as usize }
+        self.ends[set].next as usize
     }
 }
 
