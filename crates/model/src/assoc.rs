@@ -21,7 +21,7 @@ fn tag(key: u64, asid: u16) -> u64 {
 }
 
 /// Fingerprints compared per step (one 128-bit vector of bytes).
-const LANES: usize = 16;
+pub(crate) const LANES: usize = 16;
 
 /// Storage of `sets × ways` entries, structure-of-arrays for fast scans.
 ///
@@ -282,11 +282,12 @@ impl AssocArray {
     }
 }
 
-/// Bit i set iff `c[i] == fp` (SSE2 on x86-64, which every x86-64 CPU has; plain
-/// compares elsewhere).
+/// Bit i set iff `c[i] == fp` (SSE2 on x86-64, which every x86-64 CPU has: LLVM does
+/// not vectorise the plain loop; plain compares elsewhere). Shared with the page-walk
+/// caches.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn eq_mask16(c: &[u16; LANES], fp: u16) -> u32 {
+pub(crate) fn eq_mask16(c: &[u16; LANES], fp: u16) -> u32 {
     use core::arch::x86_64::*;
     // SAFETY: SSE2 is part of the x86-64 baseline; the two unaligned loads read exactly
     // the 32 bytes `c` refers to.
@@ -302,7 +303,7 @@ fn eq_mask16(c: &[u16; LANES], fp: u16) -> u32 {
 /// Bit i set iff `c[i] == fp`.
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-fn eq_mask16(c: &[u16; LANES], fp: u16) -> u32 {
+pub(crate) fn eq_mask16(c: &[u16; LANES], fp: u16) -> u32 {
     let mut m = 0u32;
     for (i, &k) in c.iter().enumerate() {
         m |= u32::from(k == fp) << i;

@@ -14,6 +14,7 @@
 //! most recent): the test at the end of this file checks it against that reference.
 
 use crate::addr::Asid;
+use crate::assoc::{eq_mask16, LANES};
 use crate::pt::Format;
 use serde::Serialize;
 
@@ -33,7 +34,6 @@ const INVALID: u64 = u64::MAX;
 /// Keys (`va >> shift`) must fit below the address-space id, which shares the tag word.
 const MAX_KEY: u64 = (1 << 48) - 1;
 /// Fingerprints compared per step.
-const LANES: usize = 16;
 /// The end of an LRU list.
 const NIL: u32 = u32::MAX;
 /// `by_level` entry of a level without a cache.
@@ -55,33 +55,6 @@ fn fingerprint(tag: u64) -> u16 {
     ((tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48) as u16).max(1)
 }
 
-/// Bit i set iff `c[i] == fp` (SSE2 on x86-64, which every x86-64 CPU has: LLVM does
-/// not vectorise the plain loop; plain compares elsewhere).
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn eq_mask16(c: &[u16; LANES], fp: u16) -> u32 {
-    use core::arch::x86_64::*;
-    // SAFETY: SSE2 is part of the x86-64 baseline; the two unaligned loads read exactly
-    // the 32 bytes `c` refers to.
-    unsafe {
-        let k = _mm_set1_epi16(fp as i16);
-        let a = _mm_cmpeq_epi16(_mm_loadu_si128(c.as_ptr() as *const __m128i), k);
-        let b = _mm_cmpeq_epi16(_mm_loadu_si128(c.as_ptr().add(8) as *const __m128i), k);
-        // Lanes are 0 or -1; the signed pack keeps them, one byte per way.
-        _mm_movemask_epi8(_mm_packs_epi16(a, b)) as u32
-    }
-}
-
-/// Bit i set iff `c[i] == fp`.
-#[cfg(not(target_arch = "x86_64"))]
-#[inline(always)]
-fn eq_mask16(c: &[u16; LANES], fp: u16) -> u32 {
-    let mut m = 0u32;
-    for (i, &k) in c.iter().enumerate() {
-        m |= u32::from(k == fp) << i;
-    }
-    m
-}
 
 /// One level's cache: `ways` entries, fully associative, LRU.
 #[derive(Clone, Debug)]
