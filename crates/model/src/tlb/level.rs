@@ -261,12 +261,6 @@ impl Tlb {
     /// Caches `t` for an access to `va` (splintering or bypassing an unsupported size);
     /// returns the slot, or `None` when bypassed.
     pub fn fill(&mut self, t: &Translation, va: u64) -> Option<usize> {
-        self.fill_inline(t, va)
-    }
-
-    /// [`Tlb::fill`], inlined (for the hierarchy's fill loop).
-    #[inline(always)]
-    pub(crate) fn fill_inline(&mut self, t: &Translation, va: u64) -> Option<usize> {
         self.fill_key(&FillKey::new(t), t, va)
     }
 
