@@ -180,7 +180,8 @@ impl AssocArray {
     #[inline(always)]
     pub fn insert_prepared(&mut self, set: usize, p: &Prepared, data: u64) -> (usize, u64) {
         assert!(set < self.sets, "set {set} out of range");
-        let way = if self.empty > 0 { self.free_or_victim(set) } else { self.repl.victim(set) };
+        // A full array (the steady state) asks the policy for victim and fill at once.
+        let way = if self.empty > 0 { self.free_or_victim(set) } else { self.repl.replace(set) };
         assert!(way < self.ways, "victim way {way} out of range");
         let slot = set * self.ways + way;
         // SAFETY: set < sets and way < ways (both checked above), so slot < sets * ways
@@ -192,21 +193,21 @@ impl AssocArray {
             *self.fps.get_unchecked_mut(set * self.fp_stride + way) = p.fp;
             old
         };
-        self.repl.filled(set, way);
         (slot, old)
     }
 
     /// The way a fill of `set` takes while the array still has empty ways: the lowest
-    /// empty way of the set, else the policy's victim. Out of line: once the array is
-    /// full (the steady state) it is never called.
+    /// empty way of the set, else the policy's victim; the policy records the fill.
+    /// Out of line: once the array is full (the steady state) it is never called.
     #[inline(never)]
     fn free_or_victim(&mut self, set: usize) -> usize {
         match self.free_way(set) {
             Some(w) => {
                 self.empty -= 1;
+                self.repl.filled(set, w);
                 w
             }
-            None => self.repl.victim(set),
+            None => self.repl.replace(set),
         }
     }
 

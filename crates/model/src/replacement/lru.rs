@@ -85,6 +85,18 @@ impl Lru {
     pub fn victim(&self, set: usize) -> usize {
         self.ends[set].next as usize
     }
+
+    /// Evicts the least recently used way of a full `set` and makes it the most recent
+    /// (a fill of it): `victim` and `touch` of the victim in one step. In the ring this
+    /// only moves both ends back one way.
+    #[inline(always)]
+    pub fn replace(&mut self, set: usize) -> usize {
+        assert!(set < self.ends.len(), "set {set} out of range");
+        let way = self.ends(set).next;
+        let new_tail = self.link(set, way).prev;
+        *self.ends(set) = Link { prev: way, next: new_tail };
+        way as usize
+    }
 }
 
 #[cfg(test)]
@@ -107,7 +119,7 @@ mod tests {
     }
 
     /// The ring against a plain recency list, over every way count up to 9 and long
-    /// random touch sequences (the victim after each step must agree).
+    /// random touch and replace sequences (the victim after each step must agree).
     #[test]
     fn ring_matches_a_recency_list() {
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
@@ -120,9 +132,16 @@ mod tests {
                 seed ^= seed >> 7;
                 seed ^= seed << 17;
                 let set = (seed % 3) as usize;
-                // Bias towards the current victim: that is the ring's special case.
-                let way = if seed >> 40 & 1 == 0 { l.victim(set) } else { (seed >> 20) as usize % ways };
-                l.touch(set, way);
+                // Bias towards the current victim: that is the ring's special case; and
+                // sometimes replace it (the fill of a full set) instead of touching.
+                let way = match seed >> 40 & 3 {
+                    0 => l.victim(set),
+                    1 => l.replace(set),
+                    _ => (seed >> 20) as usize % ways,
+                };
+                if seed >> 40 & 3 != 1 {
+                    l.touch(set, way);
+                }
                 let o = &mut order[set];
                 o.retain(|&w| w != way);
                 o.push(way);

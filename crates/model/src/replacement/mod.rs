@@ -104,6 +104,23 @@ impl Replacement {
         }
     }
 
+    /// Chooses the way to evict from a full set and records its fill: `victim`, then
+    /// `filled` of that way, in one step (LRU's is O(1) and inlined).
+    #[inline(always)]
+    pub fn replace(&mut self, set: usize) -> usize {
+        match self {
+            Replacement::Lru(p) => p.replace(set),
+            _ => self.replace_other(set),
+        }
+    }
+
+    #[inline(never)]
+    fn replace_other(&mut self, set: usize) -> usize {
+        let way = self.victim_other(set);
+        self.filled_other(set, way);
+        way
+    }
+
     /// The way to evict from a full set.
     #[inline(always)]
     pub fn victim(&mut self, set: usize) -> usize {

@@ -29,6 +29,18 @@ pub struct TlbStats {
 /// shift (12 or more; 63 before the first fill) equals it.
 const NO_VPN: u64 = u64::MAX;
 
+/// Page shift by `PageSize as usize`, padded to 16 entries (the padding is never a
+/// held size) so that an index masked with 15 needs no bounds check.
+const SHIFT_BY_INDEX: [u32; 16] = {
+    let mut t = [0; 16];
+    let mut i = 0;
+    while i < PageSize::ALL.len() {
+        t[i] = PageSize::ALL[i].shift();
+        i += 1;
+    }
+    t
+};
+
 /// Page sizes of a bitmask (bit = `PageSize as usize`), smallest first.
 struct Sizes(u16);
 
@@ -203,14 +215,20 @@ impl Tlb {
     pub(crate) fn probe_below_limit(&mut self, va: u64, asid: Asid) -> Option<usize> {
         debug_assert!(va >> VA_LIMIT_BITS == 0);
         self.stats.accesses += 1;
-        for size in Sizes(self.held_mask) {
-            let vpn = va >> size.shift();
+        // The held sizes by bit, smallest first (a bit index is `PageSize as usize`, so
+        // it is the size's key nibble; the 16-entry table needs no bounds check).
+        let mut held = self.held_mask;
+        while held != 0 {
+            let i = held.trailing_zeros() as usize & 15;
+            let shift = SHIFT_BY_INDEX[i];
+            let vpn = va >> shift;
             let set = self.array.set_of(vpn);
-            if let Some(slot) = self.array.find(set, key(vpn, size), asid) {
+            if let Some(slot) = self.array.find(set, (vpn << 4) | i as u64, asid) {
                 self.stats.hits += 1;
-                self.remember(slot, vpn, size, asid);
+                self.remember(slot, vpn, shift, asid);
                 return Some(slot);
             }
+            held &= held - 1;
         }
         self.stats.misses += 1;
         None
@@ -251,10 +269,10 @@ impl Tlb {
     }
 
     #[inline]
-    fn remember(&mut self, slot: usize, vpn: u64, size: PageSize, asid: Asid) {
+    fn remember(&mut self, slot: usize, vpn: u64, shift: u32, asid: Asid) {
         self.last_slot = slot as u32;
         self.last_vpn = vpn;
-        self.last_shift = size.shift();
+        self.last_shift = shift;
         self.last_asid = asid;
     }
 
@@ -302,7 +320,7 @@ impl Tlb {
         } else {
             self.hold(k.size);
         }
-        self.remember(slot, k.vpn, k.size, k.asid);
+        self.remember(slot, k.vpn, k.size.shift(), k.asid);
         slot
     }
 
