@@ -65,6 +65,9 @@ pub struct Machine {
     /// never read for a result.
     walk_memo: Box<[WalkMemo; MEMO_ENTRIES]>,
     memo_shift: u32,
+    /// Per page-table level (index masked with 7): the shift and mask of its
+    /// descriptor index, as the walk memo stores them (no format dispatch per walk).
+    level_index: [(u32, u32); 8],
 }
 
 /// One entry of [`Machine`]'s walk memo: region tag (`va >> memo_shift`, asid in the top
@@ -127,6 +130,13 @@ impl Machine {
             next_tick: bg.next_tick(0),
             bg,
             walk_memo: Box::new([WalkMemo { tag: u64::MAX, base: 0, shift: 0, mask: 0 }; MEMO_ENTRIES]),
+            level_index: {
+                let mut t = [(0, 0); 8];
+                for (i, g) in spec.format.levels().iter().enumerate().take(8) {
+                    t[i] = (g.shift, (1u32 << g.bits) - 1);
+                }
+                t
+            },
             memo_shift: {
                 let l = spec.format.levels();
                 l[l.len().saturating_sub(2)].shift
@@ -341,8 +351,8 @@ impl Machine {
         if let Some((table, _, level)) = res.leaf_at {
             if let Some(base) = self.mem.pt.host_addr(table) {
                 let tag = memo_tag(r.addr, r.asid, self.memo_shift);
-                let g = self.fmt.levels()[level];
-                self.walk_memo[tag as usize % MEMO_ENTRIES] = WalkMemo { tag, base, shift: g.shift, mask: (1 << g.bits) - 1 };
+                let (shift, mask) = self.level_index[level & 7];
+                self.walk_memo[tag as usize % MEMO_ENTRIES] = WalkMemo { tag, base, shift, mask };
             }
         }
     }

@@ -62,6 +62,11 @@ impl Hierarchy {
     pub fn new(specs: Vec<TlbSpec>, data_entry: usize, instr_entry: usize) -> Hierarchy {
         let data_path = Path::new(&specs, data_entry);
         let instr_path = Path::new(&specs, instr_entry);
+        // The invariant `level_on_path` relies on (an empty path holds level 0, so there
+        // must be at least one level).
+        for p in [&data_path, &instr_path] {
+            assert!(!specs.is_empty() && p.levels.iter().all(|&i| (i as usize) < specs.len()), "TLB path beyond the levels");
+        }
         Hierarchy { levels: specs.into_iter().map(Tlb::new).collect(), data_path, instr_path }
     }
 
@@ -75,11 +80,22 @@ impl Hierarchy {
         &mut self.levels
     }
 
+    /// Level `i` of a path. Paths are built from validated specs, every index in them
+    /// is checked against the levels once in [`Hierarchy::new`], and the number of
+    /// levels never changes afterwards (`levels_mut` lends a slice), so the lookups and
+    /// fills on every reference index without a check.
+    #[inline(always)]
+    fn level_on_path(&mut self, i: u8) -> &mut Tlb {
+        debug_assert!((i as usize) < self.levels.len());
+        // SAFETY: i comes from a path, and every path index is < levels.len() (see above).
+        unsafe { self.levels.get_unchecked_mut(i as usize) }
+    }
+
     /// The level references of this kind enter at.
     #[inline(always)]
     pub fn entry_level(&mut self, instr: bool) -> &mut Tlb {
-        let i = if instr { self.instr_path.levels[0] } else { self.data_path.levels[0] } as usize;
-        &mut self.levels[i]
+        let i = if instr { self.instr_path.levels[0] } else { self.data_path.levels[0] };
+        self.level_on_path(i)
     }
 
     /// The levels a lookup of this kind visits, in order.
@@ -101,7 +117,7 @@ impl Hierarchy {
             return self.lookup_beyond(&path);
         }
         let first = path.levels[0] as usize;
-        let tlb = &mut self.levels[first];
+        let tlb = self.level_on_path(path.levels[0]);
         let cycles = tlb.spec().latency as u64;
         if let Some(slot) = tlb.probe_below_limit(va, asid) {
             return Lookup { len: 1, hit: Some((first, slot)), cycles };
@@ -127,11 +143,11 @@ impl Hierarchy {
     #[inline(always)]
     fn lookup_behind(&mut self, path: &Path, va: u64, asid: Asid, mut cycles: u64) -> Lookup {
         for n in 1..path.len {
-            let i = path.levels[n] as usize;
-            let tlb = &mut self.levels[i];
+            let i = path.levels[n];
+            let tlb = self.level_on_path(i);
             cycles += tlb.spec().latency as u64;
             if let Some(slot) = tlb.probe_below_limit(va, asid) {
-                return Lookup { len: n + 1, hit: Some((i, slot)), cycles };
+                return Lookup { len: n + 1, hit: Some((i as usize, slot)), cycles };
             }
         }
         Lookup { len: path.len, hit: None, cycles }
@@ -153,7 +169,7 @@ impl Hierarchy {
         let path = if instr { self.instr_path } else { self.data_path };
         let k = FillKey::new(t);
         for &i in &path.levels[..upto.min(path.len)] {
-            self.levels[i as usize].fill_key(&k, t, va);
+            self.level_on_path(i).fill_key(&k, t, va);
         }
     }
 

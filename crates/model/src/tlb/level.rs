@@ -312,9 +312,9 @@ impl Tlb {
         self.stats.fills += 1;
         if old != INVALID {
             self.stats.evictions += 1;
-            let old = size_of_key(old & MAX_KEY);
-            if old != k.size {
-                self.release(old);
+            // The key's low nibble is its size: compare before decoding (usually equal).
+            if old & 0xf != k.size as u64 {
+                self.release(size_of_key(old & MAX_KEY));
                 self.hold(k.size);
             }
         } else {
