@@ -114,7 +114,7 @@ impl LevelCache {
     ///
     /// The LRU list is updated on every page-walk-cache hit, so its indexing is
     /// unchecked: `touch` asserts that its way is in range, and every other index comes
-    /// from `head` or the links themselves, which only ever hold ways in range (or
+    /// from `head`, `tail` or the links themselves, which only ever hold ways in range (or
     /// [`NIL`], never used as an index); `debug_assert`s check it in test builds.
     #[inline(always)]
     fn link(&mut self, w: u32) -> &mut [u32; 2] {
@@ -187,17 +187,42 @@ impl LevelCache {
     /// Caches `table` under `tag`: in the lowest empty way, else over the LRU entry.
     #[inline]
     fn insert(&mut self, tag: u64, table: u64) {
-        let w = if self.empty > 0 {
+        if self.empty > 0 {
             self.empty -= 1;
-            self.entries.iter().position(|e| e[0] == INVALID).expect("an empty way is counted")
-        } else {
-            self.tail as usize
-        };
+            let w = self.entries.iter().position(|e| e[0] == INVALID).expect("an empty way is counted");
+            self.put(w, tag, table);
+            self.touch(w);
+            return;
+        }
+        // Full (the steady state): the least recent way becomes the most recent.
+        let w = self.tail as usize;
+        self.put(w, tag, table);
+        self.tail_to_head();
+    }
+
+    /// Writes `tag` and `table` into way `w` (checked) and its hint.
+    #[inline(always)]
+    fn put(&mut self, w: usize, tag: u64, table: u64) {
         self.fps[w] = fingerprint(tag);
         self.entries[w] = [tag, table];
         let slot = self.hint_slot(tag);
         self.hints[slot] = w as u32;
-        self.touch(w);
+    }
+
+    /// Makes the least recently used way the most recent ([`LevelCache::touch`] of the
+    /// tail, without its tests).
+    #[inline(always)]
+    fn tail_to_head(&mut self) {
+        let (w, head) = (self.tail, self.head);
+        if w == head {
+            return; // one way
+        }
+        let more = self.link(w)[0];
+        self.link(more)[1] = NIL;
+        self.tail = more;
+        *self.link(w) = [NIL, head];
+        self.link(head)[0] = w;
+        self.head = w;
     }
 
     /// Empties every way whose (key, asid) satisfies `pred` (LRU order untouched).
