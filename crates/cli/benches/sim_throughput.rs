@@ -133,7 +133,10 @@ fn count(bins: &[&str], config: &str) {
         });
         print!("{bin:<44}");
         for (key, _) in events {
-            let per = (b.get(key).copied().unwrap_or(f64::NAN) - a.get(key).copied().unwrap_or(f64::NAN)) / (long - short) as f64;
+            let get = |m: &std::collections::BTreeMap<String, f64>| {
+                m.get(key).copied().unwrap_or_else(|| panic!("cachegrind printed no '{key}' total (another valgrind version?); its summary lines are parsed"))
+            };
+            let per = (get(&b) - get(&a)) / (long - short) as f64;
             print!(" {per:>13.2}");
         }
         println!();
