@@ -26,10 +26,10 @@ pub(crate) const LANES: usize = 16;
 /// Storage of `sets × ways` entries, structure-of-arrays for fast scans.
 ///
 /// Every slot also has a 16-bit fingerprint of its (key, asid): 0 for an empty way,
-/// otherwise 16 hash bits (never 0). A lookup compares the fingerprints of a whole set
-/// sixteen at a time and checks the full key only where a fingerprint matches, so a
-/// 64-way set costs four vector steps instead of 64 key compares. Sixteen bits keep
-/// false matches rare (one way in 65,535): with eight, a random miss in a 64-way level
+/// otherwise 15 hash bits with the low bit set (never 0). A lookup compares the
+/// fingerprints of a whole set sixteen at a time and checks the full key only where a
+/// fingerprint matches, so a 64-way set costs four vector steps instead of 64 key
+/// compares. Fifteen bits keep false matches rare (one way in 32,768): with eight, a random miss in a 64-way level
 /// met a false match every other lookup, and the host mispredicted the branch each
 /// time. Each set's fingerprints are padded to a multiple of sixteen with empty values
 /// that never match and are never chosen as free.
@@ -65,6 +65,15 @@ impl Prepared {
         assert!(key <= MAX_KEY, "key {key:#x} beyond MAX_KEY");
         Prepared { tag: tag(key, asid), fp: fingerprint(key, asid) }
     }
+
+    /// [`Prepared::new`] of a key the caller knows is at most [`MAX_KEY`] (checked in
+    /// debug builds): a TLB lookup of an address below 2^56. A larger key would only
+    /// alias address-space bits, never index out of range.
+    #[inline(always)]
+    pub fn new_below_max(key: u64, asid: u16) -> Prepared {
+        debug_assert!(key <= MAX_KEY, "key {key:#x} beyond MAX_KEY");
+        Prepared { tag: tag(key, asid), fp: fingerprint(key, asid) }
+    }
 }
 
 /// What `insert` displaced.
@@ -76,11 +85,13 @@ pub struct Evicted {
     pub asid: u16,
 }
 
-/// The fingerprint of a valid entry: never 0 (the empty way).
+/// The fingerprint of a valid entry: never 0 (the empty way). Fifteen hash bits and
+/// the low bit set: one instruction to make it non-zero instead of a compare and a
+/// conditional move, for one false match per 32,768 ways instead of 65,535.
 #[inline(always)]
 fn fingerprint(key: u64, asid: u16) -> u16 {
     let h = (key ^ ((asid as u64) << 49)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    ((h >> 48) as u16).max(1)
+    (h >> 48) as u16 | 1
 }
 
 impl AssocArray {
@@ -128,8 +139,17 @@ impl AssocArray {
     #[inline(always)]
     fn search(&self, set: usize, key: u64, asid: u16) -> Option<usize> {
         assert!(key <= MAX_KEY && set < self.sets, "key {key:#x} beyond MAX_KEY or set {set} out of range");
-        let t = tag(key, asid);
-        let fp = fingerprint(key, asid);
+        // SAFETY: checked just above.
+        unsafe { self.search_tag(set, tag(key, asid), fingerprint(key, asid)) }
+    }
+
+    /// The way of `set` holding tag `t` (fingerprint `fp`), if any.
+    ///
+    /// # Safety
+    /// `set` < sets.
+    #[inline(always)]
+    unsafe fn search_tag(&self, set: usize, t: u64, fp: u16) -> Option<usize> {
+        debug_assert!(set < self.sets);
         // SAFETY: set < sets, so the set's fp_stride fingerprints (fps.len() ==
         // sets * fp_stride) and its ways entries (entries.len() == sets * ways) exist;
         // a matching lane is < ways because padding lanes are 0 and fp never is.
@@ -162,6 +182,20 @@ impl AssocArray {
         Some(set * self.ways + w)
     }
 
+    /// [`AssocArray::find`] of a prepared key in the set `n` indexes (`set_of(n)`): the
+    /// TLB levels' lookup, with no range check (`set_of` is always in range).
+    #[inline(always)]
+    pub fn find_prepared(&mut self, n: u64, p: &Prepared) -> Option<usize> {
+        let set = self.set_of(n);
+        // SAFETY: set_of is below sets (a mask of sets - 1, or a remainder by sets);
+        // search_tag returns a way below ways.
+        unsafe {
+            let w = self.search_tag(set, p.tag, p.fp)?;
+            self.repl.touch_in_range(set, w);
+            Some(set * self.ways + w)
+        }
+    }
+
     /// Looks up without touching replacement state.
     pub fn peek(&self, set: usize, key: u64, asid: u16) -> Option<usize> {
         self.search(set, key, asid).map(|w| set * self.ways + w)
@@ -180,8 +214,27 @@ impl AssocArray {
     #[inline(always)]
     pub fn insert_prepared(&mut self, set: usize, p: &Prepared, data: u64) -> (usize, u64) {
         assert!(set < self.sets, "set {set} out of range");
+        // SAFETY: checked just above.
+        unsafe { self.insert_in_set(set, p, data) }
+    }
+
+    /// [`AssocArray::insert_prepared`] into the set `n` indexes (`set_of(n)`), with no
+    /// range check of the set (`set_of` is always in range).
+    #[inline(always)]
+    pub fn insert_by(&mut self, n: u64, p: &Prepared, data: u64) -> (usize, u64) {
+        let set = self.set_of(n);
+        // SAFETY: set_of is below sets.
+        unsafe { self.insert_in_set(set, p, data) }
+    }
+
+    /// # Safety
+    /// `set` < sets.
+    #[inline(always)]
+    unsafe fn insert_in_set(&mut self, set: usize, p: &Prepared, data: u64) -> (usize, u64) {
+        debug_assert!(set < self.sets);
         // A full array (the steady state) asks the policy for victim and fill at once.
-        let way = if self.empty > 0 { self.free_or_victim(set) } else { self.repl.replace(set) };
+        // SAFETY: set < sets (the caller's contract).
+        let way = if self.empty > 0 { self.free_or_victim(set) } else { unsafe { self.repl.replace_in_range(set) } };
         assert!(way < self.ways, "victim way {way} out of range");
         let slot = set * self.ways + way;
         // SAFETY: set < sets and way < ways (both checked above), so slot < sets * ways

@@ -22,10 +22,3 @@ impl Default for WalkCost {
     }
 }
 
-impl WalkCost {
-    /// Cycles of a walk that read `reads` descriptors.
-    #[inline]
-    pub fn walk_cycles(&self, reads: u64, pwc: bool) -> u64 {
-        reads * self.mem_latency as u64 + if pwc { self.pwc_latency as u64 } else { 0 }
-    }
-}

@@ -158,8 +158,8 @@ fn a_level_holding_the_group_size_caches_the_group_as_one_entry() {
             }
         }
     }
-    assert_eq!((holds.stats.misses, holds.occupancy()), (1, 1));
-    assert_eq!((splinters.stats.misses, splinters.stats.splinters), (128, 128));
+    assert_eq!((holds.stats().misses, holds.occupancy()), (1, 1));
+    assert_eq!((splinters.stats().misses, splinters.stats().splinters), (128, 128));
     assert_eq!(splinters.occupancy(), 32);
 }
 

@@ -224,7 +224,7 @@ fn run_case(rng: &mut SplitMix64, case: usize) {
             slow.fill(&t, va);
         }
     }
-    assert_eq!(fast.stats.hits + fast.stats.misses, 3000);
+    assert_eq!(fast.stats().hits + fast.stats().misses, 3000);
 }
 
 #[test]
@@ -262,11 +262,11 @@ fn fully_associative_lru_of_n_entries_holds_exactly_n_pages() {
                     }
                 }
                 if round == 0 {
-                    tlb.stats = Default::default();
+                    tlb.reset_stats();
                 }
             }
             let expect_misses = if pages <= entries { 0 } else { 2 * pages as u64 };
-            assert_eq!(tlb.stats.misses, expect_misses, "entries {entries} pages {pages}");
+            assert_eq!(tlb.stats().misses, expect_misses, "entries {entries} pages {pages}");
         }
     }
 }

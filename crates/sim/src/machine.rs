@@ -204,12 +204,10 @@ impl Machine {
         let entry = self.cores[core].tlbs.entry_level(instr);
         if let Some(attrs) = entry.mru_hit(r.addr, r.asid) {
             if kind != AccessKind::Store || attrs.has(Attrs::WRITABLE | Attrs::DIRTY) {
-                self.counters.tlb_cycles += entry.spec().latency as u64;
                 return Ok(());
             }
             // A store to a clean entry: undo the count and take the full path.
-            entry.stats.accesses -= 1;
-            entry.stats.hits -= 1;
+            entry.undo_mru_hit();
         }
         self.access_miss(core, r, instr)
     }
@@ -220,7 +218,6 @@ impl Machine {
     fn access_miss(&mut self, core: usize, r: &MemRef, instr: bool) -> Result<(), SimError> {
         let tlbs = &mut self.cores[core].tlbs;
         let look = tlbs.lookup(r.addr, r.asid, instr);
-        self.counters.tlb_cycles += look.cycles;
         match look.hit {
             Some((level, slot)) => {
                 if r.kind == AccessKind::Store && !tlbs.levels()[level].attrs_at(slot).has(Attrs::WRITABLE | Attrs::DIRTY) {
@@ -270,7 +267,7 @@ impl Machine {
         let attrs = t.attrs.with(Attrs::DIRTY | Attrs::ACCESSED);
         set_leaf_attrs(&mut self.mem, self.fmt, root, r.addr, attrs);
         self.counters.ad_updates += 1;
-        self.counters.walk_cycles += self.cost.mem_latency as u64;
+        self.counters.dirty_writes += 1;
         Ok(Translation { attrs, ..t })
     }
 
@@ -291,19 +288,18 @@ impl Machine {
             _ => self.root_of(r.asid)?,
         };
         let pwc = &mut self.cores[core].pwc;
-        let pwc_on = pwc.enabled();
         let res = translate(&mut self.mem, self.fmt, root, r.asid, r.addr, pwc);
         // The walk is counted on each branch rather than before them: then the fast
         // branch keeps the translation in registers instead of the whole result in memory.
         if let Some(t) = res.leaf {
             let need = if r.kind == AccessKind::Store { Attrs::ACCESSED | Attrs::DIRTY | Attrs::WRITABLE } else { Attrs::ACCESSED };
             if t.attrs.has(need) {
-                self.count_walk(r, &res, pwc_on);
+                self.count_walk(r, &res);
                 self.cores[core].tlbs.fill_path(instr, upto, &t, r.addr);
                 return Ok(());
             }
         }
-        self.count_walk(r, &res, pwc_on);
+        self.count_walk(r, &res);
         self.walk_slow(core, r, res, instr, upto)
     }
 
@@ -328,32 +324,28 @@ impl Machine {
         Ok(root)
     }
 
-    /// One walk of `r` from `root`, counted (walks, reads, start level, cycles) and
+    /// One walk of `r` from `root`, counted (walks, reads, start level) and
     /// remembered in the walk memo.
     #[inline]
     fn walk_once(&mut self, core: usize, r: &MemRef, root: u64) -> WalkResult {
         let pwc = &mut self.cores[core].pwc;
-        let pwc_on = pwc.enabled();
         let res = translate(&mut self.mem, self.fmt, root, r.asid, r.addr, pwc);
-        self.count_walk(r, &res, pwc_on);
+        self.count_walk(r, &res);
         res
     }
 
-    /// Counts walk `res` of `r` (walks, reads, start level, cycles) and remembers where
-    /// its leaf is in the walk memo.
+    /// Counts walk `res` of `r` (walks, reads, start level; [`crate::Stats::collect`]
+    /// derives the cycles from them) and remembers where its leaf is in the walk memo.
     #[inline(always)]
-    fn count_walk(&mut self, r: &MemRef, res: &WalkResult, pwc_on: bool) {
+    fn count_walk(&mut self, r: &MemRef, res: &WalkResult) {
         let c = &mut self.counters;
         c.walks += 1;
         c.walk_reads += res.reads;
         c.walk_start_level[res.start_level] += 1;
-        c.walk_cycles += self.cost.walk_cycles(res.reads, pwc_on);
-        if let Some((table, _, level)) = res.leaf_at {
-            if let Some(base) = self.mem.pt.host_addr(table) {
-                let tag = memo_tag(r.addr, r.asid, self.memo_shift);
-                let (shift, mask) = self.level_index[level & 7];
-                self.walk_memo[tag as usize % MEMO_ENTRIES] = WalkMemo { tag, base, shift, mask };
-            }
+        if let Some((_, _, level)) = res.leaf_at {
+            let tag = memo_tag(r.addr, r.asid, self.memo_shift);
+            let (shift, mask) = self.level_index[level & 7];
+            self.walk_memo[tag as usize % MEMO_ENTRIES] = WalkMemo { tag, base: res.leaf_host, shift, mask };
         }
     }
 

@@ -24,10 +24,16 @@ pub struct Counters {
     pub walk_reads: u64,
     /// Walks by the level they started at (after page-walk-cache hits).
     pub walk_start_level: Vec<u64>,
-    /// Cycles of walks (descriptor reads, PWC lookups, A/D updates).
+    /// Cycles of walks (descriptor reads, PWC lookups, dirty-bit writes of stores to
+    /// clean TLB entries). Derived by [`Stats::collect`] from the counts (walk reads,
+    /// walks, `dirty_writes`) and the latencies: the machine keeps it 0.
     pub walk_cycles: u64,
-    /// Cycles of TLB lookups.
+    /// Cycles of TLB lookups: derived by [`Stats::collect`] from each level's lookups
+    /// and latency (the machine keeps it 0).
     pub tlb_cycles: u64,
+    /// Dirty bits the hardware wrote to a descriptor for a store that hit a clean TLB
+    /// entry (one memory reference each; also counted in `ad_updates`).
+    pub dirty_writes: u64,
     /// Page faults.
     pub faults: u64,
     /// Cycles the OS spent in faults.
@@ -112,9 +118,20 @@ impl Stats {
             .collect();
         let mut pwc_hits = vec![0; m.spec.format.levels().len().saturating_sub(1)];
         let mut pwc_lookups = 0;
+        let mut counters = m.counters.clone();
+        // Cycles are derived, not counted on every reference: each lookup of a level
+        // costs its latency; each walk its descriptor reads and, with page-walk caches,
+        // one cache lookup; each dirty-bit write one memory reference.
+        let cost = &m.spec.cost;
+        counters.tlb_cycles = 0;
+        counters.walk_cycles = (counters.walk_reads + counters.dirty_writes) * cost.mem_latency as u64;
+        if m.cores.first().is_some_and(|c| c.pwc.enabled()) {
+            counters.walk_cycles += counters.walks * cost.pwc_latency as u64;
+        }
         for core in &m.cores {
             for (i, t) in core.tlbs.levels().iter().enumerate().take(nl) {
-                let (a, b) = (&mut levels[i].counts, t.stats);
+                let (a, b) = (&mut levels[i].counts, t.stats());
+                counters.tlb_cycles += b.accesses * t.spec().latency as u64;
                 a.accesses += b.accesses;
                 a.hits += b.hits;
                 a.misses += b.misses;
@@ -131,7 +148,7 @@ impl Stats {
         }
         let os = m.os.stats();
         Stats {
-            counters: m.counters.clone(),
+            counters,
             levels,
             pwc_hits,
             pwc_lookups,

@@ -65,6 +65,13 @@ impl PtMem {
         s as usize
     }
 
+    /// The descriptors of the table at `table_pa` (a walk reads one or two of them and
+    /// keeps where the leaf table lives for prefetch hints).
+    #[inline]
+    pub fn table(&self, table_pa: u64) -> &[u64] {
+        &self.tables[self.slot(table_pa)]
+    }
+
     /// Reads descriptor `index` of the table at `table_pa`.
     #[inline]
     pub fn read(&self, table_pa: u64, index: usize) -> u64 {

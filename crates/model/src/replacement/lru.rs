@@ -58,6 +58,18 @@ impl Lru {
         // The two checks that make the unchecked indexing below sound for any caller:
         // every other index comes from the rings themselves (always < ways).
         assert!(way < self.ways && set < self.ends.len(), "(set {set}, way {way}) out of range");
+        // SAFETY: checked just above.
+        unsafe { self.touch_unchecked(set, way) }
+    }
+
+    /// [`Lru::touch`] without its range checks, for callers that hold `set < sets` and
+    /// `way < ways` by construction (an array's own set index and search result).
+    ///
+    /// # Safety
+    /// `set` < sets and `way` < ways.
+    #[inline(always)]
+    pub unsafe fn touch_unchecked(&mut self, set: usize, way: usize) {
+        debug_assert!(way < self.ways && set < self.ends.len());
         let way = way as u32;
         let Link { prev: head, next: tail } = *self.ends(set);
         if head == way {
@@ -92,6 +104,17 @@ impl Lru {
     #[inline(always)]
     pub fn replace(&mut self, set: usize) -> usize {
         assert!(set < self.ends.len(), "set {set} out of range");
+        // SAFETY: checked just above.
+        unsafe { self.replace_unchecked(set) }
+    }
+
+    /// [`Lru::replace`] without its range check; the way it returns is always < ways.
+    ///
+    /// # Safety
+    /// `set` < sets.
+    #[inline(always)]
+    pub unsafe fn replace_unchecked(&mut self, set: usize) -> usize {
+        debug_assert!(set < self.ends.len());
         let way = self.ends(set).next;
         let new_tail = self.link(set, way).prev;
         *self.ends(set) = Link { prev: way, next: new_tail };

@@ -76,6 +76,20 @@ impl Replacement {
         }
     }
 
+    /// [`Replacement::touch`] for callers that hold `set < sets` and `way < ways` by
+    /// construction: LRU skips its range checks; the other policies keep theirs.
+    ///
+    /// # Safety
+    /// `set` < sets and `way` < ways.
+    #[inline(always)]
+    pub unsafe fn touch_in_range(&mut self, set: usize, way: usize) {
+        match self {
+            // SAFETY: the caller's contract.
+            Replacement::Lru(p) => unsafe { p.touch_unchecked(set, way) },
+            _ => self.touch_other(set, way),
+        }
+    }
+
     #[inline(never)]
     fn touch_other(&mut self, set: usize, way: usize) {
         match self {
@@ -110,6 +124,20 @@ impl Replacement {
     pub fn replace(&mut self, set: usize) -> usize {
         match self {
             Replacement::Lru(p) => p.replace(set),
+            _ => self.replace_other(set),
+        }
+    }
+
+    /// [`Replacement::replace`] for callers that hold `set < sets`; the way it returns
+    /// is always < ways (LRU's ring holds no other; the other policies assert it).
+    ///
+    /// # Safety
+    /// `set` < sets.
+    #[inline(always)]
+    pub unsafe fn replace_in_range(&mut self, set: usize) -> usize {
+        match self {
+            // SAFETY: the caller's contract.
+            Replacement::Lru(p) => unsafe { p.replace_unchecked(set) },
             _ => self.replace_other(set),
         }
     }

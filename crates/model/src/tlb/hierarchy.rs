@@ -51,9 +51,9 @@ pub struct Lookup {
     /// How many levels of the path ([`Hierarchy::path`]) were looked up.
     pub len: usize,
     /// The hit (level index, slot), if any level hit; [`Hierarchy::entry`] reads it.
+    /// (The lookup's cycles are each looked-up level's latency: the machine derives
+    /// them from the levels' access counts.)
     pub hit: Option<(usize, usize)>,
-    /// Sum of the latencies of the levels looked up.
-    pub cycles: u64,
 }
 
 impl Hierarchy {
@@ -67,7 +67,12 @@ impl Hierarchy {
         for p in [&data_path, &instr_path] {
             assert!(!specs.is_empty() && p.levels.iter().all(|&i| (i as usize) < specs.len()), "TLB path beyond the levels");
         }
-        Hierarchy { levels: specs.into_iter().map(Tlb::new).collect(), data_path, instr_path }
+        let mut levels: Vec<Tlb> = specs.into_iter().map(Tlb::new).collect();
+        // Only the levels references enter at are asked for their most recent entry.
+        for (i, t) in levels.iter_mut().enumerate() {
+            t.set_tracks_mru(i == data_path.levels[0] as usize || i == instr_path.levels[0] as usize);
+        }
+        Hierarchy { levels, data_path, instr_path }
     }
 
     /// The levels, in config order.
@@ -118,39 +123,33 @@ impl Hierarchy {
         }
         let first = path.levels[0] as usize;
         let tlb = self.level_on_path(path.levels[0]);
-        let cycles = tlb.spec().latency as u64;
         if let Some(slot) = tlb.probe_below_limit(va, asid) {
-            return Lookup { len: 1, hit: Some((first, slot)), cycles };
+            return Lookup { len: 1, hit: Some((first, slot)) };
         }
-        self.lookup_behind(&path, va, asid, cycles)
+        self.lookup_behind(&path, va, asid)
     }
 
     /// A lookup of an address no level can hold (2^56 or more): a miss at every level.
     #[cold]
     #[inline(never)]
     fn lookup_beyond(&mut self, path: &Path) -> Lookup {
-        let mut cycles = 0;
         for &i in &path.levels[..path.len] {
-            let tlb = &mut self.levels[i as usize];
-            cycles += tlb.spec().latency as u64;
-            tlb.probe_beyond();
+            self.levels[i as usize].probe_beyond();
         }
-        Lookup { len: path.len, hit: None, cycles }
+        Lookup { len: path.len, hit: None }
     }
 
     /// The levels behind the entry level (one shared site for all of them), for an
     /// address below 2^56.
     #[inline(always)]
-    fn lookup_behind(&mut self, path: &Path, va: u64, asid: Asid, mut cycles: u64) -> Lookup {
+    fn lookup_behind(&mut self, path: &Path, va: u64, asid: Asid) -> Lookup {
         for n in 1..path.len {
             let i = path.levels[n];
-            let tlb = self.level_on_path(i);
-            cycles += tlb.spec().latency as u64;
-            if let Some(slot) = tlb.probe_below_limit(va, asid) {
-                return Lookup { len: n + 1, hit: Some((i as usize, slot)), cycles };
+            if let Some(slot) = self.level_on_path(i).probe_below_limit(va, asid) {
+                return Lookup { len: n + 1, hit: Some((i as usize, slot)) };
             }
         }
-        Lookup { len: path.len, hit: None, cycles }
+        Lookup { len: path.len, hit: None }
     }
 
     /// The translation a lookup hit: level `level`, `slot`.

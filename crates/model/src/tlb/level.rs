@@ -75,6 +75,10 @@ pub struct Tlb {
     /// set scan can be skipped. Cleared by any invalidation (`last_vpn = NO_VPN`).
     last_slot: u32,
     last_vpn: u64,
+    /// Whether hits and fills remember their slot: only levels a reference enters at
+    /// are asked for [`Tlb::mru_hit`] (the hierarchy turns it off for the others; a
+    /// level that never remembers never reports a most-recent hit).
+    tracks_mru: bool,
     last_shift: u32,
     last_asid: Asid,
     /// Valid entries of each page size: a lookup skips sizes the level holds none of.
@@ -82,8 +86,11 @@ pub struct Tlb {
     /// Bit `size as usize` set iff `held[size] > 0`: the sizes a lookup probes, smallest
     /// first (the order of `page_sizes`; splintered pieces are supported sizes too).
     held_mask: u16,
-    /// Counters.
-    pub stats: TlbStats,
+    /// Counters, except `misses` (lookups less hits) and `evictions` (fills less fills
+    /// of empty ways), which [`Tlb::stats`] derives: the hot path counts each event once.
+    counts: TlbStats,
+    /// Fills that took an empty way (no eviction).
+    fills_empty: u64,
 }
 
 #[inline]
@@ -134,12 +141,33 @@ impl Tlb {
             splinter,
             last_slot: 0,
             last_vpn: NO_VPN,
+            tracks_mru: true,
             last_shift: 63,
             last_asid: 0,
             held: [0; 9],
             held_mask: 0,
-            stats: TlbStats::default(),
+            counts: TlbStats::default(),
+            fills_empty: 0,
         }
+    }
+
+    /// The level's counters.
+    pub fn stats(&self) -> TlbStats {
+        TlbStats { misses: self.counts.accesses - self.counts.hits, evictions: self.counts.fills - self.fills_empty, ..self.counts }
+    }
+
+    /// Zeroes the counters.
+    pub fn reset_stats(&mut self) {
+        self.counts = TlbStats::default();
+        self.fills_empty = 0;
+    }
+
+    /// Takes back the lookup [`Tlb::mru_hit`] just counted (a store that found a clean
+    /// entry takes the full path, which counts its lookup again).
+    #[inline]
+    pub fn undo_mru_hit(&mut self) {
+        self.counts.accesses -= 1;
+        self.counts.hits -= 1;
     }
 
     /// The level's description.
@@ -171,8 +199,8 @@ impl Tlb {
     #[inline(always)]
     pub fn mru_hit(&mut self, va: u64, asid: Asid) -> Option<Attrs> {
         if va >> self.last_shift == self.last_vpn && asid == self.last_asid {
-            self.stats.accesses += 1;
-            self.stats.hits += 1;
+            self.counts.accesses += 1;
+            self.counts.hits += 1;
             Some(Attrs((self.array.data(self.last_slot as usize) & 0xfff) as u16))
         } else {
             None
@@ -205,8 +233,7 @@ impl Tlb {
     #[cold]
     #[inline(never)]
     pub(crate) fn probe_beyond(&mut self) -> Option<usize> {
-        self.stats.accesses += 1;
-        self.stats.misses += 1;
+        self.counts.accesses += 1;
         None
     }
 
@@ -214,7 +241,7 @@ impl Tlb {
     #[inline(always)]
     pub(crate) fn probe_below_limit(&mut self, va: u64, asid: Asid) -> Option<usize> {
         debug_assert!(va >> VA_LIMIT_BITS == 0);
-        self.stats.accesses += 1;
+        self.counts.accesses += 1;
         // The held sizes by bit, smallest first (a bit index is `PageSize as usize`, so
         // it is the size's key nibble; the 16-entry table needs no bounds check).
         let mut held = self.held_mask;
@@ -222,15 +249,13 @@ impl Tlb {
             let i = held.trailing_zeros() as usize & 15;
             let shift = SHIFT_BY_INDEX[i];
             let vpn = va >> shift;
-            let set = self.array.set_of(vpn);
-            if let Some(slot) = self.array.find(set, (vpn << 4) | i as u64, asid) {
-                self.stats.hits += 1;
+            if let Some(slot) = self.array.find_prepared(vpn, &Prepared::new_below_max((vpn << 4) | i as u64, asid)) {
+                self.counts.hits += 1;
                 self.remember(slot, vpn, shift, asid);
                 return Some(slot);
             }
             held &= held - 1;
         }
-        self.stats.misses += 1;
         None
     }
 
@@ -268,8 +293,18 @@ impl Tlb {
         }
     }
 
+    /// Turns the most-recent-entry fast path ([`Tlb::mru_hit`]) on or off; off, the
+    /// level skips remembering its hits and fills.
+    pub fn set_tracks_mru(&mut self, on: bool) {
+        self.tracks_mru = on;
+        self.last_vpn = NO_VPN;
+    }
+
     #[inline]
     fn remember(&mut self, slot: usize, vpn: u64, shift: u32, asid: Asid) {
+        if !self.tracks_mru {
+            return;
+        }
         self.last_slot = slot as u32;
         self.last_vpn = vpn;
         self.last_shift = shift;
@@ -287,11 +322,11 @@ impl Tlb {
     fn fill_unsupported(&mut self, t: &Translation, va: u64) -> Option<usize> {
         match (self.spec.unsupported, self.splinter_size(t.size)) {
             (Unsupported::Splinter, Some(piece)) => {
-                self.stats.splinters += 1;
+                self.counts.splinters += 1;
                 Some(self.insert(&t.piece(va, piece)))
             }
             _ => {
-                self.stats.bypasses += 1;
+                self.counts.bypasses += 1;
                 None
             }
         }
@@ -307,17 +342,16 @@ impl Tlb {
     /// [`Tlb::insert`] of a prepared entry.
     #[inline(always)]
     fn insert_key(&mut self, k: &FillKey) -> usize {
-        let set = self.array.set_of(k.vpn);
-        let (slot, old) = self.array.insert_prepared(set, &k.prepared, k.data);
-        self.stats.fills += 1;
+        let (slot, old) = self.array.insert_by(k.vpn, &k.prepared, k.data);
+        self.counts.fills += 1;
         if old != INVALID {
-            self.stats.evictions += 1;
             // The key's low nibble is its size: compare before decoding (usually equal).
             if old & 0xf != k.size as u64 {
                 self.release(size_of_key(old & MAX_KEY));
                 self.hold(k.size);
             }
         } else {
+            self.fills_empty += 1;
             self.hold(k.size);
         }
         self.remember(slot, k.vpn, k.size.shift(), k.asid);
@@ -333,7 +367,7 @@ impl Tlb {
         }
         if self.spec.unsupported == Unsupported::Bypass {
             // Per-size arrays (e.g. an L1 for 4K beside one for 2M) bypass on most fills.
-            self.stats.bypasses += 1;
+            self.counts.bypasses += 1;
             return None;
         }
         self.fill_unsupported(t, va)
@@ -392,7 +426,7 @@ impl Tlb {
             hit
         });
         self.held_mask = self.held.iter().enumerate().fold(0, |m, (i, &h)| if h > 0 { m | 1 << i } else { m });
-        self.stats.invalidations += n as u64;
+        self.counts.invalidations += n as u64;
         n
     }
 
@@ -410,7 +444,7 @@ impl Tlb {
                 }
             }
         }
-        self.stats.invalidations += n as u64;
+        self.counts.invalidations += n as u64;
         n
     }
 
@@ -420,7 +454,7 @@ impl Tlb {
         self.held = [0; 9];
         self.held_mask = 0;
         let n = self.array.invalidate_where(|_, _, _| true);
-        self.stats.invalidations += n as u64;
+        self.counts.invalidations += n as u64;
     }
 
     /// Valid entries now held.

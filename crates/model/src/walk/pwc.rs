@@ -25,8 +25,13 @@ pub struct PwcStats {
     pub lookups: u64,
     /// Hits by the level of the cached descriptor (index 0 = root level).
     pub hits: Vec<u64>,
-    /// Walks that found nothing cached.
-    pub misses: u64,
+}
+
+impl PwcStats {
+    /// Walks that found nothing cached (lookups less hits).
+    pub fn misses(&self) -> u64 {
+        self.lookups - self.hits.iter().sum::<u64>()
+    }
 }
 
 /// The tag of an empty way.
@@ -49,10 +54,11 @@ fn tag(key: u64, asid: Asid) -> u64 {
     key | (asid as u64) << 48
 }
 
-/// The fingerprint of a valid tag: never 0 (the empty way and the padding).
+/// The fingerprint of a valid tag: never 0 (the empty way and the padding): fifteen
+/// hash bits and the low bit set (as [`crate::assoc`]'s).
 #[inline(always)]
 fn fingerprint(tag: u64) -> u16 {
-    ((tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48) as u16).max(1)
+    (tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48) as u16 | 1
 }
 
 
@@ -290,7 +296,6 @@ impl Pwc {
                 return Some((c.level + 1, table));
             }
         }
-        self.stats.misses += 1;
         None
     }
 
@@ -356,7 +361,6 @@ mod tests {
                     }
                 }
             }
-            self.stats.misses += 1;
             None
         }
         fn fill(&mut self, level: usize, va: u64, asid: Asid, table: u64) {

@@ -21,6 +21,9 @@ pub struct WalkResult {
     /// [`Format::with_attrs`]: for a contiguous group the translation's `pa` is the
     /// group's base, not this entry's address).
     pub leaf_at: Option<(u64, usize, usize)>,
+    /// The host address of descriptor 0 of the leaf's table (0 without a leaf): for
+    /// prefetch hints only ([`crate::mem::PtMem::host_addr`]).
+    pub leaf_host: usize,
 }
 
 struct TranslateVisitor {
@@ -90,7 +93,8 @@ fn translate_in(mem: &mut Memory, fmt: Format, root: u64, asid: Asid, va: u64, p
     let mut reads = 0;
     while level < levels.len() {
         let index = levels[level].index(va);
-        let raw = mem.pt.read(table, index);
+        let descs = mem.pt.table(table);
+        let raw = descs[index];
         reads += 1;
         match fmt.decode(level, raw) {
             Pte::Table(child) => {
@@ -110,12 +114,13 @@ fn translate_in(mem: &mut Memory, fmt: Format, root: u64, asid: Asid, va: u64, p
                     reads,
                     start_level,
                     leaf_at: Some((table, index, level)),
+                    leaf_host: descs.as_ptr() as usize,
                 };
             }
             Pte::Invalid => break,
         }
     }
-    WalkResult { leaf: None, reads, start_level, leaf_at: None }
+    WalkResult { leaf: None, reads, start_level, leaf_at: None, leaf_host: 0 }
 }
 
 /// [`translate`] through the generic visitor walker: the reference the fast loop is
@@ -128,5 +133,6 @@ pub fn translate_visitor(mem: &mut Memory, fmt: Format, root: u64, asid: Asid, v
     for &(level, child) in &v.tables[..v.ntables] {
         pwc.fill(level, va, asid, child);
     }
-    WalkResult { leaf: v.leaf, reads: counts.reads, start_level, leaf_at: v.leaf_at }
+    let leaf_host = v.leaf_at.and_then(|(t, _, _)| mem.pt.host_addr(t)).unwrap_or(0);
+    WalkResult { leaf: v.leaf, reads: counts.reads, start_level, leaf_at: v.leaf_at, leaf_host }
 }
