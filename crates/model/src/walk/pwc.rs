@@ -202,7 +202,14 @@ impl LevelCache {
         }
         // Full (the steady state): the least recent way becomes the most recent.
         let w = self.tail as usize;
-        self.put(w, tag, table);
+        debug_assert!(w < self.entries.len());
+        // SAFETY: the tail is a way (< ways), as every link is (see `link`).
+        unsafe {
+            *self.fps.get_unchecked_mut(w) = fingerprint(tag);
+            *self.entries.get_unchecked_mut(w) = [tag, table];
+        }
+        let slot = self.hint_slot(tag);
+        self.hints[slot] = w as u32;
         self.tail_to_head();
     }
 
