@@ -295,7 +295,7 @@ impl Machine {
             let need = if r.kind == AccessKind::Store { Attrs::ACCESSED | Attrs::DIRTY | Attrs::WRITABLE } else { Attrs::ACCESSED };
             if t.attrs.has(need) {
                 self.count_walk(r, &res);
-                self.cores[core].tlbs.fill_path(instr, upto, &t, r.addr);
+                self.cores[core].tlbs.fill_path_inline(instr, upto, &t, r.addr);
                 return Ok(());
             }
         }

@@ -165,6 +165,13 @@ impl Hierarchy {
     /// three levels, and one call costs less than one per level.
     #[inline(never)]
     pub fn fill_path(&mut self, instr: bool, upto: usize, t: &Translation, va: u64) {
+        self.fill_path_inline(instr, upto, t, va)
+    }
+
+    /// [`Hierarchy::fill_path`], inlined into its caller: the walk's common case fills
+    /// with the translation still in registers.
+    #[inline(always)]
+    pub fn fill_path_inline(&mut self, instr: bool, upto: usize, t: &Translation, va: u64) {
         let path = if instr { self.instr_path } else { self.data_path };
         let k = FillKey::new(t);
         for &i in &path.levels[..upto.min(path.len)] {
