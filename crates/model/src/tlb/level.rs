@@ -91,6 +91,9 @@ pub struct Tlb {
     counts: TlbStats,
     /// Fills that took an empty way (no eviction).
     fills_empty: u64,
+    /// Hits on the most recent entry ([`Tlb::mru_hit`]): one count for a lookup and a
+    /// hit, added to both by [`Tlb::stats`].
+    mru_hits: u64,
 }
 
 #[inline]
@@ -148,26 +151,28 @@ impl Tlb {
             held_mask: 0,
             counts: TlbStats::default(),
             fills_empty: 0,
+            mru_hits: 0,
         }
     }
 
     /// The level's counters.
     pub fn stats(&self) -> TlbStats {
-        TlbStats { misses: self.counts.accesses - self.counts.hits, evictions: self.counts.fills - self.fills_empty, ..self.counts }
+        let (accesses, hits) = (self.counts.accesses + self.mru_hits, self.counts.hits + self.mru_hits);
+        TlbStats { accesses, hits, misses: accesses - hits, evictions: self.counts.fills - self.fills_empty, ..self.counts }
     }
 
     /// Zeroes the counters.
     pub fn reset_stats(&mut self) {
         self.counts = TlbStats::default();
         self.fills_empty = 0;
+        self.mru_hits = 0;
     }
 
     /// Takes back the lookup [`Tlb::mru_hit`] just counted (a store that found a clean
     /// entry takes the full path, which counts its lookup again).
     #[inline]
     pub fn undo_mru_hit(&mut self) {
-        self.counts.accesses -= 1;
-        self.counts.hits -= 1;
+        self.mru_hits -= 1;
     }
 
     /// The level's description.
@@ -199,8 +204,7 @@ impl Tlb {
     #[inline(always)]
     pub fn mru_hit(&mut self, va: u64, asid: Asid) -> Option<Attrs> {
         if va >> self.last_shift == self.last_vpn && asid == self.last_asid {
-            self.counts.accesses += 1;
-            self.counts.hits += 1;
+            self.mru_hits += 1;
             Some(Attrs((self.array.data(self.last_slot as usize) & 0xfff) as u16))
         } else {
             None
