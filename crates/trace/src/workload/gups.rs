@@ -1,4 +1,4 @@
-use super::{emit, Args};
+use super::Args;
 use crate::{AccessKind, MemRef, TraceError, TraceSource};
 
 const POLY: u64 = 0x7;
@@ -89,17 +89,31 @@ impl Gups {
 
 impl TraceSource for Gups {
     fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
+        // Even references load (after advancing the LFSR), odd ones store the same word:
+        // whole pairs are written in one loop; a batch that starts or ends inside a pair
+        // writes its half on its own.
         let (base, mask) = (self.base, self.mask);
-        let ran = &mut self.ran;
-        Ok(emit(&mut self.done, self.total, buf, max, |i| {
-            // Even references load (after advancing the LFSR), odd ones store the same word.
-            if i & 1 == 0 {
-                *ran = hpcc_step(*ran);
-                MemRef::new(base + (*ran & mask) * 8, AccessKind::Load, 8)
-            } else {
-                MemRef::new(base + (*ran & mask) * 8, AccessKind::Store, 8)
-            }
-        }))
+        let n = (self.total - self.done).min(max as u64);
+        let word = |ran: u64| base + (ran & mask) * 8;
+        let mut left = n;
+        buf.reserve(n as usize);
+        if left > 0 && self.done & 1 == 1 {
+            buf.push(MemRef::new(word(self.ran), AccessKind::Store, 8));
+            left -= 1;
+        }
+        let mut ran = self.ran;
+        buf.extend((0..left / 2).flat_map(|_| {
+            ran = hpcc_step(ran);
+            let a = word(ran);
+            [MemRef::new(a, AccessKind::Load, 8), MemRef::new(a, AccessKind::Store, 8)]
+        }));
+        if left & 1 == 1 {
+            ran = hpcc_step(ran);
+            buf.push(MemRef::new(word(ran), AccessKind::Load, 8));
+        }
+        self.ran = ran;
+        self.done += n;
+        Ok(n as usize)
     }
     fn describe(&self) -> String {
         self.spec.clone()
@@ -119,6 +133,36 @@ mod tests {
         for n in 0..200i64 {
             assert_eq!(hpcc_starts(n), x, "n={n}");
             x = hpcc_step(x);
+        }
+    }
+
+    /// Any batch size (odd ones split a pair between batches) gives the HPCC stream:
+    /// reference 2k loads word `ran_(k+1) & mask`, reference 2k+1 stores it.
+    #[test]
+    fn every_batch_size_gives_the_same_stream() {
+        let (refs, mask, base) = (2001u64, (1u64 << 17) - 1, 0x7f00_0000_0000u64);
+        let mut ran = hpcc_starts(0);
+        let mut want = Vec::new();
+        for k in 0..refs {
+            if k % 2 == 0 {
+                ran = hpcc_step(ran);
+            }
+            let kind = if k % 2 == 0 { AccessKind::Load } else { AccessKind::Store };
+            want.push(MemRef::new(base + (ran & mask) * 8, kind, 8));
+        }
+        for batch in [1, 2, 3, 333, 1000, 8192] {
+            let mut g = crate::workload::parse("gups:table=1M,refs=2001").unwrap();
+            let mut got = Vec::new();
+            loop {
+                let before = got.len();
+                let n = g.next_batch(&mut got, batch).unwrap();
+                assert_eq!(got.len() - before, n);
+                assert!(n <= batch);
+                if n == 0 {
+                    break;
+                }
+            }
+            assert_eq!(got, want, "batch {batch}");
         }
     }
 
