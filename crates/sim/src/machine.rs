@@ -146,6 +146,16 @@ impl Machine {
         })
     }
 
+    /// Core `core` of the hot path, unchecked: every core index the machine passes is
+    /// `r.core % cores.len()` or 0 (computed in [`Machine::access`]), and `cores`
+    /// never changes length after [`Machine::new`].
+    #[inline(always)]
+    fn core_mut(&mut self, core: usize) -> &mut Core {
+        debug_assert!(core < self.cores.len());
+        // SAFETY: see above.
+        unsafe { self.cores.get_unchecked_mut(core) }
+    }
+
     /// The spec it was built from.
     pub fn spec(&self) -> &MachineSpec {
         &self.spec
@@ -216,7 +226,7 @@ impl Machine {
     /// miss, and the fills (see the module documentation for the order of events).
     #[inline(never)]
     fn access_miss(&mut self, core: usize, r: &MemRef, instr: bool) -> Result<(), SimError> {
-        let tlbs = &mut self.cores[core].tlbs;
+        let tlbs = &mut self.core_mut(core).tlbs;
         let look = tlbs.lookup(r.addr, r.asid, instr);
         match look.hit {
             Some((level, slot)) => {
@@ -287,15 +297,18 @@ impl Machine {
             (asid, root) if asid == r.asid as u32 => root,
             _ => self.root_of(r.asid)?,
         };
-        let pwc = &mut self.cores[core].pwc;
-        let res = translate(&mut self.mem, self.fmt, root, r.asid, r.addr, pwc);
+        let fmt = self.fmt;
+        // SAFETY: see `core_mut` (a field borrow beside `self.mem`, so not through it).
+        debug_assert!(core < self.cores.len());
+        let pwc = &mut unsafe { self.cores.get_unchecked_mut(core) }.pwc;
+        let res = translate(&mut self.mem, fmt, root, r.asid, r.addr, pwc);
         // The walk is counted on each branch rather than before them: then the fast
         // branch keeps the translation in registers instead of the whole result in memory.
         if let Some(t) = res.leaf {
             let need = if r.kind == AccessKind::Store { Attrs::ACCESSED | Attrs::DIRTY | Attrs::WRITABLE } else { Attrs::ACCESSED };
             if t.attrs.has(need) {
                 self.count_walk(r, &res);
-                self.cores[core].tlbs.fill_path_inline(instr, upto, &t, r.addr);
+                self.core_mut(core).tlbs.fill_path_inline(instr, upto, &t, r.addr);
                 return Ok(());
             }
         }
