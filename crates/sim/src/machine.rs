@@ -243,9 +243,25 @@ impl Machine {
                 }
                 Ok(())
             }
-            None if r.addr == crate::background::EXIT_ADDR => self.exit(r.asid),
-            None if is_unmap_marker(r.addr) => self.unmap_marker(r),
+            // Control references (the exit marker, unmap markers) all lie at or above
+            // the exit address: one compare on the common path.
+            None if r.addr >= crate::background::EXIT_ADDR => self.marker_or_walk(core, r, instr, look.len),
             None => self.walk_fill(core, r, instr, look.len),
+        }
+    }
+
+    /// A full miss at or above the exit address: the exit or an unmap marker, else an
+    /// ordinary address (walked as any other).
+    #[cold]
+    #[inline(never)]
+    fn marker_or_walk(&mut self, core: usize, r: &MemRef, instr: bool, upto: usize) -> Result<(), SimError> {
+        const _: () = assert!(crate::background::EXIT_ADDR <= mmulab_trace::control::UNMAP_TAG);
+        if r.addr == crate::background::EXIT_ADDR {
+            self.exit(r.asid)
+        } else if is_unmap_marker(r.addr) {
+            self.unmap_marker(r)
+        } else {
+            self.walk_fill(core, r, instr, upto)
         }
     }
 
