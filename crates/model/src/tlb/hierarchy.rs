@@ -174,8 +174,14 @@ impl Hierarchy {
     pub fn fill_path_inline(&mut self, instr: bool, upto: usize, t: &Translation, va: u64) {
         let path = if instr { self.instr_path } else { self.data_path };
         let k = FillKey::new(t);
-        for &i in &path.levels[..upto.min(path.len)] {
-            self.level_on_path(i).fill_key(&k, t, va);
+        // The entry level at a call site of its own, the levels behind it at another (as
+        // in `lookup`): the host predicts each site's branches (e.g. whether the level
+        // remembers its most recent entry) without the two interleaving.
+        if let Some((&first, behind)) = path.levels[..upto.min(path.len)].split_first() {
+            self.level_on_path(first).fill_key(&k, t, va);
+            for &i in behind {
+                self.level_on_path(i).fill_key(&k, t, va);
+            }
         }
     }
 
