@@ -2,6 +2,9 @@
 //! `record`, and `sim` giving identical statistics on a trace read directly and after
 //! conversion to `.mlt` (on the shared drmemtrace samples, which must be present).
 
+mod common;
+
+use common::shared_drmemtrace;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -18,22 +21,6 @@ fn json_of(o: &Output) -> Value {
     assert!(it.next().is_none(), "more than one JSON value on stdout");
     assert!(v.is_object());
     v
-}
-
-fn shared_drmemtrace() -> PathBuf {
-    let base = match std::env::var_os("MMULAB_SHARED") {
-        Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
-    };
-    // `base` is the shared directory (holding traces/) or its traces/ directory itself.
-    let dir = if base.join("drmemtrace").is_dir() { base } else { base.join("traces") };
-    let dr = dir.join("drmemtrace");
-    assert!(
-        dr.join("x86_64-threadsig").is_dir() && dr.join("aarch64-threadsig").is_dir(),
-        "shared drmemtrace samples not found at {} — clone the repo with shared/ beside it, or set MMULAB_SHARED",
-        dr.display()
-    );
-    dr
 }
 
 fn tempdir(tag: &str) -> PathBuf {
