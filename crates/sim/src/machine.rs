@@ -192,7 +192,7 @@ impl Machine {
 
     /// Simulates one reference. The common case — the entry level's most recent entry
     /// covers the address (runs of references to one page) — is inlined into the run
-    /// loop; everything else is in [`Machine::access_miss`].
+    /// loop; everything else is in `Machine::access_miss`.
     #[inline(always)]
     pub fn access(&mut self, r: &MemRef) -> Result<(), SimError> {
         self.counters.references += 1;
