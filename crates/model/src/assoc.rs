@@ -287,6 +287,17 @@ impl AssocArray {
         self.entries[slot][1]
     }
 
+    /// [`AssocArray::data`] without the range check.
+    ///
+    /// # Safety
+    /// `slot` < sets × ways (a slot `find` or `insert` returned).
+    #[inline(always)]
+    pub unsafe fn data_unchecked(&self, slot: usize) -> u64 {
+        debug_assert!(slot < self.entries.len());
+        // SAFETY: the caller's contract.
+        unsafe { self.entries.get_unchecked(slot)[1] }
+    }
+
     /// Replaces the payload of a slot.
     #[inline]
     pub fn set_data(&mut self, slot: usize, data: u64) {

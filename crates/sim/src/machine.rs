@@ -202,6 +202,31 @@ impl Machine {
         if self.bg.track_touched {
             self.bg.touch(r);
         }
+        let core = if self.cores.len() == 1 { 0 } else { r.core as usize % self.cores.len() };
+        self.access_on(core, r)
+    }
+
+    /// True if the next `n` references can all take [`Machine::access_plain`]: the
+    /// machine has one core, tracks no touched pages, and no background tick falls
+    /// among them. (The run loop asks once per batch.)
+    #[inline]
+    pub fn plain_for(&self, n: usize) -> bool {
+        self.cores.len() == 1 && !self.bg.track_touched && self.counters.references.saturating_add(n as u64) < self.next_tick
+    }
+
+    /// [`Machine::access`] of a reference [`Machine::plain_for`] admitted (one core, no
+    /// tracking, no tick due): the same events without the three per-reference tests.
+    #[inline(always)]
+    pub fn access_plain(&mut self, r: &MemRef) -> Result<(), SimError> {
+        debug_assert!(self.cores.len() == 1 && !self.bg.track_touched && self.counters.references + 1 < self.next_tick);
+        self.counters.references += 1;
+        self.access_on(0, r)
+    }
+
+    /// [`Machine::access`] after the reference is counted and background work is
+    /// done: its kind, the most-recent-entry fast path, else the full lookup.
+    #[inline(always)]
+    fn access_on(&mut self, core: usize, r: &MemRef) -> Result<(), SimError> {
         let kind = r.kind;
         self.counters.kinds[kind as usize] += 1;
         let instr = kind == AccessKind::IFetch;
@@ -209,9 +234,8 @@ impl Machine {
             self.counters.ifetches_untranslated += 1;
             return Ok(());
         }
-        let core = if self.cores.len() == 1 { 0 } else { r.core as usize % self.cores.len() };
         // Fast path: same result as the full lookup, fewer steps.
-        let entry = self.cores[core].tlbs.entry_level(instr);
+        let entry = self.core_mut(core).tlbs.entry_level(instr);
         if let Some(attrs) = entry.mru_hit(r.addr, r.asid) {
             if kind != AccessKind::Store || attrs.has(Attrs::WRITABLE | Attrs::DIRTY) {
                 return Ok(());

@@ -32,27 +32,10 @@ pub fn run(m: &mut Machine, src: &mut dyn TraceSource, progress: Option<Progress
         // When the previous batch walked often (more than one reference in 16), prefetch
         // the page-table descriptors of the reference AHEAD positions ahead, so host cache
         // misses on big simulated page tables overlap. Results are unaffected.
-        if walk_heavy {
-            // Pairs (buf[i + AHEAD - 1], buf[i + AHEAD]) beside buf[i]; the last AHEAD
-            // references of the batch have nothing ahead to prefetch.
-            let ahead = buf.get(AHEAD - 1..).unwrap_or(&[]).windows(2);
-            let mut i = 0;
-            for (r, w) in buf.iter().zip(ahead) {
-                // Only a reference that changes page can start a walk worth prefetching.
-                let (prev, next) = (&w[0], &w[1]);
-                if next.addr >> 12 != prev.addr >> 12 || next.asid != prev.asid {
-                    m.prefetch(next);
-                }
-                m.access(r)?;
-                i += 1;
-            }
-            for r in &buf[i..] {
-                m.access(r)?;
-            }
+        if m.plain_for(buf.len()) {
+            feed::<true>(m, &buf, walk_heavy)?;
         } else {
-            for r in &buf {
-                m.access(r)?;
-            }
+            feed::<false>(m, &buf, walk_heavy)?;
         }
         let walks = m.walks();
         walk_heavy = (walks - walks_before) * 16 > n as u64;
@@ -66,4 +49,31 @@ pub fn run(m: &mut Machine, src: &mut dyn TraceSource, progress: Option<Progress
     }
     m.check_markers_closed()?;
     Ok(Stats::collect(m))
+}
+
+/// Feeds one batch to `m`, with [`Machine::access_plain`] if `PLAIN` (the caller checked
+/// [`Machine::plain_for`] the batch) else [`Machine::access`], prefetching ahead if
+/// `prefetch`.
+#[inline(always)]
+fn feed<const PLAIN: bool>(m: &mut Machine, buf: &[MemRef], prefetch: bool) -> Result<(), SimError> {
+    let access = |m: &mut Machine, r: &MemRef| if PLAIN { m.access_plain(r) } else { m.access(r) };
+    let mut i = 0;
+    if prefetch {
+        // Pairs (buf[i + AHEAD - 1], buf[i + AHEAD]) beside buf[i]; the last AHEAD
+        // references of the batch have nothing ahead to prefetch.
+        let ahead = buf.get(AHEAD - 1..).unwrap_or(&[]).windows(2);
+        for (r, w) in buf.iter().zip(ahead) {
+            // Only a reference that changes page can start a walk worth prefetching.
+            let (prev, next) = (&w[0], &w[1]);
+            if next.addr >> 12 != prev.addr >> 12 || next.asid != prev.asid {
+                m.prefetch(next);
+            }
+            access(m, r)?;
+            i += 1;
+        }
+    }
+    for r in &buf[i..] {
+        access(m, r)?;
+    }
+    Ok(())
 }

@@ -205,7 +205,9 @@ impl Tlb {
     pub fn mru_hit(&mut self, va: u64, asid: Asid) -> Option<Attrs> {
         if va >> self.last_shift == self.last_vpn && asid == self.last_asid {
             self.mru_hits += 1;
-            Some(Attrs((self.array.data(self.last_slot as usize) & 0xfff) as u16))
+            // SAFETY: `last_slot` is 0 (every array has a slot 0) or a slot a lookup or
+            // fill returned, and the array's size never changes.
+            Some(Attrs((unsafe { self.array.data_unchecked(self.last_slot as usize) } & 0xfff) as u16))
         } else {
             None
         }
