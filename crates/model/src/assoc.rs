@@ -48,6 +48,25 @@ pub struct AssocArray {
     /// the search for a free way.
     empty: usize,
     repl: Replacement,
+    /// Arrays of [`FILTER_MIN_WAYS`] ways or more (a fully associative L1, say): per
+    /// bucket of fingerprints ([`bucket`]), how many valid entries have a fingerprint in
+    /// it. A lookup whose bucket counts none is a miss without the set scan — most
+    /// misses, with sixteen buckets per entry. Empty (and `filter_mask` 0) otherwise.
+    filter: Box<[u32]>,
+    filter_mask: usize,
+}
+
+/// Arrays with at least this many ways keep a miss filter (a set of fewer is one or
+/// two vector steps, as cheap as the filter's own test).
+const FILTER_MIN_WAYS: usize = 32;
+
+/// Most buckets a miss filter has (16 KiB of counts).
+const FILTER_MAX_BUCKETS: usize = 4096;
+
+/// The filter bucket of a fingerprint (its fifteen hash bits, masked).
+#[inline(always)]
+fn bucket(fp: u16, mask: usize) -> usize {
+    (fp >> 1) as usize & mask
 }
 
 /// A key and address space prepared for insertion: the tag word and the fingerprint,
@@ -101,6 +120,7 @@ impl AssocArray {
         assert!(ways > 0 && entries > 0 && entries % ways == 0, "invalid geometry");
         let sets = entries / ways;
         let fp_stride = ways.div_ceil(LANES) * LANES;
+        let buckets = if ways >= FILTER_MIN_WAYS { (entries * 16).next_power_of_two().min(FILTER_MAX_BUCKETS) } else { 0 };
         AssocArray {
             sets,
             ways,
@@ -110,6 +130,25 @@ impl AssocArray {
             entries: vec![[INVALID, 0]; entries],
             empty: entries,
             repl: Replacement::new(policy, sets, ways, seed),
+            filter: vec![0; buckets].into_boxed_slice(),
+            filter_mask: buckets.saturating_sub(1),
+        }
+    }
+
+    /// Counts a valid entry of fingerprint `fp` in the miss filter (`add`) or takes it
+    /// out; nothing without a filter.
+    #[inline(always)]
+    fn filter_count(&mut self, fp: u16, add: bool) {
+        if self.filter_mask != 0 {
+            let b = bucket(fp, self.filter_mask);
+            debug_assert!(b < self.filter.len());
+            // SAFETY: b <= filter_mask == filter.len() - 1.
+            let c = unsafe { self.filter.get_unchecked_mut(b) };
+            if add {
+                *c += 1;
+            } else {
+                *c -= 1;
+            }
         }
     }
 
@@ -154,6 +193,10 @@ impl AssocArray {
         // sets * fp_stride) and its ways entries (entries.len() == sets * ways) exist;
         // a matching lane is < ways because padding lanes are 0 and fp never is.
         unsafe {
+            // SAFETY (filter): bucket <= filter_mask == filter.len() - 1.
+            if self.filter_mask != 0 && *self.filter.get_unchecked(bucket(fp, self.filter_mask)) == 0 {
+                return None;
+            }
             let fps = self.fps.as_ptr().add(set * self.fp_stride);
             let entries = self.entries.as_ptr().add(set * self.ways);
             let mut c = 0;
@@ -239,13 +282,19 @@ impl AssocArray {
         let slot = set * self.ways + way;
         // SAFETY: set < sets and way < ways (both checked above), so slot < sets * ways
         // == entries.len() and set * fp_stride + way < fps.len().
-        let old = unsafe {
+        let (old, old_fp) = unsafe {
             let e = self.entries.get_unchecked_mut(slot);
             let old = e[0];
             *e = [p.tag, data];
-            *self.fps.get_unchecked_mut(set * self.fp_stride + way) = p.fp;
-            old
+            let f = self.fps.get_unchecked_mut(set * self.fp_stride + way);
+            let old_fp = *f;
+            *f = p.fp;
+            (old, old_fp)
         };
+        if old != INVALID {
+            self.filter_count(old_fp, false);
+        }
+        self.filter_count(p.fp, true);
         (slot, old)
     }
 
@@ -319,7 +368,8 @@ impl AssocArray {
     pub fn invalidate_slot(&mut self, slot: usize) {
         if self.entries[slot][0] != INVALID {
             let (set, way) = (slot / self.ways, slot % self.ways);
-            self.fps[set * self.fp_stride + way] = 0;
+            let fp = std::mem::take(&mut self.fps[set * self.fp_stride + way]);
+            self.filter_count(fp, false);
             self.entries[slot][0] = INVALID;
             self.empty += 1;
         }
@@ -332,7 +382,8 @@ impl AssocArray {
             let [t, d] = self.entries[s];
             if t != INVALID && pred(t & MAX_KEY, (t >> 48) as u16, d) {
                 let (set, way) = (s / self.ways, s % self.ways);
-                self.fps[set * self.fp_stride + way] = 0;
+                let fp = std::mem::take(&mut self.fps[set * self.fp_stride + way]);
+                self.filter_count(fp, false);
                 self.entries[s][0] = INVALID;
                 self.empty += 1;
                 n += 1;
@@ -423,5 +474,75 @@ mod tests {
         assert_eq!(a.find(0, 117, 0), None);
         let (_, ev) = a.insert(0, 200, 0, 200);
         assert_eq!(ev, None, "the freed way is reused before any eviction");
+    }
+
+    /// The miss filter's counts recomputed from the fingerprints.
+    fn recount(a: &AssocArray) -> Vec<u32> {
+        let mut c = vec![0; a.filter.len()];
+        for set in 0..a.sets {
+            for w in 0..a.ways {
+                let fp = a.fps[set * a.fp_stride + w];
+                if fp != 0 {
+                    c[bucket(fp, a.filter_mask)] += 1;
+                }
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn the_miss_filter_counts_exactly_the_valid_entries_and_never_hides_one() {
+        // Arrays wide enough for a filter (fully associative, several sets, a width that
+        // is not a multiple of 16), random fills, lookups and invalidations, against a
+        // plain list of what each set holds.
+        for (entries, ways) in [(64, 64), (40, 40), (96, 32), (600, 300)] {
+            let mut a = AssocArray::new(entries, ways, Policy::Lru, 1);
+            assert!(!a.filter.is_empty() && a.filter_mask == a.filter.len() - 1);
+            let sets = entries / ways;
+            let mut model: Vec<Vec<(u64, u16)>> = vec![Vec::new(); sets];
+            let mut x = 0x2545_f491_4f6c_dd1du64;
+            for step in 0..20_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Keys from a range about twice the capacity: hits and misses both.
+                let key = x % (2 * entries as u64);
+                let asid = (x >> 40) as u16 % 2;
+                let set = a.set_of(key);
+                match x >> 60 {
+                    0 => {
+                        let n = a.invalidate_where(|k, s, _| k % 7 == key % 7 && s == asid);
+                        let before: usize = model.iter().map(Vec::len).sum();
+                        for m in &mut model {
+                            m.retain(|&(k, s)| !(k % 7 == key % 7 && s == asid));
+                        }
+                        assert_eq!(before - model.iter().map(Vec::len).sum::<usize>(), n);
+                    }
+                    1 => {
+                        if let Some(slot) = a.peek(set, key, asid) {
+                            a.invalidate_slot(slot);
+                            model[set].retain(|&e| e != (key, asid));
+                        }
+                    }
+                    _ => {
+                        let held = model[set].contains(&(key, asid));
+                        assert_eq!(a.find(set, key, asid).is_some(), held, "step {step}: key {key} asid {asid}");
+                        if !held {
+                            if let (_, Some(ev)) = a.insert(set, key, asid, key) {
+                                model[set].retain(|&e| e != (ev.key, ev.asid));
+                            }
+                            model[set].push((key, asid));
+                        }
+                    }
+                }
+                if step % 97 == 0 {
+                    assert_eq!(a.filter.to_vec(), recount(&a), "step {step}");
+                }
+            }
+            assert_eq!(a.filter.to_vec(), recount(&a));
+            assert_eq!(a.occupancy(), model.iter().map(Vec::len).sum::<usize>());
+        }
+        // Narrow arrays have none.
+        assert!(AssocArray::new(2048, 16, Policy::Lru, 0).filter.is_empty());
     }
 }
