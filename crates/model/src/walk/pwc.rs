@@ -86,6 +86,20 @@ struct LevelCache {
     tail: u32,
     /// Empty ways: while there are any, a fill takes the lowest instead of evicting.
     empty: usize,
+    /// Caches of [`FILTER_MIN_WAYS`] ways or more: per bucket of fingerprints, how many
+    /// valid entries have one there, so most misses skip the hint and the scan (as
+    /// [`crate::assoc::AssocArray`]'s miss filter). Empty, `filter_mask` 0, otherwise.
+    filter: Box<[u32]>,
+    filter_mask: usize,
+}
+
+/// Caches with at least this many ways keep a miss filter.
+const FILTER_MIN_WAYS: usize = 32;
+
+/// The filter bucket of a fingerprint (its fifteen hash bits, masked).
+#[inline(always)]
+fn bucket(fp: u16, mask: usize) -> usize {
+    (fp >> 1) as usize & mask
 }
 
 impl LevelCache {
@@ -101,7 +115,10 @@ impl LevelCache {
             head: NIL,
             tail: NIL,
             empty: ways,
+            filter: vec![0; if ways >= FILTER_MIN_WAYS { (ways * 16).next_power_of_two().min(4096) } else { 0 }].into_boxed_slice(),
+            filter_mask: 0,
         };
+        c.filter_mask = c.filter.len().saturating_sub(1);
         // Any initial order will do: a victim is chosen only once every way has been
         // filled, and each fill made its way most recent.
         for w in 0..ways as u32 {
@@ -158,9 +175,30 @@ impl LevelCache {
         (tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize % HINT_SLOTS
     }
 
+    /// Counts a valid entry of fingerprint `fp` in the miss filter (`add`) or takes it
+    /// out; nothing without a filter.
+    #[inline(always)]
+    fn filter_count(&mut self, fp: u16, add: bool) {
+        if self.filter_mask != 0 {
+            let b = bucket(fp, self.filter_mask);
+            debug_assert!(b < self.filter.len());
+            // SAFETY: b <= filter_mask == filter.len() - 1.
+            let c = unsafe { self.filter.get_unchecked_mut(b) };
+            if add {
+                *c += 1;
+            } else {
+                *c -= 1;
+            }
+        }
+    }
+
     /// The table cached under `tag`, made most recent.
     #[inline(always)]
     fn find(&mut self, tag: u64) -> Option<u64> {
+        // SAFETY: bucket <= filter_mask == filter.len() - 1.
+        if self.filter_mask != 0 && unsafe { *self.filter.get_unchecked(bucket(fingerprint(tag), self.filter_mask)) } == 0 {
+            return None;
+        }
         // The hint names the way that last held a tag of this slot: if it holds `tag`
         // now, that is the one way that does (tags are unique in a cache).
         let slot = self.hint_slot(tag);
@@ -204,10 +242,16 @@ impl LevelCache {
         let w = self.tail as usize;
         debug_assert!(w < self.entries.len());
         // SAFETY: the tail is a way (< ways), as every link is (see `link`).
-        unsafe {
-            *self.fps.get_unchecked_mut(w) = fingerprint(tag);
+        let old_fp = unsafe {
+            let f = self.fps.get_unchecked_mut(w);
+            let old = *f;
+            *f = fingerprint(tag);
             *self.entries.get_unchecked_mut(w) = [tag, table];
-        }
+            old
+        };
+        // A full cache: the tail held an entry.
+        self.filter_count(old_fp, false);
+        self.filter_count(fingerprint(tag), true);
         let slot = self.hint_slot(tag);
         self.hints[slot] = w as u32;
         self.tail_to_head();
@@ -216,7 +260,9 @@ impl LevelCache {
     /// Writes `tag` and `table` into way `w` (checked) and its hint.
     #[inline(always)]
     fn put(&mut self, w: usize, tag: u64, table: u64) {
+        debug_assert!(self.fps[w] == 0, "put into an empty way");
         self.fps[w] = fingerprint(tag);
+        self.filter_count(fingerprint(tag), true);
         self.entries[w] = [tag, table];
         let slot = self.hint_slot(tag);
         self.hints[slot] = w as u32;
@@ -244,7 +290,8 @@ impl LevelCache {
             let t = self.entries[w][0];
             if t != INVALID && pred(t & MAX_KEY, (t >> 48) as Asid) {
                 self.entries[w][0] = INVALID;
-                self.fps[w] = 0;
+                let fp = std::mem::take(&mut self.fps[w]);
+                self.filter_count(fp, false);
                 self.empty += 1;
             }
         }
@@ -435,6 +482,18 @@ mod tests {
             }
             assert_eq!(fast.stats, slow.stats, "case {case}");
             assert_eq!(fast.enabled(), slow.caches.iter().any(Option::is_some));
+            // Every miss filter counts exactly the valid entries' fingerprints.
+            for c in fast.caches.iter() {
+                assert_eq!(c.filter.is_empty(), c.entries.len() < FILTER_MIN_WAYS);
+                if c.filter.is_empty() {
+                    continue;
+                }
+                let mut counts = vec![0u32; c.filter.len()];
+                for &fp in c.fps.iter().filter(|&&fp| fp != 0) {
+                    counts[bucket(fp, c.filter_mask)] += 1;
+                }
+                assert_eq!(c.filter.to_vec(), counts, "case {case} {entries:?}");
+            }
         }
     }
 
