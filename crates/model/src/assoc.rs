@@ -52,7 +52,7 @@ pub struct AssocArray {
     /// bucket of fingerprints ([`bucket`]), how many valid entries have a fingerprint in
     /// it. A lookup whose bucket counts none is a miss without the set scan — most
     /// misses, with sixteen buckets per entry. Empty (and `filter_mask` 0) otherwise.
-    filter: Box<[u32]>,
+    filter: Box<[u16]>,
     filter_mask: usize,
 }
 
@@ -60,7 +60,7 @@ pub struct AssocArray {
 /// two vector steps, as cheap as the filter's own test).
 const FILTER_MIN_WAYS: usize = 32;
 
-/// Most buckets a miss filter has (16 KiB of counts).
+/// Most buckets a miss filter has (8 KiB of counts).
 const FILTER_MAX_BUCKETS: usize = 4096;
 
 /// The filter bucket of a fingerprint (its fifteen hash bits, masked).
@@ -120,7 +120,8 @@ impl AssocArray {
         assert!(ways > 0 && entries > 0 && entries % ways == 0, "invalid geometry");
         let sets = entries / ways;
         let fp_stride = ways.div_ceil(LANES) * LANES;
-        let buckets = if ways >= FILTER_MIN_WAYS { (entries * 16).next_power_of_two().min(FILTER_MAX_BUCKETS) } else { 0 };
+        // (Counts are 16-bit: an array of more entries than one can count has none.)
+        let buckets = if ways >= FILTER_MIN_WAYS && entries <= u16::MAX as usize { (entries * 16).next_power_of_two().min(FILTER_MAX_BUCKETS) } else { 0 };
         AssocArray {
             sets,
             ways,
@@ -477,7 +478,7 @@ mod tests {
     }
 
     /// The miss filter's counts recomputed from the fingerprints.
-    fn recount(a: &AssocArray) -> Vec<u32> {
+    fn recount(a: &AssocArray) -> Vec<u16> {
         let mut c = vec![0; a.filter.len()];
         for set in 0..a.sets {
             for w in 0..a.ways {

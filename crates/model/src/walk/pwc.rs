@@ -89,7 +89,7 @@ struct LevelCache {
     /// Caches of [`FILTER_MIN_WAYS`] ways or more: per bucket of fingerprints, how many
     /// valid entries have one there, so most misses skip the hint and the scan (as
     /// [`crate::assoc::AssocArray`]'s miss filter). Empty, `filter_mask` 0, otherwise.
-    filter: Box<[u32]>,
+    filter: Box<[u16]>,
     filter_mask: usize,
 }
 
@@ -115,7 +115,8 @@ impl LevelCache {
             head: NIL,
             tail: NIL,
             empty: ways,
-            filter: vec![0; if ways >= FILTER_MIN_WAYS { (ways * 16).next_power_of_two().min(4096) } else { 0 }].into_boxed_slice(),
+            // (16-bit counts: a cache of more ways than one can count has none.)
+            filter: vec![0; if ways >= FILTER_MIN_WAYS && ways <= u16::MAX as usize { (ways * 16).next_power_of_two().min(4096) } else { 0 }].into_boxed_slice(),
             filter_mask: 0,
         };
         c.filter_mask = c.filter.len().saturating_sub(1);
@@ -484,11 +485,11 @@ mod tests {
             assert_eq!(fast.enabled(), slow.caches.iter().any(Option::is_some));
             // Every miss filter counts exactly the valid entries' fingerprints.
             for c in fast.caches.iter() {
-                assert_eq!(c.filter.is_empty(), c.entries.len() < FILTER_MIN_WAYS);
+                assert_eq!(c.filter.is_empty(), c.entries.len() < FILTER_MIN_WAYS || c.entries.len() > u16::MAX as usize);
                 if c.filter.is_empty() {
                     continue;
                 }
-                let mut counts = vec![0u32; c.filter.len()];
+                let mut counts = vec![0u16; c.filter.len()];
                 for &fp in c.fps.iter().filter(|&&fp| fp != 0) {
                     counts[bucket(fp, c.filter_mask)] += 1;
                 }
