@@ -62,7 +62,7 @@ fn page_walk_caches_shorten_walks_by_the_levels_they_hold() {
             .collect();
         // Cold: 4 reads; same PDE: 1 read from level 3; same PDPTE: 2 reads; same PML4E: 3.
         assert_eq!(reads, vec![(4, 0), (1, 3), (2, 2), (3, 1)], "{fmt:?}");
-        assert_eq!(pwc.stats.hits, vec![1, 1, 1]);
+        assert_eq!(pwc.stats().hits, vec![1, 1, 1]);
         // Without the PDE cache the second walk can only skip two levels.
         let mut pwc = Pwc::new(fmt, &[4, 4, 0]);
         translate(&mut mem, fmt, sp.root, 0, vas[0], &mut pwc);
@@ -260,9 +260,9 @@ fn fast_walk_matches_the_visitor_walk() {
                 let a = translate(&mut mem, fmt, sp.root, asid, va, &mut fast);
                 let b = translate_visitor(&mut mem, fmt, sp.root, asid, va, &mut slow);
                 assert_eq!(a, b, "{fmt:?} round {round} va {va:#x} pwc {pwc_sizes:?}");
-                assert_eq!(fast.stats, slow.stats, "{fmt:?} round {round} va {va:#x}");
+                assert_eq!(fast.stats(), slow.stats(), "{fmt:?} round {round} va {va:#x}");
             }
-            assert!(fast.stats.lookups == 0 || fast.stats.hits.iter().sum::<u64>() > 0 || pwc_sizes.iter().all(|&e| e == 0));
+            assert!(fast.stats().lookups == 0 || fast.stats().hits.iter().sum::<u64>() > 0 || pwc_sizes.iter().all(|&e| e == 0));
         }
     }
 }

@@ -51,6 +51,10 @@ pub struct Machine {
     has_instr_path: bool,
     shootdowns: Vec<Shootdown>,
     pub(crate) counters: Counters,
+    /// Walks by start level, counted here with no range check (a start level is below
+    /// the format's levels, at most 8); [`crate::Stats::collect`] copies them into
+    /// `Counters::walk_start_level`.
+    pub(crate) start_levels: [u64; 8],
     /// Background work and sampling (crate::background): next reference count at which
     /// `tick` runs; the hot path compares against it and nothing else.
     next_tick: u64,
@@ -127,6 +131,7 @@ impl Machine {
             os,
             shootdowns: Vec::new(),
             counters: Counters::new(nlevels, spec.format.levels().len()),
+            start_levels: [0; 8],
             next_tick: bg.next_tick(0),
             bg,
             walk_memo: Box::new([WalkMemo { tag: u64::MAX, base: 0, shift: 0, mask: 0 }; MEMO_ENTRIES]),
@@ -394,7 +399,7 @@ impl Machine {
         let c = &mut self.counters;
         c.walks += 1;
         c.walk_reads += res.reads;
-        c.walk_start_level[res.start_level] += 1;
+        self.start_levels[res.start_level & 7] += 1;
         if let Some((_, _, level)) = res.leaf_at {
             let tag = memo_tag(r.addr, r.asid, self.memo_shift);
             let (shift, mask) = self.level_index[level & 7];

@@ -119,6 +119,9 @@ impl Stats {
         let mut pwc_hits = vec![0; m.spec.format.levels().len().saturating_sub(1)];
         let mut pwc_lookups = 0;
         let mut counters = m.counters.clone();
+        for (n, &k) in counters.walk_start_level.iter_mut().zip(&m.start_levels) {
+            *n = k;
+        }
         // Cycles are derived, not counted on every reference: each lookup of a level
         // costs its latency; each walk its descriptor reads and, with page-walk caches,
         // one cache lookup; each dirty-bit write one memory reference.
@@ -141,10 +144,11 @@ impl Stats {
                 a.bypasses += b.bypasses;
                 a.invalidations += b.invalidations;
             }
-            for (i, h) in core.pwc.stats.hits.iter().enumerate() {
+            let pwc = core.pwc.stats();
+            for (i, h) in pwc.hits.iter().enumerate() {
                 pwc_hits[i] += h;
             }
-            pwc_lookups += core.pwc.stats.lookups;
+            pwc_lookups += pwc.lookups;
         }
         let os = m.os.stats();
         Stats {

@@ -306,8 +306,12 @@ pub struct Pwc {
     caches: Box<[LevelCache]>,
     /// Per level: index of its cache in `caches`, or [`NO_CACHE`].
     by_level: [u8; MAX_LEVELS],
-    /// Counters.
-    pub stats: PwcStats,
+    /// Lookups, and hits by level (a fixed array: counted on every walk with no range
+    /// check); [`Pwc::stats`] reports them.
+    lookups: u64,
+    hits: [u64; MAX_LEVELS],
+    /// Upper levels of the format (the length of [`PwcStats::hits`]).
+    upper: usize,
 }
 
 impl Pwc {
@@ -329,7 +333,12 @@ impl Pwc {
                 caches.push(LevelCache::new(l, levels[l].shift, e));
             }
         }
-        Pwc { caches: caches.into_boxed_slice(), by_level, stats: PwcStats { hits: vec![0; upper], ..Default::default() } }
+        Pwc { caches: caches.into_boxed_slice(), by_level, lookups: 0, hits: [0; MAX_LEVELS], upper }
+    }
+
+    /// The counters: lookups, and hits by the level of the cached descriptor.
+    pub fn stats(&self) -> PwcStats {
+        PwcStats { lookups: self.lookups, hits: self.hits[..self.upper].to_vec() }
     }
 
     /// True if any level has a cache.
@@ -344,10 +353,12 @@ impl Pwc {
         if self.caches.is_empty() {
             return None;
         }
-        self.stats.lookups += 1;
+        self.lookups += 1;
         for c in self.caches.iter_mut() {
             if let Some(table) = c.find(tag(va >> c.shift, asid)) {
-                self.stats.hits[c.level] += 1;
+                // c.level < upper <= MAX_LEVELS (asserted in `new`): the mask only spares
+                // the range check.
+                self.hits[c.level & (MAX_LEVELS - 1)] += 1;
                 return Some((c.level + 1, table));
             }
         }
@@ -481,7 +492,7 @@ mod tests {
                     slow.invalidate_range(asid, start, start + len);
                 }
             }
-            assert_eq!(fast.stats, slow.stats, "case {case}");
+            assert_eq!(fast.stats(), slow.stats, "case {case}");
             assert_eq!(fast.enabled(), slow.caches.iter().any(Option::is_some));
             // Every miss filter counts exactly the valid entries' fingerprints.
             for c in fast.caches.iter() {
