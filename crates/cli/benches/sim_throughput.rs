@@ -23,6 +23,13 @@
 //! whose speed drifts by tens of percent within minutes, only such interleaved ratios
 //! are trustworthy.
 //!
+//! `-- --against PATH --paired` runs the two binaries at the same time instead, each
+//! pinned to a CPU of its own (the sides swap every round), and reports the median of
+//! the per-round ratios: both runs of a round see the same phase of the host, so the
+//! ratio holds still where the times do not. Both run slower than alone (they share the
+//! host's caches and perhaps a physical core), so only the ratio is the figure. Needs
+//! two CPUs.
+//!
 //! `-- --count` measures instead what does not drift: per GUPS update over 1 GiB (4 KiB
 //! pages), the instructions, branch mispredictions and first-level data-cache misses of
 //! Valgrind's cachegrind (`--cache-sim=yes --branch-sim=yes`, its own simple predictor
@@ -42,7 +49,27 @@ struct Run {
 }
 
 fn run(bin: &str, config: &str, workload: &str, sets: &[&str]) -> Run {
+    run_on(bin, config, workload, sets, None)
+}
+
+/// [`run`], pinned to CPU `cpu` if given.
+fn run_on(bin: &str, config: &str, workload: &str, sets: &[&str], cpu: Option<usize>) -> Run {
     let mut cmd = Command::new(bin);
+    if let Some(cpu) = cpu {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: the closure runs in the forked child before exec and only makes the
+        // async-signal-safe sched_setaffinity call on a local set.
+        unsafe {
+            cmd.pre_exec(move || {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(cpu, &mut set);
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
     cmd.args(["sim", "--config", config, "--workload", workload, "--json"]);
     for s in sets {
         cmd.args(["--set", s]);
@@ -90,6 +117,45 @@ fn compare(bin: &str, other: &str, config: &str, refs: u64, rounds: usize) {
                 that = that.min(run(other, config, &w, sets).cpu_secs);
             }
             println!("{w:<40} {pages:>6} {this:>10.2} {that:>10.2} {:>8.2}", that / this);
+        }
+    }
+}
+
+/// `--against OTHER --paired`: both binaries at once, one per CPU (see the module
+/// documentation); the median of the per-round ratios.
+fn compare_paired(bin: &str, other: &str, config: &str, refs: u64, rounds: usize) {
+    // SAFETY: plain FFI call without arguments.
+    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    assert!(cpus >= 2, "--paired runs the two binaries side by side and needs two CPUs; this machine has {cpus}");
+    println!("CPU seconds, {rounds} rounds of both binaries at the same time (one CPU each, sides swapped each round):");
+    println!("this build vs {other}; speedup = other / this per round, median of the rounds\n");
+    println!("{:<40} {:>6} {:>14} {:>14} {:>8} {:>16}", "workload", "pages", "this (median)", "other (median)", "speedup", "speedup range");
+    let huge = ["os.policy=fixed", "os.page_size=2M"];
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    for w in [format!("seq:size=1GiB,refs={refs}"), format!("gups:table=1GiB,refs={refs}")] {
+        for (pages, sets) in [("4K", &[][..]), ("2M", &huge[..])] {
+            let (mut this, mut that, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+            for round in 0..rounds {
+                let (a, b) = std::thread::scope(|s| {
+                    let a = s.spawn(|| run_on(bin, config, &w, sets, Some(round % 2)));
+                    let b = run_on(other, config, &w, sets, Some(1 - round % 2));
+                    (a.join().expect("run thread").cpu_secs, b.cpu_secs)
+                });
+                this.push(a);
+                that.push(b);
+                ratio.push(b / a);
+            }
+            let (lo, hi) = ratio.iter().fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)));
+            println!(
+                "{w:<40} {pages:>6} {:>14.2} {:>14.2} {:>8.3} {:>16}",
+                median(&mut this),
+                median(&mut that),
+                median(&mut ratio),
+                format!("{lo:.3}..{hi:.3}")
+            );
         }
     }
 }
@@ -157,8 +223,12 @@ fn main() {
         return;
     }
     if let Some(other) = arg_value(&args, "--against") {
-        let rounds = arg_value(&args, "--rounds").map(|r| r.parse().expect("--rounds N")).unwrap_or(5);
-        compare(bin, other, &config, refs, rounds);
+        let rounds = arg_value(&args, "--rounds").map(|r| r.parse().expect("--rounds N")).unwrap_or(5).max(1);
+        if args.iter().any(|a| a == "--paired") {
+            compare_paired(bin, other, &config, refs, rounds);
+        } else {
+            compare(bin, other, &config, refs, rounds);
+        }
         return;
     }
     let huge = ["os.policy=fixed", "os.page_size=2M"];
