@@ -30,12 +30,14 @@
 //! host's caches and perhaps a physical core), so only the ratio is the figure. Needs
 //! two CPUs.
 //!
-//! `-- --against PATH --sliced` runs the two binaries on one CPU in turns of 100 ms
-//! (the bench stops one and continues the other), so both see the same phases of the
-//! host, and reports the ratio of their CPU times, median over `--rounds` (default 5).
-//! On this host two runs of one binary so compared differ by 0–3 % (alternating whole
-//! runs: up to 40 %); each turn starts with the other's data in the caches, which costs
-//! both alike.
+//! `-- --against PATH --sliced [--turn-ms N]` runs the two binaries on one CPU in turns
+//! of N ms (default 100; the bench stops one and continues the other), so both see the
+//! same phases of the host, and reports the ratio of their CPU times, median over
+//! `--rounds` (default 5). On this host two runs of one binary so compared differ by
+//! 0–4 % with 100 ms turns (alternating whole runs: up to 40 %). Each turn starts with
+//! the other's data in the caches, which costs both alike and so dilutes a difference
+//! that lies in cache misses: longer turns show more of it but let more of the host's
+//! drift into a turn (500 ms: 0.89–1.01 for one binary against itself).
 //!
 //! `-- --count` measures instead what does not drift: per GUPS update over 1 GiB (4 KiB
 //! pages), the instructions, branch mispredictions and first-level data-cache misses of
@@ -169,9 +171,9 @@ fn compare_paired(bin: &str, other: &str, config: &str, refs: u64, rounds: usize
 
 /// `--against OTHER --sliced`: both binaries on one CPU, in turns (see the module
 /// documentation); per workload, the median of the per-round ratios of CPU time.
-fn compare_sliced(bin: &str, other: &str, config: &str, refs: u64, rounds: usize) {
-    const TURN: std::time::Duration = std::time::Duration::from_millis(100);
-    println!("CPU seconds, {rounds} rounds of both binaries on one CPU in turns of {} ms:", TURN.as_millis());
+fn compare_sliced(bin: &str, other: &str, config: &str, refs: u64, rounds: usize, turn_ms: u64) {
+    let turn = std::time::Duration::from_millis(turn_ms.max(1));
+    println!("CPU seconds, {rounds} rounds of both binaries on one CPU in turns of {} ms:", turn.as_millis());
     println!("this build vs {other}; speedup = other / this per round, median of the rounds\n");
     println!("{:<40} {:>6} {:>14} {:>14} {:>8} {:>16}", "workload", "pages", "this (median)", "other (median)", "speedup", "speedup range");
     let huge = ["os.policy=fixed", "os.page_size=2M"];
@@ -186,7 +188,7 @@ fn compare_sliced(bin: &str, other: &str, config: &str, refs: u64, rounds: usize
         for (pages, sets) in [("4K", &[][..]), ("2M", &huge[..])] {
             let (mut this, mut that, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
             for _ in 0..rounds {
-                let t = sliced_pair([bin, other], config, &w, sets, cpu, TURN);
+                let t = sliced_pair([bin, other], config, &w, sets, cpu, turn);
                 this.push(t[0]);
                 that.push(t[1]);
                 ratio.push(t[1] / t[0]);
@@ -337,7 +339,8 @@ fn main() {
     if let Some(other) = arg_value(&args, "--against") {
         let rounds = arg_value(&args, "--rounds").map(|r| r.parse().expect("--rounds N")).unwrap_or(5).max(1);
         if args.iter().any(|a| a == "--sliced") {
-            compare_sliced(bin, other, &config, refs, rounds);
+            let turn_ms = arg_value(&args, "--turn-ms").map(|t| t.parse().expect("--turn-ms N")).unwrap_or(100);
+            compare_sliced(bin, other, &config, refs, rounds, turn_ms);
         } else if args.iter().any(|a| a == "--paired") {
             compare_paired(bin, other, &config, refs, rounds);
         } else {
