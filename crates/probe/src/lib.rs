@@ -3,7 +3,7 @@
 //! - [`probe`]: the TLB probe — one algorithm over the [`target::Target`] trait (the real
 //!   machine now, a simulated core later): randomized dependent pointer chases, one line
 //!   per page, dense baseline subtracted, knees found automatically ([`knee`]).
-//! - [`bench`]: native benchmarks (GUPS, lat_mem_rd-style latency, bandwidth) under 4 KiB
+//! - [`bench`](mod@bench): native benchmarks (GUPS, lat_mem_rd-style latency, bandwidth) under 4 KiB
 //!   pages, THP, mTHP and hugetlbfs, each verifying the page size it got.
 //! - [`os`]: the Linux facilities both use (regions, smaps, sysfs, perf counters).
 //! - [`tlb_test`]: the seed's tlb_test experiment on a simulated core.

@@ -1,4 +1,4 @@
-//! GUPS as HPCC RandomAccess (single-CPU core): a table of 2^n 64-bit words, T[i] = i;
+//! GUPS as HPCC RandomAccess (single-CPU core): a table of 2^n 64-bit words, T\[i\] = i;
 //! 4 × table-size updates T[ran mod size] ^= ran, the stream being the 64-bit LFSR with
 //! POLY = 0x7 (x⁶⁴ + x² + x + 1), run as 128 interleaved streams started by
 //! [`starts`]; then verification replays the updates serially (XOR undoes them) and the
