@@ -61,23 +61,28 @@ fn run(bin: &str, config: &str, workload: &str, sets: &[&str]) -> Run {
     run_on(bin, config, workload, sets, None)
 }
 
+/// Makes `cmd`'s process run on CPU `cpu` only.
+fn pin(cmd: &mut Command, cpu: usize) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec and only makes the
+    // async-signal-safe sched_setaffinity call on a local set.
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// [`run`], pinned to CPU `cpu` if given.
 fn run_on(bin: &str, config: &str, workload: &str, sets: &[&str], cpu: Option<usize>) -> Run {
     let mut cmd = Command::new(bin);
     if let Some(cpu) = cpu {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: the closure runs in the forked child before exec and only makes the
-        // async-signal-safe sched_setaffinity call on a local set.
-        unsafe {
-            cmd.pre_exec(move || {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(cpu, &mut set);
-                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        pin(&mut cmd, cpu);
     }
     cmd.args(["sim", "--config", config, "--workload", workload, "--json"]);
     for s in sets {
@@ -137,6 +142,33 @@ fn compare_paired(bin: &str, other: &str, config: &str, refs: u64, rounds: usize
     let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     assert!(cpus >= 2, "--paired runs the two binaries side by side and needs two CPUs; this machine has {cpus}");
     println!("CPU seconds, {rounds} rounds of both binaries at the same time (one CPU each, sides swapped each round):");
+    ratio_rows(other, refs, rounds, |w, sets, round| {
+        std::thread::scope(|s| {
+            let a = s.spawn(|| run_on(bin, config, w, sets, Some(round % 2)));
+            let b = run_on(other, config, w, sets, Some(1 - round % 2));
+            (a.join().expect("run thread").cpu_secs, b.cpu_secs)
+        })
+    });
+}
+
+/// `--against OTHER --sliced`: both binaries on one CPU, in turns (see the module
+/// documentation); per workload, the median of the per-round ratios of CPU time.
+fn compare_sliced(bin: &str, other: &str, config: &str, refs: u64, rounds: usize, turn_ms: u64) {
+    let turn = std::time::Duration::from_millis(turn_ms.max(1));
+    println!("CPU seconds, {rounds} rounds of both binaries on one CPU in turns of {} ms:", turn.as_millis());
+    // The CPU both run on: the last one (the first often takes interrupts).
+    // SAFETY: plain FFI call without arguments.
+    let cpu = (unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }).max(1) as usize - 1;
+    ratio_rows(other, refs, rounds, |w, sets, _| {
+        let t = sliced_pair([bin, other], config, w, sets, cpu, turn);
+        (t[0], t[1])
+    });
+}
+
+/// The table of `--paired` and `--sliced`: for each workload, `rounds` rounds of
+/// `pair(workload, sets, round)` = (this build's CPU seconds, the other's), and the
+/// medians and range of the ratios.
+fn ratio_rows(other: &str, refs: u64, rounds: usize, pair: impl Fn(&str, &[&str], usize) -> (f64, f64)) {
     println!("this build vs {other}; speedup = other / this per round, median of the rounds\n");
     println!("{:<40} {:>6} {:>14} {:>14} {:>8} {:>16}", "workload", "pages", "this (median)", "other (median)", "speedup", "speedup range");
     let huge = ["os.policy=fixed", "os.page_size=2M"];
@@ -148,11 +180,7 @@ fn compare_paired(bin: &str, other: &str, config: &str, refs: u64, rounds: usize
         for (pages, sets) in [("4K", &[][..]), ("2M", &huge[..])] {
             let (mut this, mut that, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
             for round in 0..rounds {
-                let (a, b) = std::thread::scope(|s| {
-                    let a = s.spawn(|| run_on(bin, config, &w, sets, Some(round % 2)));
-                    let b = run_on(other, config, &w, sets, Some(1 - round % 2));
-                    (a.join().expect("run thread").cpu_secs, b.cpu_secs)
-                });
+                let (a, b) = pair(&w, sets, round);
                 this.push(a);
                 that.push(b);
                 ratio.push(b / a);
@@ -169,46 +197,9 @@ fn compare_paired(bin: &str, other: &str, config: &str, refs: u64, rounds: usize
     }
 }
 
-/// `--against OTHER --sliced`: both binaries on one CPU, in turns (see the module
-/// documentation); per workload, the median of the per-round ratios of CPU time.
-fn compare_sliced(bin: &str, other: &str, config: &str, refs: u64, rounds: usize, turn_ms: u64) {
-    let turn = std::time::Duration::from_millis(turn_ms.max(1));
-    println!("CPU seconds, {rounds} rounds of both binaries on one CPU in turns of {} ms:", turn.as_millis());
-    println!("this build vs {other}; speedup = other / this per round, median of the rounds\n");
-    println!("{:<40} {:>6} {:>14} {:>14} {:>8} {:>16}", "workload", "pages", "this (median)", "other (median)", "speedup", "speedup range");
-    let huge = ["os.policy=fixed", "os.page_size=2M"];
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    // The CPU both run on: the last one (the first often takes interrupts).
-    // SAFETY: plain FFI call without arguments.
-    let cpu = (unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }).max(1) as usize - 1;
-    for w in [format!("seq:size=1GiB,refs={refs}"), format!("gups:table=1GiB,refs={refs}")] {
-        for (pages, sets) in [("4K", &[][..]), ("2M", &huge[..])] {
-            let (mut this, mut that, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
-            for _ in 0..rounds {
-                let t = sliced_pair([bin, other], config, &w, sets, cpu, turn);
-                this.push(t[0]);
-                that.push(t[1]);
-                ratio.push(t[1] / t[0]);
-            }
-            let (lo, hi) = ratio.iter().fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)));
-            println!(
-                "{w:<40} {pages:>6} {:>14.2} {:>14.2} {:>8.3} {:>16}",
-                median(&mut this),
-                median(&mut that),
-                median(&mut ratio),
-                format!("{lo:.3}..{hi:.3}")
-            );
-        }
-    }
-}
-
 /// Runs `bins` on CPU `cpu`, one at a time in turns of `turn`, to the end of both;
 /// their CPU seconds.
 fn sliced_pair(bins: [&str; 2], config: &str, workload: &str, sets: &[&str], cpu: usize, turn: std::time::Duration) -> [f64; 2] {
-    use std::os::unix::process::CommandExt;
     let mut pids = [0 as libc::pid_t; 2];
     for (i, bin) in bins.iter().enumerate() {
         let mut cmd = Command::new(bin);
@@ -216,18 +207,7 @@ fn sliced_pair(bins: [&str; 2], config: &str, workload: &str, sets: &[&str], cpu
         for s in sets {
             cmd.args(["--set", s]);
         }
-        // SAFETY: runs in the forked child before exec: only the async-signal-safe
-        // sched_setaffinity on a local set.
-        unsafe {
-            cmd.pre_exec(move || {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(cpu, &mut set);
-                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        pin(&mut cmd, cpu);
         pids[i] = cmd.spawn().expect("spawn mmulab").id() as libc::pid_t;
         // Stopped until its first turn (it has only just started: a few milliseconds of
         // setup at most, for each alike). The stop is reaped like every later one.

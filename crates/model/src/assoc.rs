@@ -48,25 +48,84 @@ pub struct AssocArray {
     /// the search for a free way.
     empty: usize,
     repl: Replacement,
-    /// Arrays of [`FILTER_MIN_WAYS`] ways or more (a fully associative L1, say): per
-    /// bucket of fingerprints ([`bucket`]), how many valid entries have a fingerprint in
-    /// it. A lookup whose bucket counts none is a miss without the set scan — most
-    /// misses, with sixteen buckets per entry. Empty (and `filter_mask` 0) otherwise.
-    filter: Box<[u16]>,
-    filter_mask: usize,
+    /// Counts of valid entries by fingerprint bucket, for arrays of many ways.
+    filter: MissFilter,
 }
 
-/// Arrays with at least this many ways keep a miss filter (a set of fewer is one or
+/// Structures with at least this many ways keep a miss filter (a set of fewer is one or
 /// two vector steps, as cheap as the filter's own test).
 const FILTER_MIN_WAYS: usize = 32;
 
 /// Most buckets a miss filter has (8 KiB of counts).
 const FILTER_MAX_BUCKETS: usize = 4096;
 
-/// The filter bucket of a fingerprint (its fifteen hash bits, masked).
-#[inline(always)]
-fn bucket(fp: u16, mask: usize) -> usize {
-    (fp >> 1) as usize & mask
+/// A miss filter of a structure with many ways (a fully associative L1, a large
+/// page-walk cache): per bucket of fingerprints, how many valid entries have a
+/// fingerprint in it. A lookup whose bucket counts none is a miss without the set scan
+/// — most misses, with sixteen buckets per entry. Structures of fewer than
+/// [`FILTER_MIN_WAYS`] ways, or of more entries than 16-bit counts can count, have an
+/// empty one, which lets every lookup through.
+#[derive(Clone, Debug)]
+pub(crate) struct MissFilter {
+    counts: Box<[u16]>,
+    /// `counts.len() - 1` (a power of two less one), or 0 without a filter.
+    mask: usize,
+}
+
+impl MissFilter {
+    /// The filter of a structure of `entries` entries in sets of `ways`.
+    pub(crate) fn new(entries: usize, ways: usize) -> MissFilter {
+        let buckets = if ways >= FILTER_MIN_WAYS && entries <= u16::MAX as usize { (entries * 16).next_power_of_two().min(FILTER_MAX_BUCKETS) } else { 0 };
+        MissFilter { counts: vec![0; buckets].into_boxed_slice(), mask: buckets.saturating_sub(1) }
+    }
+
+    /// The bucket of a fingerprint (its fifteen hash bits, masked).
+    #[inline(always)]
+    fn bucket(&self, fp: u16) -> usize {
+        (fp >> 1) as usize & self.mask
+    }
+
+    /// False only if no valid entry has fingerprint `fp` (always true without a filter).
+    #[inline(always)]
+    pub(crate) fn may_hold(&self, fp: u16) -> bool {
+        // SAFETY: bucket <= mask == counts.len() - 1 (with a filter).
+        self.mask == 0 || unsafe { *self.counts.get_unchecked(self.bucket(fp)) } != 0
+    }
+
+    /// Counts a valid entry of fingerprint `fp` (`add`) or takes it out.
+    #[inline(always)]
+    pub(crate) fn count(&mut self, fp: u16, add: bool) {
+        if self.mask != 0 {
+            let b = self.bucket(fp);
+            debug_assert!(b < self.counts.len());
+            // SAFETY: b <= mask == counts.len() - 1.
+            let c = unsafe { self.counts.get_unchecked_mut(b) };
+            if add {
+                *c += 1;
+            } else {
+                *c -= 1;
+            }
+        }
+    }
+
+    /// The counts a filter over these fingerprints (0 = empty way) must hold, and the
+    /// ones it holds: equal if it is exact.
+    #[cfg(test)]
+    pub(crate) fn check(&self, fps: impl Iterator<Item = u16>) -> (Vec<u16>, Vec<u16>) {
+        let mut c = vec![0; self.counts.len()];
+        for fp in fps.filter(|&fp| fp != 0) {
+            if self.mask != 0 {
+                c[self.bucket(fp)] += 1;
+            }
+        }
+        (c, self.counts.to_vec())
+    }
+
+    /// True if the structure has a filter.
+    #[cfg(test)]
+    pub(crate) fn enabled(&self) -> bool {
+        self.mask != 0
+    }
 }
 
 /// A key and address space prepared for insertion: the tag word and the fingerprint,
@@ -121,7 +180,6 @@ impl AssocArray {
         let sets = entries / ways;
         let fp_stride = ways.div_ceil(LANES) * LANES;
         // (Counts are 16-bit: an array of more entries than one can count has none.)
-        let buckets = if ways >= FILTER_MIN_WAYS && entries <= u16::MAX as usize { (entries * 16).next_power_of_two().min(FILTER_MAX_BUCKETS) } else { 0 };
         AssocArray {
             sets,
             ways,
@@ -131,25 +189,7 @@ impl AssocArray {
             entries: vec![[INVALID, 0]; entries],
             empty: entries,
             repl: Replacement::new(policy, sets, ways, seed),
-            filter: vec![0; buckets].into_boxed_slice(),
-            filter_mask: buckets.saturating_sub(1),
-        }
-    }
-
-    /// Counts a valid entry of fingerprint `fp` in the miss filter (`add`) or takes it
-    /// out; nothing without a filter.
-    #[inline(always)]
-    fn filter_count(&mut self, fp: u16, add: bool) {
-        if self.filter_mask != 0 {
-            let b = bucket(fp, self.filter_mask);
-            debug_assert!(b < self.filter.len());
-            // SAFETY: b <= filter_mask == filter.len() - 1.
-            let c = unsafe { self.filter.get_unchecked_mut(b) };
-            if add {
-                *c += 1;
-            } else {
-                *c -= 1;
-            }
+            filter: MissFilter::new(entries, ways),
         }
     }
 
@@ -194,8 +234,7 @@ impl AssocArray {
         // sets * fp_stride) and its ways entries (entries.len() == sets * ways) exist;
         // a matching lane is < ways because padding lanes are 0 and fp never is.
         unsafe {
-            // SAFETY (filter): bucket <= filter_mask == filter.len() - 1.
-            if self.filter_mask != 0 && *self.filter.get_unchecked(bucket(fp, self.filter_mask)) == 0 {
+            if !self.filter.may_hold(fp) {
                 return None;
             }
             let fps = self.fps.as_ptr().add(set * self.fp_stride);
@@ -293,9 +332,9 @@ impl AssocArray {
             (old, old_fp)
         };
         if old != INVALID {
-            self.filter_count(old_fp, false);
+            self.filter.count(old_fp, false);
         }
-        self.filter_count(p.fp, true);
+        self.filter.count(p.fp, true);
         (slot, old)
     }
 
@@ -370,7 +409,7 @@ impl AssocArray {
         if self.entries[slot][0] != INVALID {
             let (set, way) = (slot / self.ways, slot % self.ways);
             let fp = std::mem::take(&mut self.fps[set * self.fp_stride + way]);
-            self.filter_count(fp, false);
+            self.filter.count(fp, false);
             self.entries[slot][0] = INVALID;
             self.empty += 1;
         }
@@ -384,7 +423,7 @@ impl AssocArray {
             if t != INVALID && pred(t & MAX_KEY, (t >> 48) as u16, d) {
                 let (set, way) = (s / self.ways, s % self.ways);
                 let fp = std::mem::take(&mut self.fps[set * self.fp_stride + way]);
-                self.filter_count(fp, false);
+                self.filter.count(fp, false);
                 self.entries[s][0] = INVALID;
                 self.empty += 1;
                 n += 1;
@@ -477,18 +516,9 @@ mod tests {
         assert_eq!(ev, None, "the freed way is reused before any eviction");
     }
 
-    /// The miss filter's counts recomputed from the fingerprints.
-    fn recount(a: &AssocArray) -> Vec<u16> {
-        let mut c = vec![0; a.filter.len()];
-        for set in 0..a.sets {
-            for w in 0..a.ways {
-                let fp = a.fps[set * a.fp_stride + w];
-                if fp != 0 {
-                    c[bucket(fp, a.filter_mask)] += 1;
-                }
-            }
-        }
-        c
+    /// The miss filter's counts recomputed from the fingerprints, and its own.
+    fn recount(a: &AssocArray) -> (Vec<u16>, Vec<u16>) {
+        a.filter.check((0..a.sets).flat_map(|set| (0..a.ways).map(move |w| (set, w))).map(|(set, w)| a.fps[set * a.fp_stride + w]))
     }
 
     #[test]
@@ -498,7 +528,7 @@ mod tests {
         // plain list of what each set holds.
         for (entries, ways) in [(64, 64), (40, 40), (96, 32), (600, 300)] {
             let mut a = AssocArray::new(entries, ways, Policy::Lru, 1);
-            assert!(!a.filter.is_empty() && a.filter_mask == a.filter.len() - 1);
+            assert!(a.filter.enabled());
             let sets = entries / ways;
             let mut model: Vec<Vec<(u64, u16)>> = vec![Vec::new(); sets];
             let mut x = 0x2545_f491_4f6c_dd1du64;
@@ -537,13 +567,15 @@ mod tests {
                     }
                 }
                 if step % 97 == 0 {
-                    assert_eq!(a.filter.to_vec(), recount(&a), "step {step}");
+                    let (want, have) = recount(&a);
+                    assert_eq!(have, want, "step {step}");
                 }
             }
-            assert_eq!(a.filter.to_vec(), recount(&a));
+            let (want, have) = recount(&a);
+            assert_eq!(have, want);
             assert_eq!(a.occupancy(), model.iter().map(Vec::len).sum::<usize>());
         }
         // Narrow arrays have none.
-        assert!(AssocArray::new(2048, 16, Policy::Lru, 0).filter.is_empty());
+        assert!(!AssocArray::new(2048, 16, Policy::Lru, 0).filter.enabled());
     }
 }

@@ -14,7 +14,7 @@
 //! most recent): the test at the end of this file checks it against that reference.
 
 use crate::addr::Asid;
-use crate::assoc::{eq_mask16, LANES};
+use crate::assoc::{eq_mask16, MissFilter, LANES};
 use crate::pt::Format;
 use serde::Serialize;
 
@@ -86,20 +86,9 @@ struct LevelCache {
     tail: u32,
     /// Empty ways: while there are any, a fill takes the lowest instead of evicting.
     empty: usize,
-    /// Caches of [`FILTER_MIN_WAYS`] ways or more: per bucket of fingerprints, how many
-    /// valid entries have one there, so most misses skip the hint and the scan (as
-    /// [`crate::assoc::AssocArray`]'s miss filter). Empty, `filter_mask` 0, otherwise.
-    filter: Box<[u16]>,
-    filter_mask: usize,
-}
-
-/// Caches with at least this many ways keep a miss filter.
-const FILTER_MIN_WAYS: usize = 32;
-
-/// The filter bucket of a fingerprint (its fifteen hash bits, masked).
-#[inline(always)]
-fn bucket(fp: u16, mask: usize) -> usize {
-    (fp >> 1) as usize & mask
+    /// Counts of valid entries by fingerprint bucket (large caches only): most misses
+    /// skip the hint and the scan.
+    filter: MissFilter,
 }
 
 impl LevelCache {
@@ -115,11 +104,8 @@ impl LevelCache {
             head: NIL,
             tail: NIL,
             empty: ways,
-            // (16-bit counts: a cache of more ways than one can count has none.)
-            filter: vec![0; if ways >= FILTER_MIN_WAYS && ways <= u16::MAX as usize { (ways * 16).next_power_of_two().min(4096) } else { 0 }].into_boxed_slice(),
-            filter_mask: 0,
+            filter: MissFilter::new(ways, ways),
         };
-        c.filter_mask = c.filter.len().saturating_sub(1);
         // Any initial order will do: a victim is chosen only once every way has been
         // filled, and each fill made its way most recent.
         for w in 0..ways as u32 {
@@ -176,28 +162,10 @@ impl LevelCache {
         (tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize % HINT_SLOTS
     }
 
-    /// Counts a valid entry of fingerprint `fp` in the miss filter (`add`) or takes it
-    /// out; nothing without a filter.
-    #[inline(always)]
-    fn filter_count(&mut self, fp: u16, add: bool) {
-        if self.filter_mask != 0 {
-            let b = bucket(fp, self.filter_mask);
-            debug_assert!(b < self.filter.len());
-            // SAFETY: b <= filter_mask == filter.len() - 1.
-            let c = unsafe { self.filter.get_unchecked_mut(b) };
-            if add {
-                *c += 1;
-            } else {
-                *c -= 1;
-            }
-        }
-    }
-
     /// The table cached under `tag`, made most recent.
     #[inline(always)]
     fn find(&mut self, tag: u64) -> Option<u64> {
-        // SAFETY: bucket <= filter_mask == filter.len() - 1.
-        if self.filter_mask != 0 && unsafe { *self.filter.get_unchecked(bucket(fingerprint(tag), self.filter_mask)) } == 0 {
+        if !self.filter.may_hold(fingerprint(tag)) {
             return None;
         }
         // The hint names the way that last held a tag of this slot: if it holds `tag`
@@ -251,8 +219,8 @@ impl LevelCache {
             old
         };
         // A full cache: the tail held an entry.
-        self.filter_count(old_fp, false);
-        self.filter_count(fingerprint(tag), true);
+        self.filter.count(old_fp, false);
+        self.filter.count(fingerprint(tag), true);
         let slot = self.hint_slot(tag);
         self.hints[slot] = w as u32;
         self.tail_to_head();
@@ -263,7 +231,7 @@ impl LevelCache {
     fn put(&mut self, w: usize, tag: u64, table: u64) {
         debug_assert!(self.fps[w] == 0, "put into an empty way");
         self.fps[w] = fingerprint(tag);
-        self.filter_count(fingerprint(tag), true);
+        self.filter.count(fingerprint(tag), true);
         self.entries[w] = [tag, table];
         let slot = self.hint_slot(tag);
         self.hints[slot] = w as u32;
@@ -292,7 +260,7 @@ impl LevelCache {
             if t != INVALID && pred(t & MAX_KEY, (t >> 48) as Asid) {
                 self.entries[w][0] = INVALID;
                 let fp = std::mem::take(&mut self.fps[w]);
-                self.filter_count(fp, false);
+                self.filter.count(fp, false);
                 self.empty += 1;
             }
         }
@@ -496,15 +464,9 @@ mod tests {
             assert_eq!(fast.enabled(), slow.caches.iter().any(Option::is_some));
             // Every miss filter counts exactly the valid entries' fingerprints.
             for c in fast.caches.iter() {
-                assert_eq!(c.filter.is_empty(), c.entries.len() < FILTER_MIN_WAYS || c.entries.len() > u16::MAX as usize);
-                if c.filter.is_empty() {
-                    continue;
-                }
-                let mut counts = vec![0u16; c.filter.len()];
-                for &fp in c.fps.iter().filter(|&&fp| fp != 0) {
-                    counts[bucket(fp, c.filter_mask)] += 1;
-                }
-                assert_eq!(c.filter.to_vec(), counts, "case {case} {entries:?}");
+                assert_eq!(c.filter.enabled(), c.entries.len() >= 32, "case {case} {entries:?}");
+                let (want, have) = c.filter.check(c.fps.iter().copied());
+                assert_eq!(have, want, "case {case} {entries:?}");
             }
         }
     }
