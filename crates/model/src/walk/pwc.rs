@@ -86,6 +86,11 @@ struct LevelCache {
     tail: u32,
     /// Empty ways: while there are any, a fill takes the lowest instead of evicting.
     empty: usize,
+    /// The most recent entry's tag and table ([`INVALID`] when unknown): a lookup of
+    /// it needs no hint, no scan and no LRU update — the walk's first dependent loads,
+    /// shortened for the common repeat (one upper-level entry covers a whole region).
+    head_tag: u64,
+    head_table: u64,
     /// Counts of valid entries by fingerprint bucket (large caches only): most misses
     /// skip the hint and the scan.
     filter: MissFilter,
@@ -104,6 +109,8 @@ impl LevelCache {
             head: NIL,
             tail: NIL,
             empty: ways,
+            head_tag: INVALID,
+            head_table: 0,
             filter: MissFilter::new(ways, ways),
         };
         // Any initial order will do: a victim is chosen only once every way has been
@@ -165,6 +172,9 @@ impl LevelCache {
     /// The table cached under `tag`, made most recent.
     #[inline(always)]
     fn find(&mut self, tag: u64) -> Option<u64> {
+        if tag == self.head_tag {
+            return Some(self.head_table);
+        }
         if !self.filter.may_hold(fingerprint(tag)) {
             return None;
         }
@@ -175,6 +185,7 @@ impl LevelCache {
         if let Some(&[t, table]) = self.entries.get(hint) {
             if t == tag {
                 self.touch(hint);
+                (self.head_tag, self.head_table) = (tag, table);
                 return Some(table);
             }
         }
@@ -189,6 +200,7 @@ impl LevelCache {
                 if t == tag {
                     self.hints[slot] = w as u32;
                     self.touch(w);
+                    (self.head_tag, self.head_table) = (tag, table);
                     return Some(table);
                 }
                 mask &= mask - 1;
@@ -205,6 +217,7 @@ impl LevelCache {
             let w = self.entries.iter().position(|e| e[0] == INVALID).expect("an empty way is counted");
             self.put(w, tag, table);
             self.touch(w);
+            (self.head_tag, self.head_table) = (tag, table);
             return;
         }
         // Full (the steady state): the least recent way becomes the most recent.
@@ -224,6 +237,7 @@ impl LevelCache {
         let slot = self.hint_slot(tag);
         self.hints[slot] = w as u32;
         self.tail_to_head();
+        (self.head_tag, self.head_table) = (tag, table);
     }
 
     /// Writes `tag` and `table` into way `w` (checked) and its hint.
@@ -255,6 +269,7 @@ impl LevelCache {
 
     /// Empties every way whose (key, asid) satisfies `pred` (LRU order untouched).
     fn invalidate_where(&mut self, mut pred: impl FnMut(u64, Asid) -> bool) {
+        self.head_tag = INVALID;
         for w in 0..self.entries.len() {
             let t = self.entries[w][0];
             if t != INVALID && pred(t & MAX_KEY, (t >> 48) as Asid) {
