@@ -6,9 +6,11 @@
 //! Each cache is fully associative with exact LRU replacement; `entries = 0` disables a
 //! level. The caches sit on every walk, so they have their own compact storage rather
 //! than the general set-associative [`crate::assoc::AssocArray`]: only the enabled
-//! levels are kept, deepest first (the lookup order); a lookup compares 16-bit
-//! fingerprints sixteen at a time and checks the full tag where one matches; LRU is an
-//! intrusive list, so a hit or a fill is O(1). The behaviour is exactly that of an
+//! levels are kept, deepest first (the lookup order); a lookup first compares the most
+//! recent entry's tag (one upper-level entry covers a whole region, so repeats are the
+//! rule), then asks a miss filter (caches of 32 ways or more), then a hashed way hint,
+//! and only then compares 16-bit fingerprints sixteen at a time, checking the full tag
+//! where one matches; LRU is an intrusive list, so a hit or a fill is O(1). The behaviour is exactly that of an
 //! `AssocArray` with one set and [`crate::replacement::Policy::Lru`] (an empty way,
 //! lowest first, is filled before any entry is evicted; hits and fills make an entry
 //! most recent): the test at the end of this file checks it against that reference.
