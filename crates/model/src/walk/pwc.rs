@@ -11,9 +11,10 @@
 //! rule), then asks a miss filter (caches of 32 ways or more), then a hashed way hint,
 //! and only then compares 16-bit fingerprints sixteen at a time, checking the full tag
 //! where one matches; LRU is an intrusive list, so a hit or a fill is O(1). The
-//! behaviour is exactly that of an `AssocArray` with one set and [`crate::replacement::Policy::Lru`] (an empty way,
-//! lowest first, is filled before any entry is evicted; hits and fills make an entry
-//! most recent): the test at the end of this file checks it against that reference.
+//! behaviour is exactly that of an `AssocArray` with one set and
+//! [`crate::replacement::Policy::Lru`] (an empty way, lowest first, is filled before
+//! any entry is evicted; hits and fills make an entry most recent): the test at the end
+//! of this file checks it against that reference.
 
 use crate::addr::Asid;
 use crate::assoc::{eq_mask16, MissFilter, LANES};
