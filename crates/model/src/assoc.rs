@@ -6,7 +6,7 @@
 //! values below 2^48 ([`MAX_KEY`]; TLB levels never look up keys beyond it); every
 //! entry also carries an address-space id and a 64-bit payload.
 
-use crate::replacement::{Policy, Replacement};
+use crate::replacement::{Lru, Policy, Replacement};
 
 /// The key of an empty way.
 pub const INVALID: u64 = u64::MAX;
@@ -47,7 +47,19 @@ pub struct AssocArray {
     /// Empty ways in the whole array: once it is full (the steady state) a fill skips
     /// the search for a free way.
     empty: usize,
+    /// The replacement state of policies other than LRU.
     repl: Replacement,
+    /// The LRU state: the policy's state when `repl` is [`Replacement::Lru`]. Every
+    /// array has one of its full size (untouched under other policies), so the
+    /// LRU-power-of-two path (`FAST` below) reaches it with no dispatch and stays
+    /// memory-safe whatever the array's policy.
+    lru: Lru,
+    /// The set index mask of the `FAST` path: `sets - 1` when `sets` is a power of two
+    /// (the only case that path is taken for), else that of the largest power of two
+    /// below `sets`, so the index is in range whatever the array.
+    fast_mask: u64,
+    /// True if the policy is LRU and `sets` a power of two ([`AssocArray::is_lru_pow2`]).
+    lru_pow2: bool,
     /// Counts of valid entries by fingerprint bucket, for arrays of many ways.
     filter: MissFilter,
 }
@@ -189,6 +201,9 @@ impl AssocArray {
             entries: vec![[INVALID, 0]; entries],
             empty: entries,
             repl: Replacement::new(policy, sets, ways, seed),
+            lru: Lru::new(sets, ways),
+            fast_mask: (1u64 << sets.ilog2()) - 1,
+            lru_pow2: policy == Policy::Lru && sets.is_power_of_two(),
             filter: MissFilter::new(entries, ways),
         }
     }
@@ -209,6 +224,64 @@ impl AssocArray {
         match self.set_mask {
             Some(m) => (n & m) as usize,
             None => (n % self.sets as u64) as usize,
+        }
+    }
+
+    /// True if the policy is LRU and the number of sets a power of two: the shape the
+    /// `FAST` variants of the lookup and the fill ([`AssocArray::find_prepared`],
+    /// [`AssocArray::insert_by`]) are specialised for.
+    pub fn is_lru_pow2(&self) -> bool {
+        self.lru_pow2
+    }
+
+    /// [`AssocArray::set_of`], or with `FAST` (the caller knows [`Self::is_lru_pow2`])
+    /// one mask and no test of the array's shape. `FAST` on another array is memory-safe
+    /// (the index stays below `sets`) but indexes the wrong set.
+    #[inline(always)]
+    fn set_of_g<const FAST: bool>(&self, n: u64) -> usize {
+        if FAST {
+            debug_assert!(self.lru_pow2, "the FAST path on an array that is not LRU with 2^k sets");
+            (n & self.fast_mask) as usize
+        } else {
+            self.set_of(n)
+        }
+    }
+
+    /// A hit on (set, way) (checked).
+    #[inline(always)]
+    fn touch(&mut self, set: usize, way: usize) {
+        if self.repl.is_lru() {
+            self.lru.touch(set, way);
+        } else {
+            self.repl.touch(set, way);
+        }
+    }
+
+    /// (set, way) was just filled.
+    #[inline(always)]
+    fn filled(&mut self, set: usize, way: usize) {
+        if self.repl.is_lru() {
+            self.lru.touch(set, way);
+        } else {
+            self.repl.filled(set, way);
+        }
+    }
+
+    /// The way a fill of the full `set` takes (the policy's victim), recorded as filled;
+    /// `FAST`: LRU with no dispatch (see [`AssocArray::set_of_g`]). Always below `ways`
+    /// (LRU's ring holds no other way; the other policies' is checked).
+    ///
+    /// # Safety
+    /// `set` < sets.
+    #[inline(always)]
+    unsafe fn replace_in_range<const FAST: bool>(&mut self, set: usize) -> usize {
+        if FAST || self.repl.is_lru() {
+            // SAFETY: the caller's contract; `lru` is sized for every array.
+            unsafe { self.lru.replace_unchecked(set) }
+        } else {
+            let way = self.repl.replace(set);
+            assert!(way < self.ways, "victim way {way} out of range");
+            way
         }
     }
 
@@ -261,20 +334,25 @@ impl AssocArray {
     #[inline(always)]
     pub fn find(&mut self, set: usize, key: u64, asid: u16) -> Option<usize> {
         let w = self.search(set, key, asid)?;
-        self.repl.touch(set, w);
+        self.touch(set, w);
         Some(set * self.ways + w)
     }
 
     /// [`AssocArray::find`] of a prepared key in the set `n` indexes (`set_of(n)`): the
-    /// TLB levels' lookup, with no range check (`set_of` is always in range).
+    /// TLB levels' lookup, with no range check (`set_of` is always in range). `FAST`:
+    /// see [`AssocArray::set_of_g`].
     #[inline(always)]
-    pub fn find_prepared(&mut self, n: u64, p: &Prepared) -> Option<usize> {
-        let set = self.set_of(n);
-        // SAFETY: set_of is below sets (a mask of sets - 1, or a remainder by sets);
-        // search_tag returns a way below ways.
+    pub fn find_prepared<const FAST: bool>(&mut self, n: u64, p: &Prepared) -> Option<usize> {
+        let set = self.set_of_g::<FAST>(n);
+        // SAFETY: set_of_g is below sets (a mask of at most sets - 1, or a remainder by
+        // sets); search_tag returns a way below ways; `lru` is sized for every array.
         unsafe {
             let w = self.search_tag(set, p.tag, p.fp)?;
-            self.repl.touch_in_range(set, w);
+            if FAST || self.repl.is_lru() {
+                self.lru.touch_unchecked(set, w);
+            } else {
+                self.repl.touch(set, w);
+            }
             Some(set * self.ways + w)
         }
     }
@@ -298,27 +376,29 @@ impl AssocArray {
     pub fn insert_prepared(&mut self, set: usize, p: &Prepared, data: u64) -> (usize, u64) {
         assert!(set < self.sets, "set {set} out of range");
         // SAFETY: checked just above.
-        unsafe { self.insert_in_set(set, p, data) }
+        unsafe { self.insert_in_set::<false>(set, p, data) }
     }
 
     /// [`AssocArray::insert_prepared`] into the set `n` indexes (`set_of(n)`), with no
-    /// range check of the set (`set_of` is always in range).
+    /// range check of the set (`set_of` is always in range). `FAST`: see
+    /// [`AssocArray::set_of_g`].
     #[inline(always)]
-    pub fn insert_by(&mut self, n: u64, p: &Prepared, data: u64) -> (usize, u64) {
-        let set = self.set_of(n);
-        // SAFETY: set_of is below sets.
-        unsafe { self.insert_in_set(set, p, data) }
+    pub fn insert_by<const FAST: bool>(&mut self, n: u64, p: &Prepared, data: u64) -> (usize, u64) {
+        let set = self.set_of_g::<FAST>(n);
+        // SAFETY: set_of_g is below sets.
+        unsafe { self.insert_in_set::<FAST>(set, p, data) }
     }
 
     /// # Safety
     /// `set` < sets.
     #[inline(always)]
-    unsafe fn insert_in_set(&mut self, set: usize, p: &Prepared, data: u64) -> (usize, u64) {
+    unsafe fn insert_in_set<const FAST: bool>(&mut self, set: usize, p: &Prepared, data: u64) -> (usize, u64) {
         debug_assert!(set < self.sets);
         // A full array (the steady state) asks the policy for victim and fill at once.
         // SAFETY: set < sets (the caller's contract).
-        let way = if self.empty > 0 { self.free_or_victim(set) } else { unsafe { self.repl.replace_in_range(set) } };
-        assert!(way < self.ways, "victim way {way} out of range");
+        let way = if self.empty > 0 { self.free_or_victim(set) } else { unsafe { self.replace_in_range::<FAST>(set) } };
+        // (`free_or_victim` and `replace_in_range` return ways below `ways`.)
+        debug_assert!(way < self.ways, "victim way {way} out of range");
         let slot = set * self.ways + way;
         // SAFETY: set < sets and way < ways (both checked above), so slot < sets * ways
         // == entries.len() and set * fp_stride + way < fps.len().
@@ -346,10 +426,11 @@ impl AssocArray {
         match self.free_way(set) {
             Some(w) => {
                 self.empty -= 1;
-                self.repl.filled(set, w);
+                self.filled(set, w);
                 w
             }
-            None => self.repl.replace(set),
+            // SAFETY: set < sets (every caller's contract).
+            None => unsafe { self.replace_in_range::<false>(set) },
         }
     }
 

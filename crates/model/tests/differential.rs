@@ -7,7 +7,7 @@
 
 use mmulab_model::addr::PageSize;
 use mmulab_model::replacement::Policy;
-use mmulab_model::tlb::{Serves, Tlb, TlbSpec, Unsupported};
+use mmulab_model::tlb::{Hierarchy, Serves, Tlb, TlbSpec, Unsupported};
 use mmulab_model::translation::{Attrs, Translation};
 use mmulab_trace::workload::SplitMix64;
 
@@ -267,6 +267,106 @@ fn fully_associative_lru_of_n_entries_holds_exactly_n_pages() {
             }
             let expect_misses = if pages <= entries { 0 } else { 2 * pages as u64 };
             assert_eq!(tlb.stats().misses, expect_misses, "entries {entries} pages {pages}");
+        }
+    }
+}
+
+/// The reference of a two-level hierarchy: an entry level in front of a second one,
+/// each a [`RefTlb`]; a hit in the second refills the first, a miss in both fills both.
+struct RefHierarchy {
+    levels: [RefTlb; 2],
+}
+
+impl RefHierarchy {
+    /// (level, translation) of the hit, if any, after the refills.
+    fn access(&mut self, va: u64, asid: u16, truth: &Translation) -> Option<(usize, (u64, PageSize, u64))> {
+        if let Some(e) = self.levels[0].lookup(va, asid) {
+            return Some((0, (e.vpn, e.size, e.pa)));
+        }
+        if let Some(e) = self.levels[1].lookup(va, asid) {
+            let t = Translation { va: e.vpn << e.size.shift(), pa: e.pa, size: e.size, asid, attrs: truth.attrs };
+            self.levels[0].fill(&t, va);
+            return Some((1, (e.vpn, e.size, e.pa)));
+        }
+        self.levels[0].fill(truth, va);
+        self.levels[1].fill(truth, va);
+        None
+    }
+}
+
+/// The specialised path of a hierarchy whose levels are all LRU with power-of-two set
+/// counts (`Hierarchy::lookup_as::<true>` and `fill_path::<true>`, which the simulator
+/// takes for such machines, e.g. the default one) against the reference model, over
+/// random geometries of that shape, page-size mixes, splintering and bypassing levels
+/// and invalidations; and its counters against the general path's on the same trace.
+#[test]
+fn specialised_lru_power_of_two_hierarchy_matches_the_reference() {
+    let all = [PageSize::K4, PageSize::K64, PageSize::M2, PageSize::G1];
+    let mut rng = SplitMix64::new(0x5eed_f457);
+    for case in 0..300 {
+        let spec = |name: &str, ways: usize, sets: usize, next: Option<usize>, rng: &mut SplitMix64| {
+            let mut sizes: Vec<PageSize> = all.iter().copied().filter(|_| rng.below(3) != 0).collect();
+            if sizes.is_empty() {
+                sizes.push(all[rng.below(4) as usize]);
+            }
+            TlbSpec {
+                name: name.into(),
+                serves: Serves::Unified,
+                entries: sets * ways,
+                ways,
+                page_sizes: sizes,
+                unsupported: if rng.below(2) == 0 { Unsupported::Splinter } else { Unsupported::Bypass },
+                replacement: Policy::Lru,
+                latency: 1,
+                next,
+                seed: 0,
+            }
+        };
+        let l1 = spec("l1", [1usize, 2, 4, 8, 16, 32, 64][rng.below(7) as usize], [1usize, 2, 4][rng.below(3) as usize], Some(1), &mut rng);
+        let l2 = spec("l2", [1usize, 4, 8, 12, 16, 17][rng.below(6) as usize], [1usize, 2, 16, 64][rng.below(4) as usize], None, &mut rng);
+        let specs = vec![l1.clone(), l2.clone()];
+        let mut fast = Hierarchy::new(specs.clone(), 0, 0);
+        let mut general = Hierarchy::new(specs, 0, 0);
+        assert!(fast.is_lru_pow2(), "case {case}: LRU with 2^k sets");
+        let mut reference = RefHierarchy { levels: [RefTlb::new(&l1), RefTlb::new(&l2)] };
+        let region_sizes: Vec<PageSize> = (0..4).map(|_| all[rng.below(4) as usize]).collect();
+        let span_pages = ((l1.entries + l2.entries) as u64 * 2).max(8);
+        for step in 0..3000 {
+            let asid = rng.below(2) as u16;
+            let va = (rng.below(4) << 30) | (rng.below(span_pages) << 12) | (rng.below(4096) & !7);
+            if rng.below(150) == 0 {
+                let start = va & !((1 << 21) - 1);
+                fast.invalidate_range(asid, start, start + (1 << 21));
+                general.invalidate_range(asid, start, start + (1 << 21));
+                for r in &mut reference.levels {
+                    r.invalidate(asid, start, start + (1 << 21));
+                }
+            }
+            let t = truth(va, asid, &region_sizes);
+            let want = reference.access(va, asid, &t);
+            for (h, is_fast) in [(&mut fast, true), (&mut general, false)] {
+                let look = if is_fast { h.lookup_as::<true>(va, asid, false) } else { h.lookup_as::<false>(va, asid, false) };
+                let got = look.hit.map(|(level, slot)| {
+                    let e = h.entry(level, slot, asid);
+                    (level, (e.va >> e.size.shift(), e.size, e.pa))
+                });
+                assert_eq!(got, want, "case {case} step {step} (fast {is_fast}): va {va:#x} asid {asid} l1 {l1:?} l2 {l2:?}");
+                let (upto, fill) = match look.hit {
+                    Some((level, slot)) => (look.len - 1, h.entry(level, slot, asid)),
+                    None => (look.len, t),
+                };
+                if upto > 0 {
+                    if is_fast {
+                        h.fill_path::<true>(false, upto, &fill, va);
+                    } else {
+                        h.fill_path::<false>(false, upto, &fill, va);
+                    }
+                }
+            }
+        }
+        for (a, b) in fast.levels().iter().zip(general.levels()) {
+            assert_eq!(a.stats(), b.stats(), "case {case}: counters of {}", a.spec().name);
+            assert_eq!(a.occupancy(), b.occupancy(), "case {case}");
         }
     }
 }

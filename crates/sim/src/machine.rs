@@ -49,6 +49,9 @@ pub struct Machine {
     root_cache: (u32, u64),
     cost: WalkCost,
     has_instr_path: bool,
+    /// Every core's TLB levels are LRU with power-of-two set counts
+    /// ([`Hierarchy::is_lru_pow2`]): misses take the path specialised for that shape.
+    tlb_lru_pow2: bool,
     shootdowns: Vec<Shootdown>,
     pub(crate) counters: Counters,
     /// Walks by start level, counted here with no range check (a start level is below
@@ -100,7 +103,7 @@ impl Machine {
     pub fn new(spec: MachineSpec) -> Result<Machine, SimError> {
         let mem = Memory::new(spec.memory_bytes)?;
         let instr = spec.instr_entry.unwrap_or(spec.data_entry);
-        let cores = (0..spec.cores)
+        let cores: Vec<Core> = (0..spec.cores)
             .map(|_| Core {
                 tlbs: Hierarchy::new(spec.tlbs.clone(), spec.data_entry, instr),
                 pwc: Pwc::new(spec.format, &spec.pwc_entries),
@@ -119,12 +122,14 @@ impl Machine {
         let mut mem = mem;
         let bg = crate::background::Background::new(&spec, &mut mem);
         let nlevels = spec.tlbs.len();
+        let tlb_lru_pow2 = cores.iter().all(|c| c.tlbs.is_lru_pow2());
         Ok(Machine {
             fmt: spec.format,
             va_bits: spec.format.va_bits(),
             root_cache: NO_ROOT,
             cost: spec.cost,
             has_instr_path: spec.instr_entry.is_some(),
+            tlb_lru_pow2,
             cores,
             mem,
             spaces: Vec::new(),
@@ -248,15 +253,21 @@ impl Machine {
             // A store to a clean entry: undo the count and take the full path.
             entry.undo_mru_hit();
         }
-        self.access_miss(core, r, instr)
+        if self.tlb_lru_pow2 {
+            self.access_miss::<true>(core, r, instr)
+        } else {
+            self.access_miss::<false>(core, r, instr)
+        }
     }
 
     /// The full lookup of one reference along its TLB path, the walk after a full
     /// miss, and the fills (see the module documentation for the order of events).
+    /// `FAST` if every TLB level is LRU with a power-of-two number of sets
+    /// (`tlb_lru_pow2`): one copy of the path specialised for that shape.
     #[inline(never)]
-    fn access_miss(&mut self, core: usize, r: &MemRef, instr: bool) -> Result<(), SimError> {
+    fn access_miss<const FAST: bool>(&mut self, core: usize, r: &MemRef, instr: bool) -> Result<(), SimError> {
         let tlbs = &mut self.core_mut(core).tlbs;
-        let look = tlbs.lookup(r.addr, r.asid, instr);
+        let look = tlbs.lookup_as::<FAST>(r.addr, r.asid, instr);
         match look.hit {
             Some((level, slot)) => {
                 if r.kind == AccessKind::Store && !tlbs.levels()[level].attrs_at(slot).has(Attrs::WRITABLE | Attrs::DIRTY) {
@@ -268,14 +279,14 @@ impl Machine {
                 }
                 if look.len > 1 {
                     let t = tlbs.entry(level, slot, r.asid);
-                    tlbs.fill_path(instr, look.len - 1, &t, r.addr);
+                    tlbs.fill_path::<FAST>(instr, look.len - 1, &t, r.addr);
                 }
                 Ok(())
             }
             // Control references (the exit marker, unmap markers) all lie at or above
             // the exit address: one compare on the common path.
             None if r.addr >= crate::background::EXIT_ADDR => self.marker_or_walk(core, r, instr, look.len),
-            None => self.walk_fill(core, r, instr, look.len),
+            None => self.walk_fill::<FAST>(core, r, instr, look.len),
         }
     }
 
@@ -290,7 +301,7 @@ impl Machine {
         } else if is_unmap_marker(r.addr) {
             self.unmap_marker(r)
         } else {
-            self.walk_fill(core, r, instr, upto)
+            self.walk_fill::<false>(core, r, instr, upto)
         }
     }
 
@@ -305,12 +316,12 @@ impl Machine {
         if t.attrs.has(Attrs::WRITABLE) {
             let t = self.set_dirty(r, t)?;
             let tlbs = &mut self.cores[core].tlbs;
-            tlbs.levels_mut()[hit_level].set_attrs(hit_slot, t.attrs);
+            tlbs.set_attrs(hit_level, hit_slot, t.attrs);
             tlbs.add_attrs(r.addr, r.asid, Attrs::DIRTY | Attrs::ACCESSED);
             tlbs.fill(&path[..path.len() - 1], &t, r.addr);
         } else {
             self.fault(r)?;
-            self.walk_fill(core, r, instr, path.len())?;
+            self.walk_fill::<false>(core, r, instr, path.len())?;
         }
         Ok(())
     }
@@ -334,7 +345,7 @@ impl Machine {
     /// [`Machine::walk_slow`]. (Each branch fills on its own, so the fast one passes the
     /// translation straight from the walk to the fill.)
     #[inline(always)]
-    fn walk_fill(&mut self, core: usize, r: &MemRef, instr: bool, upto: usize) -> Result<(), SimError> {
+    fn walk_fill<const FAST: bool>(&mut self, core: usize, r: &MemRef, instr: bool, upto: usize) -> Result<(), SimError> {
         if r.addr >> self.va_bits != 0 {
             return Err(self.beyond_va(r));
         }
@@ -353,7 +364,7 @@ impl Machine {
             let need = if r.kind == AccessKind::Store { Attrs::ACCESSED | Attrs::DIRTY | Attrs::WRITABLE } else { Attrs::ACCESSED };
             if t.attrs.has(need) {
                 self.count_walk(r, &res);
-                self.core_mut(core).tlbs.fill_path_inline(instr, upto, &t, r.addr);
+                self.core_mut(core).tlbs.fill_path_inline::<FAST>(instr, upto, &t, r.addr);
                 return Ok(());
             }
         }
@@ -415,7 +426,7 @@ impl Machine {
     #[inline(never)]
     fn walk_slow(&mut self, core: usize, r: &MemRef, mut res: WalkResult, instr: bool, upto: usize) -> Result<(), SimError> {
         let t = self.walk_retry(core, r, &mut res)?;
-        self.cores[core].tlbs.fill_path(instr, upto, &t, r.addr);
+        self.cores[core].tlbs.fill_path::<false>(instr, upto, &t, r.addr);
         Ok(())
     }
 

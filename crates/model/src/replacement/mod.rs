@@ -41,11 +41,14 @@ impl Policy {
     pub const NAMES: [&'static str; 4] = ["lru", "plru", "fifo", "random"];
 }
 
-/// Replacement state of one array (closed enum: static dispatch on the hot path).
+/// Replacement state of one array, for every policy but LRU. LRU, the default and by
+/// far the most used, keeps its state in an [`Lru`] the array holds beside this enum
+/// ([`crate::assoc::AssocArray`]), so its hot path reaches it with no dispatch; the other
+/// policies are called out of line so they do not crowd that path's registers.
 #[derive(Clone, Debug)]
 pub enum Replacement {
-    /// See [`Lru`].
-    Lru(Lru),
+    /// LRU: the state is the array's [`Lru`].
+    Lru,
     /// See [`Plru`].
     Plru(Plru),
     /// See [`Fifo`].
@@ -55,113 +58,54 @@ pub enum Replacement {
 }
 
 impl Replacement {
-    /// State for `sets` × `ways` under `policy`.
+    /// State for `sets` × `ways` under `policy` (nothing for LRU, see above).
     pub fn new(policy: Policy, sets: usize, ways: usize, seed: u64) -> Replacement {
         match policy {
-            Policy::Lru => Replacement::Lru(Lru::new(sets, ways)),
+            Policy::Lru => Replacement::Lru,
             Policy::Plru => Replacement::Plru(Plru::new(sets, ways)),
             Policy::Fifo => Replacement::Fifo(Fifo::new(sets, ways)),
             Policy::Random => Replacement::Random(Random::new(ways, seed)),
         }
     }
 
-    /// A hit on (set, way). LRU, the default and by far the most used, is tested
-    /// first with one compare and inlined; the other policies are called out of line so
-    /// they do not crowd the hot path's registers.
+    /// True for LRU, whose state the array keeps.
     #[inline(always)]
+    pub fn is_lru(&self) -> bool {
+        matches!(self, Replacement::Lru)
+    }
+
+    /// A hit on (set, way) (nothing for LRU, whose state is elsewhere).
+    #[inline(never)]
     pub fn touch(&mut self, set: usize, way: usize) {
         match self {
-            Replacement::Lru(p) => p.touch(set, way),
-            _ => self.touch_other(set, way),
-        }
-    }
-
-    /// [`Replacement::touch`] for callers that hold `set < sets` and `way < ways` by
-    /// construction: LRU skips its range checks; the other policies keep theirs.
-    ///
-    /// # Safety
-    /// `set` < sets and `way` < ways.
-    #[inline(always)]
-    pub unsafe fn touch_in_range(&mut self, set: usize, way: usize) {
-        match self {
-            // SAFETY: the caller's contract.
-            Replacement::Lru(p) => unsafe { p.touch_unchecked(set, way) },
-            _ => self.touch_other(set, way),
-        }
-    }
-
-    #[inline(never)]
-    fn touch_other(&mut self, set: usize, way: usize) {
-        match self {
             Replacement::Plru(p) => p.touch(set, way),
-            Replacement::Lru(p) => p.touch(set, way),
-            Replacement::Fifo(_) | Replacement::Random(_) => {}
+            Replacement::Lru | Replacement::Fifo(_) | Replacement::Random(_) => {}
         }
     }
 
-    /// (set, way) was just filled.
-    #[inline(always)]
-    pub fn filled(&mut self, set: usize, way: usize) {
-        match self {
-            Replacement::Lru(p) => p.touch(set, way),
-            _ => self.filled_other(set, way),
-        }
-    }
-
+    /// (set, way) was just filled (nothing for LRU).
     #[inline(never)]
-    fn filled_other(&mut self, set: usize, way: usize) {
+    pub fn filled(&mut self, set: usize, way: usize) {
         match self {
             Replacement::Plru(p) => p.touch(set, way),
             Replacement::Fifo(p) => p.filled(set, way),
-            Replacement::Lru(p) => p.touch(set, way),
-            Replacement::Random(_) => {}
+            Replacement::Lru | Replacement::Random(_) => {}
         }
     }
 
     /// Chooses the way to evict from a full set and records its fill: `victim`, then
-    /// `filled` of that way, in one step (LRU's is O(1) and inlined).
-    #[inline(always)]
-    pub fn replace(&mut self, set: usize) -> usize {
-        match self {
-            Replacement::Lru(p) => p.replace(set),
-            _ => self.replace_other(set),
-        }
-    }
-
-    /// [`Replacement::replace`] for callers that hold `set < sets`; the way it returns
-    /// is always < ways (LRU's ring holds no other; the other policies assert it).
-    ///
-    /// # Safety
-    /// `set` < sets.
-    #[inline(always)]
-    pub unsafe fn replace_in_range(&mut self, set: usize) -> usize {
-        match self {
-            // SAFETY: the caller's contract.
-            Replacement::Lru(p) => unsafe { p.replace_unchecked(set) },
-            _ => self.replace_other(set),
-        }
-    }
-
+    /// `filled` of that way. Not for LRU (its array asks its own state): panics.
     #[inline(never)]
-    fn replace_other(&mut self, set: usize) -> usize {
-        let way = self.victim_other(set);
-        self.filled_other(set, way);
+    pub fn replace(&mut self, set: usize) -> usize {
+        let way = self.victim(set);
+        self.filled(set, way);
         way
     }
 
-    /// The way to evict from a full set.
-    #[inline(always)]
+    /// The way to evict from a full set. Not for LRU: panics.
     pub fn victim(&mut self, set: usize) -> usize {
         match self {
-            Replacement::Lru(p) => p.victim(set),
-            _ => self.victim_other(set),
-        }
-    }
-
-    #[inline(never)]
-    fn victim_other(&mut self, set: usize) -> usize {
-        match self {
-            Replacement::Lru(p) => p.victim(set),
+            Replacement::Lru => unreachable!("LRU state lives in the array"),
             Replacement::Plru(p) => p.victim(set),
             Replacement::Fifo(p) => p.victim(set),
             Replacement::Random(p) => p.victim(),

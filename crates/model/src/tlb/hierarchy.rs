@@ -21,6 +21,10 @@ pub struct Hierarchy {
     /// its `next` chain (computed once).
     data_path: Path,
     instr_path: Path,
+    /// True if every level is LRU with a power-of-two number of sets
+    /// ([`Hierarchy::is_lru_pow2`]). The levels never change after construction (no
+    /// method hands one out to be replaced), so neither does this.
+    lru_pow2: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -72,7 +76,8 @@ impl Hierarchy {
         for (i, t) in levels.iter_mut().enumerate() {
             t.set_tracks_mru(i == data_path.levels[0] as usize || i == instr_path.levels[0] as usize);
         }
-        Hierarchy { levels, data_path, instr_path }
+        let lru_pow2 = levels.iter().all(Tlb::is_lru_pow2);
+        Hierarchy { levels, data_path, instr_path, lru_pow2 }
     }
 
     /// The levels, in config order.
@@ -80,14 +85,23 @@ impl Hierarchy {
         &self.levels
     }
 
-    /// Mutable access to the levels (invalidation, tests).
-    pub fn levels_mut(&mut self) -> &mut [Tlb] {
-        &mut self.levels
+    /// True if every level's replacement is LRU and its number of sets a power of two
+    /// (the common shape, e.g. the default machine's): then the `FAST` variants of
+    /// [`Hierarchy::lookup_as`] and the fills serve it with no per-level test of the
+    /// shape (one mask for the set, LRU reached directly).
+    pub fn is_lru_pow2(&self) -> bool {
+        self.lru_pow2
+    }
+
+    /// Updates the attribute bits of the entry in `slot` of level `level` (a store's
+    /// dirty bit on the hit entry).
+    pub fn set_attrs(&mut self, level: usize, slot: usize, attrs: crate::translation::Attrs) {
+        self.levels[level].set_attrs(slot, attrs);
     }
 
     /// Level `i` of a path. Paths are built from validated specs, every index in them
     /// is checked against the levels once in [`Hierarchy::new`], and the number of
-    /// levels never changes afterwards (`levels_mut` lends a slice), so the lookups and
+    /// levels never changes afterwards (no method adds, removes or replaces one), so the lookups and
     /// fills on every reference index without a check.
     #[inline(always)]
     fn level_on_path(&mut self, i: u8) -> &mut Tlb {
@@ -117,16 +131,26 @@ impl Hierarchy {
     /// caller (measured: 2.8% fewer instructions on GUPS than a call for the loop).
     #[inline]
     pub fn lookup(&mut self, va: u64, asid: Asid, instr: bool) -> Lookup {
+        self.lookup_as::<false>(va, asid, instr)
+    }
+
+    /// [`Hierarchy::lookup`], with `FAST` specialised for a hierarchy that
+    /// [`Hierarchy::is_lru_pow2`] (checked in debug builds). `FAST` on another hierarchy
+    /// is memory-safe but looks up the wrong sets: callers test the shape once and call
+    /// the matching variant.
+    #[inline(always)]
+    pub fn lookup_as<const FAST: bool>(&mut self, va: u64, asid: Asid, instr: bool) -> Lookup {
+        debug_assert!(!FAST || self.lru_pow2, "the FAST lookup on a hierarchy that is not LRU with 2^k sets");
         let path = if instr { self.instr_path } else { self.data_path };
         if va >> VA_LIMIT_BITS != 0 {
             return self.lookup_beyond(&path);
         }
         let first = path.levels[0] as usize;
         let tlb = self.level_on_path(path.levels[0]);
-        if let Some(slot) = tlb.probe_below_limit(va, asid) {
+        if let Some(slot) = tlb.probe_below_limit::<FAST>(va, asid) {
             return Lookup { len: 1, hit: Some((first, slot)) };
         }
-        self.lookup_behind(&path, va, asid)
+        self.lookup_behind::<FAST>(&path, va, asid)
     }
 
     /// A lookup of an address no level can hold (2^56 or more): a miss at every level.
@@ -142,10 +166,10 @@ impl Hierarchy {
     /// The levels behind the entry level (one shared site for all of them), for an
     /// address below 2^56.
     #[inline(always)]
-    fn lookup_behind(&mut self, path: &Path, va: u64, asid: Asid) -> Lookup {
+    fn lookup_behind<const FAST: bool>(&mut self, path: &Path, va: u64, asid: Asid) -> Lookup {
         for n in 1..path.len {
             let i = path.levels[n];
-            if let Some(slot) = self.level_on_path(i).probe_below_limit(va, asid) {
+            if let Some(slot) = self.level_on_path(i).probe_below_limit::<FAST>(va, asid) {
                 return Lookup { len: n + 1, hit: Some((i as usize, slot)) };
             }
         }
@@ -162,25 +186,27 @@ impl Hierarchy {
     /// position `upto`, with `t` for an access to `va`.
     ///
     /// One out-of-line loop with each level's fill inlined into it: a miss fills two or
-    /// three levels, and one call costs less than one per level.
+    /// three levels, and one call costs less than one per level. `FAST`: see
+    /// [`Hierarchy::lookup_as`].
     #[inline(never)]
-    pub fn fill_path(&mut self, instr: bool, upto: usize, t: &Translation, va: u64) {
-        self.fill_path_inline(instr, upto, t, va)
+    pub fn fill_path<const FAST: bool>(&mut self, instr: bool, upto: usize, t: &Translation, va: u64) {
+        self.fill_path_inline::<FAST>(instr, upto, t, va)
     }
 
     /// [`Hierarchy::fill_path`], inlined into its caller: the walk's common case fills
     /// with the translation still in registers.
     #[inline(always)]
-    pub fn fill_path_inline(&mut self, instr: bool, upto: usize, t: &Translation, va: u64) {
+    pub fn fill_path_inline<const FAST: bool>(&mut self, instr: bool, upto: usize, t: &Translation, va: u64) {
+        debug_assert!(!FAST || self.lru_pow2, "the FAST fill on a hierarchy that is not LRU with 2^k sets");
         let path = if instr { self.instr_path } else { self.data_path };
         let k = FillKey::new(t);
         // The entry level at a call site of its own, the levels behind it at another (as
         // in `lookup`): the host predicts each site's branches (e.g. whether the level
         // remembers its most recent entry) without the two interleaving.
         if let Some((&first, behind)) = path.levels[..upto.min(path.len)].split_first() {
-            self.level_on_path(first).fill_key(&k, t, va);
+            self.level_on_path(first).fill_key::<FAST>(&k, t, va);
             for &i in behind {
-                self.level_on_path(i).fill_key(&k, t, va);
+                self.level_on_path(i).fill_key::<FAST>(&k, t, va);
             }
         }
     }

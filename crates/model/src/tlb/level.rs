@@ -180,6 +180,12 @@ impl Tlb {
         &self.spec
     }
 
+    /// True if the level's replacement is LRU and its number of sets a power of two:
+    /// the shape the hierarchy's specialised path serves ([`super::Hierarchy::lookup`]).
+    pub fn is_lru_pow2(&self) -> bool {
+        self.array.is_lru_pow2()
+    }
+
     /// True if the level holds entries of `size` as such.
     #[inline]
     pub fn supports(&self, size: PageSize) -> bool {
@@ -232,7 +238,7 @@ impl Tlb {
         if va >> VA_LIMIT_BITS != 0 {
             return self.probe_beyond();
         }
-        self.probe_below_limit(va, asid)
+        self.probe_below_limit::<false>(va, asid)
     }
 
     /// A lookup of an address of 56 bits or more: always a miss (see `probe_sizes`).
@@ -243,26 +249,47 @@ impl Tlb {
         None
     }
 
-    /// [`Tlb::probe`] of an address the caller checked is below 2^56.
+    /// [`Tlb::probe`] of an address the caller checked is below 2^56. `FAST`: the
+    /// caller knows the level is LRU with a power-of-two number of sets
+    /// ([`Tlb::is_lru_pow2`]; see [`AssocArray::find_prepared`]).
     #[inline(always)]
-    pub(crate) fn probe_below_limit(&mut self, va: u64, asid: Asid) -> Option<usize> {
+    pub(crate) fn probe_below_limit<const FAST: bool>(&mut self, va: u64, asid: Asid) -> Option<usize> {
         debug_assert!(va >> VA_LIMIT_BITS == 0);
         self.counts.accesses += 1;
-        // The held sizes by bit, smallest first (a bit index is `PageSize as usize`, so
-        // it is the size's key nibble; the 16-entry table needs no bounds check).
+        // A level holding 4 KiB entries only (every level under the base policy, most
+        // of them most of the time under the others): one probe whose shift and key
+        // nibble are constants, with no loop state to keep live (measured: 24 fewer
+        // instructions per GUPS update than the loop).
         let mut held = self.held_mask;
+        if held == 1 << PageSize::K4 as u16 {
+            return self.probe_size::<FAST>(va, asid, PageSize::K4 as usize);
+        }
+        // One other size (e.g. 2 MiB entries only, under a fixed-size policy).
+        if held & held.wrapping_sub(1) == 0 {
+            return if held == 0 { None } else { self.probe_size::<FAST>(va, asid, held.trailing_zeros() as usize) };
+        }
+        // The held sizes by bit, smallest first (a bit index is `PageSize as usize`, so
+        // it is the size's key nibble).
         while held != 0 {
-            let i = held.trailing_zeros() as usize & 15;
-            let shift = SHIFT_BY_INDEX[i];
-            let vpn = va >> shift;
-            if let Some(slot) = self.array.find_prepared(vpn, &Prepared::new_below_max((vpn << 4) | i as u64, asid)) {
-                self.counts.hits += 1;
-                self.remember(slot, vpn, shift, asid);
+            if let Some(slot) = self.probe_size::<FAST>(va, asid, held.trailing_zeros() as usize) {
                 return Some(slot);
             }
             held &= held - 1;
         }
         None
+    }
+
+    /// The probe of one held size (`i` = `PageSize as usize`, its key nibble; masked
+    /// with 15, so the 16-entry shift table needs no bounds check).
+    #[inline(always)]
+    fn probe_size<const FAST: bool>(&mut self, va: u64, asid: Asid, i: usize) -> Option<usize> {
+        let i = i & 15;
+        let shift = SHIFT_BY_INDEX[i];
+        let vpn = va >> shift;
+        let slot = self.array.find_prepared::<FAST>(vpn, &Prepared::new_below_max((vpn << 4) | i as u64, asid))?;
+        self.counts.hits += 1;
+        self.remember(slot, vpn, shift, asid);
+        Some(slot)
     }
 
     /// The entry in `slot` (a slot [`Tlb::probe`] returned), as a translation of `asid`.
@@ -320,7 +347,7 @@ impl Tlb {
     /// Caches `t` for an access to `va` (splintering or bypassing an unsupported size);
     /// returns the slot, or `None` when bypassed.
     pub fn fill(&mut self, t: &Translation, va: u64) -> Option<usize> {
-        self.fill_key(&FillKey::new(t), t, va)
+        self.fill_key::<false>(&FillKey::new(t), t, va)
     }
 
     /// [`Tlb::fill`] of a size the level does not hold: splinter or bypass.
@@ -342,13 +369,13 @@ impl Tlb {
     /// an entry of the same size (the common case) leaves them as they are.
     #[inline(always)]
     fn insert(&mut self, t: &Translation) -> usize {
-        self.insert_key(&FillKey::new(t))
+        self.insert_key::<false>(&FillKey::new(t))
     }
 
     /// [`Tlb::insert`] of a prepared entry.
     #[inline(always)]
-    fn insert_key(&mut self, k: &FillKey) -> usize {
-        let (slot, old) = self.array.insert_by(k.vpn, &k.prepared, k.data);
+    fn insert_key<const FAST: bool>(&mut self, k: &FillKey) -> usize {
+        let (slot, old) = self.array.insert_by::<FAST>(k.vpn, &k.prepared, k.data);
         self.counts.fills += 1;
         if old != INVALID {
             // The key's low nibble is its size: compare before decoding (usually equal).
@@ -367,9 +394,9 @@ impl Tlb {
     /// [`Tlb::fill`] of a prepared entry (`k` made from `t`): the hierarchy prepares one
     /// for all the levels of a path.
     #[inline(always)]
-    pub(crate) fn fill_key(&mut self, k: &FillKey, t: &Translation, va: u64) -> Option<usize> {
+    pub(crate) fn fill_key<const FAST: bool>(&mut self, k: &FillKey, t: &Translation, va: u64) -> Option<usize> {
         if self.supports(k.size) {
-            return Some(self.insert_key(k));
+            return Some(self.insert_key::<FAST>(k));
         }
         if self.spec.unsupported == Unsupported::Bypass {
             // Per-size arrays (e.g. an L1 for 4K beside one for 2M) bypass on most fills.
