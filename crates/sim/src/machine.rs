@@ -253,23 +253,36 @@ impl Machine {
             // A store to a clean entry: undo the count and take the full path.
             entry.undo_mru_hit();
         }
-        if self.tlb_lru_pow2 {
-            self.access_miss::<true>(core, r, instr)
-        } else {
-            self.access_miss::<false>(core, r, instr)
-        }
+        self.access_miss(core, r, instr)
     }
 
     /// The full lookup of one reference along its TLB path, the walk after a full
-    /// miss, and the fills (see the module documentation for the order of events).
-    /// `FAST` if every TLB level is LRU with a power-of-two number of sets
-    /// (`tlb_lru_pow2`): one copy of the path specialised for that shape.
+    /// miss, and the fills (see the module documentation for the order of events):
+    /// one copy specialised for TLB levels that are all LRU with power-of-two set
+    /// counts (`tlb_lru_pow2`), one for any others. (The choice is made here, out of
+    /// line, rather than in the run loop, whose code it would otherwise crowd.)
     #[inline(never)]
-    fn access_miss<const FAST: bool>(&mut self, core: usize, r: &MemRef, instr: bool) -> Result<(), SimError> {
+    fn access_miss(&mut self, core: usize, r: &MemRef, instr: bool) -> Result<(), SimError> {
+        if self.tlb_lru_pow2 {
+            self.access_miss_as::<true>(core, r, instr)
+        } else {
+            self.access_miss_as::<false>(core, r, instr)
+        }
+    }
+
+    /// [`Machine::access_miss`] for one shape of TLB levels (`FAST`: see there).
+    #[inline(always)]
+    fn access_miss_as<const FAST: bool>(&mut self, core: usize, r: &MemRef, instr: bool) -> Result<(), SimError> {
         let tlbs = &mut self.core_mut(core).tlbs;
         let look = tlbs.lookup_as::<FAST>(r.addr, r.asid, instr);
         match look.hit {
             Some((level, slot)) => {
+                // Whether the hit was behind the entry level is taken first, right after
+                // the lookup's returns, where the compiler can resolve it on each (an
+                // entry-level hit has length 1). Tested after the store check instead, it
+                // stayed a branch on a value: cachegrind counted 0.19 more mispredictions
+                // per GUPS update with 2 MiB pages (0.70 against 0.51).
+                let refill = look.len > 1;
                 if r.kind == AccessKind::Store && !tlbs.levels()[level].attrs_at(slot).has(Attrs::WRITABLE | Attrs::DIRTY) {
                     let t = tlbs.entry(level, slot, r.asid);
                     let path = tlbs.path(instr);
@@ -277,7 +290,7 @@ impl Machine {
                     p[..look.len].copy_from_slice(&path[..look.len]);
                     return self.store_to_clean(core, r, instr, &p[..look.len], slot, t);
                 }
-                if look.len > 1 {
+                if refill {
                     let t = tlbs.entry(level, slot, r.asid);
                     tlbs.fill_path::<FAST>(instr, look.len - 1, &t, r.addr);
                 }
