@@ -247,23 +247,16 @@ impl AssocArray {
         }
     }
 
-    /// A hit on (set, way) (checked).
+    /// Records a hit on (set, way), or with `fill` its fill, in the policy's state
+    /// (checked; LRU treats both alike).
     #[inline(always)]
-    fn touch(&mut self, set: usize, way: usize) {
+    fn record(&mut self, set: usize, way: usize, fill: bool) {
         if self.repl.is_lru() {
             self.lru.touch(set, way);
+        } else if fill {
+            self.repl.filled(set, way);
         } else {
             self.repl.touch(set, way);
-        }
-    }
-
-    /// (set, way) was just filled.
-    #[inline(always)]
-    fn filled(&mut self, set: usize, way: usize) {
-        if self.repl.is_lru() {
-            self.lru.touch(set, way);
-        } else {
-            self.repl.filled(set, way);
         }
     }
 
@@ -334,7 +327,7 @@ impl AssocArray {
     #[inline(always)]
     pub fn find(&mut self, set: usize, key: u64, asid: u16) -> Option<usize> {
         let w = self.search(set, key, asid)?;
-        self.touch(set, w);
+        self.record(set, w, false);
         Some(set * self.ways + w)
     }
 
@@ -426,7 +419,7 @@ impl AssocArray {
         match self.free_way(set) {
             Some(w) => {
                 self.empty -= 1;
-                self.filled(set, w);
+                self.record(set, w, true);
                 w
             }
             // SAFETY: set < sets (every caller's contract).
