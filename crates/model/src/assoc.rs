@@ -58,8 +58,6 @@ pub struct AssocArray {
     /// (the only case that path is taken for), else that of the largest power of two
     /// below `sets`, so the index is in range whatever the array.
     fast_mask: u64,
-    /// True if the policy is LRU and `sets` a power of two ([`AssocArray::is_lru_pow2`]).
-    lru_pow2: bool,
     /// Counts of valid entries by fingerprint bucket, for arrays of many ways.
     filter: MissFilter,
 }
@@ -203,7 +201,6 @@ impl AssocArray {
             repl: Replacement::new(policy, sets, ways, seed),
             lru: Lru::new(sets, ways),
             fast_mask: (1u64 << sets.ilog2()) - 1,
-            lru_pow2: policy == Policy::Lru && sets.is_power_of_two(),
             filter: MissFilter::new(entries, ways),
         }
     }
@@ -231,7 +228,7 @@ impl AssocArray {
     /// `FAST` variants of the lookup and the fill ([`AssocArray::find_prepared`],
     /// [`AssocArray::insert_by`]) are specialised for.
     pub fn is_lru_pow2(&self) -> bool {
-        self.lru_pow2
+        self.repl.is_lru() && self.set_mask.is_some()
     }
 
     /// [`AssocArray::set_of`], or with `FAST` (the caller knows [`Self::is_lru_pow2`])
@@ -240,7 +237,7 @@ impl AssocArray {
     #[inline(always)]
     fn set_of_g<const FAST: bool>(&self, n: u64) -> usize {
         if FAST {
-            debug_assert!(self.lru_pow2, "the FAST path on an array that is not LRU with 2^k sets");
+            debug_assert!(self.is_lru_pow2(), "the FAST path on an array that is not LRU with 2^k sets");
             (n & self.fast_mask) as usize
         } else {
             self.set_of(n)
