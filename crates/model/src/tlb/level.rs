@@ -375,6 +375,15 @@ impl Tlb {
     /// [`Tlb::insert`] of a prepared entry.
     #[inline(always)]
     fn insert_key<const FAST: bool>(&mut self, k: &FillKey) -> usize {
+        // The steady state of a level holding one size: the array is full, so the fill
+        // evicts a valid entry, of that size, and the held-size counts stay as they are;
+        // the displaced entry need not be read.
+        if self.array.is_full() && self.held_mask == 1 << k.size as u16 {
+            let slot = self.array.replace_full_by::<FAST>(k.vpn, &k.prepared, k.data);
+            self.counts.fills += 1;
+            self.remember(slot, k.vpn, k.size.shift(), k.asid);
+            return slot;
+        }
         let (slot, old) = self.array.insert_by::<FAST>(k.vpn, &k.prepared, k.data);
         self.counts.fills += 1;
         if old != INVALID {
