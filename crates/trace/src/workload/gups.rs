@@ -101,12 +101,22 @@ impl TraceSource for Gups {
             buf.push(MemRef::new(word(self.ran), AccessKind::Store, 8));
             left -= 1;
         }
+        // Pairs are written straight into the reserved capacity by a loop over locals:
+        // `extend` over a closure kept the stream state in memory (loaded and stored on
+        // every update; 24 instructions per pair), `push` tests the capacity each time.
         let mut ran = self.ran;
-        buf.extend((0..left / 2).flat_map(|_| {
+        let pairs = (left / 2) as usize;
+        let filled = buf.len();
+        for pair in buf.spare_capacity_mut()[..2 * pairs].chunks_exact_mut(2) {
             ran = hpcc_step(ran);
             let a = word(ran);
-            [MemRef::new(a, AccessKind::Load, 8), MemRef::new(a, AccessKind::Store, 8)]
-        }));
+            pair[0].write(MemRef::new(a, AccessKind::Load, 8));
+            pair[1].write(MemRef::new(a, AccessKind::Store, 8));
+        }
+        // SAFETY: the loop initialised the first 2 * pairs spare slots past `filled` (the
+        // slice above is bounds-checked: `reserve(n)` left room for n, of which the
+        // half pair took at most one, and 2 * pairs <= left).
+        unsafe { buf.set_len(filled + 2 * pairs) };
         if left & 1 == 1 {
             ran = hpcc_step(ran);
             buf.push(MemRef::new(word(ran), AccessKind::Load, 8));
