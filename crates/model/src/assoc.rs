@@ -394,20 +394,10 @@ impl AssocArray {
     pub fn replace_full_by<const FAST: bool>(&mut self, n: u64, p: &Prepared, data: u64) -> usize {
         assert!(self.empty == 0, "replace_full_by on an array with empty ways");
         let set = self.set_of_g::<FAST>(n);
-        // SAFETY: set_of_g is below sets; `replace_in_range` returns a way below ways, so
-        // slot < sets * ways == entries.len() and set * fp_stride + way < fps.len().
+        // SAFETY: set_of_g is below sets, and `replace_in_range` returns a way below ways.
         unsafe {
             let way = self.replace_in_range::<FAST>(set);
-            debug_assert!(way < self.ways, "victim way {way} out of range");
-            let slot = set * self.ways + way;
-            debug_assert!(self.entries[slot][0] != INVALID, "a full array has an empty way");
-            *self.entries.get_unchecked_mut(slot) = [p.tag, data];
-            let f = self.fps.get_unchecked_mut(set * self.fp_stride + way);
-            let old_fp = *f;
-            *f = p.fp;
-            self.filter.count(old_fp, false);
-            self.filter.count(p.fp, true);
-            slot
+            self.store::<true>(set, way, p, data)
         }
     }
 
@@ -421,23 +411,36 @@ impl AssocArray {
         let way = if self.empty > 0 { self.free_or_victim(set) } else { unsafe { self.replace_in_range::<FAST>(set) } };
         // (`free_or_victim` and `replace_in_range` return ways below `ways`.)
         debug_assert!(way < self.ways, "victim way {way} out of range");
+        // SAFETY: set < sets and way < ways (both checked above), so the slot is below
+        // sets * ways == entries.len().
+        let old = unsafe { self.entries.get_unchecked(set * self.ways + way)[0] };
+        // SAFETY: as just above.
+        (unsafe { self.store::<false>(set, way, p, data) }, old)
+    }
+
+    /// Writes `p` and `data` into (set, way) with its fingerprint, and moves the miss
+    /// filter's count from the way's old fingerprint (none for an empty way, whose
+    /// fingerprint is 0) to the new one; returns the slot. `VALID`: the caller knows the
+    /// way holds an entry (checked in debug builds), so its count goes untested.
+    ///
+    /// # Safety
+    /// `set` < sets and `way` < ways.
+    #[inline(always)]
+    unsafe fn store<const VALID: bool>(&mut self, set: usize, way: usize, p: &Prepared, data: u64) -> usize {
+        debug_assert!(set < self.sets && way < self.ways);
         let slot = set * self.ways + way;
-        // SAFETY: set < sets and way < ways (both checked above), so slot < sets * ways
-        // == entries.len() and set * fp_stride + way < fps.len().
-        let (old, old_fp) = unsafe {
-            let e = self.entries.get_unchecked_mut(slot);
-            let old = e[0];
-            *e = [p.tag, data];
-            let f = self.fps.get_unchecked_mut(set * self.fp_stride + way);
-            let old_fp = *f;
-            *f = p.fp;
-            (old, old_fp)
+        // SAFETY: the caller's contract: slot < sets * ways == entries.len() and
+        // set * fp_stride + way < fps.len().
+        let old_fp = unsafe {
+            *self.entries.get_unchecked_mut(slot) = [p.tag, data];
+            std::mem::replace(self.fps.get_unchecked_mut(set * self.fp_stride + way), p.fp)
         };
-        if old != INVALID {
+        debug_assert!(!VALID || old_fp != 0, "a way claimed valid is empty");
+        if VALID || old_fp != 0 {
             self.filter.count(old_fp, false);
         }
         self.filter.count(p.fp, true);
-        (slot, old)
+        slot
     }
 
     /// The way a fill of `set` takes while the array still has empty ways: the lowest
