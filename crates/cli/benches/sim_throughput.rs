@@ -98,11 +98,18 @@ fn run_on(bin: &str, config: &str, workload: &str, sets: &[&str], cpu: Option<us
     // SAFETY: plain FFI call with valid pointers to locals.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert!(r == pid && status == 0, "mmulab sim {workload} failed (status {status})");
+    assert!(
+        r == pid && status == 0,
+        "mmulab sim {workload} failed (status {status})"
+    );
     let v: serde_json::Value = serde_json::from_str(text.trim()).expect("one JSON object");
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     let cpu_secs = tv(usage.ru_utime) + tv(usage.ru_stime);
-    Run { cpu_secs, max_rss_kib: usage.ru_maxrss, refs: v["references"].as_u64().unwrap() }
+    Run {
+        cpu_secs,
+        max_rss_kib: usage.ru_maxrss,
+        refs: v["references"].as_u64().unwrap(),
+    }
 }
 
 fn parse_refs(args: &[String]) -> u64 {
@@ -115,15 +122,25 @@ fn parse_refs(args: &[String]) -> u64 {
 /// The value after `flag`, if given.
 fn arg_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
     let i = args.iter().position(|a| a == flag)?;
-    Some(args.get(i + 1).unwrap_or_else(|| panic!("{flag} needs a value")).as_str())
+    Some(
+        args.get(i + 1)
+            .unwrap_or_else(|| panic!("{flag} needs a value"))
+            .as_str(),
+    )
 }
 
 /// Interleaved comparison with another binary (see the module documentation).
 fn compare(bin: &str, other: &str, config: &str, refs: u64, rounds: usize) {
     println!("CPU seconds, fastest of {rounds} alternating runs: this build vs {other}\n");
-    println!("{:<40} {:>6} {:>10} {:>10} {:>8}", "workload", "pages", "this", "other", "speedup");
+    println!(
+        "{:<40} {:>6} {:>10} {:>10} {:>8}",
+        "workload", "pages", "this", "other", "speedup"
+    );
     let huge = ["os.policy=fixed", "os.page_size=2M"];
-    for w in [format!("seq:size=1GiB,refs={refs}"), format!("gups:table=1GiB,refs={refs}")] {
+    for w in [
+        format!("seq:size=1GiB,refs={refs}"),
+        format!("gups:table=1GiB,refs={refs}"),
+    ] {
         for (pages, sets) in [("4K", &[][..]), ("2M", &huge[..])] {
             let (mut this, mut that) = (f64::MAX, f64::MAX);
             for _ in 0..rounds {
@@ -140,8 +157,13 @@ fn compare(bin: &str, other: &str, config: &str, refs: u64, rounds: usize) {
 fn compare_paired(bin: &str, other: &str, config: &str, refs: u64, rounds: usize) {
     // SAFETY: plain FFI call without arguments.
     let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    assert!(cpus >= 2, "--paired runs the two binaries side by side and needs two CPUs; this machine has {cpus}");
-    println!("CPU seconds, {rounds} rounds of both binaries at the same time (one CPU each, sides swapped each round):");
+    assert!(
+        cpus >= 2,
+        "--paired runs the two binaries side by side and needs two CPUs; this machine has {cpus}"
+    );
+    println!(
+        "CPU seconds, {rounds} rounds of both binaries at the same time (one CPU each, sides swapped each round):"
+    );
     ratio_rows(other, refs, rounds, |w, sets, round| {
         std::thread::scope(|s| {
             let a = s.spawn(|| run_on(bin, config, w, sets, Some(round % 2)));
@@ -155,7 +177,10 @@ fn compare_paired(bin: &str, other: &str, config: &str, refs: u64, rounds: usize
 /// documentation); per workload, the median of the per-round ratios of CPU time.
 fn compare_sliced(bin: &str, other: &str, config: &str, refs: u64, rounds: usize, turn_ms: u64) {
     let turn = std::time::Duration::from_millis(turn_ms.max(1));
-    println!("CPU seconds, {rounds} rounds of both binaries on one CPU in turns of {} ms:", turn.as_millis());
+    println!(
+        "CPU seconds, {rounds} rounds of both binaries on one CPU in turns of {} ms:",
+        turn.as_millis()
+    );
     // The CPU both run on: the last one (the first often takes interrupts).
     // SAFETY: plain FFI call without arguments.
     let cpu = (unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }).max(1) as usize - 1;
@@ -170,13 +195,19 @@ fn compare_sliced(bin: &str, other: &str, config: &str, refs: u64, rounds: usize
 /// medians and range of the ratios.
 fn ratio_rows(other: &str, refs: u64, rounds: usize, pair: impl Fn(&str, &[&str], usize) -> (f64, f64)) {
     println!("this build vs {other}; speedup = other / this per round, median of the rounds\n");
-    println!("{:<40} {:>6} {:>14} {:>14} {:>8} {:>16}", "workload", "pages", "this (median)", "other (median)", "speedup", "speedup range");
+    println!(
+        "{:<40} {:>6} {:>14} {:>14} {:>8} {:>16}",
+        "workload", "pages", "this (median)", "other (median)", "speedup", "speedup range"
+    );
     let huge = ["os.policy=fixed", "os.page_size=2M"];
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    for w in [format!("seq:size=1GiB,refs={refs}"), format!("gups:table=1GiB,refs={refs}")] {
+    for w in [
+        format!("seq:size=1GiB,refs={refs}"),
+        format!("gups:table=1GiB,refs={refs}"),
+    ] {
         for (pages, sets) in [("4K", &[][..]), ("2M", &huge[..])] {
             let (mut this, mut that, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
             for round in 0..rounds {
@@ -185,7 +216,9 @@ fn ratio_rows(other: &str, refs: u64, rounds: usize, pair: impl Fn(&str, &[&str]
                 that.push(b);
                 ratio.push(b / a);
             }
-            let (lo, hi) = ratio.iter().fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)));
+            let (lo, hi) = ratio
+                .iter()
+                .fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)));
             println!(
                 "{w:<40} {pages:>6} {:>14.2} {:>14.2} {:>8.3} {:>16}",
                 median(&mut this),
@@ -199,11 +232,19 @@ fn ratio_rows(other: &str, refs: u64, rounds: usize, pair: impl Fn(&str, &[&str]
 
 /// Runs `bins` on CPU `cpu`, one at a time in turns of `turn`, to the end of both;
 /// their CPU seconds.
-fn sliced_pair(bins: [&str; 2], config: &str, workload: &str, sets: &[&str], cpu: usize, turn: std::time::Duration) -> [f64; 2] {
+fn sliced_pair(
+    bins: [&str; 2],
+    config: &str,
+    workload: &str,
+    sets: &[&str],
+    cpu: usize,
+    turn: std::time::Duration,
+) -> [f64; 2] {
     let mut pids = [0 as libc::pid_t; 2];
     for (i, bin) in bins.iter().enumerate() {
         let mut cmd = Command::new(bin);
-        cmd.args(["sim", "--config", config, "--workload", workload, "--json"]).stdout(std::process::Stdio::null());
+        cmd.args(["sim", "--config", config, "--workload", workload, "--json"])
+            .stdout(std::process::Stdio::null());
         for s in sets {
             cmd.args(["--set", s]);
         }
@@ -238,7 +279,11 @@ fn sliced_pair(bins: [&str; 2], config: &str, workload: &str, sets: &[&str], cpu
             loop {
                 let r = libc::wait4(pids[i], &mut status, libc::WUNTRACED, &mut usage);
                 if r == pids[i] && (libc::WIFEXITED(status) || libc::WIFSIGNALED(status)) {
-                    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "{} sim {workload} failed (status {status})", bins[i]);
+                    assert!(
+                        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+                        "{} sim {workload} failed (status {status})",
+                        bins[i]
+                    );
                     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
                     secs[i] = tv(usage.ru_utime) + tv(usage.ru_stime);
                     live[i] = false;
@@ -257,18 +302,34 @@ fn sliced_pair(bins: [&str; 2], config: &str, workload: &str, sets: &[&str], cpu
 /// Cachegrind event totals of one `mmulab sim` run of `workload`.
 fn cachegrind(bin: &str, config: &str, workload: &str) -> std::collections::BTreeMap<String, f64> {
     let out = Command::new("valgrind")
-        .args(["--tool=cachegrind", "--cache-sim=yes", "--branch-sim=yes", "--cachegrind-out-file=/dev/null", bin])
+        .args([
+            "--tool=cachegrind",
+            "--cache-sim=yes",
+            "--branch-sim=yes",
+            "--cachegrind-out-file=/dev/null",
+            bin,
+        ])
         .args(["sim", "--config", config, "--workload", workload, "--json"])
         .stdout(std::process::Stdio::null())
         .output()
         .unwrap_or_else(|e| panic!("--count runs valgrind, which failed to start ({e}): apt-get install valgrind"));
-    assert!(out.status.success(), "valgrind mmulab sim {workload} failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "valgrind mmulab sim {workload} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // Summary lines look like "==123== I   refs:      1,901,545,443" (first number only).
     let mut totals = std::collections::BTreeMap::new();
     for line in String::from_utf8_lossy(&out.stderr).lines() {
-        let Some((name, rest)) = line.split_once("== ").and_then(|(_, l)| l.split_once(':')) else { continue };
+        let Some((name, rest)) = line.split_once("== ").and_then(|(_, l)| l.split_once(':')) else {
+            continue;
+        };
         let name = name.split_whitespace().collect::<Vec<_>>().join(" ");
-        if let Some(n) = rest.split_whitespace().next().and_then(|n| n.replace(',', "").parse::<f64>().ok()) {
+        if let Some(n) = rest
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.replace(',', "").parse::<f64>().ok())
+        {
             totals.insert(name, n);
         }
     }
@@ -278,8 +339,15 @@ fn cachegrind(bin: &str, config: &str, workload: &str) -> std::collections::BTre
 /// `--count`: cachegrind events per GUPS update (see the module documentation).
 fn count(bins: &[&str], config: &str) {
     let (short, long) = (2_000_000u64, 4_000_000u64);
-    println!("cachegrind events per GUPS update over 1 GiB, 4 KiB pages: (updates={long} minus updates={short}) / {}\n", long - short);
-    let events = [("I refs", "instructions"), ("Mispredicts", "mispredicts"), ("D1 misses", "D1 misses")];
+    println!(
+        "cachegrind events per GUPS update over 1 GiB, 4 KiB pages: (updates={long} minus updates={short}) / {}\n",
+        long - short
+    );
+    let events = [
+        ("I refs", "instructions"),
+        ("Mispredicts", "mispredicts"),
+        ("D1 misses", "D1 misses"),
+    ];
     print!("{:<44}", "binary");
     for (_, label) in events {
         print!(" {label:>13}");
@@ -295,7 +363,11 @@ fn count(bins: &[&str], config: &str) {
         print!("{bin:<44}");
         for (key, _) in events {
             let get = |m: &std::collections::BTreeMap<String, f64>| {
-                m.get(key).copied().unwrap_or_else(|| panic!("cachegrind printed no '{key}' total (another valgrind version?); its summary lines are parsed"))
+                m.get(key).copied().unwrap_or_else(|| {
+                    panic!(
+                        "cachegrind printed no '{key}' total (another valgrind version?); its summary lines are parsed"
+                    )
+                })
             };
             let per = (get(&b) - get(&a)) / (long - short) as f64;
             print!(" {per:>13.2}");
@@ -317,9 +389,14 @@ fn main() {
         return;
     }
     if let Some(other) = arg_value(&args, "--against") {
-        let rounds = arg_value(&args, "--rounds").map(|r| r.parse().expect("--rounds N")).unwrap_or(5).max(1);
+        let rounds = arg_value(&args, "--rounds")
+            .map(|r| r.parse().expect("--rounds N"))
+            .unwrap_or(5)
+            .max(1);
         if args.iter().any(|a| a == "--sliced") {
-            let turn_ms = arg_value(&args, "--turn-ms").map(|t| t.parse().expect("--turn-ms N")).unwrap_or(100);
+            let turn_ms = arg_value(&args, "--turn-ms")
+                .map(|t| t.parse().expect("--turn-ms N"))
+                .unwrap_or(100);
             compare_sliced(bin, other, &config, refs, rounds, turn_ms);
         } else if args.iter().any(|a| a == "--paired") {
             compare_paired(bin, other, &config, refs, rounds);
@@ -329,8 +406,14 @@ fn main() {
         return;
     }
     let huge = ["os.policy=fixed", "os.page_size=2M"];
-    let rounds: usize = arg_value(&args, "--rounds").map(|r| r.parse().expect("--rounds N")).unwrap_or(3).max(1);
-    println!("mmulab sim throughput, config tests/data/issue2-example.toml, {} M references per run\n", refs / 1_000_000);
+    let rounds: usize = arg_value(&args, "--rounds")
+        .map(|r| r.parse().expect("--rounds N"))
+        .unwrap_or(3)
+        .max(1);
+    println!(
+        "mmulab sim throughput, config tests/data/issue2-example.toml, {} M references per run\n",
+        refs / 1_000_000
+    );
     println!("M refs/s is per second of the process's CPU time (user + system), which another load on the");
     println!("machine inflates less than wall-clock time. Each workload runs {rounds} times, the workloads in");
     println!("turn (so drift of the host's speed touches all alike): the fastest run is the least");
@@ -340,7 +423,10 @@ fn main() {
         "workload", "pages", "fastest s", "median s", "M refs/s best", "M refs/s med", "peak RSS MiB"
     );
     let mut cases = Vec::new();
-    for (name, w) in [("seq", format!("seq:size=1GiB,refs={refs}")), ("gups", format!("gups:table=1GiB,refs={refs}"))] {
+    for (name, w) in [
+        ("seq", format!("seq:size=1GiB,refs={refs}")),
+        ("gups", format!("gups:table=1GiB,refs={refs}")),
+    ] {
         for (pages, sets) in [("4K", &[][..]), ("2M", &huge[..])] {
             cases.push((name, pages, w.clone(), sets));
         }
@@ -377,10 +463,20 @@ fn main() {
     println!("targets: seq >= 100 M refs/s, gups >= 30 M refs/s (4 KiB pages); fastest of {rounds} (median)");
     for (name, target) in [("seq", 100.0), ("gups", 30.0)] {
         let (b, m) = (best[&(name, "4K")], median[&(name, "4K")]);
-        println!("{name:<4} 4K: {b:.1} M refs/s ({:.2} x target) (median {m:.1}, {:.2} x)", b / target, m / target);
+        println!(
+            "{name:<4} 4K: {b:.1} M refs/s ({:.2} x target) (median {m:.1}, {:.2} x)",
+            b / target,
+            m / target
+        );
     }
-    println!("gups 2M / 4K simulation speed: {:.2}", best[&("gups", "2M")] / best[&("gups", "4K")]);
-    println!("seq / gups simulation speed (4K): {:.2}", best[&("seq", "4K")] / best[&("gups", "4K")]);
+    println!(
+        "gups 2M / 4K simulation speed: {:.2}",
+        best[&("gups", "2M")] / best[&("gups", "4K")]
+    );
+    println!(
+        "seq / gups simulation speed (4K): {:.2}",
+        best[&("seq", "4K")] / best[&("gups", "4K")]
+    );
     println!(
         "peak RSS, gups {}M refs / {}M refs: {:.1} MiB / {:.1} MiB = {:.3} (1.0 = does not grow with length)",
         refs / 1_000_000,

@@ -3,8 +3,15 @@
 use std::process::Command;
 
 fn mmulab(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_mmulab")).args(args).output().expect("run mmulab");
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    let out = Command::new(env!("CARGO_BIN_EXE_mmulab"))
+        .args(args)
+        .output()
+        .expect("run mmulab");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 #[test]
@@ -12,8 +19,28 @@ fn machines_lists_the_catalog() {
     let (ok, out, _) = mmulab(&["machines", "--json"]);
     assert!(ok);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let names: Vec<&str> = v.as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap()).collect();
-    for core in ["cortex-a5", "cortex-a7", "cortex-a8", "cortex-a9", "armada-xp", "cortex-a15", "cortex-a17", "cortex-a53", "cortex-a57", "cortex-a72", "cortex-a73", "cortex-a76", "neoverse-n1", "skylake"] {
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    for core in [
+        "cortex-a5",
+        "cortex-a7",
+        "cortex-a8",
+        "cortex-a9",
+        "armada-xp",
+        "cortex-a15",
+        "cortex-a17",
+        "cortex-a53",
+        "cortex-a57",
+        "cortex-a72",
+        "cortex-a73",
+        "cortex-a76",
+        "neoverse-n1",
+        "skylake",
+    ] {
         assert!(names.contains(&core), "{core} missing from {names:?}");
     }
     let a9 = v.as_array().unwrap().iter().find(|m| m["name"] == "cortex-a9").unwrap();
@@ -54,7 +81,13 @@ fn probe_recovers_a_simulated_core() {
 
 #[test]
 fn addresses_beyond_the_format_are_refused_not_aliased() {
-    let (ok, _, err) = mmulab(&["sim", "--machine", "cortex-a15", "--workload", "chase:pages=10,refs=100"]);
+    let (ok, _, err) = mmulab(&[
+        "sim",
+        "--machine",
+        "cortex-a15",
+        "--workload",
+        "chase:pages=10,refs=100",
+    ]);
     assert!(!ok);
     assert!(err.contains("32-bit virtual address space"), "{err}");
 }
@@ -64,15 +97,35 @@ fn fixed_policy_maps_contiguous_and_supersection_pages_that_tlbs_hold_whole() {
     // 256 pages of 4 KiB = 1 MiB. Mapped as 64 KiB contiguous groups on a Cortex-A57
     // (whose L1 holds 64K): 16 groups, so the L1 misses only on the first touch of each.
     let w = "chase:pages=256,refs=100000,base=0x40000000";
-    let (ok, out, err) =
-        mmulab(&["sim", "--machine", "cortex-a57", "--set", "os.policy=fixed", "--set", "os.page_size=64K", "--workload", w, "--json"]);
+    let (ok, out, err) = mmulab(&[
+        "sim",
+        "--machine",
+        "cortex-a57",
+        "--set",
+        "os.policy=fixed",
+        "--set",
+        "os.page_size=64K",
+        "--workload",
+        w,
+        "--json",
+    ]);
     assert!(ok, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["tlb"]["l1d"]["misses"], 16, "{}", v["tlb"]);
     // The same on a Cortex-A15, whose L1 holds only 4K: it splinters, and 256 pages
     // overflow its 32 entries, while the L2 holds the 16 groups.
-    let (ok, out, err) =
-        mmulab(&["sim", "--machine", "cortex-a15", "--set", "os.policy=fixed", "--set", "os.page_size=64K", "--workload", w, "--json"]);
+    let (ok, out, err) = mmulab(&[
+        "sim",
+        "--machine",
+        "cortex-a15",
+        "--set",
+        "os.policy=fixed",
+        "--set",
+        "os.page_size=64K",
+        "--workload",
+        w,
+        "--json",
+    ]);
     assert!(ok, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["tlb"]["l1d"]["hits"], 0, "{}", v["tlb"]);
@@ -80,8 +133,18 @@ fn fixed_policy_maps_contiguous_and_supersection_pages_that_tlbs_hold_whole() {
     // ARMv7 short descriptors: a 16 MiB supersection (16 first-level entries) is one
     // L2 entry on the Cortex-A9 model.
     let w = "chase:pages=4096,refs=100000,base=0x40000000";
-    let (ok, out, err) =
-        mmulab(&["sim", "--machine", "cortex-a9", "--set", "os.policy=fixed", "--set", "os.page_size=16M", "--workload", w, "--json"]);
+    let (ok, out, err) = mmulab(&[
+        "sim",
+        "--machine",
+        "cortex-a9",
+        "--set",
+        "os.policy=fixed",
+        "--set",
+        "os.page_size=16M",
+        "--workload",
+        w,
+        "--json",
+    ]);
     assert!(ok, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     // One L2 miss for 4096 pages (16 MiB); the splintering L1 misses on every load.
@@ -107,7 +170,11 @@ fn a_config_laid_over_a_machine_changes_only_its_keys() {
     };
     let base = run(&[]);
     let over = run(&["--config", cfg.to_str().unwrap()]);
-    assert!(base["tlb"]["l2"]["misses"].as_u64().unwrap() > 60_000, "{}", base["tlb"]);
+    assert!(
+        base["tlb"]["l2"]["misses"].as_u64().unwrap() > 60_000,
+        "{}",
+        base["tlb"]
+    );
     assert_eq!(over["tlb"]["l2"]["misses"], 700, "{}", over["tlb"]);
     // The rest of the A15 is kept: its 32-entry splintering L1 misses every load.
     assert_eq!(over["tlb"]["l1d"]["hits"], 0);

@@ -50,7 +50,13 @@ fn differences(path: &str, want: &Value, got: &Value, out: &mut Vec<String>, lim
         (Value::Object(a), Value::Object(b)) => {
             for k in a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))) {
                 let none = Value::Null;
-                differences(&format!("{path}.{k}"), a.get(k).unwrap_or(&none), b.get(k).unwrap_or(&none), out, limit);
+                differences(
+                    &format!("{path}.{k}"),
+                    a.get(k).unwrap_or(&none),
+                    b.get(k).unwrap_or(&none),
+                    out,
+                    limit,
+                );
             }
         }
         (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
@@ -70,12 +76,30 @@ fn statistics_equal_the_pinned_files() {
     let bless = std::env::var_os("MMULAB_BLESS").is_some();
     let mut failures = Vec::new();
     for (name, args) in RUNS {
-        let args: Vec<String> = args.replace("{config}", &config).replace("{dr}", &dr).split(' ').map(String::from).collect();
-        let out = Command::new(env!("CARGO_BIN_EXE_mmulab")).arg("sim").args(&args).arg("--json").output().expect("run mmulab");
-        assert!(out.status.success(), "{name}: mmulab sim {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        let args: Vec<String> = args
+            .replace("{config}", &config)
+            .replace("{dr}", &dr)
+            .split(' ')
+            .map(String::from)
+            .collect();
+        let out = Command::new(env!("CARGO_BIN_EXE_mmulab"))
+            .arg("sim")
+            .args(&args)
+            .arg("--json")
+            .output()
+            .expect("run mmulab");
+        assert!(
+            out.status.success(),
+            "{name}: mmulab sim {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         // Paths in the output (a trace's "source") in the checkout-independent form.
-        let text = String::from_utf8(out.stdout).expect("UTF-8 stdout").replace(&dr, "{dr}").replace(&config, "{config}");
-        let got: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: stdout is not one JSON object: {e}"));
+        let text = String::from_utf8(out.stdout)
+            .expect("UTF-8 stdout")
+            .replace(&dr, "{dr}")
+            .replace(&config, "{config}");
+        let got: Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: stdout is not one JSON object: {e}"));
         let file = dir.join(format!("{name}.json"));
         if bless {
             // The output as printed, byte for byte (a parse and re-print could change
@@ -84,16 +108,29 @@ fn statistics_equal_the_pinned_files() {
             std::fs::write(&file, &text).unwrap();
             continue;
         }
-        let pinned = std::fs::read_to_string(&file)
-            .unwrap_or_else(|e| panic!("{}: {e} (write the pinned files with MMULAB_BLESS=1, then review them)", file.display()));
+        let pinned = std::fs::read_to_string(&file).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (write the pinned files with MMULAB_BLESS=1, then review them)",
+                file.display()
+            )
+        });
         if pinned != text {
-            let want: Value = serde_json::from_str(&pinned).unwrap_or_else(|e| panic!("{}: not JSON: {e}", file.display()));
+            let want: Value =
+                serde_json::from_str(&pinned).unwrap_or_else(|e| panic!("{}: not JSON: {e}", file.display()));
             let mut diffs = Vec::new();
             differences("", &want, &got, &mut diffs, 8);
             if diffs.is_empty() {
-                diffs.push(format!("the text differs: pinned {}, now {}", pinned.trim(), text.trim()));
+                diffs.push(format!(
+                    "the text differs: pinned {}, now {}",
+                    pinned.trim(),
+                    text.trim()
+                ));
             }
-            failures.push(format!("{name} (mmulab sim {}):\n  {}", args.join(" "), diffs.join("\n  ")));
+            failures.push(format!(
+                "{name} (mmulab sim {}):\n  {}",
+                args.join(" "),
+                diffs.join("\n  ")
+            ));
         }
     }
     assert!(

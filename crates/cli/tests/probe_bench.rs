@@ -5,12 +5,19 @@
 use std::process::Command;
 
 fn mmulab(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_mmulab")).args(args).output().expect("run mmulab")
+    Command::new(env!("CARGO_BIN_EXE_mmulab"))
+        .args(args)
+        .output()
+        .expect("run mmulab")
 }
 
 fn json_ok(args: &[&str]) -> serde_json::Value {
     let o = mmulab(args);
-    assert!(o.status.success(), "mmulab {args:?} failed: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "mmulab {args:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let out = String::from_utf8(o.stdout).unwrap();
     assert_eq!(out.trim().lines().count(), 1, "--json prints exactly one line: {out}");
     serde_json::from_str(out.trim()).expect("one JSON object")
@@ -22,7 +29,15 @@ fn quick_probe_is_structurally_valid_and_emits_a_machine() {
     std::fs::create_dir_all(&dir).unwrap();
     let toml_path = dir.join("m.toml");
     let svg = dir.join("p.svg");
-    let r = json_ok(&["probe", "--quick", "--json", "--emit-machine", toml_path.to_str().unwrap(), "--plot", svg.to_str().unwrap()]);
+    let r = json_ok(&[
+        "probe",
+        "--quick",
+        "--json",
+        "--emit-machine",
+        toml_path.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
     assert!(r["method"].as_str().unwrap().starts_with("timing"));
     let levels = r["levels"].as_array().unwrap();
     assert!(!levels.is_empty(), "no TLB level found: {r}");
@@ -33,9 +48,15 @@ fn quick_probe_is_structurally_valid_and_emits_a_machine() {
         assert!(e > prev, "levels ordered by size: {levels:?}");
         prev = e;
         let b = &l["sweep_bracket"];
-        assert!(b[0].as_u64().unwrap() <= e && e < b[1].as_u64().unwrap(), "entries inside its bracket: {l}");
+        assert!(
+            b[0].as_u64().unwrap() <= e && e < b[1].as_u64().unwrap(),
+            "entries inside its bracket: {l}"
+        );
         assert!(l["caches_2m"].is_boolean() || l["caches_2m"].is_null());
-        assert!(!l["caches_2m_how"].as_str().unwrap().is_empty(), "2 MiB verdict or its reason: {l}");
+        assert!(
+            !l["caches_2m_how"].as_str().unwrap().is_empty(),
+            "2 MiB verdict or its reason: {l}"
+        );
     }
     // Every series says whether its backing was verified; the 4K one must have been.
     let series = r["series"].as_array().unwrap();
@@ -60,7 +81,17 @@ fn quick_probe_is_structurally_valid_and_emits_a_machine() {
     assert!(arch == "x86_64" || arch == "aarch64");
     let tlbs = v["tlb"].as_array().unwrap();
     assert_eq!(tlbs.len(), levels.len());
-    let allowed = ["name", "serves", "entries", "ways", "page_sizes", "replacement", "next", "unsupported", "latency"];
+    let allowed = [
+        "name",
+        "serves",
+        "entries",
+        "ways",
+        "page_sizes",
+        "replacement",
+        "next",
+        "unsupported",
+        "latency",
+    ];
     for (i, t) in tlbs.iter().enumerate() {
         for k in t.as_table().unwrap().keys() {
             assert!(allowed.contains(&k.as_str()), "unknown key {k}");
@@ -68,7 +99,12 @@ fn quick_probe_is_structurally_valid_and_emits_a_machine() {
         let entries = t["entries"].as_integer().unwrap();
         assert_eq!(entries as u64, levels[i]["entries"].as_u64().unwrap());
         assert_eq!(entries % t["ways"].as_integer().unwrap(), 0);
-        let sizes: Vec<&str> = t["page_sizes"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+        let sizes: Vec<&str> = t["page_sizes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap())
+            .collect();
         assert!(sizes.contains(&"4K"));
         assert_eq!(sizes.contains(&"2M"), levels[i]["caches_2m"] == serde_json::json!(true));
         match tlbs.get(i + 1) {
@@ -97,7 +133,17 @@ fn gups_verifies() {
 
 #[test]
 fn gups_compare_gives_ratios_with_spread() {
-    let r = json_ok(&["bench", "gups", "--compare", "4k,thp", "--repeats", "2", "--size", "4M", "--json"]);
+    let r = json_ok(&[
+        "bench",
+        "gups",
+        "--compare",
+        "4k,thp",
+        "--repeats",
+        "2",
+        "--size",
+        "4M",
+        "--json",
+    ]);
     let runs = r["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 4);
     for x in runs {
@@ -106,13 +152,19 @@ fn gups_compare_gives_ratios_with_spread() {
     }
     let ratio = &r["ratios"][0];
     assert_eq!(ratio["metric"], "gups");
-    let (lo, med, hi) = (ratio["min"].as_f64().unwrap(), ratio["median"].as_f64().unwrap(), ratio["max"].as_f64().unwrap());
+    let (lo, med, hi) = (
+        ratio["min"].as_f64().unwrap(),
+        ratio["median"].as_f64().unwrap(),
+        ratio["max"].as_f64().unwrap(),
+    );
     assert!(lo > 0.0 && lo <= med && med <= hi);
 }
 
 #[test]
 fn latency_sweeps_sizes() {
-    let r = json_ok(&["bench", "latency", "--pages", "thp", "--size", "8M", "--loads", "200000", "--json"]);
+    let r = json_ok(&[
+        "bench", "latency", "--pages", "thp", "--size", "8M", "--loads", "200000", "--json",
+    ]);
     let curve = r["details"]["curve"].as_array().unwrap();
     assert!(curve.len() >= 8, "4K..8M by doubling");
     assert!(curve.iter().all(|p| p["ns"].as_f64().unwrap() > 0.0));
@@ -121,8 +173,23 @@ fn latency_sweeps_sizes() {
 
 #[test]
 fn bandwidth_reports_three_operations() {
-    let r = json_ok(&["bench", "bandwidth", "--pages", "4k", "--size", "16M", "--passes", "1", "--json"]);
-    let names: Vec<&str> = r["metrics"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap()).collect();
+    let r = json_ok(&[
+        "bench",
+        "bandwidth",
+        "--pages",
+        "4k",
+        "--size",
+        "16M",
+        "--passes",
+        "1",
+        "--json",
+    ]);
+    let names: Vec<&str> = r["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["read_mb_s", "write_mb_s", "copy_mb_s"]);
     assert_eq!(r["backing"]["ok"], true);
 }
@@ -158,7 +225,17 @@ fn emitted_machine_runs_in_the_simulator() {
     let m = dir.join("m.toml");
     let o = mmulab(&["probe", "--quick", "--emit-machine", m.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let o = mmulab(&["sim", "--config", m.to_str().unwrap(), "--workload", "seq:size=1M,refs=1000"]);
-    assert!(o.status.success(), "sim rejected the emitted machine: {}", String::from_utf8_lossy(&o.stderr));
+    let o = mmulab(&[
+        "sim",
+        "--config",
+        m.to_str().unwrap(),
+        "--workload",
+        "seq:size=1M,refs=1000",
+    ]);
+    assert!(
+        o.status.success(),
+        "sim rejected the emitted machine: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,8 +5,15 @@
 use std::process::Command;
 
 fn mmulab(args: &[&str]) -> (bool, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_mmulab")).args(args).output().expect("run mmulab");
-    (o.status.success(), String::from_utf8_lossy(&o.stdout).into(), String::from_utf8_lossy(&o.stderr).into())
+    let o = Command::new(env!("CARGO_BIN_EXE_mmulab"))
+        .args(args)
+        .output()
+        .expect("run mmulab");
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into(),
+        String::from_utf8_lossy(&o.stderr).into(),
+    )
 }
 
 const SMALL: &str = r#"
@@ -49,7 +56,10 @@ fn reproduce_prints_the_seed_table_and_draws_coverage() {
     let (ok, out, err) = mmulab(&["reproduce", file.to_str().unwrap(), "--plot", svg.to_str().unwrap()]);
     assert!(ok, "{err}");
     // A page-per-step chase over 8 MiB: 1 MiB reservations cut TLB misses, so time drops.
-    let row = out.lines().find(|l| l.contains("chase latency (reservation vs base, armada-xp)")).expect(&out);
+    let row = out
+        .lines()
+        .find(|l| l.contains("chase latency (reservation vs base, armada-xp)"))
+        .expect(&out);
     assert!(row.contains("| yes"), "{row}");
     assert!(out.lines().any(|l| l.contains("skylake") && l.contains("thp")), "{out}");
     let text = std::fs::read_to_string(&svg).unwrap();
@@ -59,7 +69,11 @@ fn reproduce_prints_the_seed_table_and_draws_coverage() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v.as_array().unwrap().len(), 4);
     // Bad experiment files name the file.
-    std::fs::write(&file, SMALL.replace("policies = [\"base\", \"thp\"]", "policies = [\"thp\"]")).unwrap();
+    std::fs::write(
+        &file,
+        SMALL.replace("policies = [\"base\", \"thp\"]", "policies = [\"thp\"]"),
+    )
+    .unwrap();
     let (ok, _, err) = mmulab(&["reproduce", file.to_str().unwrap()]);
     assert!(!ok && err.contains("small.toml") && err.contains("base"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
@@ -69,8 +83,15 @@ fn reproduce_prints_the_seed_table_and_draws_coverage() {
 fn sim_writes_a_time_series() {
     let f = std::env::temp_dir().join(format!("mmulab-ts-{}.jsonl", std::process::id()));
     let (ok, _, err) = mmulab(&[
-        "sim", "-w", "gups:table=16MiB,updates=100K", "--set", "os.policy=reservation",
-        "--timeseries", f.to_str().unwrap(), "--interval", "50000",
+        "sim",
+        "-w",
+        "gups:table=16MiB,updates=100K",
+        "--set",
+        "os.policy=reservation",
+        "--timeseries",
+        f.to_str().unwrap(),
+        "--interval",
+        "50000",
     ]);
     assert!(ok, "{err}");
     let text = std::fs::read_to_string(&f).unwrap();
@@ -98,9 +119,14 @@ fn vmas_recorded_in_an_mlt_trace_limit_huge_pages() {
     let p = std::env::temp_dir().join(format!("mmulab-vma-{}.mlt", std::process::id()));
     let mut w = MltWriter::new(std::fs::File::create(&p).unwrap(), 1).unwrap();
     for i in 0..1024u64 {
-        w.push(&MemRef::new(0x4000_0000 + i * 4096, AccessKind::Store, 8)).unwrap();
+        w.push(&MemRef::new(0x4000_0000 + i * 4096, AccessKind::Store, 8))
+            .unwrap();
     }
-    w.section("vmas", b"# sample 0 t_ms=0\n40000000-40300000 rw-p 00000000 00:00 0 [heap]\n").unwrap();
+    w.section(
+        "vmas",
+        b"# sample 0 t_ms=0\n40000000-40300000 rw-p 00000000 00:00 0 [heap]\n",
+    )
+    .unwrap();
     w.finish().unwrap();
     let (ok, out, err) = mmulab(&["sim", "-t", p.to_str().unwrap(), "--set", "os.policy=thp", "--json"]);
     assert!(ok, "{err}");

@@ -14,12 +14,19 @@ fn data(name: &str) -> String {
 }
 
 fn mmulab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mmulab")).args(args).output().expect("run mmulab")
+    Command::new(env!("CARGO_BIN_EXE_mmulab"))
+        .args(args)
+        .output()
+        .expect("run mmulab")
 }
 
 fn json_ok(args: &[&str]) -> Value {
     let out = mmulab(args);
-    assert!(out.status.success(), "{args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     // Exactly one JSON object on stdout.
     serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}): {text}"))
@@ -50,9 +57,19 @@ fn err_text(args: &[&str]) -> String {
 /// lookups 7×1 + 6×5 = 37, walks 28×10 = 280. Tables: PML4, PDPT, PD, 2 PTs.
 #[test]
 fn golden_tiny_trace_4k() {
-    let v = json_ok(&["sim", "--config", &data("tiny.toml"), "--trace", &data("tiny.din"), "--json"]);
+    let v = json_ok(&[
+        "sim",
+        "--config",
+        &data("tiny.toml"),
+        "--trace",
+        &data("tiny.din"),
+        "--json",
+    ]);
     assert_eq!(v["references"], 7);
-    assert_eq!((v["loads"].as_u64(), v["stores"].as_u64(), v["ifetches"].as_u64()), (Some(5), Some(1), Some(1)));
+    assert_eq!(
+        (v["loads"].as_u64(), v["stores"].as_u64(), v["ifetches"].as_u64()),
+        (Some(5), Some(1), Some(1))
+    );
     let l = |n: &str, k: &str| v["tlb"][n][k].as_u64().unwrap();
     assert_eq!((l("l1", "accesses"), l("l1", "hits"), l("l1", "misses")), (7, 1, 6));
     assert_eq!((l("l2", "accesses"), l("l2", "hits"), l("l2", "misses")), (6, 2, 4));
@@ -82,12 +99,36 @@ fn golden_tiny_trace_4k() {
 #[test]
 fn golden_tiny_trace_2m_splinters_in_l1() {
     let v = json_ok(&[
-        "sim", "--config", &data("tiny.toml"), "--trace", &data("tiny.din"), "--json",
-        "--set", "os.policy=fixed", "--set", "os.page_size=2M",
+        "sim",
+        "--config",
+        &data("tiny.toml"),
+        "--trace",
+        &data("tiny.din"),
+        "--json",
+        "--set",
+        "os.policy=fixed",
+        "--set",
+        "os.page_size=2M",
     ]);
     let l = |n: &str, k: &str| v["tlb"][n][k].as_u64().unwrap();
-    assert_eq!((l("l1", "accesses"), l("l1", "hits"), l("l1", "misses"), l("l1", "splinters")), (7, 1, 6, 6));
-    assert_eq!((l("l2", "accesses"), l("l2", "hits"), l("l2", "misses"), l("l2", "splinters")), (6, 4, 2, 0));
+    assert_eq!(
+        (
+            l("l1", "accesses"),
+            l("l1", "hits"),
+            l("l1", "misses"),
+            l("l1", "splinters")
+        ),
+        (7, 1, 6, 6)
+    );
+    assert_eq!(
+        (
+            l("l2", "accesses"),
+            l("l2", "hits"),
+            l("l2", "misses"),
+            l("l2", "splinters")
+        ),
+        (6, 4, 2, 0)
+    );
     assert_eq!(v["walks"]["count"], 4);
     assert_eq!(v["walks"]["memory_refs"], 10);
     assert_eq!(v["faults"], 2);
@@ -100,17 +141,39 @@ fn golden_tiny_trace_2m_splinters_in_l1() {
 
 #[test]
 fn lackey_trace_kinds() {
-    let v = json_ok(&["sim", "--config", &data("tiny.toml"), "--trace", &data("tiny.lackey"), "--format", "lackey", "--json"]);
-    assert_eq!((v["loads"].as_u64(), v["stores"].as_u64(), v["ifetches"].as_u64()), (Some(1), Some(2), Some(1)));
+    let v = json_ok(&[
+        "sim",
+        "--config",
+        &data("tiny.toml"),
+        "--trace",
+        &data("tiny.lackey"),
+        "--format",
+        "lackey",
+        "--json",
+    ]);
+    assert_eq!(
+        (v["loads"].as_u64(), v["stores"].as_u64(), v["ifetches"].as_u64()),
+        (Some(1), Some(2), Some(1))
+    );
 }
 
 #[test]
 fn the_issue_example_config_works_verbatim_and_reports_every_field() {
-    let v = json_ok(&["sim", "--config", &data("issue2-example.toml"), "--workload", "gups:table=64MiB,refs=200K", "--json"]);
+    let v = json_ok(&[
+        "sim",
+        "--config",
+        &data("issue2-example.toml"),
+        "--workload",
+        "gups:table=64MiB,refs=200K",
+        "--json",
+    ]);
     assert_eq!(v["references"], 200_000);
     for level in ["l1d", "l1i", "l2"] {
         let t = &v["tlb"][level];
-        assert_eq!(t["accesses"].as_u64().unwrap(), t["hits"].as_u64().unwrap() + t["misses"].as_u64().unwrap());
+        assert_eq!(
+            t["accesses"].as_u64().unwrap(),
+            t["hits"].as_u64().unwrap() + t["misses"].as_u64().unwrap()
+        );
     }
     assert_eq!(v["tlb"]["l1i"]["accesses"], 0);
     assert_eq!(v["tlb"]["l1d"]["accesses"], 200_000);
@@ -128,7 +191,16 @@ fn the_issue_example_config_works_verbatim_and_reports_every_field() {
 #[test]
 fn huge_pages_cut_walks_for_gups() {
     let base = json_ok(&["sim", "--workload", "gups:table=256MiB,refs=300K", "--json"]);
-    let huge = json_ok(&["sim", "--workload", "gups:table=256MiB,refs=300K", "--json", "--set", "os.policy=fixed", "--set", "os.page_size=2M"]);
+    let huge = json_ok(&[
+        "sim",
+        "--workload",
+        "gups:table=256MiB,refs=300K",
+        "--json",
+        "--set",
+        "os.policy=fixed",
+        "--set",
+        "os.page_size=2M",
+    ]);
     let walks = |v: &Value| v["walks"]["count"].as_u64().unwrap();
     // 256 MiB = 65,536 4K pages (far beyond 2,048 L2 entries) but only 128 2M pages.
     assert!(walks(&base) > 100_000, "{}", walks(&base));
@@ -140,8 +212,16 @@ fn huge_pages_cut_walks_for_gups() {
 #[test]
 fn set_overrides_name_levels_and_allow_odd_geometries() {
     let v = json_ok(&[
-        "sim", "--workload", "chase:pages=3000,refs=30000", "--json",
-        "--set", "tlb.l2.entries=1536", "--set", "tlb.l2.ways=12", "--set", "tlb.l2.replacement=plru",
+        "sim",
+        "--workload",
+        "chase:pages=3000,refs=30000",
+        "--json",
+        "--set",
+        "tlb.l2.entries=1536",
+        "--set",
+        "tlb.l2.ways=12",
+        "--set",
+        "tlb.l2.replacement=plru",
     ]);
     // 3,000 pages in a random cycle through 64 + 1,536 entries: nearly every L2 lookup of
     // the second pass misses (a cyclic chase larger than an LRU-like TLB).
@@ -156,12 +236,22 @@ fn set_overrides_name_levels_and_allow_odd_geometries() {
 fn unknown_config_keys_name_the_key_and_file() {
     let dir = std::env::temp_dir().join(format!("mmulab-cfg-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let text = std::fs::read_to_string(data("tiny.toml")).unwrap().replace("latency = 5", "latency = 5\ncolour = \"red\"");
+    let text = std::fs::read_to_string(data("tiny.toml"))
+        .unwrap()
+        .replace("latency = 5", "latency = 5\ncolour = \"red\"");
     let path = dir.join("bad.toml");
     std::fs::write(&path, text).unwrap();
     let e = err_text(&["sim", "--config", path.to_str().unwrap(), "--workload", "seq:size=1M"]);
     assert!(e.contains("colour") && e.contains("bad.toml"), "{e}");
-    let e = err_text(&["sim", "--workload", "seq:size=1M", "--set", "os.policy=fixed", "--set", "os.page_size=64K"]);
+    let e = err_text(&[
+        "sim",
+        "--workload",
+        "seq:size=1M",
+        "--set",
+        "os.policy=fixed",
+        "--set",
+        "os.page_size=64K",
+    ]);
     assert!(e.contains("os.page_size") && e.contains("x86_64"), "{e}");
     let e = err_text(&["sim", "--workload", "seq:size=1M", "--set", "os.policy=thp2"]);
     assert!(e.contains("os.policy"), "{e}");
@@ -170,20 +260,41 @@ fn unknown_config_keys_name_the_key_and_file() {
 
 #[test]
 fn random_replacement_is_deterministic_per_seed() {
-    let args = ["sim", "--workload", "chase:pages=5000,refs=50000,seed=9", "--json", "--set", "tlb.l2.replacement=random", "--set", "tlb.l1d.replacement=random"];
+    let args = [
+        "sim",
+        "--workload",
+        "chase:pages=5000,refs=50000,seed=9",
+        "--json",
+        "--set",
+        "tlb.l2.replacement=random",
+        "--set",
+        "tlb.l1d.replacement=random",
+    ];
     let a = json_ok(&args);
     let b = json_ok(&args);
     assert_eq!(a, b);
     let mut other = args.to_vec();
     other.extend(["--set", "machine.seed=12345"]);
     let c = json_ok(&other);
-    assert_ne!(a["tlb"]["l2"]["hits"], c["tlb"]["l2"]["hits"], "a different seed should change random victims");
+    assert_ne!(
+        a["tlb"]["l2"]["hits"], c["tlb"]["l2"]["hits"],
+        "a different seed should change random victims"
+    );
 }
 
 #[test]
 fn running_out_of_simulated_memory_is_a_clear_error_with_partial_results() {
-    let e = err_text(&["sim", "--workload", "seq:size=64MiB,stride=4096", "--set", "memory.size=8MiB"]);
-    assert!(e.contains("out of simulated physical memory") && e.contains("memory.size"), "{e}");
+    let e = err_text(&[
+        "sim",
+        "--workload",
+        "seq:size=64MiB,stride=4096",
+        "--set",
+        "memory.size=8MiB",
+    ]);
+    assert!(
+        e.contains("out of simulated physical memory") && e.contains("memory.size"),
+        "{e}"
+    );
     assert!(e.contains("references simulated before the error"), "{e}");
 }
 
@@ -200,15 +311,40 @@ fn corrupt_text_trace_names_file_and_line() {
 
 #[test]
 fn demo_prints_a_comparison_table() {
-    let out = mmulab(&["demo", "--workload", "gups:table=64MiB,refs=100K", "--workload", "seq:size=16MiB,refs=100K"]);
+    let out = mmulab(&[
+        "demo",
+        "--workload",
+        "gups:table=64MiB,refs=100K",
+        "--workload",
+        "seq:size=16MiB,refs=100K",
+    ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
-    for needle in ["workload", "l1d misses", "l2 misses", "walks", "walk mem refs", "translation cycles", "4K/2M", "gups:table=64MiB"] {
+    for needle in [
+        "workload",
+        "l1d misses",
+        "l2 misses",
+        "walks",
+        "walk mem refs",
+        "translation cycles",
+        "4K/2M",
+        "gups:table=64MiB",
+    ] {
         assert!(text.contains(needle), "missing {needle}:\n{text}");
     }
     // The gups 2M row carries a ratio well above 1 (64 MiB of 4K pages overflow the L2).
-    let ratio_line = text.lines().filter(|l| l.trim_start().starts_with("2M")).next().unwrap();
-    let ratio: f64 = ratio_line.split_whitespace().last().unwrap().trim_end_matches('x').parse().unwrap();
+    let ratio_line = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("2M"))
+        .next()
+        .unwrap();
+    let ratio: f64 = ratio_line
+        .split_whitespace()
+        .last()
+        .unwrap()
+        .trim_end_matches('x')
+        .parse()
+        .unwrap();
     assert!(ratio > 2.0, "{ratio_line}");
 }
 
@@ -217,12 +353,27 @@ fn demo_prints_a_comparison_table() {
 fn base_policy_uses_the_granule_as_its_page() {
     // The 64K granule has two upper levels, so the default's three PWC sizes are an
     // error (checked below) and two are given.
-    let e = err_text(&["sim", "--workload", "seq:size=1MiB", "--set", "machine.arch=aarch64-64k"]);
+    let e = err_text(&[
+        "sim",
+        "--workload",
+        "seq:size=1MiB",
+        "--set",
+        "machine.arch=aarch64-64k",
+    ]);
     assert!(e.contains("walk.pwc_entries"), "{e}");
-    for (arch, pwc, page, pages) in [("aarch64-16k", "[4,8,32]", "16K", 64u64), ("aarch64-64k", "[8,32]", "64K", 16)] {
+    for (arch, pwc, page, pages) in [
+        ("aarch64-16k", "[4,8,32]", "16K", 64u64),
+        ("aarch64-64k", "[8,32]", "64K", 16),
+    ] {
         let v = json_ok(&[
-            "sim", "--workload", "seq:size=1MiB,stride=4096", "--json",
-            "--set", &format!("machine.arch={arch}"), "--set", &format!("walk.pwc_entries={pwc}"),
+            "sim",
+            "--workload",
+            "seq:size=1MiB,stride=4096",
+            "--json",
+            "--set",
+            &format!("machine.arch={arch}"),
+            "--set",
+            &format!("walk.pwc_entries={pwc}"),
         ]);
         // 1 MiB touched every 4 KiB: 1 MiB / page pages, one fault each.
         assert_eq!(v["memory"]["pages"][page], pages, "{arch}: {v}");

@@ -10,14 +10,20 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn mmulab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mmulab")).args(args).output().expect("run mmulab")
+    Command::new(env!("CARGO_BIN_EXE_mmulab"))
+        .args(args)
+        .output()
+        .expect("run mmulab")
 }
 
 /// stdout must be exactly one JSON object.
 fn json_of(o: &Output) -> Value {
     let s = String::from_utf8(o.stdout.clone()).unwrap();
     let mut it = serde_json::Deserializer::from_str(&s).into_iter::<Value>();
-    let v = it.next().unwrap_or_else(|| panic!("no JSON on stdout; stderr: {}", String::from_utf8_lossy(&o.stderr))).unwrap();
+    let v = it
+        .next()
+        .unwrap_or_else(|| panic!("no JSON on stdout; stderr: {}", String::from_utf8_lossy(&o.stderr)))
+        .unwrap();
     assert!(it.next().is_none(), "more than one JSON value on stdout");
     assert!(v.is_object());
     v
@@ -37,13 +43,30 @@ fn issue2_config() -> std::path::PathBuf {
 
 fn info(path: &Path) -> Value {
     let o = mmulab(&["trace-info", "--json", path.to_str().unwrap()]);
-    assert!(o.status.success(), "trace-info {}: {}", path.display(), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "trace-info {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
     json_of(&o)
 }
 
 fn sim(cfg: &Path, trace: &Path) -> Value {
-    let o = mmulab(&["sim", "--config", cfg.to_str().unwrap(), "--trace", trace.to_str().unwrap(), "--json"]);
-    assert!(o.status.success(), "sim {}: {}", trace.display(), String::from_utf8_lossy(&o.stderr));
+    let o = mmulab(&[
+        "sim",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(
+        o.status.success(),
+        "sim {}: {}",
+        trace.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
     let mut v = json_of(&o);
     v.as_object_mut().unwrap().remove("source");
     v
@@ -59,16 +82,33 @@ fn sim_statistics_are_identical_directly_and_through_mlt() {
         .map(|e| e.unwrap().path())
         .find(|p| p.to_string_lossy().ends_with(".trace.zip"))
         .unwrap();
-    for (i, input) in [dr.join("x86_64-threadsig"), dr.join("aarch64-threadsig"), single].iter().enumerate() {
+    for (i, input) in [dr.join("x86_64-threadsig"), dr.join("aarch64-threadsig"), single]
+        .iter()
+        .enumerate()
+    {
         let mlt = d.join(format!("t{i}.mlt"));
         let o = mmulab(&["convert", input.to_str().unwrap(), mlt.to_str().unwrap()]);
         assert!(o.status.success(), "convert: {}", String::from_utf8_lossy(&o.stderr));
         let (a, b) = (info(input), info(&mlt));
-        for k in ["references", "loads", "stores", "ifetches", "threads", "cores", "address_spaces", "address_range", "footprint", "sizes"] {
+        for k in [
+            "references",
+            "loads",
+            "stores",
+            "ifetches",
+            "threads",
+            "cores",
+            "address_spaces",
+            "address_range",
+            "footprint",
+            "sizes",
+        ] {
             assert_eq!(a[k], b[k], "{k} differs for {}", input.display());
         }
         assert_eq!(b["markers"]["page_size"], 4096);
-        assert_eq!(a["references"], a["loads"].as_u64().unwrap() + a["stores"].as_u64().unwrap() + a["ifetches"].as_u64().unwrap());
+        assert_eq!(
+            a["references"],
+            a["loads"].as_u64().unwrap() + a["stores"].as_u64().unwrap() + a["ifetches"].as_u64().unwrap()
+        );
         let (direct, via) = (sim(&cfg, input), sim(&cfg, &mlt));
         assert!(direct["references"].as_u64().unwrap() > 1000);
         assert_eq!(direct["references"], a["references"]);
@@ -87,7 +127,9 @@ fn damaged_trace_reports_the_references_before_the_damage() {
     let src = d.join("a.din");
     std::fs::write(&src, &din).unwrap();
     let mlt = d.join("a.mlt");
-    assert!(mmulab(&["convert", src.to_str().unwrap(), mlt.to_str().unwrap()]).status.success());
+    assert!(mmulab(&["convert", src.to_str().unwrap(), mlt.to_str().unwrap()])
+        .status
+        .success());
     let bytes = std::fs::read(&mlt).unwrap();
     let cut = d.join("cut.mlt");
     std::fs::write(&cut, &bytes[..bytes.len() * 3 / 4]).unwrap();
@@ -102,13 +144,21 @@ fn damaged_trace_reports_the_references_before_the_damage() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("cut.mlt"));
     // convert refuses a damaged input (and leaves no output) unless asked to salvage.
     let out = d.join("out.mlt");
-    assert!(!mmulab(&["convert", cut.to_str().unwrap(), out.to_str().unwrap()]).status.success());
+    assert!(!mmulab(&["convert", cut.to_str().unwrap(), out.to_str().unwrap()])
+        .status
+        .success());
     assert!(!out.exists());
-    assert!(mmulab(&["convert", "--salvage", cut.to_str().unwrap(), out.to_str().unwrap()]).status.success());
+    assert!(
+        mmulab(&["convert", "--salvage", cut.to_str().unwrap(), out.to_str().unwrap()])
+            .status
+            .success()
+    );
     assert_eq!(info(&out)["references"].as_u64().unwrap(), before);
     // Lossless round trip back to din text.
     let back = d.join("back.din");
-    assert!(mmulab(&["convert", mlt.to_str().unwrap(), back.to_str().unwrap()]).status.success());
+    assert!(mmulab(&["convert", mlt.to_str().unwrap(), back.to_str().unwrap()])
+        .status
+        .success());
     assert_eq!(std::fs::read_to_string(&back).unwrap(), din);
     std::fs::remove_dir_all(&d).ok();
 }
@@ -125,23 +175,44 @@ fn garbage_input_is_a_clear_error() {
     assert!(e.contains("junk.bin") && e.contains("--format"), "{e}");
     let o = mmulab(&["trace-info", "--format", "drmemtrace", p.to_str().unwrap()]);
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success() && e.contains("junk.bin") && e.contains("offset"), "{e}");
+    assert!(
+        !o.status.success() && e.contains("junk.bin") && e.contains("offset"),
+        "{e}"
+    );
     std::fs::remove_dir_all(&d).ok();
 }
 
 #[test]
 fn record_traces_a_program_with_its_vmas() {
-    if Command::new("valgrind").arg("--version").output().map(|o| !o.status.success()).unwrap_or(true) {
+    if Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .map(|o| !o.status.success())
+        .unwrap_or(true)
+    {
         // Not a silent pass: say loudly why nothing was checked.
-        eprintln!("SKIPPED: valgrind is not installed (apt-get install valgrind); `mmulab record` cannot be tested here");
+        eprintln!(
+            "SKIPPED: valgrind is not installed (apt-get install valgrind); `mmulab record` cannot be tested here"
+        );
         return;
     }
     let d = tempdir("record");
     let out = d.join("echo.mlt");
-    let o = mmulab(&["record", "--json", "-o", out.to_str().unwrap(), "--", "/bin/echo", "hello"]);
+    let o = mmulab(&[
+        "record",
+        "--json",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "/bin/echo",
+        "hello",
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let s = json_of(&o);
-    assert!(String::from_utf8_lossy(&o.stderr).contains("hello"), "the program's stdout goes to stderr with --json");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("hello"),
+        "the program's stdout goes to stderr with --json"
+    );
     let refs = s["references"].as_u64().unwrap();
     assert!(refs > 10_000, "{refs}");
     let v = info(&out);

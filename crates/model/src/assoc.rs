@@ -85,8 +85,15 @@ pub(crate) struct MissFilter {
 impl MissFilter {
     /// The filter of a structure of `entries` entries in sets of `ways`.
     pub(crate) fn new(entries: usize, ways: usize) -> MissFilter {
-        let buckets = if ways >= FILTER_MIN_WAYS && entries <= u16::MAX as usize { (entries * 16).next_power_of_two().min(FILTER_MAX_BUCKETS) } else { 0 };
-        MissFilter { counts: vec![0; buckets].into_boxed_slice(), mask: buckets.saturating_sub(1) }
+        let buckets = if ways >= FILTER_MIN_WAYS && entries <= u16::MAX as usize {
+            (entries * 16).next_power_of_two().min(FILTER_MAX_BUCKETS)
+        } else {
+            0
+        };
+        MissFilter {
+            counts: vec![0; buckets].into_boxed_slice(),
+            mask: buckets.saturating_sub(1),
+        }
     }
 
     /// The bucket of a fingerprint (its fifteen hash bits, masked).
@@ -151,7 +158,10 @@ impl Prepared {
     #[inline(always)]
     pub fn new(key: u64, asid: u16) -> Prepared {
         assert!(key <= MAX_KEY, "key {key:#x} beyond MAX_KEY");
-        Prepared { tag: tag(key, asid), fp: fingerprint(key, asid) }
+        Prepared {
+            tag: tag(key, asid),
+            fp: fingerprint(key, asid),
+        }
     }
 
     /// [`Prepared::new`] of a key the caller knows is at most [`MAX_KEY`] (checked in
@@ -160,7 +170,10 @@ impl Prepared {
     #[inline(always)]
     pub fn new_below_max(key: u64, asid: u16) -> Prepared {
         debug_assert!(key <= MAX_KEY, "key {key:#x} beyond MAX_KEY");
-        Prepared { tag: tag(key, asid), fp: fingerprint(key, asid) }
+        Prepared {
+            tag: tag(key, asid),
+            fp: fingerprint(key, asid),
+        }
     }
 }
 
@@ -237,7 +250,10 @@ impl AssocArray {
     #[inline(always)]
     fn set_of_g<const FAST: bool>(&self, n: u64) -> usize {
         if FAST {
-            debug_assert!(self.is_lru_pow2(), "the FAST path on an array that is not LRU with 2^k sets");
+            debug_assert!(
+                self.is_lru_pow2(),
+                "the FAST path on an array that is not LRU with 2^k sets"
+            );
             (n & self.fast_mask) as usize
         } else {
             self.set_of(n)
@@ -281,7 +297,10 @@ impl AssocArray {
     /// fingerprints and entries are read unchecked after one check of `set`.
     #[inline(always)]
     fn search(&self, set: usize, key: u64, asid: u16) -> Option<usize> {
-        assert!(key <= MAX_KEY && set < self.sets, "key {key:#x} beyond MAX_KEY or set {set} out of range");
+        assert!(
+            key <= MAX_KEY && set < self.sets,
+            "key {key:#x} beyond MAX_KEY or set {set} out of range"
+        );
         // SAFETY: checked just above.
         unsafe { self.search_tag(set, tag(key, asid), fingerprint(key, asid)) }
     }
@@ -356,7 +375,13 @@ impl AssocArray {
     #[inline(always)]
     pub fn insert(&mut self, set: usize, key: u64, asid: u16, data: u64) -> (usize, Option<Evicted>) {
         let (slot, old) = self.insert_prepared(set, &Prepared::new(key, asid), data);
-        (slot, (old != INVALID).then(|| Evicted { key: old & MAX_KEY, asid: (old >> 48) as u16 }))
+        (
+            slot,
+            (old != INVALID).then(|| Evicted {
+                key: old & MAX_KEY,
+                asid: (old >> 48) as u16,
+            }),
+        )
     }
 
     /// [`AssocArray::insert`] of a prepared key (computed once for several arrays);
@@ -408,7 +433,11 @@ impl AssocArray {
         debug_assert!(set < self.sets);
         // A full array (the steady state) asks the policy for victim and fill at once.
         // SAFETY: set < sets (the caller's contract).
-        let way = if self.empty > 0 { self.free_or_victim(set) } else { unsafe { self.replace_in_range::<FAST>(set) } };
+        let way = if self.empty > 0 {
+            self.free_or_victim(set)
+        } else {
+            unsafe { self.replace_in_range::<FAST>(set) }
+        };
         // (`free_or_victim` and `replace_in_range` return ways below `ways`.)
         debug_assert!(way < self.ways, "victim way {way} out of range");
         // SAFETY: set < sets and way < ways (both checked above), so the slot is below
@@ -588,7 +617,10 @@ mod tests {
         assert_eq!(eq_mask16(&c, 0x8585), 1 | 1 << 3 | 1 << 6 | 1 << 8 | 1 << 15);
         assert_eq!(eq_mask16(&c, 0x8586), 1 << 7);
         assert_eq!(eq_mask16(&c, 0x0585), 1 << 9);
-        assert_eq!(eq_mask16(&c, 0), !(1u32 << 0 | 1 << 3 | 1 << 6 | 1 << 8 | 1 << 15 | 1 << 7 | 1 << 9) & 0xffff);
+        assert_eq!(
+            eq_mask16(&c, 0),
+            !(1u32 << 0 | 1 << 3 | 1 << 6 | 1 << 8 | 1 << 15 | 1 << 7 | 1 << 9) & 0xffff
+        );
     }
 
     #[test]
@@ -627,7 +659,13 @@ mod tests {
         // Two arrays fed the same keys: once full, one fills through `insert_by`, the
         // other through `replace_full_by`; slots, lookups and miss-filter counts agree
         // (LRU and another policy; power-of-two and other set counts; with a filter).
-        for (entries, ways, policy) in [(64, 64, Policy::Lru), (2048, 16, Policy::Lru), (48, 4, Policy::Lru), (96, 32, Policy::Fifo), (24, 3, Policy::Plru)] {
+        for (entries, ways, policy) in [
+            (64, 64, Policy::Lru),
+            (2048, 16, Policy::Lru),
+            (48, 4, Policy::Lru),
+            (96, 32, Policy::Fifo),
+            (24, 3, Policy::Plru),
+        ] {
             let mut a = AssocArray::new(entries, ways, policy, 7);
             let mut b = a.clone();
             let mut x = 0x9e37_79b9_7f4a_7c15u64;
@@ -662,7 +700,11 @@ mod tests {
 
     /// The miss filter's counts recomputed from the fingerprints, and its own.
     fn recount(a: &AssocArray) -> (Vec<u16>, Vec<u16>) {
-        a.filter.check((0..a.sets).flat_map(|set| (0..a.ways).map(move |w| (set, w))).map(|(set, w)| a.fps[set * a.fp_stride + w]))
+        a.filter.check(
+            (0..a.sets)
+                .flat_map(|set| (0..a.ways).map(move |w| (set, w)))
+                .map(|(set, w)| a.fps[set * a.fp_stride + w]),
+        )
     }
 
     #[test]
@@ -701,7 +743,11 @@ mod tests {
                     }
                     _ => {
                         let held = model[set].contains(&(key, asid));
-                        assert_eq!(a.find(set, key, asid).is_some(), held, "step {step}: key {key} asid {asid}");
+                        assert_eq!(
+                            a.find(set, key, asid).is_some(),
+                            held,
+                            "step {step}: key {key} asid {asid}"
+                        );
                         if !held {
                             if let (_, Some(ev)) = a.insert(set, key, asid, key) {
                                 model[set].retain(|&e| e != (ev.key, ev.asid));

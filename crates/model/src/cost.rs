@@ -18,7 +18,10 @@ pub struct WalkCost {
 
 impl Default for WalkCost {
     fn default() -> Self {
-        WalkCost { mem_latency: 30, pwc_latency: 1, fault_latency: 1000 }
+        WalkCost {
+            mem_latency: 30,
+            pwc_latency: 1,
+            fault_latency: 1000,
+        }
     }
 }
-

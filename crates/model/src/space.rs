@@ -54,7 +54,12 @@ impl AddressSpace {
     pub fn new(asid: Asid, fmt: Format, mem: &mut Memory) -> Result<AddressSpace, ModelError> {
         let root = mem.alloc_table(fmt.levels()[0].entries())?;
         mem.register_space(asid, fmt, root);
-        Ok(AddressSpace { asid, fmt, root, vmas: Vec::new() })
+        Ok(AddressSpace {
+            asid,
+            fmt,
+            root,
+            vmas: Vec::new(),
+        })
     }
 
     /// Adds a VMA given by the trace (or a test); overlapping VMAs are an error.
@@ -63,10 +68,20 @@ impl AddressSpace {
             return Err(ModelError::Conflict(format!("VMA [{start:#x}, {end:#x}) is empty")));
         }
         if self.vmas.iter().any(|v| v.start < end && start < v.end) {
-            return Err(ModelError::Conflict(format!("VMA [{start:#x}, {end:#x}) overlaps an existing VMA")));
+            return Err(ModelError::Conflict(format!(
+                "VMA [{start:#x}, {end:#x}) overlaps an existing VMA"
+            )));
         }
         let at = self.vmas.partition_point(|v| v.start < start);
-        self.vmas.insert(at, Vma { start, end, hugepage, inferred: false });
+        self.vmas.insert(
+            at,
+            Vma {
+                start,
+                end,
+                hugepage,
+                inferred: false,
+            },
+        );
         Ok(())
     }
 
@@ -107,7 +122,12 @@ impl AddressSpace {
         if let Some(n) = self.vmas.get(at) {
             end = end.min(n.start);
         }
-        let v = Vma { start, end, hugepage: false, inferred: true };
+        let v = Vma {
+            start,
+            end,
+            hugepage: false,
+            inferred: true,
+        };
         self.vmas.insert(at, v);
         v
     }
@@ -140,7 +160,14 @@ mod tests {
         s.add_vma(0x10000, 0x20000, false).unwrap();
         assert_eq!(s.remove_range(0x3000, 0x5000), 1);
         let spans: Vec<_> = s.vmas.iter().map(|v| (v.start, v.end, v.hugepage)).collect();
-        assert_eq!(spans, vec![(0x1000, 0x3000, true), (0x5000, 0x9000, true), (0x10000, 0x20000, false)]);
+        assert_eq!(
+            spans,
+            vec![
+                (0x1000, 0x3000, true),
+                (0x5000, 0x9000, true),
+                (0x10000, 0x20000, false)
+            ]
+        );
         assert_eq!(s.remove_range(0x8000, 0x18000), 2);
         let spans: Vec<_> = s.vmas.iter().map(|v| (v.start, v.end)).collect();
         assert_eq!(spans, vec![(0x1000, 0x3000), (0x5000, 0x8000), (0x18000, 0x20000)]);

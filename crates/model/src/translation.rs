@@ -67,6 +67,11 @@ impl Translation {
     /// that splinters keeps.
     pub fn piece(&self, va: u64, size: PageSize) -> Translation {
         let off = (va - self.va) & !size.offset_mask();
-        Translation { va: self.va + off, pa: self.pa + off, size, ..*self }
+        Translation {
+            va: self.va + off,
+            pa: self.pa + off,
+            size,
+            ..*self
+        }
     }
 }

@@ -109,13 +109,28 @@ fn a_broken_contiguous_group_is_walked_as_pages() {
     let raw = mem.pt.read(table, index);
     mem.pt.write(table, index, raw & !(1 << 52));
     for i in [0u64, 5, 15] {
-        let t = translate(&mut mem, fmt, sp.root, 0, va + i * 4096, &mut pwc).leaf.unwrap();
-        assert_eq!((t.size, t.va, t.pa), (K4, va + i * 4096, 0x20_0000 + i * 4096), "entry {i}");
+        let t = translate(&mut mem, fmt, sp.root, 0, va + i * 4096, &mut pwc)
+            .leaf
+            .unwrap();
+        assert_eq!(
+            (t.size, t.va, t.pa),
+            (K4, va + i * 4096, 0x20_0000 + i * 4096),
+            "entry {i}"
+        );
     }
     // Access and dirty bits may differ inside a valid group (hardware updates one entry).
     mem.pt.write(table, index, raw);
-    set_leaf_attrs(&mut mem, fmt, sp.root, va + 3 * 4096, Attrs::user_rw().with(Attrs::ACCESSED | Attrs::DIRTY)).unwrap();
-    let t = translate(&mut mem, fmt, sp.root, 0, va + 3 * 4096, &mut pwc).leaf.unwrap();
+    set_leaf_attrs(
+        &mut mem,
+        fmt,
+        sp.root,
+        va + 3 * 4096,
+        Attrs::user_rw().with(Attrs::ACCESSED | Attrs::DIRTY),
+    )
+    .unwrap();
+    let t = translate(&mut mem, fmt, sp.root, 0, va + 3 * 4096, &mut pwc)
+        .leaf
+        .unwrap();
     assert_eq!((t.size, t.pa), (K64, 0x20_0000));
     assert!(t.attrs.has(Attrs::DIRTY) && t.attrs.has(Attrs::CONTIG));
     let t = translate(&mut mem, fmt, sp.root, 0, va, &mut pwc).leaf.unwrap();

@@ -100,9 +100,10 @@ impl RefTlb {
         for &size in &self.sizes.clone() {
             let vpn = va >> size.shift();
             let set = (vpn % self.sets as u64) as usize;
-            if let Some(way) = self.slots[set].iter().position(|e| {
-                e.is_some_and(|e| e.vpn == vpn && e.size == size && e.asid == asid)
-            }) {
+            if let Some(way) = self.slots[set]
+                .iter()
+                .position(|e| e.is_some_and(|e| e.vpn == vpn && e.size == size && e.asid == asid))
+            {
                 self.touched(set, way, false);
                 return self.slots[set][way];
             }
@@ -129,7 +130,12 @@ impl RefTlb {
             Some(w) => w,
             None => self.victim(set),
         };
-        self.slots[set][way] = Some(Entry { vpn, size, asid: t.asid, pa: base_pa });
+        self.slots[set][way] = Some(Entry {
+            vpn,
+            size,
+            asid: t.asid,
+            pa: base_pa,
+        });
         self.touched(set, way, true);
     }
 
@@ -158,7 +164,13 @@ fn truth(va: u64, asid: u16, region_sizes: &[PageSize]) -> Translation {
     let size = region_sizes[region];
     let base = va & !size.offset_mask();
     let pa = (base ^ 0x5a5a_0000_0000) & 0x0000_ffff_ffff_f000 & !size.offset_mask();
-    Translation { va: base, pa, size, asid, attrs: Attrs::user_rw() }
+    Translation {
+        va: base,
+        pa,
+        size,
+        asid,
+        attrs: Attrs::user_rw(),
+    }
 }
 
 fn run_case(rng: &mut SplitMix64, case: usize) {
@@ -167,7 +179,11 @@ fn run_case(rng: &mut SplitMix64, case: usize) {
     // Way counts cover one partial and several full 16-way fingerprint chunks, and both
     // LRU representations (the LRU lists), including sets wider than one 16-lane chunk.
     let ways = [1usize, 2, 3, 4, 5, 8, 12, 16, 17, 32, 48, 64, 65, 100][rng.below(14) as usize];
-    let sets = if ways > 16 { [1usize, 2, 3][rng.below(3) as usize] } else { [1usize, 2, 3, 4, 7, 16][rng.below(6) as usize] };
+    let sets = if ways > 16 {
+        [1usize, 2, 3][rng.below(3) as usize]
+    } else {
+        [1usize, 2, 3, 4, 7, 16][rng.below(6) as usize]
+    };
     let mut sizes: Vec<PageSize> = all.iter().copied().filter(|_| rng.below(2) == 0).collect();
     if sizes.is_empty() {
         sizes.push(PageSize::K4);
@@ -178,7 +194,11 @@ fn run_case(rng: &mut SplitMix64, case: usize) {
         entries: sets * ways,
         ways,
         page_sizes: sizes,
-        unsupported: if rng.below(2) == 0 { Unsupported::Splinter } else { Unsupported::Bypass },
+        unsupported: if rng.below(2) == 0 {
+            Unsupported::Splinter
+        } else {
+            Unsupported::Bypass
+        },
         replacement: policies[rng.below(4) as usize],
         latency: 1,
         next: None,
@@ -215,7 +235,9 @@ fn run_case(rng: &mut SplitMix64, case: usize) {
                 "case {case} step {step}: invalidate [{start:#x}, +{len:#x})"
             );
         }
-        let f = fast.lookup(va, asid).map(|(_, t)| (t.va >> t.size.shift(), t.size, t.pa));
+        let f = fast
+            .lookup(va, asid)
+            .map(|(_, t)| (t.va >> t.size.shift(), t.size, t.pa));
         let s = slow.lookup(va, asid).map(|e| (e.vpn, e.size, e.pa));
         assert_eq!(f, s, "case {case} step {step}: va {va:#x} asid {asid} spec {spec:?}");
         if f.is_none() {
@@ -257,7 +279,13 @@ fn fully_associative_lru_of_n_entries_holds_exactly_n_pages() {
                 for p in 0..pages as u64 {
                     let va = p << 12;
                     if tlb.lookup(va, 0).is_none() {
-                        let t = Translation { va, pa: va, size: PageSize::K4, asid: 0, attrs: Attrs::user_rw() };
+                        let t = Translation {
+                            va,
+                            pa: va,
+                            size: PageSize::K4,
+                            asid: 0,
+                            attrs: Attrs::user_rw(),
+                        };
                         tlb.fill(&t, va);
                     }
                 }
@@ -284,7 +312,13 @@ impl RefHierarchy {
             return Some((0, (e.vpn, e.size, e.pa)));
         }
         if let Some(e) = self.levels[1].lookup(va, asid) {
-            let t = Translation { va: e.vpn << e.size.shift(), pa: e.pa, size: e.size, asid, attrs: truth.attrs };
+            let t = Translation {
+                va: e.vpn << e.size.shift(),
+                pa: e.pa,
+                size: e.size,
+                asid,
+                attrs: truth.attrs,
+            };
             self.levels[0].fill(&t, va);
             return Some((1, (e.vpn, e.size, e.pa)));
         }
@@ -315,20 +349,38 @@ fn specialised_lru_power_of_two_hierarchy_matches_the_reference() {
                 entries: sets * ways,
                 ways,
                 page_sizes: sizes,
-                unsupported: if rng.below(2) == 0 { Unsupported::Splinter } else { Unsupported::Bypass },
+                unsupported: if rng.below(2) == 0 {
+                    Unsupported::Splinter
+                } else {
+                    Unsupported::Bypass
+                },
                 replacement: Policy::Lru,
                 latency: 1,
                 next,
                 seed: 0,
             }
         };
-        let l1 = spec("l1", [1usize, 2, 4, 8, 16, 32, 64][rng.below(7) as usize], [1usize, 2, 4][rng.below(3) as usize], Some(1), &mut rng);
-        let l2 = spec("l2", [1usize, 4, 8, 12, 16, 17][rng.below(6) as usize], [1usize, 2, 16, 64][rng.below(4) as usize], None, &mut rng);
+        let l1 = spec(
+            "l1",
+            [1usize, 2, 4, 8, 16, 32, 64][rng.below(7) as usize],
+            [1usize, 2, 4][rng.below(3) as usize],
+            Some(1),
+            &mut rng,
+        );
+        let l2 = spec(
+            "l2",
+            [1usize, 4, 8, 12, 16, 17][rng.below(6) as usize],
+            [1usize, 2, 16, 64][rng.below(4) as usize],
+            None,
+            &mut rng,
+        );
         let specs = vec![l1.clone(), l2.clone()];
         let mut fast = Hierarchy::new(specs.clone(), 0, 0);
         let mut general = Hierarchy::new(specs, 0, 0);
         assert!(fast.is_lru_pow2(), "case {case}: LRU with 2^k sets");
-        let mut reference = RefHierarchy { levels: [RefTlb::new(&l1), RefTlb::new(&l2)] };
+        let mut reference = RefHierarchy {
+            levels: [RefTlb::new(&l1), RefTlb::new(&l2)],
+        };
         let region_sizes: Vec<PageSize> = (0..4).map(|_| all[rng.below(4) as usize]).collect();
         let span_pages = ((l1.entries + l2.entries) as u64 * 2).max(8);
         for step in 0..3000 {
@@ -345,12 +397,19 @@ fn specialised_lru_power_of_two_hierarchy_matches_the_reference() {
             let t = truth(va, asid, &region_sizes);
             let want = reference.access(va, asid, &t);
             for (h, is_fast) in [(&mut fast, true), (&mut general, false)] {
-                let look = if is_fast { h.lookup_as::<true>(va, asid, false) } else { h.lookup_as::<false>(va, asid, false) };
+                let look = if is_fast {
+                    h.lookup_as::<true>(va, asid, false)
+                } else {
+                    h.lookup_as::<false>(va, asid, false)
+                };
                 let got = look.hit.map(|(level, slot)| {
                     let e = h.entry(level, slot, asid);
                     (level, (e.va >> e.size.shift(), e.size, e.pa))
                 });
-                assert_eq!(got, want, "case {case} step {step} (fast {is_fast}): va {va:#x} asid {asid} l1 {l1:?} l2 {l2:?}");
+                assert_eq!(
+                    got, want,
+                    "case {case} step {step} (fast {is_fast}): va {va:#x} asid {asid} l1 {l1:?} l2 {l2:?}"
+                );
                 let (upto, fill) = match look.hit {
                     Some((level, slot)) => (look.len - 1, h.entry(level, slot, asid)),
                     None => (look.len, t),

@@ -17,12 +17,37 @@ fn policies(fmt: Format) -> Vec<Os> {
     let mut v = vec![Os::Base(Base::default())];
     let huge = fmt.leaf_level(PageSize::M2).is_some();
     let res = if huge { PageSize::M2 } else { PageSize::M1 };
-    v.push(Os::Reservation(Reservation::new(ReservationConfig { size: res, mid: if fmt == Format::Armv8_4K { Some(PageSize::K64) } else { None }, ..ReservationConfig::default() })));
-    v.push(Os::Mthp(Mthp::new(MthpConfig { sizes: if huge { vec![PageSize::K16, PageSize::K64, PageSize::M2] } else { vec![PageSize::K16, PageSize::K64] }, zero_cycles_per_page: 0 })));
+    v.push(Os::Reservation(Reservation::new(ReservationConfig {
+        size: res,
+        mid: if fmt == Format::Armv8_4K {
+            Some(PageSize::K64)
+        } else {
+            None
+        },
+        ..ReservationConfig::default()
+    })));
+    v.push(Os::Mthp(Mthp::new(MthpConfig {
+        sizes: if huge {
+            vec![PageSize::K16, PageSize::K64, PageSize::M2]
+        } else {
+            vec![PageSize::K16, PageSize::K64]
+        },
+        zero_cycles_per_page: 0,
+    })));
     if huge {
         v.push(Os::Fixed(Fixed::new(PageSize::M2)));
-        v.push(Os::Thp(Thp::new(ThpConfig::default(), KhugepagedConfig { enabled: false, ..Default::default() })));
-        let k = KhugepagedConfig { scan_period: 500, pages_to_scan: 8192, ..Default::default() };
+        v.push(Os::Thp(Thp::new(
+            ThpConfig::default(),
+            KhugepagedConfig {
+                enabled: false,
+                ..Default::default()
+            },
+        )));
+        let k = KhugepagedConfig {
+            scan_period: 500,
+            pages_to_scan: 8192,
+            ..Default::default()
+        };
         v.push(Os::Thp(Thp::new(ThpConfig::default(), k.clone())));
         v.push(Os::Thp(Thp::khugepaged_only(k)));
     }
@@ -40,7 +65,11 @@ fn drive(sys: &mut Sys, seed: u64, refs: u64, top: u64) {
             3 => 0x1000_0000 + (rng.below(16) << 21) + (rng.below(4) << 12),
             _ => 0x8000_0000 % top + rng.below(1 << 20),
         } % top;
-        let kind = if rng.below(3) == 0 { AccessKind::Store } else { AccessKind::Load };
+        let kind = if rng.below(3) == 0 {
+            AccessKind::Store
+        } else {
+            AccessKind::Load
+        };
         sys.access(asid, va, kind);
         if i % 1000 == 999 {
             sys.tick();
@@ -63,12 +92,26 @@ fn drive(sys: &mut Sys, seed: u64, refs: u64, top: u64) {
             }
             let before = sys.os.stats().count("munmaps");
             let had_space = sys.spaces.get(asid as usize).is_some_and(Option::is_some);
-            let sd = sys.unmap(asid, start, end).unwrap_or_else(|e| panic!("{}: unmap [{start:#x}, {end:#x}): {e}", sys.os.name()));
+            let sd = sys
+                .unmap(asid, start, end)
+                .unwrap_or_else(|e| panic!("{}: unmap [{start:#x}, {end:#x}): {e}", sys.os.name()));
             if had_space {
                 assert_eq!(sys.os.stats().count("munmaps"), before + 1);
-                assert!(sd.contains(&(asid, start, end)), "{}: no shootdown for the unmapped range", sys.os.name());
-                let left: Vec<_> = sys.leaves(asid).into_iter().filter(|m| m.va < end && m.va + m.size.bytes() > start).collect();
-                assert!(left.is_empty(), "{}: leaves left inside [{start:#x}, {end:#x}): {left:?}", sys.os.name());
+                assert!(
+                    sd.contains(&(asid, start, end)),
+                    "{}: no shootdown for the unmapped range",
+                    sys.os.name()
+                );
+                let left: Vec<_> = sys
+                    .leaves(asid)
+                    .into_iter()
+                    .filter(|m| m.va < end && m.va + m.size.bytes() > start)
+                    .collect();
+                assert!(
+                    left.is_empty(),
+                    "{}: leaves left inside [{start:#x}, {end:#x}): {left:?}",
+                    sys.os.name()
+                );
             }
             sys.check();
         }
@@ -83,7 +126,12 @@ fn drive(sys: &mut Sys, seed: u64, refs: u64, top: u64) {
         sys.exit(a);
     }
     sys.check();
-    assert_eq!(sys.os.stats().resident_bytes, 0, "{}: resident after every exit", sys.os.name());
+    assert_eq!(
+        sys.os.stats().resident_bytes,
+        0,
+        "{}: resident after every exit",
+        sys.os.name()
+    );
 }
 
 #[test]
@@ -110,9 +158,19 @@ fn every_policy_keeps_the_contract_on_every_format() {
                 drive(&mut sys, 42, 20_000, top);
                 splits += sys.os.stats().count("munmap_splits");
                 if !matches!(sys.os, Os::Base(_)) && !aged && mem == 256 << 20 {
-                    assert!(sys.os.stats().count("munmaps") > 0, "{} on {fmt:?}: no unmap ran", sys.os.name());
+                    assert!(
+                        sys.os.stats().count("munmaps") > 0,
+                        "{} on {fmt:?}: no unmap ran",
+                        sys.os.name()
+                    );
                 }
-                assert_eq!(sys.mem.buddy.free_frames(), free0, "{} on {:?}: memory not returned at exit", sys.os.name(), fmt);
+                assert_eq!(
+                    sys.mem.buddy.free_frames(),
+                    free0,
+                    "{} on {:?}: memory not returned at exit",
+                    sys.os.name(),
+                    fmt
+                );
             }
         }
         // The unmaps did cut superpages (otherwise the straddling case went untested).
@@ -125,16 +183,39 @@ fn every_policy_keeps_the_contract_on_every_format() {
 fn reclaiming_policies(fmt: Format) -> Vec<Os> {
     let huge = fmt.leaf_level(PageSize::M2).is_some();
     let mut v = vec![Os::Base(Base::default())];
-    v.push(Os::Mthp(Mthp::new(MthpConfig { sizes: if huge { vec![PageSize::K16, PageSize::K64, PageSize::M2] } else { vec![PageSize::K16, PageSize::K64] }, zero_cycles_per_page: 0 })));
+    v.push(Os::Mthp(Mthp::new(MthpConfig {
+        sizes: if huge {
+            vec![PageSize::K16, PageSize::K64, PageSize::M2]
+        } else {
+            vec![PageSize::K16, PageSize::K64]
+        },
+        zero_cycles_per_page: 0,
+    })));
     if huge {
-        let always = ThpConfig { defrag: Defrag::Always, ..ThpConfig::default() };
-        v.push(Os::Thp(Thp::new(always.clone(), KhugepagedConfig { enabled: false, ..Default::default() })));
-        let k = KhugepagedConfig { scan_period: 500, pages_to_scan: 8192, ..Default::default() };
+        let always = ThpConfig {
+            defrag: Defrag::Always,
+            ..ThpConfig::default()
+        };
+        v.push(Os::Thp(Thp::new(
+            always.clone(),
+            KhugepagedConfig {
+                enabled: false,
+                ..Default::default()
+            },
+        )));
+        let k = KhugepagedConfig {
+            scan_period: 500,
+            pages_to_scan: 8192,
+            ..Default::default()
+        };
         v.push(Os::Thp(Thp::new(always, k.clone())));
         v.push(Os::Thp(Thp::khugepaged_only(k)));
     }
     for p in &mut v {
-        p.set_reclaim(ReclaimConfig { enabled: true, ..Default::default() });
+        p.set_reclaim(ReclaimConfig {
+            enabled: true,
+            ..Default::default()
+        });
     }
     v
 }
@@ -154,9 +235,21 @@ fn every_reclaiming_policy_keeps_the_contract_under_pressure_and_fragmentation()
                 }
                 let free0 = sys.mem.buddy.free_frames();
                 drive(&mut sys, 7, 20_000, top);
-                assert_eq!(sys.mem.buddy.free_frames(), free0, "{} on {:?}: memory not returned at exit", sys.os.name(), fmt);
+                assert_eq!(
+                    sys.mem.buddy.free_frames(),
+                    free0,
+                    "{} on {:?}: memory not returned at exit",
+                    sys.os.name(),
+                    fmt
+                );
                 assert!(sys.mem.swap.slots.is_empty(), "swap slots outlive their address spaces");
-                for k in ["swap_outs", "swap_ins", "compaction_success", "pages_migrated", "thp_splits"] {
+                for k in [
+                    "swap_outs",
+                    "swap_ins",
+                    "compaction_success",
+                    "pages_migrated",
+                    "thp_splits",
+                ] {
                     *totals.entry(k).or_default() += sys.os.stats().count(k);
                 }
             }

@@ -5,11 +5,11 @@
 mod os_common;
 
 use mmulab_model::addr::{PageSize, FRAME_SHIFT};
-use mmulab_model::ModelError;
 use mmulab_model::os::*;
 use mmulab_model::pt::Format;
 use mmulab_model::translation::Attrs;
 use mmulab_model::walk::{lookup, Mapping};
+use mmulab_model::ModelError;
 use mmulab_trace::AccessKind::{Load, Store};
 use os_common::Sys;
 use std::collections::BTreeMap;
@@ -17,7 +17,16 @@ use std::collections::BTreeMap;
 const BASE: u64 = 0x4000_0000;
 
 fn thp(defrag: Defrag) -> Os {
-    Os::Thp(Thp::new(ThpConfig { defrag, ..ThpConfig::default() }, KhugepagedConfig { enabled: false, ..Default::default() }))
+    Os::Thp(Thp::new(
+        ThpConfig {
+            defrag,
+            ..ThpConfig::default()
+        },
+        KhugepagedConfig {
+            enabled: false,
+            ..Default::default()
+        },
+    ))
 }
 
 fn leaf(sys: &mut Sys, asid: u16, va: u64) -> Option<Mapping> {
@@ -30,7 +39,11 @@ fn leaf(sys: &mut Sys, asid: u16, va: u64) -> Option<Mapping> {
 fn aged(os: Os, movable: f64) -> Sys {
     let mut sys = Sys::new(Format::X86_64, 64 << 20, os);
     sys.pinned = sys.mem.age_movable(0.3, 0.0, 5, movable);
-    assert_eq!(sys.mem.buddy.free_frames_at_least(9), 0, "precondition: no free 2 MiB block");
+    assert_eq!(
+        sys.mem.buddy.free_frames_at_least(9),
+        0,
+        "precondition: no free 2 MiB block"
+    );
     sys
 }
 
@@ -52,8 +65,16 @@ fn compaction_makes_the_huge_pages_that_fragmentation_denies() {
     // Each 2 MiB region holds about 30% of 512 pinned frames.
     assert!((8 * 100..8 * 250).contains(&migrated), "pages migrated: {migrated}");
     let cfg = ThpConfig::default();
-    assert_eq!(st.os_cycles, 8 * cfg.compaction_cycles + migrated * cfg.migrate_cycles_per_page, "cost: attempts + pages");
-    assert_eq!(always.pinned, always.mem.rmap.external_frames().count() as u64, "migration keeps every pinned frame");
+    assert_eq!(
+        st.os_cycles,
+        8 * cfg.compaction_cycles + migrated * cfg.migrate_cycles_per_page,
+        "cost: attempts + pages"
+    );
+    assert_eq!(
+        always.pinned,
+        always.mem.rmap.external_frames().count() as u64,
+        "migration keeps every pinned frame"
+    );
     // defrag = never: no compaction, no huge page.
     let mut never = aged(thp(Defrag::Never), 1.0);
     touch(&mut never);
@@ -66,16 +87,33 @@ fn compaction_makes_the_huge_pages_that_fragmentation_denies() {
     touch(&mut unmovable);
     let st = unmovable.os.stats().clone();
     assert_eq!(unmovable.count(PageSize::M2), 0);
-    assert_eq!((st.count("compaction_fail"), st.count("compaction_skipped_deferred")), (3, 5));
+    assert_eq!(
+        (st.count("compaction_fail"), st.count("compaction_skipped_deferred")),
+        (3, 5)
+    );
     assert_eq!(st.count("pages_migrated"), 0);
-    assert_eq!(st.os_cycles, 3 * cfg.compaction_cycles, "deferred requests cost nothing");
+    assert_eq!(
+        st.os_cycles,
+        3 * cfg.compaction_cycles,
+        "deferred requests cost nothing"
+    );
 }
 
 #[test]
 fn migrated_pages_keep_their_address_and_attributes_and_move_out_of_the_block() {
     // THP only in madvised VMAs: spaces 1 and 2 get 4 KiB pages, interleaved in memory.
-    let cfg = ThpConfig { enabled: Enabled::Madvise, defrag: Defrag::Always, ..ThpConfig::default() };
-    let os = Os::Thp(Thp::new(cfg, KhugepagedConfig { enabled: false, ..Default::default() }));
+    let cfg = ThpConfig {
+        enabled: Enabled::Madvise,
+        defrag: Defrag::Always,
+        ..ThpConfig::default()
+    };
+    let os = Os::Thp(Thp::new(
+        cfg,
+        KhugepagedConfig {
+            enabled: false,
+            ..Default::default()
+        },
+    ));
     let mut sys = Sys::new(Format::X86_64, 16 << 20, os);
     let mut i = 0u64;
     while sys.mem.buddy.free_frames() > 24 {
@@ -84,7 +122,11 @@ fn migrated_pages_keep_their_address_and_attributes_and_move_out_of_the_block() 
         i += 1;
     }
     sys.exit(2);
-    assert_eq!(sys.mem.buddy.free_frames_at_least(9), 0, "precondition: half free, no free 2 MiB block");
+    assert_eq!(
+        sys.mem.buddy.free_frames_at_least(9),
+        0,
+        "precondition: half free, no free 2 MiB block"
+    );
     let before: BTreeMap<u64, Mapping> = sys.leaves(1).into_iter().map(|m| (m.va, m)).collect();
     sys.space(3).add_vma(BASE, BASE + (2 << 20), true).unwrap();
     sys.access(3, BASE, Store);
@@ -92,26 +134,42 @@ fn migrated_pages_keep_their_address_and_attributes_and_move_out_of_the_block() 
     assert_eq!(huge.size, PageSize::M2, "compaction freed a block");
     let block = huge.pa >> FRAME_SHIFT..(huge.pa >> FRAME_SHIFT) + 512;
     let after: BTreeMap<u64, Mapping> = sys.leaves(1).into_iter().map(|m| (m.va, m)).collect();
-    assert_eq!(before.keys().collect::<Vec<_>>(), after.keys().collect::<Vec<_>>(), "same pages mapped");
+    assert_eq!(
+        before.keys().collect::<Vec<_>>(),
+        after.keys().collect::<Vec<_>>(),
+        "same pages mapped"
+    );
     let mut moved = 0;
     for (va, b) in &before {
         let a = after[va];
         assert_eq!((a.size, a.attrs), (b.size, b.attrs), "attributes kept at {va:#x}");
-        assert!(!block.contains(&(a.pa >> FRAME_SHIFT)), "{va:#x} still inside the new huge page");
+        assert!(
+            !block.contains(&(a.pa >> FRAME_SHIFT)),
+            "{va:#x} still inside the new huge page"
+        );
         if a.pa != b.pa {
             moved += 1;
-            assert!(block.contains(&(b.pa >> FRAME_SHIFT)), "{va:#x} moved although outside the block");
+            assert!(
+                block.contains(&(b.pa >> FRAME_SHIFT)),
+                "{va:#x} moved although outside the block"
+            );
         }
     }
     assert!(moved > 200, "moved {moved}");
     assert_eq!(moved, sys.os.stats().count("pages_migrated"));
-    assert!(before.values().filter(|m| m.attrs.has(Attrs::DIRTY)).count() > 50, "dirty pages were among them");
+    assert!(
+        before.values().filter(|m| m.attrs.has(Attrs::DIRTY)).count() > 50,
+        "dirty pages were among them"
+    );
     sys.check(); // no frame owned twice, nothing leaked
 }
 
 /// `os` with reclaim on.
 fn reclaiming(mut os: Os) -> Os {
-    os.set_reclaim(ReclaimConfig { enabled: true, ..Default::default() });
+    os.set_reclaim(ReclaimConfig {
+        enabled: true,
+        ..Default::default()
+    });
     os
 }
 
@@ -141,10 +199,17 @@ fn a_workload_bigger_than_memory_completes_by_swapping() {
         let st = sys.os.stats();
         let (outs, ins) = (st.count("swap_outs"), st.count("swap_ins"));
         assert!(outs >= 8192 - 4096, "{name}: {outs} swap-outs for 32 MiB in 16 MiB");
-        assert_eq!(ins, 1024, "{name}: every re-touched page was cold and came back from swap");
+        assert_eq!(
+            ins, 1024,
+            "{name}: every re-touched page was cold and came back from swap"
+        );
         assert!(st.resident_bytes <= 16 << 20);
         let r = ReclaimConfig::default();
-        assert_eq!(st.os_cycles, ins * r.swap_in_cycles + outs * r.swap_out_cycles_per_page, "{name}: swap traffic charged");
+        assert_eq!(
+            st.os_cycles,
+            ins * r.swap_in_cycles + outs * r.swap_out_cycles_per_page,
+            "{name}: swap traffic charged"
+        );
         if name == "thp" {
             assert!(st.count("thp_splits") > 0, "thp: huge pages split before swap-out");
         }
@@ -162,13 +227,21 @@ fn without_reclaim_the_same_workload_is_out_of_memory_naming_memory_size() {
         let mut sd = Vec::new();
         let space = sys.spaces[0].as_mut().unwrap();
         let va = BASE + i * 4096;
-        if let Err(e) = sys.os.fault(FaultCtx { mem: &mut sys.mem, space, va, kind: Load, shootdowns: &mut sd }) {
+        if let Err(e) = sys.os.fault(FaultCtx {
+            mem: &mut sys.mem,
+            space,
+            va,
+            kind: Load,
+            shootdowns: &mut sd,
+        }) {
             err = Some(e);
             break;
         }
     }
     match err {
-        Some(ModelError::OutOfMemory(m)) => assert!(m.contains("memory.size") && m.contains("os.reclaim.enabled"), "{m}"),
+        Some(ModelError::OutOfMemory(m)) => {
+            assert!(m.contains("memory.size") && m.contains("os.reclaim.enabled"), "{m}")
+        }
         e => panic!("expected out of memory, got {e:?}"),
     }
     assert_eq!(sys.os.stats().count("swap_outs"), 0);
@@ -205,13 +278,23 @@ fn the_clock_gives_recently_used_pages_a_second_chance() {
     assert_eq!(hot_in_swap, 0, "hot pages kept by their accessed bit");
     // A FIFO would evict the hot pages too, once per turn of the hand.
     assert_eq!(hot_seen_in_swap, 0, "a hot page was in swap in steady state");
-    assert!(sys.os.stats().count("swap_ins") - warm > 1000, "the cold cycle is longer than memory: it swaps");
-    assert!(warm > 0, "the transient exists (else this test checks nothing about FIFO vs clock)");
+    assert!(
+        sys.os.stats().count("swap_ins") - warm > 1000,
+        "the cold cycle is longer than memory: it swaps"
+    );
+    assert!(
+        warm > 0,
+        "the transient exists (else this test checks nothing about FIFO vs clock)"
+    );
 }
 
 #[test]
 fn the_thp_shrinker_splits_underused_collapsed_pages_before_swapping() {
-    let k = KhugepagedConfig { scan_period: 1, pages_to_scan: 1 << 20, ..Default::default() };
+    let k = KhugepagedConfig {
+        scan_period: 1,
+        pages_to_scan: 1 << 20,
+        ..Default::default()
+    };
     let mut sys = Sys::new(Format::X86_64, 32 << 20, reclaiming(Os::Thp(Thp::khugepaged_only(k))));
     // One page in each of 6 ranges (511 empty), and 400 pages in a 7th (112 empty).
     for r in 0..6u64 {
@@ -223,7 +306,9 @@ fn the_thp_shrinker_splits_underused_collapsed_pages_before_swapping() {
     sys.now += 10;
     sys.tick();
     assert_eq!(sys.os.stats().collapses, 7);
-    let old: Vec<u64> = (0..6u64).map(|r| leaf(&mut sys, 0, BASE + (r << 21)).unwrap().pa).collect();
+    let old: Vec<u64> = (0..6u64)
+        .map(|r| leaf(&mut sys, 0, BASE + (r << 21)).unwrap().pa)
+        .collect();
     // Pressure from another address space.
     let mut i = 0;
     while sys.os.stats().count("reclaim_runs") == 0 {
@@ -240,7 +325,10 @@ fn the_thp_shrinker_splits_underused_collapsed_pages_before_swapping() {
         let m = leaf(&mut sys, 0, BASE + ((r as u64) << 21) + 0x5000).unwrap();
         if m.size == PageSize::K4 {
             assert_eq!(m.pa, pa + 0x5000);
-            assert!(leaf(&mut sys, 0, BASE + ((r as u64) << 21)).is_none(), "empty subpage freed");
+            assert!(
+                leaf(&mut sys, 0, BASE + ((r as u64) << 21)).is_none(),
+                "empty subpage freed"
+            );
             kept += 1;
         }
     }
@@ -255,7 +343,10 @@ fn unmapping_a_range_discards_its_pages_in_swap() {
     // 32 MiB touched through 16 MiB: the first pages are in swap. Unmap the first 4 MiB;
     // touching them again is an ordinary fault on a fresh page, not a swap-in.
     let mut sys = overflow(reclaiming(Os::Base(Base::default())), 16 << 20, 8192, 0);
-    assert!(sys.mem.swap.any_in(0, BASE, BASE + (4 << 20)), "precondition: pages of the range in swap");
+    assert!(
+        sys.mem.swap.any_in(0, BASE, BASE + (4 << 20)),
+        "precondition: pages of the range in swap"
+    );
     let ins = sys.os.stats().count("swap_ins");
     sys.unmap(0, BASE, BASE + (4 << 20)).unwrap();
     assert!(!sys.mem.swap.any_in(0, BASE, BASE + (4 << 20)));
@@ -264,5 +355,9 @@ fn unmapping_a_range_discards_its_pages_in_swap() {
         sys.access(0, BASE + i * 4096, Load);
     }
     sys.check();
-    assert_eq!(sys.os.stats().count("swap_ins"), ins, "no swap-in for pages the unmap discarded");
+    assert_eq!(
+        sys.os.stats().count("swap_ins"),
+        ins,
+        "no swap-in for pages the unmap discarded"
+    );
 }

@@ -14,7 +14,10 @@ use os_common::Sys;
 const BASE: u64 = 0x4000_0000;
 
 fn resv(_fmt: Format, size: PageSize) -> Os {
-    Os::Reservation(Reservation::new(ReservationConfig { size, ..ReservationConfig::default() }))
+    Os::Reservation(Reservation::new(ReservationConfig {
+        size,
+        ..ReservationConfig::default()
+    }))
 }
 
 fn leaf(sys: &mut Sys, va: u64) -> mmulab_model::walk::Mapping {
@@ -28,18 +31,29 @@ fn read_only_promotion_demotes_on_one_write_and_repromotes_when_all_dirty() {
     for i in 0..512 {
         sys.access(0, BASE + i * 4096, Load);
         if i < 511 {
-            assert_eq!(leaf(&mut sys, BASE).size, PageSize::K4, "promoted before full at page {i}");
+            assert_eq!(
+                leaf(&mut sys, BASE).size,
+                PageSize::K4,
+                "promoted before full at page {i}"
+            );
         }
     }
     let m = leaf(&mut sys, BASE);
-    assert_eq!((m.size, m.attrs.has(Attrs::WRITABLE)), (PageSize::M2, false), "clean full reservation → read-only 2M");
+    assert_eq!(
+        (m.size, m.attrs.has(Attrs::WRITABLE)),
+        (PageSize::M2, false),
+        "clean full reservation → read-only 2M"
+    );
     assert_eq!(sys.os.stats().promotions[PageSize::M2.index()], 1);
     sys.access(0, BASE + 5 * 4096, Store);
     assert_eq!(sys.os.stats().demotions[PageSize::M2.index()], 1, "one write demotes");
     let m = leaf(&mut sys, BASE + 5 * 4096);
     assert_eq!(m.size, PageSize::K4);
     assert!(m.attrs.has(Attrs::WRITABLE | Attrs::DIRTY));
-    assert!(!leaf(&mut sys, BASE).attrs.has(Attrs::WRITABLE), "other pages stay read-only");
+    assert!(
+        !leaf(&mut sys, BASE).attrs.has(Attrs::WRITABLE),
+        "other pages stay read-only"
+    );
     sys.check();
     for i in 0..512 {
         sys.access(0, BASE + i * 4096, Store);
@@ -48,7 +62,10 @@ fn read_only_promotion_demotes_on_one_write_and_repromotes_when_all_dirty() {
     assert_eq!(m.size, PageSize::M2, "re-promoted once every page is dirty");
     assert!(m.attrs.has(Attrs::WRITABLE | Attrs::DIRTY));
     assert_eq!(sys.os.stats().promotions[PageSize::M2.index()], 2);
-    assert!(sys.os.stats().count("promotion_failed_attrs_differ") > 0, "mixed dirty/clean fails first");
+    assert!(
+        sys.os.stats().count("promotion_failed_attrs_differ") > 0,
+        "mixed dirty/clean fails first"
+    );
     sys.check();
 }
 
@@ -98,10 +115,20 @@ fn memory_pressure_breaks_the_least_recently_changed_partial_reservations() {
         assert!(touched < 511, "memory never ran short");
     }
     if let Os::Reservation(res) = &sys.os {
-        assert!(res.reservation_at(0, BASE).is_some(), "the recently changed reservation survives");
-        assert!(res.reservation_at(0, BASE + (1 << 21)).is_none(), "the least recently changed is broken first");
+        assert!(
+            res.reservation_at(0, BASE).is_some(),
+            "the recently changed reservation survives"
+        );
+        assert!(
+            res.reservation_at(0, BASE + (1 << 21)).is_none(),
+            "the least recently changed is broken first"
+        );
     }
-    assert_eq!(sys.os.stats().resident_bytes, (r + 1 + touched) * 4096, "every touched page stays mapped");
+    assert_eq!(
+        sys.os.stats().resident_bytes,
+        (r + 1 + touched) * 4096,
+        "every touched page stays mapped"
+    );
     sys.check();
 }
 
@@ -113,12 +140,21 @@ fn reservation_respects_vma_edges() {
         sys.access(0, BASE + i * 4096, Store);
     }
     assert_eq!(sys.os.stats().count("reservations_created"), 0);
-    assert_eq!(sys.os.stats().count("no_reservation_vma_edge"), 256, "every fault in the cut range");
+    assert_eq!(
+        sys.os.stats().count("no_reservation_vma_edge"),
+        256,
+        "every fault in the cut range"
+    );
     assert_eq!(sys.os.stats().promotions.iter().sum::<u64>(), 0);
 }
 
 fn khuge(max_ptes_none: u64) -> Os {
-    Os::Thp(Thp::khugepaged_only(KhugepagedConfig { max_ptes_none, scan_period: 1, pages_to_scan: 1 << 20, ..Default::default() }))
+    Os::Thp(Thp::khugepaged_only(KhugepagedConfig {
+        max_ptes_none,
+        scan_period: 1,
+        pages_to_scan: 1 << 20,
+        ..Default::default()
+    }))
 }
 
 #[test]
@@ -132,7 +168,10 @@ fn khugepaged_with_max_ptes_none_zero_never_collapses_a_partial_range() {
         sys.now += 10;
     }
     assert_eq!(sys.os.stats().collapses, 0);
-    assert!(sys.os.stats().count("collapse_skipped_max_ptes_none") > 0, "the range was scanned");
+    assert!(
+        sys.os.stats().count("collapse_skipped_max_ptes_none") > 0,
+        "the range was scanned"
+    );
     assert_eq!(sys.count(PageSize::M2), 0);
     // The last page makes it full: now it collapses, copying 512 pages.
     sys.access(0, BASE + 511 * 4096, Load);
@@ -162,7 +201,13 @@ fn khugepaged_default_collapses_a_range_with_one_page_and_counts_the_copy() {
 }
 
 fn thp() -> Os {
-    Os::Thp(Thp::new(ThpConfig::default(), KhugepagedConfig { enabled: false, ..Default::default() }))
+    Os::Thp(Thp::new(
+        ThpConfig::default(),
+        KhugepagedConfig {
+            enabled: false,
+            ..Default::default()
+        },
+    ))
 }
 
 #[test]
@@ -197,8 +242,21 @@ fn fragmented_memory_yields_fewer_superpages() {
 
 #[test]
 fn thp_madvise_uses_huge_pages_only_in_marked_vmas_and_never_across_edges() {
-    let cfg = ThpConfig { enabled: Enabled::Madvise, ..ThpConfig::default() };
-    let mut sys = Sys::new(Format::X86_64, 64 << 20, Os::Thp(Thp::new(cfg, KhugepagedConfig { enabled: false, ..Default::default() })));
+    let cfg = ThpConfig {
+        enabled: Enabled::Madvise,
+        ..ThpConfig::default()
+    };
+    let mut sys = Sys::new(
+        Format::X86_64,
+        64 << 20,
+        Os::Thp(Thp::new(
+            cfg,
+            KhugepagedConfig {
+                enabled: false,
+                ..Default::default()
+            },
+        )),
+    );
     sys.space(0).add_vma(BASE, BASE + (4 << 20), true).unwrap();
     sys.space(0).add_vma(BASE + (4 << 20), BASE + (8 << 20), false).unwrap();
     sys.space(0).add_vma(BASE + (8 << 20), BASE + (9 << 20), true).unwrap();
@@ -207,13 +265,20 @@ fn thp_madvise_uses_huge_pages_only_in_marked_vmas_and_never_across_edges() {
     sys.access(0, BASE + (8 << 20), Load);
     assert_eq!(leaf(&mut sys, BASE).size, PageSize::M2);
     assert_eq!(leaf(&mut sys, BASE + (4 << 20)).size, PageSize::K4, "not madvised");
-    assert_eq!(leaf(&mut sys, BASE + (8 << 20)).size, PageSize::K4, "2M range crosses the VMA end");
+    assert_eq!(
+        leaf(&mut sys, BASE + (8 << 20)).size,
+        PageSize::K4,
+        "2M range crosses the VMA end"
+    );
     assert_eq!(sys.os.stats().count("thp_fault_fallback_vma_edge"), 1);
 }
 
 #[test]
 fn mthp_takes_the_largest_enabled_size_whose_range_is_empty() {
-    let os = Os::Mthp(Mthp::new(MthpConfig { sizes: vec![PageSize::K16, PageSize::K64], zero_cycles_per_page: 0 }));
+    let os = Os::Mthp(Mthp::new(MthpConfig {
+        sizes: vec![PageSize::K16, PageSize::K64],
+        zero_cycles_per_page: 0,
+    }));
     let mut sys = Sys::new(Format::Armv8_4K, 64 << 20, os);
     sys.space(0).add_vma(BASE, BASE + 0x1_3000, false).unwrap();
     sys.space(0).add_vma(BASE + 0x1_3000, BASE + 0x1_4000, false).unwrap();
@@ -223,15 +288,26 @@ fn mthp_takes_the_largest_enabled_size_whose_range_is_empty() {
     assert_eq!(m.size, PageSize::K64, "64K folio mapped as one contiguous-bit group");
     assert!(m.attrs.has(Attrs::CONTIG));
     sys.access(0, BASE + 0x1_3000, Load);
-    assert_eq!(leaf(&mut sys, BASE + 0x1_3000).size, PageSize::K4, "a one-page VMA gets a 4K page");
+    assert_eq!(
+        leaf(&mut sys, BASE + 0x1_3000).size,
+        PageSize::K4,
+        "a one-page VMA gets a 4K page"
+    );
     sys.access(0, BASE + 0x1_8000, Load);
     let stats = sys.os.stats().clone();
     assert_eq!(stats.mapped[PageSize::K64.index()], 1);
-    assert_eq!(stats.mapped[PageSize::K16.index()], 1, "64K range crosses a VMA edge: 16K");
+    assert_eq!(
+        stats.mapped[PageSize::K16.index()],
+        1,
+        "64K range crosses a VMA edge: 16K"
+    );
     assert_eq!(stats.resident_bytes, (64 + 4 + 16) << 10);
     sys.check();
     // On x86-64 a 64K folio has no single-entry form: sixteen 4K entries.
-    let os = Os::Mthp(Mthp::new(MthpConfig { sizes: vec![PageSize::K64], zero_cycles_per_page: 0 }));
+    let os = Os::Mthp(Mthp::new(MthpConfig {
+        sizes: vec![PageSize::K64],
+        zero_cycles_per_page: 0,
+    }));
     let mut x = Sys::new(Format::X86_64, 64 << 20, os);
     x.access(0, BASE, Load);
     assert_eq!(leaf(&mut x, BASE).size, PageSize::K4);
@@ -241,7 +317,12 @@ fn mthp_takes_the_largest_enabled_size_whose_range_is_empty() {
 
 #[test]
 fn exit_returns_every_frame() {
-    for os in [resv(Format::X86_64, PageSize::M2), thp(), khuge(511), Os::Base(Base::default())] {
+    for os in [
+        resv(Format::X86_64, PageSize::M2),
+        thp(),
+        khuge(511),
+        Os::Base(Base::default()),
+    ] {
         let mut sys = Sys::new(Format::X86_64, 64 << 20, os);
         let free0 = sys.mem.buddy.free_frames();
         for i in 0..700 {
@@ -257,7 +338,10 @@ fn exit_returns_every_frame() {
     }
     // Contiguous-bit groups are freed once, as whole folios (regression: clearing the
     // first entry of a group made the other fifteen look like single pages).
-    let os = Os::Mthp(Mthp::new(MthpConfig { sizes: vec![PageSize::K64], zero_cycles_per_page: 0 }));
+    let os = Os::Mthp(Mthp::new(MthpConfig {
+        sizes: vec![PageSize::K64],
+        zero_cycles_per_page: 0,
+    }));
     let mut sys = Sys::new(Format::Armv8_4K, 64 << 20, os);
     let free0 = sys.mem.buddy.free_frames();
     for i in 0..100 {
@@ -272,13 +356,21 @@ fn exit_returns_every_frame() {
 
 #[test]
 fn arm64_reservations_promote_64k_groups_first_then_2m() {
-    let cfg = ReservationConfig { size: PageSize::M2, mid: Some(PageSize::K64), ..ReservationConfig::default() };
+    let cfg = ReservationConfig {
+        size: PageSize::M2,
+        mid: Some(PageSize::K64),
+        ..ReservationConfig::default()
+    };
     let mut sys = Sys::new(Format::Armv8_4K, 64 << 20, Os::Reservation(Reservation::new(cfg)));
     for i in 0..16 {
         sys.access(0, BASE + i * 4096, Store);
     }
     let m = leaf(&mut sys, BASE);
-    assert_eq!(m.size, PageSize::K64, "a full 64K group becomes one contiguous-bit group");
+    assert_eq!(
+        m.size,
+        PageSize::K64,
+        "a full 64K group becomes one contiguous-bit group"
+    );
     assert!(m.attrs.has(Attrs::CONTIG | Attrs::WRITABLE | Attrs::DIRTY));
     assert_eq!(sys.os.stats().promotions[PageSize::K64.index()], 1);
     sys.check();
@@ -296,15 +388,27 @@ fn arm64_reservations_promote_64k_groups_first_then_2m() {
     for i in 32..512 {
         sys.access(0, BASE + i * 4096, Store);
     }
-    assert_eq!(leaf(&mut sys, BASE).size, PageSize::M2, "groups and pages gathered into 2M");
+    assert_eq!(
+        leaf(&mut sys, BASE).size,
+        PageSize::M2,
+        "groups and pages gathered into 2M"
+    );
     assert_eq!(sys.os.stats().promotions[PageSize::M2.index()], 1);
-    assert_eq!(sys.os.stats().promotions[PageSize::K64.index()], 32, "every group promoted on the way");
+    assert_eq!(
+        sys.os.stats().promotions[PageSize::K64.index()],
+        32,
+        "every group promoted on the way"
+    );
     sys.check();
 }
 
 #[test]
 fn a_write_to_a_read_only_64k_group_demotes_only_that_group() {
-    let cfg = ReservationConfig { size: PageSize::M2, mid: Some(PageSize::K64), ..ReservationConfig::default() };
+    let cfg = ReservationConfig {
+        size: PageSize::M2,
+        mid: Some(PageSize::K64),
+        ..ReservationConfig::default()
+    };
     let mut sys = Sys::new(Format::Armv8_4K, 64 << 20, Os::Reservation(Reservation::new(cfg)));
     for i in 0..32 {
         sys.access(0, BASE + i * 4096, Load);
@@ -314,6 +418,10 @@ fn a_write_to_a_read_only_64k_group_demotes_only_that_group() {
     sys.access(0, BASE + 4096, Store);
     assert_eq!(sys.os.stats().demotions[PageSize::K64.index()], 1);
     assert_eq!(leaf(&mut sys, BASE).size, PageSize::K4);
-    assert_eq!(leaf(&mut sys, BASE + 16 * 4096).size, PageSize::K64, "the neighbour group stays");
+    assert_eq!(
+        leaf(&mut sys, BASE + 16 * 4096).size,
+        PageSize::K64,
+        "the neighbour group stays"
+    );
     sys.check();
 }

@@ -22,7 +22,11 @@ fn setup(fmt: Format) -> (Memory, AddressSpace) {
 fn reads_per_walk_without_pwc_follow_leaf_level() {
     for fmt in FORMATS {
         let (mut mem, sp) = setup(fmt);
-        let cases = [(PageSize::K4, 0x7000_0000_1000u64, 4u64), (PageSize::M2, 0x7000_4000_0000, 3), (PageSize::G1, 0x7100_0000_0000, 2)];
+        let cases = [
+            (PageSize::K4, 0x7000_0000_1000u64, 4u64),
+            (PageSize::M2, 0x7000_4000_0000, 3),
+            (PageSize::G1, 0x7100_0000_0000, 2),
+        ];
         for (size, va, expect) in cases {
             let pa = 8u64 << 30;
             map_leaf(&mut mem, fmt, sp.root, va, pa, size, Attrs::user_rw()).unwrap();
@@ -50,7 +54,16 @@ fn page_walk_caches_shorten_walks_by_the_levels_they_hold() {
         // one in another 1G region of the same 512G region.
         let vas = [base, base + 0x1000, base + (2 << 20), base + (1 << 30)];
         for (i, va) in vas.iter().enumerate() {
-            map_leaf(&mut mem, fmt, sp.root, *va, (i as u64 + 1) << 12, PageSize::K4, Attrs::user_rw()).unwrap();
+            map_leaf(
+                &mut mem,
+                fmt,
+                sp.root,
+                *va,
+                (i as u64 + 1) << 12,
+                PageSize::K4,
+                Attrs::user_rw(),
+            )
+            .unwrap();
         }
         let mut pwc = Pwc::new(fmt, &[4, 4, 4]);
         let reads: Vec<(u64, usize)> = vas
@@ -83,14 +96,53 @@ fn mapping_conflicts_and_unmap() {
     let va = 0x4000_0000u64;
     map_leaf(&mut mem, fmt, sp.root, va, 0x20_0000, PageSize::M2, Attrs::user_rw()).unwrap();
     // A 4K page inside the 2M leaf conflicts; so does a misaligned 2M mapping.
-    assert!(map_leaf(&mut mem, fmt, sp.root, va + 0x1000, 0x1000, PageSize::K4, Attrs::user_rw()).is_err());
-    assert!(map_leaf(&mut mem, fmt, sp.root, va + 0x1000, 0x20_0000, PageSize::M2, Attrs::user_rw()).is_err());
+    assert!(map_leaf(
+        &mut mem,
+        fmt,
+        sp.root,
+        va + 0x1000,
+        0x1000,
+        PageSize::K4,
+        Attrs::user_rw()
+    )
+    .is_err());
+    assert!(map_leaf(
+        &mut mem,
+        fmt,
+        sp.root,
+        va + 0x1000,
+        0x20_0000,
+        PageSize::M2,
+        Attrs::user_rw()
+    )
+    .is_err());
     // A 2M leaf over an existing 4K table conflicts.
-    map_leaf(&mut mem, fmt, sp.root, va + (2 << 20), 0x1000, PageSize::K4, Attrs::user_rw()).unwrap();
-    assert!(map_leaf(&mut mem, fmt, sp.root, va + (2 << 20), 0x40_0000, PageSize::M2, Attrs::user_rw()).is_err());
+    map_leaf(
+        &mut mem,
+        fmt,
+        sp.root,
+        va + (2 << 20),
+        0x1000,
+        PageSize::K4,
+        Attrs::user_rw(),
+    )
+    .unwrap();
+    assert!(map_leaf(
+        &mut mem,
+        fmt,
+        sp.root,
+        va + (2 << 20),
+        0x40_0000,
+        PageSize::M2,
+        Attrs::user_rw()
+    )
+    .is_err());
     let m = lookup(&mut mem, fmt, sp.root, va + 0x5678).unwrap();
     assert_eq!((m.va, m.pa, m.size, m.level), (va, 0x20_0000, PageSize::M2, 2));
-    assert_eq!(unmap_leaf(&mut mem, fmt, sp.root, va + 5).map(|m| m.size), Some(PageSize::M2));
+    assert_eq!(
+        unmap_leaf(&mut mem, fmt, sp.root, va + 5).map(|m| m.size),
+        Some(PageSize::M2)
+    );
     assert!(lookup(&mut mem, fmt, sp.root, va).is_none());
 }
 
@@ -103,7 +155,8 @@ struct Recorder {
 
 impl Visitor for Recorder {
     fn visit(&mut self, v: &Visit, _mem: &mut Memory) -> Action {
-        self.visits.push((v.kind, v.level, v.va, matches!(v.pte, Pte::Leaf { .. })));
+        self.visits
+            .push((v.kind, v.level, v.va, matches!(v.pte, Pte::Leaf { .. })));
         if v.kind == VisitKind::TablePre && Some(v.level) == self.skip_children_at {
             return Action::SkipChildren;
         }
@@ -118,12 +171,33 @@ fn visitor_flags_select_visits_and_skip_levels() {
     // One 2M leaf and two 4K pages in the next 2M region.
     let va = 0x4000_0000u64;
     map_leaf(&mut mem, fmt, sp.root, va, 0x20_0000, PageSize::M2, Attrs::user_rw()).unwrap();
-    map_leaf(&mut mem, fmt, sp.root, va + (2 << 20), 0x1000, PageSize::K4, Attrs::user_rw()).unwrap();
-    map_leaf(&mut mem, fmt, sp.root, va + (2 << 20) + 0x1000, 0x2000, PageSize::K4, Attrs::user_rw()).unwrap();
+    map_leaf(
+        &mut mem,
+        fmt,
+        sp.root,
+        va + (2 << 20),
+        0x1000,
+        PageSize::K4,
+        Attrs::user_rw(),
+    )
+    .unwrap();
+    map_leaf(
+        &mut mem,
+        fmt,
+        sp.root,
+        va + (2 << 20) + 0x1000,
+        0x2000,
+        PageSize::K4,
+        Attrs::user_rw(),
+    )
+    .unwrap();
     let (start, end) = (va, va + (4 << 20));
 
     let all = |flags: WalkFlags, skip: Option<usize>, mem: &mut Memory| {
-        let mut r = Recorder { skip_children_at: skip, ..Default::default() };
+        let mut r = Recorder {
+            skip_children_at: skip,
+            ..Default::default()
+        };
         let mut c = WalkCounts::default();
         walk(mem, fmt, sp.root, 0, start, end, flags, &mut r, &mut c);
         (r.visits, c)
@@ -176,7 +250,8 @@ impl Visitor for Splitter {
         if let (Pte::Leaf { pa, attrs }, 2) = (v.pte, v.level) {
             let table = mem.alloc_table(512).unwrap();
             for i in 0..512 {
-                mem.pt.write(table, i, self.fmt.encode_leaf(3, pa + i as u64 * 4096, attrs));
+                mem.pt
+                    .write(table, i, self.fmt.encode_leaf(3, pa + i as u64 * 4096, attrs));
             }
             mem.pt.write(v.table, v.index, self.fmt.encode_table(2, table));
         } else if matches!(v.pte, Pte::Leaf { .. }) {
@@ -193,7 +268,17 @@ fn a_leaf_callback_that_installs_a_table_is_descended() {
         let va = 0x4000_0000u64;
         map_leaf(&mut mem, fmt, sp.root, va, 0x20_0000, PageSize::M2, Attrs::user_rw()).unwrap();
         let mut s = Splitter { fmt, leaves_seen: 0 };
-        walk(&mut mem, fmt, sp.root, 0, va, va + (2 << 20), WalkFlags::LEAF, &mut s, &mut WalkCounts::default());
+        walk(
+            &mut mem,
+            fmt,
+            sp.root,
+            0,
+            va,
+            va + (2 << 20),
+            WalkFlags::LEAF,
+            &mut s,
+            &mut WalkCounts::default(),
+        );
         assert_eq!(s.leaves_seen, 512, "{fmt:?}");
         let m = lookup(&mut mem, fmt, sp.root, va + 0x3456).unwrap();
         assert_eq!((m.size, m.pa), (PageSize::K4, 0x20_3000));
@@ -230,7 +315,11 @@ fn fast_walk_matches_the_visitor_walk() {
                     continue;
                 }
                 next_pa = (next_pa + size.bytes() - 1) & !size.offset_mask();
-                let attrs = if rng.next_u64() % 3 == 0 { Attrs(Attrs::USER) } else { Attrs::user_rw() };
+                let attrs = if rng.next_u64() % 3 == 0 {
+                    Attrs(Attrs::USER)
+                } else {
+                    Attrs::user_rw()
+                };
                 if map_leaf(&mut mem, fmt, sp.root, va, next_pa, size, attrs).is_ok() {
                     mapped.push((va, size));
                     next_pa += size.bytes();
@@ -240,10 +329,18 @@ fn fast_walk_matches_the_visitor_walk() {
             // UNPREDICTABLE, which mmulab walks as separate pages.
             for &(va, size) in mapped.iter().step_by(7) {
                 if size != fmt.base_page() {
-                    let _ = mmulab_model::walk::set_leaf_attrs(&mut mem, fmt, sp.root, va + fmt.base_page().bytes(), Attrs(Attrs::USER));
+                    let _ = mmulab_model::walk::set_leaf_attrs(
+                        &mut mem,
+                        fmt,
+                        sp.root,
+                        va + fmt.base_page().bytes(),
+                        Attrs(Attrs::USER),
+                    );
                 }
             }
-            let pwc_sizes: Vec<usize> = (0..4).map(|_| [0usize, 1, 2, 4, 8][(rng.next_u64() % 5) as usize]).collect();
+            let pwc_sizes: Vec<usize> = (0..4)
+                .map(|_| [0usize, 1, 2, 4, 8][(rng.next_u64() % 5) as usize])
+                .collect();
             let mut fast = Pwc::new(fmt, &pwc_sizes);
             let mut slow = Pwc::new(fmt, &pwc_sizes);
             for i in 0..3000 {
@@ -262,7 +359,11 @@ fn fast_walk_matches_the_visitor_walk() {
                 assert_eq!(a, b, "{fmt:?} round {round} va {va:#x} pwc {pwc_sizes:?}");
                 assert_eq!(fast.stats(), slow.stats(), "{fmt:?} round {round} va {va:#x}");
             }
-            assert!(fast.stats().lookups == 0 || fast.stats().hits.iter().sum::<u64>() > 0 || pwc_sizes.iter().all(|&e| e == 0));
+            assert!(
+                fast.stats().lookups == 0
+                    || fast.stats().hits.iter().sum::<u64>() > 0
+                    || pwc_sizes.iter().all(|&e| e == 0)
+            );
         }
     }
 }

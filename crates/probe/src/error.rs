@@ -32,11 +32,17 @@ pub enum ProbeError {
 impl ProbeError {
     /// An I/O error with context, from the current `errno`.
     pub fn last_os(context: impl Into<String>) -> Self {
-        ProbeError::Io { context: context.into(), source: std::io::Error::last_os_error() }
+        ProbeError::Io {
+            context: context.into(),
+            source: std::io::Error::last_os_error(),
+        }
     }
     /// An I/O error with context.
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        ProbeError::Io { context: context.into(), source }
+        ProbeError::Io {
+            context: context.into(),
+            source,
+        }
     }
 }
 

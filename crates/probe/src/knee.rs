@@ -50,7 +50,11 @@ pub fn baseline_rise(x: &[f64], baseline: &[f64], k: &Knee) -> (f64, f64) {
     let nb = baseline.len();
     let before = median(&baseline[k.lo.saturating_sub(1)..=k.lo]);
     let near = median(&baseline[k.hi..(k.hi + 2).min(nb)]);
-    let j = x.iter().position(|&v| v >= 1.3 * k.x_hi).unwrap_or(nb.saturating_sub(1)).max(k.hi);
+    let j = x
+        .iter()
+        .position(|&v| v >= 1.3 * k.x_hi)
+        .unwrap_or(nb.saturating_sub(1))
+        .max(k.hi);
     let later = median(&baseline[j..(j + 2).min(nb)]);
     (before, near.max(later))
 }
@@ -101,7 +105,15 @@ pub fn find_knees(x: &[f64], y: &[f64], floor: f64) -> Vec<Knee> {
             }
             let flat_end = (m + 3).min(n);
             let after = median(&y[m..flat_end]);
-            knees.push(Knee { lo: j - 1, hi: j, x_lo: x[j - 1], x_hi: x[j], before: level, after, jump });
+            knees.push(Knee {
+                lo: j - 1,
+                hi: j,
+                x_lo: x[j - 1],
+                x_hi: x[j],
+                before: level,
+                after,
+                jump,
+            });
             start = m;
             j = m + 1;
         } else {
@@ -204,7 +216,10 @@ mod tests {
     fn ramp_after_onset_is_one_knee() {
         // A rise that never flattens (walk cost growing with footprint) is one knee at its onset.
         let x = sweep();
-        let y: Vec<f64> = x.iter().map(|&v| if v <= 2048.0 { 3.0 } else { 3.0 + (v - 2048.0) / 300.0 }).collect();
+        let y: Vec<f64> = x
+            .iter()
+            .map(|&v| if v <= 2048.0 { 3.0 } else { 3.0 + (v - 2048.0) / 300.0 })
+            .collect();
         let k = find_knees(&x, &y, 0.2);
         assert_eq!(k.len(), 1, "{k:?}");
         assert!(brackets(&k[0], 2048.0), "{k:?}");
@@ -238,11 +253,13 @@ mod tests {
         let far: Vec<f64> = x.iter().map(|&v| if v > 2000.0 { 2.5 } else { 1.1 }).collect();
         let k = find_knees(&x, &excess, 0.25).into_iter().next().expect("knee");
         let (b0, b1) = baseline_rise(&x, &late, &k);
-        assert!(b1 - b0 > 1.0, "a baseline step 1.25x later is the same cache effect: {b0} -> {b1}");
+        assert!(
+            b1 - b0 > 1.0,
+            "a baseline step 1.25x later is the same cache effect: {b0} -> {b1}"
+        );
         let (b0, b1) = baseline_rise(&x, &flat, &k);
         assert!(b1 - b0 < 0.01);
         let (b0, b1) = baseline_rise(&x, &far, &k);
         assert!(b1 - b0 < 0.01, "a baseline step 4x later is unrelated: {b0} -> {b1}");
     }
 }
-

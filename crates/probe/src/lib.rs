@@ -12,11 +12,11 @@
 pub mod bench;
 pub mod error;
 pub mod knee;
+#[cfg(target_os = "linux")]
+pub mod os;
 pub mod probe;
 pub mod rng;
 pub mod target;
 pub mod tlb_test;
-#[cfg(target_os = "linux")]
-pub mod os;
 
 pub use error::{ProbeError, Result};

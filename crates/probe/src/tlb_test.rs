@@ -78,20 +78,34 @@ impl TlbTestResult {
 
 /// Reads an experiment file.
 pub fn load(path: &Path) -> Result<TlbTest> {
-    let text = std::fs::read_to_string(path).map_err(|e| ProbeError::Invalid(format!("cannot read {}: {e}", path.display())))?;
-    let f: File = toml::from_str(&text).map_err(|e| ProbeError::Invalid(format!("{}: {}", path.display(), e.to_string().trim_end())))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ProbeError::Invalid(format!("cannot read {}: {e}", path.display())))?;
+    let f: File = toml::from_str(&text)
+        .map_err(|e| ProbeError::Invalid(format!("{}: {}", path.display(), e.to_string().trim_end())))?;
     let x = f.experiment;
     if x.kind != "tlb_test" {
-        return Err(ProbeError::Invalid(format!("{}: experiment.kind = \"{}\"; only \"tlb_test\" is known", path.display(), x.kind)));
+        return Err(ProbeError::Invalid(format!(
+            "{}: experiment.kind = \"{}\"; only \"tlb_test\" is known",
+            path.display(),
+            x.kind
+        )));
     }
-    if x.pages.is_empty() || x.pages.iter().any(|&n| n == 0 || n > 1 << 16) || x.loads == 0 || x.offset % 8 != 0 || x.offset >= 4096 {
+    if x.pages.is_empty()
+        || x.pages.iter().any(|&n| n == 0 || n > 1 << 16)
+        || x.loads == 0
+        || x.offset % 8 != 0
+        || x.offset >= 4096
+    {
         return Err(ProbeError::Invalid(format!(
             "{}: experiment.pages must be 1..=65536, loads positive, offset a multiple of 8 below 4096",
             path.display()
         )));
     }
     if let Some(b) = x.backings.iter().find(|b| *b != "4K" && *b != "huge") {
-        return Err(ProbeError::Invalid(format!("{}: experiment.backings: \"{b}\" is not \"4K\" or \"huge\"", path.display())));
+        return Err(ProbeError::Invalid(format!(
+            "{}: experiment.backings: \"{b}\" is not \"4K\" or \"huge\"",
+            path.display()
+        )));
     }
     Ok(x)
 }
@@ -107,7 +121,9 @@ pub fn run(x: &TlbTest, dir: Option<&Path>) -> Result<TlbTestResult> {
     let mut runs = Vec::new();
     for backing in &x.backings {
         let size = if backing == "huge" {
-            huge_size(&spec).ok_or_else(|| ProbeError::Unavailable(format!("{} has no huge page of 1 or 2 MiB", spec.format.arch_name())))?
+            huge_size(&spec).ok_or_else(|| {
+                ProbeError::Unavailable(format!("{} has no huge page of 1 or 2 MiB", spec.format.arch_name()))
+            })?
         } else {
             spec.format.page_sizes()[0]
         };
@@ -116,8 +132,9 @@ pub fn run(x: &TlbTest, dir: Option<&Path>) -> Result<TlbTestResult> {
             s.os = OsSpec::Fixed(size);
             let mut machine = Machine::new(s).map_err(|e| ProbeError::Invalid(e.to_string()))?;
             let base = 1u64 << 30;
-            let refs: Vec<MemRef> =
-                (0..n as u64).map(|i| MemRef::new(base + i * (4096 + x.offset), AccessKind::Load, 4)).collect();
+            let refs: Vec<MemRef> = (0..n as u64)
+                .map(|i| MemRef::new(base + i * (4096 + x.offset), AccessKind::Load, 4))
+                .collect();
             let step = |m: &mut Machine, k: usize| -> Result<()> {
                 for r in refs.iter().cycle().take(k) {
                     m.access(r).map_err(|e| ProbeError::Invalid(e.to_string()))?;
@@ -140,21 +157,32 @@ pub fn run(x: &TlbTest, dir: Option<&Path>) -> Result<TlbTestResult> {
             });
         }
     }
-    Ok(TlbTestResult { experiment: x.clone(), runs })
+    Ok(TlbTestResult {
+        experiment: x.clone(),
+        runs,
+    })
 }
 
 /// The result as a table: one row per page count, a column pair per backing.
 pub fn table(r: &TlbTestResult) -> String {
     let mut s = format!("{}\n\n{:>6}", r.experiment.title, "pages");
     for b in &r.experiment.backings {
-        s += &format!("  {:>16} {:>14} {:>12}", format!("{b} cycles/load"), "dTLB miss/load", "walks/load");
+        s += &format!(
+            "  {:>16} {:>14} {:>12}",
+            format!("{b} cycles/load"),
+            "dTLB miss/load",
+            "walks/load"
+        );
     }
     s.push('\n');
     for &n in &r.experiment.pages {
         s += &format!("{n:>6}");
         for b in &r.experiment.backings {
             if let Some(x) = r.get(b, n) {
-                s += &format!("  {:>16.2} {:>14.3} {:>12.3}", x.cycles_per_load, x.l1_misses_per_load, x.walks_per_load);
+                s += &format!(
+                    "  {:>16.2} {:>14.3} {:>12.3}",
+                    x.cycles_per_load, x.l1_misses_per_load, x.walks_per_load
+                );
             }
         }
         s.push('\n');
@@ -170,11 +198,18 @@ fn e<E: std::fmt::Debug>(x: E) -> ProbeError {
 /// cycles per load (top) and of data-TLB misses per load (bottom). PNG or SVG.
 pub fn plot(r: &TlbTestResult, path: &Path) -> Result<()> {
     crate::probe::plot::register_font()?;
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
     match ext.as_str() {
         "png" => draw(BitMapBackend::new(path, (1100, 800)).into_drawing_area(), r),
         "svg" => draw(SVGBackend::new(path, (1100, 800)).into_drawing_area(), r),
-        _ => Err(ProbeError::Invalid(format!("--plot {}: the file name must end in .svg or .png", path.display()))),
+        _ => Err(ProbeError::Invalid(format!(
+            "--plot {}: the file name must end in .svg or .png",
+            path.display()
+        ))),
     }
 }
 
@@ -190,15 +225,30 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, plotters::coord::Shift>, r: &T
         .backings
         .iter()
         .map(|b| {
-            let size = r.runs.iter().find(|x| &x.backing == b).map(|x| x.page_size.to_string()).unwrap_or_default();
-            if b == "huge" { format!("-huge ({size} pages)") } else { format!("{size} pages") }
+            let size = r
+                .runs
+                .iter()
+                .find(|x| &x.backing == b)
+                .map(|x| x.page_size.to_string())
+                .unwrap_or_default();
+            if b == "huge" {
+                format!("-huge ({size} pages)")
+            } else {
+                format!("{size} pages")
+            }
         })
         .collect();
     for (area, metric, ylabel, caption) in [
         (&top, 0, "cycles per load", r.experiment.title.as_str()),
         (&bottom, 1, "L1 data-TLB misses per load", ""),
     ] {
-        let val = |x: &Run| if metric == 0 { x.cycles_per_load } else { x.l1_misses_per_load };
+        let val = |x: &Run| {
+            if metric == 0 {
+                x.cycles_per_load
+            } else {
+                x.l1_misses_per_load
+            }
+        };
         let ymax = r.runs.iter().map(val).fold(0.0, f64::max).max(1e-9) * 1.15;
         let mut b = ChartBuilder::on(area);
         b.margin(14).x_label_area_size(36).y_label_area_size(64);
@@ -214,7 +264,11 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, plotters::coord::Shift>, r: &T
             .x_labels(n + 1)
             .x_label_formatter(&move |v| {
                 let i = v.round();
-                if (v - i).abs() < 0.05 && i >= 0.0 { pages_c.get(i as usize).map(|p| p.to_string()).unwrap_or_default() } else { String::new() }
+                if (v - i).abs() < 0.05 && i >= 0.0 {
+                    pages_c.get(i as usize).map(|p| p.to_string()).unwrap_or_default()
+                } else {
+                    String::new()
+                }
             })
             .x_desc("pages touched (tlb_test N)")
             .y_desc(ylabel)

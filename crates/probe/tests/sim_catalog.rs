@@ -20,7 +20,10 @@ fn probe_spec(name: &str, spec: MachineSpec) -> (ProbeReport, Vec<Expected>) {
 fn mismatch(r: &ProbeReport, exp: &[Expected]) -> Option<String> {
     let got: Vec<(usize, Option<bool>)> = r.levels.iter().map(|l| (l.entries, l.caches_2m)).collect();
     let ok = got.len() == exp.len()
-        && got.iter().zip(exp).all(|(g, e)| e.entries_4k.0 <= g.0 && g.0 <= e.entries_4k.1 && g.1 == Some(e.holds_huge));
+        && got
+            .iter()
+            .zip(exp)
+            .all(|(g, e)| e.entries_4k.0 <= g.0 && g.0 <= e.entries_4k.1 && g.1 == Some(e.holds_huge));
     let want: Vec<((usize, usize), bool)> = exp.iter().map(|e| (e.entries_4k, e.holds_huge)).collect();
     (!ok).then(|| format!("configured {want:?}, recovered {got:?}\n{}", r.table()))
 }

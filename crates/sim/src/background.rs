@@ -74,7 +74,11 @@ impl Sample {
     /// A sample of `s` at `refs`.
     pub fn of(refs: u64, s: &Stats, touched_bytes: u64, free_2m: f64) -> Sample {
         let os = &s.os;
-        let huge: u64 = PageSize::ALL.iter().filter(|p| **p > PageSize::K4).map(|p| os.resident_by_size[p.index()]).sum();
+        let huge: u64 = PageSize::ALL
+            .iter()
+            .filter(|p| **p > PageSize::K4)
+            .map(|p| os.resident_by_size[p.index()])
+            .sum();
         Sample {
             refs,
             resident_bytes: os.resident_bytes,
@@ -83,7 +87,11 @@ impl Sample {
                 .filter(|p| os.resident_by_size[p.index()] > 0)
                 .map(|p| (p.to_string(), os.resident_by_size[p.index()]))
                 .collect(),
-            huge_coverage: if os.resident_bytes > 0 { huge as f64 / os.resident_bytes as f64 } else { 0.0 },
+            huge_coverage: if os.resident_bytes > 0 {
+                huge as f64 / os.resident_bytes as f64
+            } else {
+                0.0
+            },
             touched_bytes,
             bloat_bytes: os.resident_bytes as i64 - touched_bytes as i64,
             promotions: os.promotions.iter().sum(),
@@ -191,7 +199,12 @@ impl Background {
 
     pub(crate) fn set_series(&mut self, interval: u64, out: Box<dyn Write + Send>) {
         let interval = interval.max(1);
-        self.series = Some(Series { interval, next: interval, out: std::io::BufWriter::new(out), error: None });
+        self.series = Some(Series {
+            interval,
+            next: interval,
+            out: std::io::BufWriter::new(out),
+            error: None,
+        });
         self.track_touched = true;
     }
 
@@ -223,7 +236,9 @@ impl Background {
             if let Some(e) = s.error.take() {
                 return Err(SimError::Config(format!("cannot write the time series: {e}")));
             }
-            s.out.flush().map_err(|e| SimError::Config(format!("cannot write the time series: {e}")))?;
+            s.out
+                .flush()
+                .map_err(|e| SimError::Config(format!("cannot write the time series: {e}")))?;
         }
         Ok(())
     }

@@ -88,10 +88,18 @@ fn expand_depth(mut table: toml::Table, path: Option<&Path>, seen: &mut Vec<Stri
     let name = match table.get("machine").and_then(|m| m.get("name")) {
         None => return Ok(table),
         Some(toml::Value::String(s)) => s.clone(),
-        Some(_) => return Err(SimError::Config(format!("{}: machine.name must be a string", origin(path)))),
+        Some(_) => {
+            return Err(SimError::Config(format!(
+                "{}: machine.name must be a string",
+                origin(path)
+            )))
+        }
     };
     if seen.contains(&name) || seen.len() >= 8 {
-        return Err(SimError::Config(format!("machine.name: the chain {} → {name} repeats or is too deep", seen.join(" → "))));
+        return Err(SimError::Config(format!(
+            "machine.name: the chain {} → {name} repeats or is too deep",
+            seen.join(" → ")
+        )));
     }
     seen.push(name.clone());
     let (text, src, file) = read(&name, path.and_then(Path::parent))?;
@@ -136,19 +144,31 @@ pub fn merge(base: &mut toml::Table, over: toml::Table) -> Result<(), String> {
 
 fn merge_levels(base: &mut Vec<toml::Value>, over: Vec<toml::Value>) -> Result<(), String> {
     for (i, mut level) in over.into_iter().enumerate() {
-        let toml::Value::Table(t) = &mut level else { return Err(format!("tlb[{i}] must be a table")) };
-        let name = t.get("name").and_then(|n| n.as_str()).ok_or_else(|| format!("tlb[{i}] needs a name to merge with the base machine"))?.to_string();
+        let toml::Value::Table(t) = &mut level else {
+            return Err(format!("tlb[{i}] must be a table"));
+        };
+        let name = t
+            .get("name")
+            .and_then(|n| n.as_str())
+            .ok_or_else(|| format!("tlb[{i}] needs a name to merge with the base machine"))?
+            .to_string();
         let remove = match t.remove("remove") {
             None => false,
             Some(toml::Value::Boolean(b)) => b,
             Some(_) => return Err(format!("tlb[{name}].remove must be true or false")),
         };
-        let at = base.iter().position(|l| l.get("name").and_then(|n| n.as_str()) == Some(name.as_str()));
+        let at = base
+            .iter()
+            .position(|l| l.get("name").and_then(|n| n.as_str()) == Some(name.as_str()));
         match (at, remove) {
             (Some(j), true) => {
                 base.remove(j);
             }
-            (None, true) => return Err(format!("tlb[{name}].remove: the base machine has no level named '{name}'")),
+            (None, true) => {
+                return Err(format!(
+                    "tlb[{name}].remove: the base machine has no level named '{name}'"
+                ))
+            }
             (Some(j), false) => {
                 if let toml::Value::Table(b) = &mut base[j] {
                     let over = std::mem::take(t);
@@ -177,7 +197,8 @@ mod tests {
         known.sort();
         assert_eq!(files, known, "machines/*.toml and catalog::MACHINES differ");
         for (name, text) in MACHINES {
-            let spec = crate::config::from_toml(text, Some(Path::new(name)), &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let spec =
+                crate::config::from_toml(text, Some(Path::new(name)), &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(!spec.tlbs.is_empty());
             if *name != "default" {
                 assert!(!description(text).is_empty(), "{name} has no description");
@@ -205,16 +226,25 @@ mod tests {
         assert_eq!(spec.format, a15.format);
         let l2 = spec.tlbs.iter().find(|t| t.name == "l2").unwrap();
         let l2_base = a15.tlbs.iter().find(|t| t.name == "l2").unwrap();
-        assert_eq!((l2.entries, l2.ways, &l2.page_sizes), (1024, l2_base.ways, &l2_base.page_sizes));
+        assert_eq!(
+            (l2.entries, l2.ways, &l2.page_sizes),
+            (1024, l2_base.ways, &l2_base.page_sizes)
+        );
         assert!(spec.tlbs.iter().all(|t| t.name != "l1i"));
         assert_eq!(spec.tlbs.len(), a15.tlbs.len() - 1);
         assert_eq!(spec.config.walk.mem_latency, a15.config.walk.mem_latency);
         // Unknown machines and removals of missing levels are errors naming the problem.
-        let e = crate::config::from_toml("[machine]\nname = \"cortex-z9\"\n", None, &[]).unwrap_err().to_string();
-        assert!(e.contains("cortex-z9") && e.contains("cortex-a15"), "{e}");
-        let e = crate::config::from_toml("[machine]\nname = \"cortex-a15\"\n[[tlb]]\nname = \"l9\"\nremove = true\n", None, &[])
+        let e = crate::config::from_toml("[machine]\nname = \"cortex-z9\"\n", None, &[])
             .unwrap_err()
             .to_string();
+        assert!(e.contains("cortex-z9") && e.contains("cortex-a15"), "{e}");
+        let e = crate::config::from_toml(
+            "[machine]\nname = \"cortex-a15\"\n[[tlb]]\nname = \"l9\"\nremove = true\n",
+            None,
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("l9"), "{e}");
     }
 }

@@ -102,7 +102,10 @@ fn default_mem() -> String {
 
 impl Default for MemorySection {
     fn default() -> Self {
-        MemorySection { size: default_mem(), age: None }
+        MemorySection {
+            size: default_mem(),
+            age: None,
+        }
     }
 }
 
@@ -133,7 +136,11 @@ fn one_u32() -> u32 {
 
 impl Default for WalkSection {
     fn default() -> Self {
-        WalkSection { pwc_entries: default_pwc(), mem_latency: default_mem_latency(), pwc_latency: 1 }
+        WalkSection {
+            pwc_entries: default_pwc(),
+            mem_latency: default_mem_latency(),
+            pwc_latency: 1,
+        }
     }
 }
 
@@ -341,7 +348,10 @@ fn default_mthp_sizes() -> Vec<String> {
 
 impl Default for MthpSection {
     fn default() -> Self {
-        MthpSection { sizes: default_mthp_sizes(), zero_cycles_per_page: 0 }
+        MthpSection {
+            sizes: default_mthp_sizes(),
+            zero_cycles_per_page: 0,
+        }
     }
 }
 
@@ -434,7 +444,8 @@ pub fn apply_set(root: &mut toml::Table, assignment: &str) -> Result<(), SimErro
             root.insert(first.to_string(), value);
             return Ok(());
         }
-        root.entry(first.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()))
+        root.entry(first.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
     };
     for (i, key) in keys.iter().enumerate().skip(1) {
         let last = i == keys.len() - 1;
@@ -444,7 +455,8 @@ pub fn apply_set(root: &mut toml::Table, assignment: &str) -> Result<(), SimErro
                     t.insert(key.to_string(), value);
                     return Ok(());
                 }
-                t.entry(key.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()))
+                t.entry(key.to_string())
+                    .or_insert_with(|| toml::Value::Table(toml::Table::new()))
             }
             toml::Value::Array(a) => {
                 let idx = match key.parse::<usize>() {
@@ -455,7 +467,9 @@ pub fn apply_set(root: &mut toml::Table, assignment: &str) -> Result<(), SimErro
                         .ok_or_else(|| bad(format!("no element named '{key}' in '{}'", keys[..i].join("."))))?,
                 };
                 let len = a.len();
-                let el = a.get_mut(idx).ok_or_else(|| bad(format!("index {idx} is out of range ({len} elements)")))?;
+                let el = a
+                    .get_mut(idx)
+                    .ok_or_else(|| bad(format!("index {idx} is out of range ({len} elements)")))?;
                 if last {
                     *el = value;
                     return Ok(());
@@ -491,7 +505,9 @@ pub fn load_machine(machine: &str, path: Option<&Path>, sets: &[String]) -> Resu
         }
         None => toml::Table::new(),
     };
-    let m = table.entry("machine").or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    let m = table
+        .entry("machine")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
     match m {
         toml::Value::Table(t) => {
             t.insert("name".into(), toml::Value::String(machine.into()));
@@ -512,7 +528,11 @@ pub fn from_toml(text: &str, path: Option<&Path>, sets: &[String]) -> Result<Mac
 /// Resolves a parsed config's `[machine] name` (merging the named machine under it),
 /// applies `sets`, validates.
 pub fn from_table(table: toml::Table, path: Option<&Path>, sets: &[String]) -> Result<MachineSpec, SimError> {
-    let named = table.get("machine").and_then(|m| m.get("name")).and_then(|n| n.as_str()).map(str::to_string);
+    let named = table
+        .get("machine")
+        .and_then(|m| m.get("name"))
+        .and_then(|n| n.as_str())
+        .map(str::to_string);
     let src = match (path, named) {
         (None, Some(n)) => format!("machine '{n}'"),
         _ => origin(path),
@@ -522,7 +542,11 @@ pub fn from_table(table: toml::Table, path: Option<&Path>, sets: &[String]) -> R
         apply_set(&mut table, s)?;
     }
     let config: Config = Config::deserialize(toml::Value::Table(table)).map_err(|e| {
-        let how = if sets.is_empty() { String::new() } else { " (after --set overrides)".into() };
+        let how = if sets.is_empty() {
+            String::new()
+        } else {
+            " (after --set overrides)".into()
+        };
         SimError::Config(format!("{src}{how}: {}", e.to_string().trim_end()))
     })?;
     validate(config).map_err(|e| SimError::Config(format!("{src}: {e}")))
@@ -532,14 +556,24 @@ pub fn from_table(table: toml::Table, path: Option<&Path>, sets: &[String]) -> R
 pub fn validate(config: Config) -> Result<MachineSpec, String> {
     let format = Format::from_arch_name(&config.machine.arch).ok_or_else(|| {
         let names: Vec<String> = Format::ALL.iter().map(|f| format!("\"{}\"", f.arch_name())).collect();
-        format!("machine.arch = \"{}\" is not supported; use one of {}", config.machine.arch, names.join(", "))
+        format!(
+            "machine.arch = \"{}\" is not supported; use one of {}",
+            config.machine.arch,
+            names.join(", ")
+        )
     })?;
     if config.machine.cores == 0 || config.machine.cores > 4096 {
-        return Err(format!("machine.cores = {} must be between 1 and 4096", config.machine.cores));
+        return Err(format!(
+            "machine.cores = {} must be between 1 and 4096",
+            config.machine.cores
+        ));
     }
     let memory_bytes = parse_size(&config.memory.size).map_err(|e| format!("memory.size: {e}"))?;
     if memory_bytes < 1 << 20 || memory_bytes % 4096 != 0 || memory_bytes > 1 << 44 {
-        return Err(format!("memory.size = \"{}\" must be a multiple of 4 KiB between 1 MiB and 16 TiB", config.memory.size));
+        return Err(format!(
+            "memory.size = \"{}\" must be a multiple of 4 KiB between 1 MiB and 16 TiB",
+            config.memory.size
+        ));
     }
     if memory_bytes > format.max_pa() {
         return Err(format!(
@@ -559,16 +593,23 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
     }
     let tlbs = resolve_tlbs(&config.tlb, config.machine.seed)?;
     let first = |f: &dyn Fn(Serves) -> bool| tlbs.iter().position(|t| f(t.serves));
-    let data_entry = first(&|s| s != Serves::Instr).ok_or("no [[tlb]] level serves data (serves = \"data\" or \"unified\")")?;
+    let data_entry =
+        first(&|s| s != Serves::Instr).ok_or("no [[tlb]] level serves data (serves = \"data\" or \"unified\")")?;
     let instr_entry = first(&|s| s != Serves::Data);
     check_chain(&tlbs, data_entry, Serves::Instr)?;
     if let Some(i) = instr_entry {
         check_chain(&tlbs, i, Serves::Data)?;
     }
     for (i, t) in tlbs.iter().enumerate() {
-        let reachable = [Some(data_entry), instr_entry].iter().flatten().any(|&e| reaches(&tlbs, e, i));
+        let reachable = [Some(data_entry), instr_entry]
+            .iter()
+            .flatten()
+            .any(|&e| reaches(&tlbs, e, i));
         if !reachable {
-            return Err(format!("tlb[{}] is not reachable: no entry level leads to it through `next`", t.name));
+            return Err(format!(
+                "tlb[{}] is not reachable: no entry level leads to it through `next`",
+                t.name
+            ));
         }
     }
     let os = match config.os.policy.as_str() {
@@ -579,13 +620,22 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
             OsSpec::Base
         }
         "fixed" => {
-            let s = config.os.page_size.as_deref().ok_or("os.policy = \"fixed\" needs os.page_size (e.g. \"2M\")")?;
+            let s = config
+                .os
+                .page_size
+                .as_deref()
+                .ok_or("os.policy = \"fixed\" needs os.page_size (e.g. \"2M\")")?;
             let size = PageSize::parse(s).map_err(|e| format!("os.page_size: {e}"))?;
             if format.leaf_level(size).is_none() {
                 return Err(format!(
                     "os.page_size = \"{s}\": {} page tables map {} leaves only",
                     format.arch_name(),
-                    format.page_sizes().iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")
+                    format
+                        .page_sizes()
+                        .iter()
+                        .map(|p| p.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ));
             }
             if size.bytes() > memory_bytes {
@@ -604,7 +654,11 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
         data_entry,
         instr_entry,
         pwc_entries: config.walk.pwc_entries.clone(),
-        cost: WalkCost { mem_latency: config.walk.mem_latency, pwc_latency: config.walk.pwc_latency, fault_latency: config.os.fault_latency },
+        cost: WalkCost {
+            mem_latency: config.walk.mem_latency,
+            pwc_latency: config.walk.pwc_latency,
+            fault_latency: config.os.fault_latency,
+        },
         os,
         config,
     })
@@ -616,7 +670,16 @@ fn resolve_tlbs(levels: &[TlbSection], seed: u64) -> Result<Vec<TlbSpec>, String
     }
     let mut out = Vec::new();
     for (i, t) in levels.iter().enumerate() {
-        let key = |k: &str| format!("tlb[{}].{k}", if t.name.is_empty() { i.to_string() } else { t.name.clone() });
+        let key = |k: &str| {
+            format!(
+                "tlb[{}].{k}",
+                if t.name.is_empty() {
+                    i.to_string()
+                } else {
+                    t.name.clone()
+                }
+            )
+        };
         if t.name.is_empty() {
             return Err(format!("{}: a level needs a non-empty name", key("name")));
         }
@@ -635,7 +698,11 @@ fn resolve_tlbs(levels: &[TlbSection], seed: u64) -> Result<Vec<TlbSpec>, String
             ));
         }
         if t.entries > 1 << 24 {
-            return Err(format!("{} = {} is implausibly large (limit 16M)", key("entries"), t.entries));
+            return Err(format!(
+                "{} = {} is implausibly large (limit 16M)",
+                key("entries"),
+                t.entries
+            ));
         }
         let mut sizes = Vec::new();
         for s in &t.page_sizes {
@@ -686,11 +753,22 @@ fn check_chain(tlbs: &[TlbSpec], start: usize, forbidden: Serves) -> Result<(), 
         seen[i] = true;
         depth += 1;
         if depth > mmulab_model::tlb::MAX_DEPTH {
-            return Err(format!("the chain of levels through tlb[{}] is deeper than {}", tlbs[start].name, mmulab_model::tlb::MAX_DEPTH));
+            return Err(format!(
+                "the chain of levels through tlb[{}] is deeper than {}",
+                tlbs[start].name,
+                mmulab_model::tlb::MAX_DEPTH
+            ));
         }
         if tlbs[i].serves == forbidden {
-            let (only, path) = if forbidden == Serves::Instr { ("instr", "data") } else { ("data", "instruction") };
-            return Err(format!("tlb[{}] serves only {only} but is on the {path} path (reached through `next`)", tlbs[i].name));
+            let (only, path) = if forbidden == Serves::Instr {
+                ("instr", "data")
+            } else {
+                ("data", "instruction")
+            };
+            return Err(format!(
+                "tlb[{}] serves only {only} but is on the {path} path (reached through `next`)",
+                tlbs[i].name
+            ));
         }
         cur = tlbs[i].next;
     }

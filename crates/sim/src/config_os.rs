@@ -70,7 +70,10 @@ pub fn reclaim_config(os: &OsSection) -> Result<ReclaimConfig, String> {
         return Err("os.reclaim.batch_pages must be positive (frames one reclaim run tries to free)".into());
     }
     if !(1..=511).contains(&r.thp_underused_empty) {
-        return Err(format!("os.reclaim.thp_underused_empty = {} must be between 1 and 511", r.thp_underused_empty));
+        return Err(format!(
+            "os.reclaim.thp_underused_empty = {} must be between 1 and 511",
+            r.thp_underused_empty
+        ));
     }
     Ok(ReclaimConfig {
         enabled: r.enabled,
@@ -88,12 +91,17 @@ pub const POLICIES: [&str; 6] = ["base", "fixed", "reservation", "thp", "khugepa
 /// Resolves a policy other than `base`/`fixed`.
 pub(crate) fn resolve_policy(name: &str, os: &OsSection, format: Format) -> Result<OsSpec, String> {
     if os.page_size.is_some() && name != "fixed" {
-        return Err(format!("os.page_size only applies to policy = \"fixed\" (policy is \"{name}\")"));
+        return Err(format!(
+            "os.page_size only applies to policy = \"fixed\" (policy is \"{name}\")"
+        ));
     }
     let k = &os.khugepaged;
     let khuge = || -> Result<KhugepagedConfig, String> {
         if k.max_ptes_none > 511 {
-            return Err(format!("os.khugepaged.max_ptes_none = {} must be between 0 and 511", k.max_ptes_none));
+            return Err(format!(
+                "os.khugepaged.max_ptes_none = {} must be between 0 and 511",
+                k.max_ptes_none
+            ));
         }
         if k.scan_period == 0 || k.pages_to_scan == 0 {
             return Err("os.khugepaged.scan_period and pages_to_scan must be positive".into());
@@ -109,7 +117,10 @@ pub(crate) fn resolve_policy(name: &str, os: &OsSection, format: Format) -> Resu
     };
     let huge_ok = |what: &str| {
         if format.leaf_level(PageSize::M2).is_none() {
-            Err(format!("os.policy = \"{what}\" needs 2M leaves, which {} page tables do not have", format.arch_name()))
+            Err(format!(
+                "os.policy = \"{what}\" needs 2M leaves, which {} page tables do not have",
+                format.arch_name()
+            ))
         } else {
             Ok(())
         }
@@ -117,7 +128,11 @@ pub(crate) fn resolve_policy(name: &str, os: &OsSection, format: Format) -> Resu
     Ok(match name {
         "reservation" => {
             let r = &os.reservation;
-            let default = if format.leaf_level(PageSize::M2).is_some() { PageSize::M2 } else { PageSize::M1 };
+            let default = if format.leaf_level(PageSize::M2).is_some() {
+                PageSize::M2
+            } else {
+                PageSize::M1
+            };
             let size = match &r.size {
                 Some(s) => PageSize::parse(s).map_err(|e| format!("os.reservation.size: {e}"))?,
                 None => default,
@@ -146,7 +161,12 @@ pub(crate) fn resolve_policy(name: &str, os: &OsSection, format: Format) -> Resu
                     Some(m)
                 }
             };
-            OsSpec::Reservation(ReservationConfig { size, mid, low_watermark: low, ..ReservationConfig::default() })
+            OsSpec::Reservation(ReservationConfig {
+                size,
+                mid,
+                low_watermark: low,
+                ..ReservationConfig::default()
+            })
         }
         "thp" => {
             huge_ok("thp")?;
@@ -155,7 +175,11 @@ pub(crate) fn resolve_policy(name: &str, os: &OsSection, format: Format) -> Resu
                 "always" => Enabled::Always,
                 "madvise" => Enabled::Madvise,
                 "never" => Enabled::Never,
-                o => return Err(format!("os.thp.enabled = \"{o}\": use \"always\", \"madvise\" or \"never\"")),
+                o => {
+                    return Err(format!(
+                        "os.thp.enabled = \"{o}\": use \"always\", \"madvise\" or \"never\""
+                    ))
+                }
             };
             let defrag = match t.defrag.as_str() {
                 "always" => Defrag::Always,
@@ -165,8 +189,8 @@ pub(crate) fn resolve_policy(name: &str, os: &OsSection, format: Format) -> Resu
                 "never" => Defrag::Never,
                 o => {
                     return Err(format!(
-                        "os.thp.defrag = \"{o}\": use \"always\", \"defer\", \"defer+madvise\", \"madvise\" or \"never\""
-                    ))
+                    "os.thp.defrag = \"{o}\": use \"always\", \"defer\", \"defer+madvise\", \"madvise\" or \"never\""
+                ))
                 }
             };
             OsSpec::Thp(
@@ -182,26 +206,42 @@ pub(crate) fn resolve_policy(name: &str, os: &OsSection, format: Format) -> Resu
         }
         "khugepaged" => {
             huge_ok("khugepaged")?;
-            OsSpec::Khugepaged(KhugepagedConfig { enabled: true, ..khuge()? })
+            OsSpec::Khugepaged(KhugepagedConfig {
+                enabled: true,
+                ..khuge()?
+            })
         }
         "mthp" => {
             let mut sizes = Vec::new();
             for s in &os.mthp.sizes {
                 let p = PageSize::parse(s).map_err(|e| format!("os.mthp.sizes: {e}"))?;
                 if p == PageSize::K4 || p > PageSize::M2 {
-                    return Err(format!("os.mthp.sizes: \"{s}\" is not an mTHP size (16K … 2M, above the 4K base page)"));
+                    return Err(format!(
+                        "os.mthp.sizes: \"{s}\" is not an mTHP size (16K … 2M, above the 4K base page)"
+                    ));
                 }
                 if p == PageSize::M2 && format.leaf_level(p).is_none() {
-                    return Err(format!("os.mthp.sizes: {} page tables have no 2M leaf", format.arch_name()));
+                    return Err(format!(
+                        "os.mthp.sizes: {} page tables have no 2M leaf",
+                        format.arch_name()
+                    ));
                 }
                 sizes.push(p);
             }
             if sizes.is_empty() {
                 return Err("os.mthp.sizes is empty; list at least one size, e.g. [\"64K\"]".into());
             }
-            OsSpec::Mthp(MthpConfig { sizes, zero_cycles_per_page: os.mthp.zero_cycles_per_page })
+            OsSpec::Mthp(MthpConfig {
+                sizes,
+                zero_cycles_per_page: os.mthp.zero_cycles_per_page,
+            })
         }
-        other => return Err(format!("os.policy = \"{other}\" is not known; use one of {}", POLICIES.join(", "))),
+        other => {
+            return Err(format!(
+                "os.policy = \"{other}\" is not known; use one of {}",
+                POLICIES.join(", ")
+            ))
+        }
     })
 }
 
@@ -216,10 +256,16 @@ pub(crate) fn check_common(config: &Config, _memory_bytes: u64) -> Result<(), St
             return Err(format!("memory.age.used = {} must be between 0 and 0.95", a.used));
         }
         if !(0.0..=1.0).contains(&a.target_free_2m_share) {
-            return Err(format!("memory.age.target_free_2m_share = {} must be between 0 and 1", a.target_free_2m_share));
+            return Err(format!(
+                "memory.age.target_free_2m_share = {} must be between 0 and 1",
+                a.target_free_2m_share
+            ));
         }
         if !(0.0..=1.0).contains(&a.movable) {
-            return Err(format!("memory.age.movable = {} must be between 0 and 1 (share of pinned frames compaction may move)", a.movable));
+            return Err(format!(
+                "memory.age.movable = {} must be between 0 and 1 (share of pinned frames compaction may move)",
+                a.movable
+            ));
         }
     }
     Ok(())

@@ -139,7 +139,14 @@ impl Machine {
             start_levels: [0; 8],
             next_tick: bg.next_tick(0),
             bg,
-            walk_memo: Box::new([WalkMemo { tag: u64::MAX, base: 0, shift: 0, mask: 0 }; MEMO_ENTRIES]),
+            walk_memo: Box::new(
+                [WalkMemo {
+                    tag: u64::MAX,
+                    base: 0,
+                    shift: 0,
+                    mask: 0,
+                }; MEMO_ENTRIES],
+            ),
             level_index: {
                 let mut t = [(0, 0); 8];
                 for (i, g) in spec.format.levels().iter().enumerate().take(8) {
@@ -212,7 +219,11 @@ impl Machine {
         if self.bg.track_touched {
             self.bg.touch(r);
         }
-        let core = if self.cores.len() == 1 { 0 } else { r.core as usize % self.cores.len() };
+        let core = if self.cores.len() == 1 {
+            0
+        } else {
+            r.core as usize % self.cores.len()
+        };
         self.access_on(core, r)
     }
 
@@ -221,7 +232,9 @@ impl Machine {
     /// among them. (The run loop asks once per batch.)
     #[inline]
     pub fn plain_for(&self, n: usize) -> bool {
-        self.cores.len() == 1 && !self.bg.track_touched && self.counters.references.saturating_add(n as u64) < self.next_tick
+        self.cores.len() == 1
+            && !self.bg.track_touched
+            && self.counters.references.saturating_add(n as u64) < self.next_tick
     }
 
     /// [`Machine::access`] of a reference [`Machine::plain_for`] admitted (one core, no
@@ -283,7 +296,9 @@ impl Machine {
                 // stayed a branch on a value: cachegrind counted 0.19 more mispredictions
                 // per GUPS update with 2 MiB pages (0.70 against 0.51).
                 let refill = look.len > 1;
-                if r.kind == AccessKind::Store && !tlbs.levels()[level].attrs_at(slot).has(Attrs::WRITABLE | Attrs::DIRTY) {
+                if r.kind == AccessKind::Store
+                    && !tlbs.levels()[level].attrs_at(slot).has(Attrs::WRITABLE | Attrs::DIRTY)
+                {
                     let t = tlbs.entry(level, slot, r.asid);
                     let path = tlbs.path(instr);
                     let mut p = [0u8; mmulab_model::tlb::MAX_DEPTH];
@@ -324,7 +339,15 @@ impl Machine {
     /// clean until a store finds them). Read-only: a permission fault; the OS decides (e.g. demotion) and
     /// its shootdowns drop stale entries; then the walk runs and fills the whole path.
     #[cold]
-    fn store_to_clean(&mut self, core: usize, r: &MemRef, instr: bool, path: &[u8], hit_slot: usize, t: Translation) -> Result<(), SimError> {
+    fn store_to_clean(
+        &mut self,
+        core: usize,
+        r: &MemRef,
+        instr: bool,
+        path: &[u8],
+        hit_slot: usize,
+        t: Translation,
+    ) -> Result<(), SimError> {
         let hit_level = path[path.len() - 1] as usize;
         if t.attrs.has(Attrs::WRITABLE) {
             let t = self.set_dirty(r, t)?;
@@ -358,7 +381,13 @@ impl Machine {
     /// [`Machine::walk_slow`]. (Each branch fills on its own, so the fast one passes the
     /// translation straight from the walk to the fill.)
     #[inline(always)]
-    fn walk_fill<const FAST: bool>(&mut self, core: usize, r: &MemRef, instr: bool, upto: usize) -> Result<(), SimError> {
+    fn walk_fill<const FAST: bool>(
+        &mut self,
+        core: usize,
+        r: &MemRef,
+        instr: bool,
+        upto: usize,
+    ) -> Result<(), SimError> {
         if r.addr >> self.va_bits != 0 {
             return Err(self.beyond_va(r));
         }
@@ -374,10 +403,16 @@ impl Machine {
         // The walk is counted on each branch rather than before them: then the fast
         // branch keeps the translation in registers instead of the whole result in memory.
         if let Some(t) = res.leaf {
-            let need = if r.kind == AccessKind::Store { Attrs::ACCESSED | Attrs::DIRTY | Attrs::WRITABLE } else { Attrs::ACCESSED };
+            let need = if r.kind == AccessKind::Store {
+                Attrs::ACCESSED | Attrs::DIRTY | Attrs::WRITABLE
+            } else {
+                Attrs::ACCESSED
+            };
             if t.attrs.has(need) {
                 self.count_walk(r, &res);
-                self.core_mut(core).tlbs.fill_path_inline::<FAST>(instr, upto, &t, r.addr);
+                self.core_mut(core)
+                    .tlbs
+                    .fill_path_inline::<FAST>(instr, upto, &t, r.addr);
                 return Ok(());
             }
         }
@@ -427,7 +462,12 @@ impl Machine {
         if let Some((_, _, level)) = res.leaf_at {
             let tag = memo_tag(r.addr, r.asid, self.memo_shift);
             let (shift, mask) = self.level_index[level & 7];
-            self.walk_memo[tag as usize % MEMO_ENTRIES] = WalkMemo { tag, base: res.leaf_host, shift, mask };
+            self.walk_memo[tag as usize % MEMO_ENTRIES] = WalkMemo {
+                tag,
+                base: res.leaf_host,
+                shift,
+                mask,
+            };
         }
     }
 
@@ -437,7 +477,14 @@ impl Machine {
     /// then the first `upto` levels of the path are filled.
     #[cold]
     #[inline(never)]
-    fn walk_slow(&mut self, core: usize, r: &MemRef, mut res: WalkResult, instr: bool, upto: usize) -> Result<(), SimError> {
+    fn walk_slow(
+        &mut self,
+        core: usize,
+        r: &MemRef,
+        mut res: WalkResult,
+        instr: bool,
+        upto: usize,
+    ) -> Result<(), SimError> {
         let t = self.walk_retry(core, r, &mut res)?;
         self.cores[core].tlbs.fill_path::<false>(instr, upto, &t, r.addr);
         Ok(())
@@ -545,13 +592,20 @@ impl Machine {
     /// of the same address space unmaps it; malformed or unpaired markers are errors.
     #[cold]
     fn unmap_marker(&mut self, r: &MemRef) -> Result<(), SimError> {
-        let bad = |what: String| SimError::Model(mmulab_model::ModelError::Conflict(format!("unmap marker {:#x} (asid {}): {what}", r.addr, r.asid)));
+        let bad = |what: String| {
+            SimError::Model(mmulab_model::ModelError::Conflict(format!(
+                "unmap marker {:#x} (asid {}): {what}",
+                r.addr, r.asid
+            )))
+        };
         match (decode_unmap(r.addr), self.unmap_open) {
             (Some(UnmapMarker::Start(start)), None) => {
                 self.unmap_open = Some((r.asid, start));
                 Ok(())
             }
-            (Some(UnmapMarker::Start(_)), Some((a, s))) => Err(bad(format!("a second start while the range from {s:#x} of asid {a} is open"))),
+            (Some(UnmapMarker::Start(_)), Some((a, s))) => Err(bad(format!(
+                "a second start while the range from {s:#x} of asid {a} is open"
+            ))),
             (Some(UnmapMarker::End(_)), None) => Err(bad("an end marker without its start marker".into())),
             (Some(UnmapMarker::End(end)), Some((asid, start))) => {
                 self.unmap_open = None;
@@ -585,7 +639,9 @@ impl Machine {
     pub fn unmap(&mut self, asid: Asid, start: u64, end: u64) -> Result<(), SimError> {
         self.root_cache = NO_ROOT;
         self.bg.forget_range(asid, start, end);
-        let Some(Some(space)) = self.spaces.get_mut(asid as usize) else { return Ok(()) };
+        let Some(Some(space)) = self.spaces.get_mut(asid as usize) else {
+            return Ok(());
+        };
         self.shootdowns.clear();
         self.os.unmap(&mut self.mem, space, start, end, &mut self.shootdowns)?;
         self.apply_shootdowns();
@@ -673,7 +729,13 @@ impl Machine {
         let si = self.space(r.asid)?;
         let space = self.spaces[si].as_mut().expect("space created");
         self.shootdowns.clear();
-        self.os.fault(FaultCtx { mem: &mut self.mem, space, va: r.addr, kind: r.kind, shootdowns: &mut self.shootdowns })?;
+        self.os.fault(FaultCtx {
+            mem: &mut self.mem,
+            space,
+            va: r.addr,
+            kind: r.kind,
+            shootdowns: &mut self.shootdowns,
+        })?;
         for &(asid, start, end) in &self.shootdowns {
             self.counters.shootdowns += 1;
             for c in &mut self.cores {

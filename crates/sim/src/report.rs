@@ -13,7 +13,9 @@ pub struct Table {
 impl Table {
     /// A table with this header.
     pub fn new(header: &[&str]) -> Table {
-        Table { rows: vec![header.iter().map(|s| s.to_string()).collect()] }
+        Table {
+            rows: vec![header.iter().map(|s| s.to_string()).collect()],
+        }
     }
 
     /// Appends a row.
@@ -24,8 +26,16 @@ impl Table {
     /// Renders with two spaces between columns and a rule under the header.
     pub fn render(&self) -> String {
         let cols = self.rows.iter().map(Vec::len).max().unwrap_or(0);
-        let width: Vec<usize> =
-            (0..cols).map(|c| self.rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0)).collect();
+        let width: Vec<usize> = (0..cols)
+            .map(|c| {
+                self.rows
+                    .iter()
+                    .filter_map(|r| r.get(c))
+                    .map(|s| s.chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
         let mut out = String::new();
         for (i, r) in self.rows.iter().enumerate() {
             let mut line = String::new();
@@ -86,10 +96,22 @@ pub fn single(stats: &Stats, title: &str) -> String {
         thousands(c.ifetches())
     );
     if c.ifetches_untranslated > 0 {
-        let _ = writeln!(out, "note: {} instruction fetches not translated (no TLB level serves instr)", thousands(c.ifetches_untranslated));
+        let _ = writeln!(
+            out,
+            "note: {} instruction fetches not translated (no TLB level serves instr)",
+            thousands(c.ifetches_untranslated)
+        );
     }
     out.push('\n');
-    let mut t = Table::new(&["TLB level", "accesses", "hits", "misses", "miss rate", "splinters", "evictions"]);
+    let mut t = Table::new(&[
+        "TLB level",
+        "accesses",
+        "hits",
+        "misses",
+        "miss rate",
+        "splinters",
+        "evictions",
+    ]);
     for l in &stats.levels {
         let k = &l.counts;
         t.row(vec![
@@ -108,14 +130,22 @@ pub fn single(stats: &Stats, title: &str) -> String {
     t.row(vec![
         thousands(c.walks),
         thousands(c.walk_reads),
-        if c.walks > 0 { format!("{:.2}", c.walk_reads as f64 / c.walks as f64) } else { "-".into() },
+        if c.walks > 0 {
+            format!("{:.2}", c.walk_reads as f64 / c.walks as f64)
+        } else {
+            "-".into()
+        },
         thousands(stats.pwc_hits.iter().sum()),
         thousands(c.faults),
         thousands(c.ad_updates),
     ]);
     out.push_str(&t.render());
     out.push('\n');
-    let per_ref = if c.references > 0 { stats.translation_cycles() as f64 / c.references as f64 } else { 0.0 };
+    let per_ref = if c.references > 0 {
+        stats.translation_cycles() as f64 / c.references as f64
+    } else {
+        0.0
+    };
     let _ = writeln!(
         out,
         "translation cycles {} ({per_ref:.2} per reference: TLB lookups {}, walks {})",
@@ -140,7 +170,11 @@ pub fn single(stats: &Stats, title: &str) -> String {
         "memory ({}): {} MiB resident in {}; {} page-table pages",
         stats.policy,
         stats.resident_bytes >> 20,
-        if pages.is_empty() { "no pages".to_string() } else { pages.join(", ") },
+        if pages.is_empty() {
+            "no pages".to_string()
+        } else {
+            pages.join(", ")
+        },
         stats.page_tables
     );
     // Superpage policies: what is resident now (by leaf size) and what the policy did.
@@ -149,9 +183,19 @@ pub fn single(stats: &Stats, title: &str) -> String {
             let v: Vec<String> = PageSize::ALL
                 .iter()
                 .filter(|p| a[p.index()] > 0)
-                .map(|p| if bytes { format!("{p} {:.1} MiB", a[p.index()] as f64 / 1048576.0) } else { format!("{p} {}", thousands(a[p.index()])) })
+                .map(|p| {
+                    if bytes {
+                        format!("{p} {:.1} MiB", a[p.index()] as f64 / 1048576.0)
+                    } else {
+                        format!("{p} {}", thousands(a[p.index()]))
+                    }
+                })
                 .collect();
-            if v.is_empty() { "none".into() } else { v.join(", ") }
+            if v.is_empty() {
+                "none".into()
+            } else {
+                v.join(", ")
+            }
         };
         let os = &stats.os;
         let _ = writeln!(
@@ -164,7 +208,11 @@ pub fn single(stats: &Stats, title: &str) -> String {
             thousands(os.os_cycles)
         );
         if !os.events.is_empty() {
-            let ev: Vec<String> = os.events.iter().map(|(k, v)| format!("{k} {}", thousands(*v))).collect();
+            let ev: Vec<String> = os
+                .events
+                .iter()
+                .map(|(k, v)| format!("{k} {}", thousands(*v)))
+                .collect();
             let _ = writeln!(out, "os events: {}", ev.join(", "));
         }
     }

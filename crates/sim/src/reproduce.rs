@@ -115,13 +115,20 @@ pub fn is_policy_experiment(text: &str) -> bool {
 
 /// Parses an experiment file's text (`origin` names it in errors).
 pub fn parse(text: &str, origin: &str) -> Result<Experiment, SimError> {
-    let e: Experiment = toml::from_str(text).map_err(|e| SimError::Config(format!("{origin}: {}", e.to_string().trim_end())))?;
+    let e: Experiment =
+        toml::from_str(text).map_err(|e| SimError::Config(format!("{origin}: {}", e.to_string().trim_end())))?;
     for m in &e.machine {
         if m.policies.first().map(String::as_str) != Some("base") {
-            return Err(SimError::Config(format!("{origin}: machine '{}': policies must start with \"base\"", m.name)));
+            return Err(SimError::Config(format!(
+                "{origin}: machine '{}': policies must start with \"base\"",
+                m.name
+            )));
         }
         if m.bits != 32 && m.bits != 64 {
-            return Err(SimError::Config(format!("{origin}: machine '{}': bits = {} (use 32 or 64)", m.name, m.bits)));
+            return Err(SimError::Config(format!(
+                "{origin}: machine '{}': bits = {} (use 32 or 64)",
+                m.name, m.bits
+            )));
         }
     }
     Ok(e)
@@ -144,7 +151,11 @@ fn one(m: &MachineCase, w: &WorkloadCase, policy: &str, spec: MachineSpec) -> Re
     }
     let os = s.counters.fault_cycles + s.os.os_cycles;
     let translation = s.translation_cycles();
-    let huge_faults: u64 = PageSize::ALL.iter().filter(|p| **p > PageSize::K4).map(|p| s.os.mapped[p.index()]).sum();
+    let huge_faults: u64 = PageSize::ALL
+        .iter()
+        .filter(|p| **p > PageSize::K4)
+        .map(|p| s.os.mapped[p.index()])
+        .sum();
     Ok(RunResult {
         machine: m.name.clone(),
         workload: w.id.clone(),
@@ -178,7 +189,8 @@ pub fn run_all(e: &Experiment, threads: usize) -> Result<Vec<RunResult>, SimErro
         }
     }
     let n = jobs.len();
-    let slots: Vec<std::sync::Mutex<Option<Result<RunResult, SimError>>>> = (0..n).map(|_| std::sync::Mutex::new(None)).collect();
+    let slots: Vec<std::sync::Mutex<Option<Result<RunResult, SimError>>>> =
+        (0..n).map(|_| std::sync::Mutex::new(None)).collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let jobs = std::sync::Mutex::new(jobs.into_iter().map(Some).collect::<Vec<_>>());
     std::thread::scope(|s| {
@@ -194,7 +206,10 @@ pub fn run_all(e: &Experiment, threads: usize) -> Result<Vec<RunResult>, SimErro
             });
         }
     });
-    slots.into_iter().map(|s| s.into_inner().expect("lock").expect("every job ran")).collect()
+    slots
+        .into_iter()
+        .map(|s| s.into_inner().expect("lock").expect("every job ran"))
+        .collect()
 }
 
 /// The relative change of `r` against `base` in the workload's metric (time, or rate).
@@ -212,17 +227,36 @@ fn pct(x: f64) -> String {
 
 /// The two tables: the seed's figures against mmulab's, and every machine and policy.
 pub fn tables(e: &Experiment, results: &[RunResult]) -> String {
-    let find = |m: &str, w: &str, p: &str| results.iter().find(|r| r.machine == m && r.workload == w && r.policy == p);
+    let find = |m: &str, w: &str, p: &str| {
+        results
+            .iter()
+            .find(|r| r.machine == m && r.workload == w && r.policy == p)
+    };
     let mut out = format!("{}\nseed: {}\n\n", e.title, e.seed);
     out += "The seed's figures against mmulab's (time model: references × access cycles + translation + faults + OS work)\n\n";
-    out += &format!("| {:<50} | {:<26} | {:>9} | {:<14} | {}\n", "experiment", "seed", "mmulab", "same direction", "why they differ");
-    out += &format!("|{}|{}|{}|{}|---\n", "-".repeat(52), "-".repeat(28), "-".repeat(11), "-".repeat(16));
+    out += &format!(
+        "| {:<50} | {:<26} | {:>9} | {:<14} | {}\n",
+        "experiment", "seed", "mmulab", "same direction", "why they differ"
+    );
+    out += &format!(
+        "|{}|{}|{}|{}|---\n",
+        "-".repeat(52),
+        "-".repeat(28),
+        "-".repeat(11),
+        "-".repeat(16)
+    );
     for m in e.machine.iter().filter(|m| m.seed_policy.is_some()) {
         let sp = m.seed_policy.as_deref().expect("filtered");
         for w in &e.workload {
-            let (Some(b), Some(r)) = (find(&m.name, &w.id, "base"), find(&m.name, &w.id, sp)) else { continue };
+            let (Some(b), Some(r)) = (find(&m.name, &w.id, "base"), find(&m.name, &w.id, sp)) else {
+                continue;
+            };
             let c = change(w, b, r);
-            let mine = if w.rate { -w.seed_time_change / (1.0 + w.seed_time_change) } else { w.seed_time_change };
+            let mine = if w.rate {
+                -w.seed_time_change / (1.0 + w.seed_time_change)
+            } else {
+                w.seed_time_change
+            };
             let same = (c < 0.0) == (mine < 0.0) && c != 0.0;
             let share = (b.translation + b.os) as f64 / b.time as f64;
             out += &format!(
@@ -255,7 +289,9 @@ pub fn tables(e: &Experiment, results: &[RunResult]) -> String {
     );
     for m in &e.machine {
         for w in &e.workload {
-            let Some(b) = find(&m.name, &w.id, "base") else { continue };
+            let Some(b) = find(&m.name, &w.id, "base") else {
+                continue;
+            };
             for p in &m.policies {
                 let Some(r) = find(&m.name, &w.id, p) else { continue };
                 out += &format!(
@@ -263,7 +299,11 @@ pub fn tables(e: &Experiment, results: &[RunResult]) -> String {
                     m.name,
                     w.id,
                     p,
-                    if p == "base" { "—".to_string() } else { pct(r.time as f64 / b.time as f64 - 1.0) },
+                    if p == "base" {
+                        "—".to_string()
+                    } else {
+                        pct(r.time as f64 / b.time as f64 - 1.0)
+                    },
                     r.tlb_misses,
                     r.huge_coverage * 100.0,
                     r.promotions,
@@ -274,7 +314,12 @@ pub fn tables(e: &Experiment, results: &[RunResult]) -> String {
         }
     }
     out += "\nMachines: ";
-    out += &e.machine.iter().map(|m| format!("{} = {}", m.name, m.label)).collect::<Vec<_>>().join("; ");
+    out += &e
+        .machine
+        .iter()
+        .map(|m| format!("{} = {}", m.name, m.label))
+        .collect::<Vec<_>>()
+        .join("; ");
     out.push('\n');
     out
 }

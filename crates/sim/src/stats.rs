@@ -3,8 +3,8 @@
 
 use crate::machine::Machine;
 use mmulab_model::addr::PageSize;
-use mmulab_trace::AccessKind;
 use mmulab_model::tlb::TlbStats;
+use mmulab_trace::AccessKind;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
@@ -48,7 +48,10 @@ impl Counters {
     /// Zeroed counters for a machine with `_levels` TLB levels and `pt_levels` page-table
     /// levels.
     pub fn new(_levels: usize, pt_levels: usize) -> Counters {
-        Counters { walk_start_level: vec![0; pt_levels], ..Default::default() }
+        Counters {
+            walk_start_level: vec![0; pt_levels],
+            ..Default::default()
+        }
     }
 
     /// Loads simulated.
@@ -112,9 +115,15 @@ impl Stats {
     /// Collects the statistics of `m` now.
     pub fn collect(m: &Machine) -> Stats {
         let nl = m.spec.tlbs.len();
-        let mut levels: Vec<LevelStats> = m.spec.tlbs
+        let mut levels: Vec<LevelStats> = m
+            .spec
+            .tlbs
             .iter()
-            .map(|t| LevelStats { name: t.name.clone(), last_level: t.next.is_none(), counts: TlbStats::default() })
+            .map(|t| LevelStats {
+                name: t.name.clone(),
+                last_level: t.next.is_none(),
+                counts: TlbStats::default(),
+            })
             .collect();
         let mut pwc_hits = vec![0; m.spec.format.levels().len().saturating_sub(1)];
         let mut pwc_lookups = 0;
@@ -169,7 +178,11 @@ impl Stats {
 
     /// Misses of last-level TLBs (Mosmodel's M).
     pub fn stlb_misses(&self) -> u64 {
-        self.levels.iter().filter(|l| l.last_level).map(|l| l.counts.misses).sum()
+        self.levels
+            .iter()
+            .filter(|l| l.last_level)
+            .map(|l| l.counts.misses)
+            .sum()
     }
 
     /// Hits of last-level TLBs (Mosmodel's H).
@@ -249,5 +262,11 @@ impl Stats {
 
 /// A per-size counter array as a JSON object of its non-zero entries.
 fn sizes(a: &[u64; 9]) -> Value {
-    Value::Object(PageSize::ALL.iter().filter(|p| a[p.index()] > 0).map(|p| (p.to_string(), json!(a[p.index()]))).collect())
+    Value::Object(
+        PageSize::ALL
+            .iter()
+            .filter(|p| a[p.index()] > 0)
+            .map(|p| (p.to_string(), json!(a[p.index()])))
+            .collect(),
+    )
 }

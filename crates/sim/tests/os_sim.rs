@@ -14,7 +14,10 @@ fn spec(sets: &[&str]) -> Result<mmulab_sim::config::MachineSpec, String> {
 #[test]
 fn bad_os_and_memory_keys_are_named() {
     let e = spec(&["os.policy=freebsd"]).unwrap_err();
-    assert!(e.contains("os.policy") && e.contains("reservation") && e.contains("mthp"), "{e}");
+    assert!(
+        e.contains("os.policy") && e.contains("reservation") && e.contains("mthp"),
+        "{e}"
+    );
     let e = spec(&["os.policy=thp", "os.thp.enabled=sometimes"]).unwrap_err();
     assert!(e.contains("os.thp.enabled"), "{e}");
     let e = spec(&["os.policy=thp", "os.thp.defrag=eager"]).unwrap_err();
@@ -40,31 +43,51 @@ fn bad_os_and_memory_keys_are_named() {
     assert!(e.contains("swapiness"), "{e}");
     let e = spec(&["os.khugepaged.defrag=maybe"]).unwrap_err();
     assert!(e.contains("defrag"), "{e}");
-    assert!(spec(&["os.thp.migrate_cycles_per_page=1", "os.reclaim.enabled=true", "os.khugepaged.defrag=false"]).is_ok());
+    assert!(spec(&[
+        "os.thp.migrate_cycles_per_page=1",
+        "os.reclaim.enabled=true",
+        "os.khugepaged.defrag=false"
+    ])
+    .is_ok());
 }
 
 #[test]
 fn with_reclaim_a_machine_swaps_a_table_bigger_than_memory_without_it_errors() {
     for policy in ["base", "thp", "mthp"] {
-        let s = spec(&[&format!("os.policy={policy}"), "memory.size=32MiB", "os.reclaim.enabled=true"]).unwrap();
+        let s = spec(&[
+            &format!("os.policy={policy}"),
+            "memory.size=32MiB",
+            "os.reclaim.enabled=true",
+        ])
+        .unwrap();
         let mut m = Machine::new(s).unwrap();
         let mut src = workload::parse("gups:table=64MiB,updates=100K").unwrap();
         let st = run(&mut m, &mut src, None).unwrap();
         assert!(st.os.count("swap_outs") > 4096, "{policy}: {:?}", st.os.events);
-        assert!(st.os.count("swap_ins") > 1000, "{policy}: random updates come back from swap");
+        assert!(
+            st.os.count("swap_ins") > 1000,
+            "{policy}: random updates come back from swap"
+        );
         assert!(st.resident_bytes <= 32 << 20);
         let s = spec(&[&format!("os.policy={policy}"), "memory.size=32MiB"]).unwrap();
         let mut m = Machine::new(s).unwrap();
         let mut src = workload::parse("gups:table=64MiB,updates=100K").unwrap();
         let e = run(&mut m, &mut src, None).unwrap_err().to_string();
-        assert!(e.contains("memory.size") && e.contains("os.reclaim.enabled"), "{policy}: {e}");
+        assert!(
+            e.contains("memory.size") && e.contains("os.reclaim.enabled"),
+            "{policy}: {e}"
+        );
     }
 }
 
 #[test]
 fn movable_aged_memory_is_compacted_for_thp_with_defrag_always() {
     let run_with = |defrag: &str| {
-        let sets = ["os.policy=thp", "memory.size=512MiB", "memory.age={used=0.5, target_free_2m_share=0.0, seed=2, movable=1.0}"];
+        let sets = [
+            "os.policy=thp",
+            "memory.size=512MiB",
+            "memory.age={used=0.5, target_free_2m_share=0.0, seed=2, movable=1.0}",
+        ];
         let mut all: Vec<&str> = sets.to_vec();
         let d = format!("os.thp.defrag={defrag}");
         all.push(&d);
@@ -110,7 +133,12 @@ impl std::io::Write for Shared {
 
 #[test]
 fn time_series_shows_khugepaged_raising_coverage() {
-    let s = spec(&["os.policy=khugepaged", "os.khugepaged.scan_period=200000", "memory.size=1GiB"]).unwrap();
+    let s = spec(&[
+        "os.policy=khugepaged",
+        "os.khugepaged.scan_period=200000",
+        "memory.size=1GiB",
+    ])
+    .unwrap();
     let mut m = Machine::new(s).unwrap();
     let buf = Arc::new(Mutex::new(Vec::new()));
     m.set_series(250_000, Box::new(Shared(buf.clone())));
@@ -119,7 +147,11 @@ fn time_series_shows_khugepaged_raising_coverage() {
     m.finish_series().unwrap();
     let text = String::from_utf8(buf.lock().unwrap().clone()).unwrap();
     let rows: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(rows.len(), 8, "2M references, a sample every 250K (the last one at the end)");
+    assert_eq!(
+        rows.len(),
+        8,
+        "2M references, a sample every 250K (the last one at the end)"
+    );
     let refs: Vec<u64> = rows.iter().map(|r| r["refs"].as_u64().unwrap()).collect();
     assert!(refs.windows(2).all(|w| w[0] < w[1]), "{refs:?}");
     let cov: Vec<f64> = rows.iter().map(|r| r["huge_coverage"].as_f64().unwrap()).collect();
@@ -146,7 +178,12 @@ fn aged_memory_gives_thp_fewer_huge_pages_in_the_sim() {
     let aged = run_with(&["memory.age={used=0.6, target_free_2m_share=0.05, seed=2}"]);
     let huge = |s: &mmulab_sim::Stats| s.os.resident_by_size[mmulab_model::addr::PageSize::M2.index()];
     assert_eq!(huge(&fresh), 128 << 20);
-    assert!(huge(&aged) < huge(&fresh) / 2, "aged {} fresh {}", huge(&aged), huge(&fresh));
+    assert!(
+        huge(&aged) < huge(&fresh) / 2,
+        "aged {} fresh {}",
+        huge(&aged),
+        huge(&fresh)
+    );
     assert!(aged.stlb_misses() > fresh.stlb_misses());
     assert!(aged.pinned_frames > 0);
 }
@@ -172,7 +209,13 @@ fn unmap_markers_drop_the_range_from_every_tlb_and_fault_again() {
     use mmulab_trace::control::unmap_refs;
     use mmulab_trace::{AccessKind, MemRef};
     const BASE: u64 = 0x4000_0000;
-    let load = |addr| MemRef { addr, size: 8, kind: AccessKind::Load, core: 0, asid: 1 };
+    let load = |addr| MemRef {
+        addr,
+        size: 8,
+        kind: AccessKind::Load,
+        core: 0,
+        asid: 1,
+    };
     let s = spec(&["os.policy=thp", "memory.size=512MiB"]).unwrap();
     let mut m = Machine::new(s).unwrap();
     for _ in 0..2 {
@@ -208,7 +251,13 @@ fn unmap_markers_drop_the_range_from_every_tlb_and_fault_again() {
 fn malformed_unmap_markers_are_clear_errors() {
     use mmulab_trace::control::{unmap_refs, UNMAP_TAG};
     use mmulab_trace::{AccessKind, MemRef};
-    let r = |addr, asid| MemRef { addr, size: 0, kind: AccessKind::Load, core: 0, asid };
+    let r = |addr, asid| MemRef {
+        addr,
+        size: 0,
+        kind: AccessKind::Load,
+        core: 0,
+        asid,
+    };
     let machine = || Machine::new(spec(&["os.policy=base"]).unwrap()).unwrap();
     let [start, end] = unmap_refs(1, 0x4000_0000, 0x4000_2000);
     let e = machine().access(&end).unwrap_err().to_string();
@@ -225,7 +274,10 @@ fn malformed_unmap_markers_are_clear_errors() {
     m.access(&start).unwrap();
     let e = m.access(&r(end.addr, 2)).unwrap_err().to_string();
     assert!(e.contains("asid 1"), "{e}");
-    let e = machine().access(&r(UNMAP_TAG | 0x4000_0008, 1)).unwrap_err().to_string();
+    let e = machine()
+        .access(&r(UNMAP_TAG | 0x4000_0008, 1))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("low 12 bits"), "{e}");
     // A trace that ends between the two markers is an error, not a skipped unmap.
     let mut m = machine();
@@ -260,7 +312,11 @@ fn build_workload_with_unmap_frees_arrays_mid_life() {
 struct Refs(Vec<mmulab_trace::MemRef>);
 
 impl mmulab_trace::TraceSource for Refs {
-    fn next_batch(&mut self, buf: &mut Vec<mmulab_trace::MemRef>, max: usize) -> Result<usize, mmulab_trace::TraceError> {
+    fn next_batch(
+        &mut self,
+        buf: &mut Vec<mmulab_trace::MemRef>,
+        max: usize,
+    ) -> Result<usize, mmulab_trace::TraceError> {
         let n = self.0.len().min(max);
         buf.extend(self.0.drain(..n));
         Ok(n)

@@ -26,7 +26,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 fn env_count(key: &str, default: u64) -> u64 {
-    std::env::var(key).ok().and_then(|s| mmulab_trace::units::parse_count(&s).ok()).unwrap_or(default)
+    std::env::var(key)
+        .ok()
+        .and_then(|s| mmulab_trace::units::parse_count(&s).ok())
+        .unwrap_or(default)
 }
 
 /// Batch size of each `next_batch` call: the simulator's (`mmulab_sim::run::BATCH`).
@@ -36,7 +39,12 @@ const BATCH: usize = 8192;
 /// that a machine shared with other jobs does not count the time the bench waited for a
 /// core. `None` where unavailable.
 fn cpu_ns() -> Option<u64> {
-    std::fs::read_to_string("/proc/thread-self/schedstat").ok()?.split_whitespace().next()?.parse().ok()
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Drains `src`; returns (references, seconds), the seconds being on-CPU time when the
@@ -64,8 +72,14 @@ fn drain(src: &mut dyn TraceSource) -> (u64, f64) {
 }
 
 fn best_of_3(mut open: impl FnMut() -> Box<dyn TraceSource>) -> (u64, f64) {
-    let runs = std::env::var("MMULAB_BENCH_RUNS").ok().and_then(|s| s.parse().ok()).unwrap_or(3u32);
-    (0..runs.max(1)).map(|_| drain(&mut *open())).min_by(|a, b| a.1.total_cmp(&b.1)).expect("3 runs")
+    let runs = std::env::var("MMULAB_BENCH_RUNS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3u32);
+    (0..runs.max(1))
+        .map(|_| drain(&mut *open()))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .expect("3 runs")
 }
 
 fn row(what: &str, file: &str, bytes: u64, (n, secs): (u64, f64)) {
@@ -79,7 +93,9 @@ fn row(what: &str, file: &str, bytes: u64, (n, secs): (u64, f64)) {
 
 fn size(p: &Path) -> u64 {
     if p.is_dir() {
-        std::fs::read_dir(p).map(|rd| rd.filter_map(|e| e.ok()).map(|e| size(&e.path())).sum()).unwrap_or(0)
+        std::fs::read_dir(p)
+            .map(|rd| rd.filter_map(|e| e.ok()).map(|e| size(&e.path())).sum())
+            .unwrap_or(0)
     } else {
         std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
     }
@@ -91,21 +107,36 @@ fn generate(dir: &Path, spec: &str, refs: u64, text_refs: u64) -> Vec<(String, P
     let mut out = Vec::new();
     let mlt = dir.join(format!("{name}.mlt"));
     let t = Instant::now();
-    let mut w = MltWriter::new(BufWriter::with_capacity(1 << 20, std::fs::File::create(&mlt).unwrap()), 3).unwrap();
+    let mut w = MltWriter::new(
+        BufWriter::with_capacity(1 << 20, std::fs::File::create(&mlt).unwrap()),
+        3,
+    )
+    .unwrap();
     let mut src = workload::parse(&format!("{spec},refs={refs}")).unwrap();
     let mut buf = Vec::with_capacity(1 << 16);
-    while { buf.clear(); src.next_batch(&mut buf, 1 << 16).unwrap() } > 0 {
+    while {
+        buf.clear();
+        src.next_batch(&mut buf, 1 << 16).unwrap()
+    } > 0
+    {
         w.push_all(&buf).unwrap();
     }
     w.finish().unwrap();
-    eprintln!("wrote {} ({refs} refs) in {:.1} s: {:.1} M refs/s encode", mlt.display(), t.elapsed().as_secs_f64(), refs as f64 / t.elapsed().as_secs_f64() / 1e6);
+    eprintln!(
+        "wrote {} ({refs} refs) in {:.1} s: {:.1} M refs/s encode",
+        mlt.display(),
+        t.elapsed().as_secs_f64(),
+        refs as f64 / t.elapsed().as_secs_f64() / 1e6
+    );
     out.push((format!("mlt ({name})"), mlt, Format::Mlt));
 
     let din = dir.join(format!("{name}.din"));
     let lackey = dir.join(format!("{name}.lackey"));
     let dr = dir.join(format!("{name}.trace"));
     let cs = dir.join(format!("{name}.champsim"));
-    let (mut fd, mut fl, mut fr, mut fc) = [&din, &lackey, &dr, &cs].map(|p| BufWriter::with_capacity(1 << 20, std::fs::File::create(p).unwrap())).into();
+    let (mut fd, mut fl, mut fr, mut fc) = [&din, &lackey, &dr, &cs]
+        .map(|p| BufWriter::with_capacity(1 << 20, std::fs::File::create(p).unwrap()))
+        .into();
     let rec = |ty: u16, size: u16, addr: u64, f: &mut BufWriter<std::fs::File>| {
         f.write_all(&ty.to_le_bytes()).unwrap();
         f.write_all(&size.to_le_bytes()).unwrap();
@@ -117,7 +148,11 @@ fn generate(dir: &Path, spec: &str, refs: u64, text_refs: u64) -> Vec<(String, P
     rec(24, 4, 1, &mut fr);
     let mut src = workload::parse(&format!("{spec},refs={text_refs}")).unwrap();
     let mut ip = 0x40_0000u64;
-    while { buf.clear(); src.next_batch(&mut buf, 1 << 16).unwrap() } > 0 {
+    while {
+        buf.clear();
+        src.next_batch(&mut buf, 1 << 16).unwrap()
+    } > 0
+    {
         for r in &buf {
             writeln!(fd, "{} {:x}", r.kind as u8, r.addr).unwrap();
             writeln!(fl, " {} {:08x},{}", ["L", "S", "I"][r.kind as usize], r.addr, r.size).unwrap();
@@ -170,7 +205,10 @@ fn main() {
     // `cargo bench` passes `--bench`; ignore arguments.
     let refs = env_count("MMULAB_BENCH_REFS", 100_000_000);
     let text_refs = env_count("MMULAB_BENCH_TEXT_REFS", 10_000_000);
-    let dir = std::env::var_os("MMULAB_BENCH_DIR").map(PathBuf::from).unwrap_or_else(std::env::temp_dir).join(format!("mmulab-bench-{}", std::process::id()));
+    let dir = std::env::var_os("MMULAB_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir)
+        .join(format!("mmulab-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     println!("| reader | input | references | bytes/ref | M refs/s | seconds |");
     println!("|---|---|---:|---:|---:|---:|");
@@ -180,9 +218,14 @@ fn main() {
         let (_, mlt, _) = &files[0];
         let image = std::fs::read(mlt).unwrap();
         let name = spec.split(':').next().unwrap();
-        row(&format!("mlt decode-only, in memory ({name})"), &format!("{name}.mlt"), image.len() as u64, best_of_3(|| {
-            Box::new(MltReader::new(std::io::Cursor::new(image.clone()), Path::new("mem.mlt"), None).unwrap())
-        }));
+        row(
+            &format!("mlt decode-only, in memory ({name})"),
+            &format!("{name}.mlt"),
+            image.len() as u64,
+            best_of_3(|| {
+                Box::new(MltReader::new(std::io::Cursor::new(image.clone()), Path::new("mem.mlt"), None).unwrap())
+            }),
+        );
         drop(image);
         let only = std::env::var("MMULAB_BENCH_ONLY").unwrap_or_default();
         for (label, path, fmt) in &files {
@@ -190,7 +233,10 @@ fn main() {
                 std::fs::remove_file(path).ok();
                 continue;
             }
-            let opts = TraceOptions { format: Some(*fmt), ..Default::default() };
+            let opts = TraceOptions {
+                format: Some(*fmt),
+                ..Default::default()
+            };
             let m = best_of_3(|| open_trace_with(path, &opts).unwrap());
             row(label, &path.file_name().unwrap().to_string_lossy(), size(path), m);
             std::fs::remove_file(path).ok();
@@ -207,18 +253,35 @@ fn main() {
         for d in ["x86_64-threadsig", "aarch64-threadsig"] {
             let p = dr.join(d);
             let opts = TraceOptions::default();
-            row(&format!("drmemtrace .trace.zip dir ({d})"), d, size(&p), best_of_3(|| open_trace_with(&p, &opts).unwrap()));
+            row(
+                &format!("drmemtrace .trace.zip dir ({d})"),
+                d,
+                size(&p),
+                best_of_3(|| open_trace_with(&p, &opts).unwrap()),
+            );
             // The same trace converted to .mlt.
             let mlt = dir.join(format!("{d}.mlt"));
             let mut w = MltWriter::new(BufWriter::new(std::fs::File::create(&mlt).unwrap()), 3).unwrap();
             let mut src = open_trace_with(&p, &opts).unwrap();
             let mut buf = Vec::new();
-            while { buf.clear(); src.next_batch(&mut buf, 1 << 16).unwrap() } > 0 {
+            while {
+                buf.clear();
+                src.next_batch(&mut buf, 1 << 16).unwrap()
+            } > 0
+            {
                 w.push_all(&buf).unwrap();
             }
             w.finish().unwrap();
-            let mo = TraceOptions { format: Some(Format::Mlt), ..Default::default() };
-            row(&format!("mlt ({d} converted)"), &format!("{d}.mlt"), size(&mlt), best_of_3(|| open_trace_with(&mlt, &mo).unwrap()));
+            let mo = TraceOptions {
+                format: Some(Format::Mlt),
+                ..Default::default()
+            };
+            row(
+                &format!("mlt ({d} converted)"),
+                &format!("{d}.mlt"),
+                size(&mlt),
+                best_of_3(|| open_trace_with(&mlt, &mo).unwrap()),
+            );
             std::fs::remove_file(&mlt).ok();
         }
     } else {

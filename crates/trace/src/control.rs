@@ -67,7 +67,13 @@ pub fn decode_unmap(addr: u64) -> Option<UnmapMarker> {
 /// below 2^48; the caller checks).
 pub fn unmap_refs(asid: u16, start: u64, end: u64) -> [MemRef; 2] {
     debug_assert!(start < end && (start | end) & 0xfff == 0 && end <= 1 << 48);
-    let m = |addr| MemRef { addr, size: 0, kind: AccessKind::Load, core: 0, asid };
+    let m = |addr| MemRef {
+        addr,
+        size: 0,
+        kind: AccessKind::Load,
+        core: 0,
+        asid,
+    };
     [m(UNMAP_TAG | start), m(UNMAP_TAG | end | UNMAP_END_FLAG)]
 }
 
@@ -81,8 +87,18 @@ mod tests {
         assert_eq!(a.addr, 0xfffe_0000_4000_0000);
         assert_eq!(decode_unmap(a.addr), Some(UnmapMarker::Start(0x4000_0000)));
         assert_eq!(decode_unmap(b.addr), Some(UnmapMarker::End(0x4020_0000)));
-        assert_eq!(decode_unmap(UNMAP_TAG | 0x5000 | 0x8), Some(UnmapMarker::Bad(UNMAP_TAG | 0x5008)));
-        for addr in [0u64, EXIT_ADDR, 0x7fff_ffff_ffff, 0xffff_8000_0000_0000, 0xffff_ffff_ffff_f000, 0xfffd_ffff_ffff_ffff] {
+        assert_eq!(
+            decode_unmap(UNMAP_TAG | 0x5000 | 0x8),
+            Some(UnmapMarker::Bad(UNMAP_TAG | 0x5008))
+        );
+        for addr in [
+            0u64,
+            EXIT_ADDR,
+            0x7fff_ffff_ffff,
+            0xffff_8000_0000_0000,
+            0xffff_ffff_ffff_f000,
+            0xfffd_ffff_ffff_ffff,
+        ] {
             assert!(!is_unmap_marker(addr), "{addr:#x}");
             assert_eq!(decode_unmap(addr), None);
         }

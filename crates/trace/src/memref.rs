@@ -45,6 +45,12 @@ pub struct MemRef {
 impl MemRef {
     /// A reference on core 0, address space 0.
     pub fn new(addr: u64, kind: AccessKind, size: u16) -> MemRef {
-        MemRef { addr, size, kind, core: 0, asid: 0 }
+        MemRef {
+            addr,
+            size,
+            kind,
+            core: 0,
+            asid: 0,
+        }
     }
 }

@@ -48,7 +48,9 @@ impl TraceMeta {
 
     /// The VMAs of the last sample in the `vmas` section, if any (see [`parse_vma_samples`]).
     pub fn vmas(&self) -> Vec<Vma> {
-        self.section("vmas").map(|b| parse_vma_samples(b).pop().unwrap_or_default()).unwrap_or_default()
+        self.section("vmas")
+            .map(|b| parse_vma_samples(b).pop().unwrap_or_default())
+            .unwrap_or_default()
     }
 }
 
@@ -79,7 +81,13 @@ impl Vma {
         let name = it.collect::<Vec<_>>().join(" ");
         let start = u64::from_str_radix(s, 16).ok()?;
         let end = u64::from_str_radix(e, 16).ok()?;
-        (start <= end).then_some(Vma { start, end, perms, offset, name })
+        (start <= end).then_some(Vma {
+            start,
+            end,
+            perms,
+            offset,
+            name,
+        })
     }
 }
 
@@ -118,7 +126,10 @@ mod tests {
         assert_eq!(s[1].len(), 2);
         assert_eq!(s[1][0].name, "[stack]");
         assert_eq!(s[1][1].offset, 0x10);
-        let m = TraceMeta { sections: vec![("vmas".into(), t.to_vec())], ..Default::default() };
+        let m = TraceMeta {
+            sections: vec![("vmas".into(), t.to_vec())],
+            ..Default::default()
+        };
         assert_eq!(m.vmas().len(), 2);
     }
 }

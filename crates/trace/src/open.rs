@@ -63,7 +63,8 @@ pub struct TraceOptions {
 
 impl Format {
     /// Every format's name, as `--format` takes it.
-    pub const NAMES: &'static [&'static str] = &["din", "lackey", "mlt", "drmemtrace", "champsim", "cloudsuite", "auto"];
+    pub const NAMES: &'static [&'static str] =
+        &["din", "lackey", "mlt", "drmemtrace", "champsim", "cloudsuite", "auto"];
 
     /// The `--format` name of this format.
     pub fn name(self) -> &'static str {
@@ -87,7 +88,10 @@ impl Format {
             "champsim" => Ok(Some(Format::ChampSim)),
             "cloudsuite" => Ok(Some(Format::CloudSuite)),
             "auto" => Ok(None),
-            _ => Err(TraceError::Spec(format!("unknown trace format '{name}'; known: {}", Format::NAMES.join(", ")))),
+            _ => Err(TraceError::Spec(format!(
+                "unknown trace format '{name}'; known: {}",
+                Format::NAMES.join(", ")
+            ))),
         }
     }
 
@@ -113,8 +117,13 @@ impl Format {
         if drmemtrace::looks_like(head) {
             return Ok(Format::DrMemtrace);
         }
-        let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
-        let base = [".gz", ".xz", ".zst"].iter().fold(name.as_str(), |n, s| n.strip_suffix(s).unwrap_or(n));
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().to_lowercase())
+            .unwrap_or_default();
+        let base = [".gz", ".xz", ".zst"]
+            .iter()
+            .fold(name.as_str(), |n, s| n.strip_suffix(s).unwrap_or(n));
         if base.ends_with(".mlt") {
             return Ok(Format::Mlt);
         }
@@ -134,11 +143,18 @@ impl Format {
             return Ok(Format::DrMemtrace);
         }
         let sample = &head[..head.len().min(4096)];
-        let texty = !sample.is_empty() && sample.iter().all(|&b| b == b'\n' || b == b'\r' || b == b'\t' || (32..127).contains(&b));
+        let texty = !sample.is_empty()
+            && sample
+                .iter()
+                .all(|&b| b == b'\n' || b == b'\r' || b == b'\t' || (32..127).contains(&b));
         if texty {
             let text = String::from_utf8_lossy(sample);
             for line in text.lines().take(64) {
-                if line.starts_with("==") || line.starts_with("I  ") || line.starts_with(" L ") || line.starts_with(" S ") {
+                if line.starts_with("==")
+                    || line.starts_with("I  ")
+                    || line.starts_with(" L ")
+                    || line.starts_with(" S ")
+                {
                     return Ok(Format::Lackey);
                 }
                 let mut it = line.split_whitespace();
@@ -164,7 +180,13 @@ impl Format {
 
 /// Opens `path` as a streaming trace with default options. `format = None` detects it.
 pub fn open_trace(path: &Path, format: Option<Format>) -> Result<Box<dyn TraceSource + Send>, TraceError> {
-    open_trace_with(path, &TraceOptions { format, ..TraceOptions::default() })
+    open_trace_with(
+        path,
+        &TraceOptions {
+            format,
+            ..TraceOptions::default()
+        },
+    )
 }
 
 /// Opens `path` (a file, or a drmemtrace directory) as a streaming trace.
@@ -173,10 +195,16 @@ pub fn open_trace_with(path: &Path, opts: &TraceOptions) -> Result<Box<dyn Trace
         Some(f) => f,
         None => Format::detect_path(path)?,
     };
-    let dr = DrOptions { prefetches: opts.prefetches, cores: opts.cores };
+    let dr = DrOptions {
+        prefetches: opts.prefetches,
+        cores: opts.cores,
+    };
     if path.is_dir() {
         if format != Format::DrMemtrace {
-            return Err(TraceError::Spec(format!("{}: a directory can only be a drmemtrace trace directory", path.display())));
+            return Err(TraceError::Spec(format!(
+                "{}: a directory can only be a drmemtrace trace directory",
+                path.display()
+            )));
         }
         return Ok(Box::new(DrDirReader::open(path, dr, opts.interleave)?));
     }
@@ -194,11 +222,26 @@ pub fn open_trace_with(path: &Path, opts: &TraceOptions) -> Result<Box<dyn Trace
     let progress = input.progress.clone();
     let reader = input.reader;
     let src: Box<dyn TraceSource + Send> = match format {
-        Format::Din => Box::new(WithProgress { inner: DinReader::new(LineReader::new(reader, path, None)), progress }),
-        Format::Lackey => Box::new(WithProgress { inner: LackeyReader::new(LineReader::new(reader, path, None)), progress }),
-        Format::Mlt => Box::new(WithProgress { inner: MltReader::new(reader, path, None)?, progress }),
-        Format::ChampSim => Box::new(WithProgress { inner: ChampSimReader::new(Box::new(reader), path, Variant::Standard), progress }),
-        Format::CloudSuite => Box::new(WithProgress { inner: ChampSimReader::new(Box::new(reader), path, Variant::Cloudsuite), progress }),
+        Format::Din => Box::new(WithProgress {
+            inner: DinReader::new(LineReader::new(reader, path, None)),
+            progress,
+        }),
+        Format::Lackey => Box::new(WithProgress {
+            inner: LackeyReader::new(LineReader::new(reader, path, None)),
+            progress,
+        }),
+        Format::Mlt => Box::new(WithProgress {
+            inner: MltReader::new(reader, path, None)?,
+            progress,
+        }),
+        Format::ChampSim => Box::new(WithProgress {
+            inner: ChampSimReader::new(Box::new(reader), path, Variant::Standard),
+            progress,
+        }),
+        Format::CloudSuite => Box::new(WithProgress {
+            inner: ChampSimReader::new(Box::new(reader), path, Variant::Cloudsuite),
+            progress,
+        }),
         Format::DrMemtrace => unreachable!("handled above"),
     };
     Ok(src)

@@ -6,7 +6,10 @@
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let lower = t.to_ascii_lowercase();
-    let stripped = lower.strip_suffix("ib").or_else(|| lower.strip_suffix('b')).unwrap_or(&lower);
+    let stripped = lower
+        .strip_suffix("ib")
+        .or_else(|| lower.strip_suffix('b'))
+        .unwrap_or(&lower);
     let (num, mult) = match stripped.chars().last() {
         Some('k') => (&stripped[..stripped.len() - 1], 1u64 << 10),
         Some('m') => (&stripped[..stripped.len() - 1], 1u64 << 20),

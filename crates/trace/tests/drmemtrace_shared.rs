@@ -13,7 +13,11 @@ fn shared_traces() -> PathBuf {
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
     };
     // `base` is the shared directory (holding traces/) or its traces/ directory itself.
-    let dir = if base.join("drmemtrace").is_dir() { base.clone() } else { base.join("traces") };
+    let dir = if base.join("drmemtrace").is_dir() {
+        base.clone()
+    } else {
+        base.join("traces")
+    };
     let dr = dir.join("drmemtrace");
     assert!(
         dr.join("x86_64-threadsig").is_dir() && dr.join("aarch64-threadsig").is_dir(),
@@ -36,7 +40,11 @@ struct Counts {
 /// cut it into 12-byte records and count their types.
 fn count_by_hand(file: &Path) -> Counts {
     let mut za = zip::ZipArchive::new(std::fs::File::open(file).unwrap()).unwrap();
-    let mut names: Vec<String> = za.file_names().filter(|n| n.starts_with("chunk.")).map(String::from).collect();
+    let mut names: Vec<String> = za
+        .file_names()
+        .filter(|n| n.starts_with("chunk."))
+        .map(String::from)
+        .collect();
     names.sort();
     let mut c = Counts::default();
     let mut carry: Vec<u8> = Vec::new();
@@ -107,7 +115,13 @@ fn check_dir(name: &str, threads: usize) {
         assert_eq!(got, want, "{}", f.display());
         assert_eq!(meta.threads, Some(1));
         // With prefetches delivered, they arrive as extra loads.
-        let (with_pf, _) = read_all(f, TraceOptions { prefetches: true, ..Default::default() });
+        let (with_pf, _) = read_all(
+            f,
+            TraceOptions {
+                prefetches: true,
+                ..Default::default()
+            },
+        );
         assert_eq!(count_refs(&with_pf).loads, want.loads + want.prefetches);
         total.loads += want.loads;
         total.stores += want.stores;
@@ -117,16 +131,35 @@ fn check_dir(name: &str, threads: usize) {
     // The whole directory, interleaved by timestamps, holds every thread's references once.
     let (refs, meta) = read_all(&dir, TraceOptions::default());
     let got = count_refs(&refs);
-    assert_eq!((got.loads, got.stores, got.ifetches), (total.loads, total.stores, total.ifetches));
+    assert_eq!(
+        (got.loads, got.stores, got.ifetches),
+        (total.loads, total.stores, total.ifetches)
+    );
     assert_eq!(meta.threads, Some(threads as u64));
     assert_eq!(meta.processes, Some(1));
     assert_eq!(meta.markers.get("page_size"), Some(&4096));
     let cores = refs.iter().map(|r| r.core).max().unwrap() as u64 + 1;
-    assert_eq!(Some(&cores), meta.markers.get("cpus"), "cores are the dense renumbering of the CPU ids");
+    assert_eq!(
+        Some(&cores),
+        meta.markers.get("cpus"),
+        "cores are the dense renumbering of the CPU ids"
+    );
     // One core per thread, and round-robin interleaving, keep the same multiset of references.
-    let (by_thread, _) = read_all(&dir, TraceOptions { cores: CoreMap::Thread, ..Default::default() });
+    let (by_thread, _) = read_all(
+        &dir,
+        TraceOptions {
+            cores: CoreMap::Thread,
+            ..Default::default()
+        },
+    );
     assert_eq!(by_thread.iter().map(|r| r.core).max().unwrap() as usize + 1, threads);
-    let (rr, _) = read_all(&dir, TraceOptions { interleave: Interleave::RoundRobin(1000), ..Default::default() });
+    let (rr, _) = read_all(
+        &dir,
+        TraceOptions {
+            interleave: Interleave::RoundRobin(1000),
+            ..Default::default()
+        },
+    );
     assert_eq!(rr.len(), refs.len());
     let key = |v: &[MemRef]| {
         let mut k: Vec<(u64, u8)> = v.iter().map(|r| (r.addr, r.kind as u8)).collect();
@@ -134,8 +167,10 @@ fn check_dir(name: &str, threads: usize) {
         k
     };
     assert!(key(&rr) == key(&refs));
-    eprintln!("{name}: {} loads, {} stores, {} ifetches, {} prefetches (ignored), {} threads, {cores} cpus",
-        total.loads, total.stores, total.ifetches, total.prefetches, threads);
+    eprintln!(
+        "{name}: {} loads, {} stores, {} ifetches, {} prefetches (ignored), {} threads, {cores} cpus",
+        total.loads, total.stores, total.ifetches, total.prefetches, threads
+    );
 }
 
 #[test]
@@ -154,8 +189,20 @@ fn timestamp_interleaving_follows_the_markers() {
     // is not earlier than the previous segment's: check that references of the two x86
     // threads alternate at least once (both threads run) and that reading is deterministic.
     let dir = shared_traces().join("x86_64-threadsig");
-    let (a, _) = read_all(&dir, TraceOptions { cores: CoreMap::Thread, ..Default::default() });
-    let (b, _) = read_all(&dir, TraceOptions { cores: CoreMap::Thread, ..Default::default() });
+    let (a, _) = read_all(
+        &dir,
+        TraceOptions {
+            cores: CoreMap::Thread,
+            ..Default::default()
+        },
+    );
+    let (b, _) = read_all(
+        &dir,
+        TraceOptions {
+            cores: CoreMap::Thread,
+            ..Default::default()
+        },
+    );
     assert!(a == b);
     let switches = a.windows(2).filter(|w| w[0].core != w[1].core).count();
     assert!(switches >= 2, "threads never interleave ({switches} switches)");

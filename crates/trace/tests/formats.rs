@@ -42,7 +42,10 @@ fn drmemtrace_raw_gz_and_zip_agree() {
     assert_eq!(want[0].core, 0);
     assert_eq!(want.last().unwrap().core, 1);
     assert!(want.iter().all(|r| r.asid == 0));
-    assert_eq!((want[0].kind, want[0].size, want[0].addr), (AccessKind::IFetch, 4, 0x400000 + 7 * 0x10000));
+    assert_eq!(
+        (want[0].kind, want[0].size, want[0].addr),
+        (AccessKind::IFetch, 4, 0x400000 + 7 * 0x10000)
+    );
 }
 
 #[test]
@@ -54,15 +57,33 @@ fn directory_interleaves_by_timestamp_or_round_robin() {
     write(&d, "x.1.trace.zip", &zip_chunks(&[&a]));
     write(&d, "x.2.trace.gz", &gz(&b));
     write(&d, "cpu_schedule.bin.zip", b"not a thread");
-    let v = read(&d, TraceOptions { cores: CoreMap::Thread, ..Default::default() }).unwrap();
+    let v = read(
+        &d,
+        TraceOptions {
+            cores: CoreMap::Thread,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let order: Vec<u16> = v.iter().map(|r| r.core).collect();
     let per_seg = 5 + 5 + 3; // ifetches, loads, stores of 5 instructions
     let mut want = vec![0u16; per_seg];
     want.extend(vec![1u16; per_seg]);
     want.extend(vec![0u16; per_seg]);
     assert_eq!(order, want);
-    let rr = read(&d, TraceOptions { cores: CoreMap::Thread, interleave: Interleave::RoundRobin(4), ..Default::default() }).unwrap();
-    assert_eq!(&rr.iter().map(|r| r.core).collect::<Vec<_>>()[..12], &[0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0]);
+    let rr = read(
+        &d,
+        TraceOptions {
+            cores: CoreMap::Thread,
+            interleave: Interleave::RoundRobin(4),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        &rr.iter().map(|r| r.core).collect::<Vec<_>>()[..12],
+        &[0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0]
+    );
     assert_eq!(rr.len(), v.len());
 }
 
@@ -84,7 +105,10 @@ fn drmemtrace_unknown_type_and_partial_record_are_located() {
     rec(&mut c, 77, 0, 0);
     let (_, e) = read(&write(&d, "unk.trace", &c), TraceOptions::default()).unwrap_err();
     let s = e.to_string();
-    assert!(s.contains("unk.trace") && s.contains("unknown record type 77") && s.contains("offset 36"), "{s}");
+    assert!(
+        s.contains("unk.trace") && s.contains("unknown record type 77") && s.contains("offset 36"),
+        "{s}"
+    );
     assert_eq!(e.refs_before(), Some(1));
 }
 
@@ -97,10 +121,22 @@ fn truncated_zip_delivers_the_chunks_before_the_damage() {
     let full = read(&write(&d, "full.trace.zip", &z), TraceOptions::default()).unwrap();
     // Cut in the middle of the archive: the central directory is lost.
     let p = write(&d, "cut.trace.zip", &z[..z.len() * 2 / 3]);
-    let (got, e) = read(&p, TraceOptions { format: Some(Format::DrMemtrace), ..Default::default() }).unwrap_err();
+    let (got, e) = read(
+        &p,
+        TraceOptions {
+            format: Some(Format::DrMemtrace),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
     let s = e.to_string();
     assert!(s.contains("cut.trace.zip") && s.contains("offset"), "{s}");
-    assert!(!got.is_empty() && got.len() < full.len(), "{} of {}", got.len(), full.len());
+    assert!(
+        !got.is_empty() && got.len() < full.len(),
+        "{} of {}",
+        got.len(),
+        full.len()
+    );
     assert_eq!(e.refs_before(), Some(got.len() as u64));
     assert!(full[..got.len()] == got[..]);
     // Members written backwards and cut: chunk.0000 is (partly) lost, so nothing can be
@@ -140,7 +176,11 @@ fn champsim_order_and_compression() {
         (AccessKind::Store, 0xd0),
         (AccessKind::Store, 0xd8),
     ];
-    for (name, bytes) in [("a.champsimtrace.xz", xz(&b)), ("a.champsimtrace.gz", gz(&b)), ("a.champsim", b.clone())] {
+    for (name, bytes) in [
+        ("a.champsimtrace.xz", xz(&b)),
+        ("a.champsimtrace.gz", gz(&b)),
+        ("a.champsim", b.clone()),
+    ] {
         let p = write(&d, name, &bytes);
         assert_eq!(Format::detect_path(&p).unwrap(), Format::ChampSim, "{name}");
         let v = read(&p, TraceOptions::default()).unwrap();
@@ -153,14 +193,31 @@ fn champsim_order_and_compression() {
     let mut w = b.clone();
     w.extend(champsim(0x100c, &[], &[], None)); // 4 × 64 = 2 × 96 + 64 bytes
     let p = write(&d, "wrong.bin", &w);
-    let (_, e) = read(&p, TraceOptions { format: Some(Format::CloudSuite), ..Default::default() }).unwrap_err();
-    assert!(e.to_string().contains("wrong.bin") && e.to_string().contains("inside a record"), "{e}");
+    let (_, e) = read(
+        &p,
+        TraceOptions {
+            format: Some(Format::CloudSuite),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("wrong.bin") && e.to_string().contains("inside a record"),
+        "{e}"
+    );
     let mut c = champsim(0x2000, &[0xe0], &[0xf0], Some(5));
     c.extend(champsim(0x2004, &[], &[], Some(6)));
     let p = write(&d, "b.cloudsuite.xz", &xz(&c));
     let v = read(&p, TraceOptions::default()).unwrap();
-    assert_eq!(v.iter().map(|r| (r.kind, r.addr, r.asid)).collect::<Vec<_>>(),
-        [(AccessKind::IFetch, 0x2000, 5), (AccessKind::Load, 0xe0, 5), (AccessKind::Store, 0xf0, 5), (AccessKind::IFetch, 0x2004, 6)]);
+    assert_eq!(
+        v.iter().map(|r| (r.kind, r.addr, r.asid)).collect::<Vec<_>>(),
+        [
+            (AccessKind::IFetch, 0x2000, 5),
+            (AccessKind::Load, 0xe0, 5),
+            (AccessKind::Store, 0xf0, 5),
+            (AccessKind::IFetch, 0x2004, 6)
+        ]
+    );
 }
 
 #[test]
@@ -182,7 +239,10 @@ fn text_formats_through_gzip_and_detection() {
     assert!(Format::detect_path(&p).is_err());
     let p = write(&d, "g.din", b"0 1000\nnonsense here\n");
     let (got, e) = read(&p, TraceOptions::default()).unwrap_err();
-    assert!(e.to_string().contains("g.din") && e.to_string().contains("offset 7"), "{e}");
+    assert!(
+        e.to_string().contains("g.din") && e.to_string().contains("offset 7"),
+        "{e}"
+    );
     assert_eq!(got.len(), 1);
 }
 
@@ -193,5 +253,8 @@ fn mlt_detected_by_magic_whatever_its_name() {
     w.push(&MemRef::new(0x1234, AccessKind::Load, 8)).unwrap();
     let p = write(&d, "trace.din", &w.finish().unwrap());
     assert_eq!(Format::detect_path(&p).unwrap(), Format::Mlt);
-    assert_eq!(read(&p, TraceOptions::default()).unwrap(), vec![MemRef::new(0x1234, AccessKind::Load, 8)]);
+    assert_eq!(
+        read(&p, TraceOptions::default()).unwrap(),
+        vec![MemRef::new(0x1234, AccessKind::Load, 8)]
+    );
 }

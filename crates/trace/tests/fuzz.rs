@@ -15,18 +15,39 @@ fn samples() -> Vec<(&'static str, Format, Vec<u8>)> {
     let mut cs = Vec::new();
     let mut cl = Vec::new();
     for i in 0..40u64 {
-        cs.extend(champsim(0x400000 + 4 * i, &[0x7000 + i, 0, 0x8000], &[0x9000 + i], None));
-        cl.extend(champsim(0x400000 + 4 * i, &[0x7000 + i], &[0x9000, 0xa000], Some(i as u8)));
+        cs.extend(champsim(
+            0x400000 + 4 * i,
+            &[0x7000 + i, 0, 0x8000],
+            &[0x9000 + i],
+            None,
+        ));
+        cl.extend(champsim(
+            0x400000 + 4 * i,
+            &[0x7000 + i],
+            &[0x9000, 0xa000],
+            Some(i as u8),
+        ));
     }
     let mut din = String::new();
     let mut lackey = String::from("==12== Lackey, an example Valgrind tool\n");
     for i in 0..300u64 {
         din.push_str(&format!("{} {:x}\n", i % 3, 0x1000 + 8 * i));
-        lackey.push_str(&format!("I  {:08X},3\n L {:08X},8\n M {:08X},4\n", 0x400000 + i, 0x7ff000 + 8 * i, 0x7ff800 + i));
+        lackey.push_str(&format!(
+            "I  {:08X},3\n L {:08X},8\n M {:08X},4\n",
+            0x400000 + i,
+            0x7ff000 + 8 * i,
+            0x7ff800 + i
+        ));
     }
     let mut w = MltWriter::new(Vec::new(), 1).unwrap();
     for i in 0..3000u64 {
-        let r = MemRef { addr: 0x1000 * (i % 77) + i, size: (i % 9) as u16, kind: AccessKind::from_code((i % 3) as u8).unwrap(), core: (i / 1000) as u16, asid: 1 };
+        let r = MemRef {
+            addr: 0x1000 * (i % 77) + i,
+            size: (i % 9) as u16,
+            kind: AccessKind::from_code((i % 3) as u8).unwrap(),
+            core: (i / 1000) as u16,
+            asid: 1,
+        };
         w.push(&r).unwrap();
     }
     w.section("markers", b"page_size 4096\n").unwrap();
@@ -39,7 +60,11 @@ fn samples() -> Vec<(&'static str, Format, Vec<u8>)> {
         ("s.mlt", Format::Mlt, mlt),
         ("s.trace", Format::DrMemtrace, dr.clone()),
         ("s.trace.gz", Format::DrMemtrace, gz(&dr)),
-        ("s.trace.zip", Format::DrMemtrace, zip_chunks_ordered(&[&dr[..third], &dr[third..2 * third], &dr[2 * third..]], false)),
+        (
+            "s.trace.zip",
+            Format::DrMemtrace,
+            zip_chunks_ordered(&[&dr[..third], &dr[third..2 * third], &dr[2 * third..]], false),
+        ),
         ("s.champsim.xz", Format::ChampSim, xz(&cs)),
         ("s.champsim.gz", Format::ChampSim, gz(&cs)),
         ("s.cloudsuite", Format::CloudSuite, cl),
@@ -116,7 +141,10 @@ fn read_checked(path: &Path, opts: TraceOptions, name: &str) {
                 total += buf.len();
                 let s = e.to_string();
                 assert!(s.contains(name), "error without the file name: {s}");
-                assert!(e.refs_before().map_or(true, |b| b as usize == total), "{s}: refs_before != {total}");
+                assert!(
+                    e.refs_before().map_or(true, |b| b as usize == total),
+                    "{s}: refs_before != {total}"
+                );
                 break;
             }
         }
@@ -129,7 +157,10 @@ fn read_checked(path: &Path, opts: TraceOptions, name: &str) {
 fn mutated_inputs_never_panic_and_errors_name_the_file() {
     let d = tempdir("fuzz");
     let mut r = Rng(0x9e37_79b9_7f4a_7c15);
-    let rounds: u64 = std::env::var("MMULAB_FUZZ_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(400);
+    let rounds: u64 = std::env::var("MMULAB_FUZZ_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(400);
     for (name, fmt, data) in samples() {
         // The unmutated sample reads cleanly.
         let p = write(&d, name, &data);
@@ -141,7 +172,14 @@ fn mutated_inputs_never_panic_and_errors_name_the_file() {
             let m = mutate(&mut r, &data);
             let fname = format!("m{round}-{name}");
             let p = write(&d, &fname, &m);
-            read_checked(&p, TraceOptions { format: Some(fmt), ..Default::default() }, &fname);
+            read_checked(
+                &p,
+                TraceOptions {
+                    format: Some(fmt),
+                    ..Default::default()
+                },
+                &fname,
+            );
             read_checked(&p, TraceOptions::default(), &fname);
             std::fs::remove_file(&p).ok();
         }
@@ -159,12 +197,23 @@ fn mutated_thread_files_in_a_directory_never_panic() {
     for round in 0..200 {
         let sub = d.join(format!("r{round}"));
         std::fs::create_dir_all(&sub).unwrap();
-        let (ma, mb) = if round % 2 == 0 { (mutate(&mut r, &za), gz(&b)) } else { (za.clone(), mutate(&mut r, &gz(&b))) };
+        let (ma, mb) = if round % 2 == 0 {
+            (mutate(&mut r, &za), gz(&b))
+        } else {
+            (za.clone(), mutate(&mut r, &gz(&b)))
+        };
         write(&sub, "t.1.trace.zip", &ma);
         write(&sub, "t.2.trace.gz", &mb);
         let name = format!("r{round}");
         read_checked(&sub, TraceOptions::default(), &name);
-        read_checked(&sub, TraceOptions { interleave: mmulab_trace::Interleave::RoundRobin(7), ..Default::default() }, &name);
+        read_checked(
+            &sub,
+            TraceOptions {
+                interleave: mmulab_trace::Interleave::RoundRobin(7),
+                ..Default::default()
+            },
+            &name,
+        );
         std::fs::remove_dir_all(&sub).ok();
     }
     std::fs::remove_dir_all(&d).ok();

@@ -16,7 +16,13 @@ fn expected() -> Vec<MemRef> {
             _ if i % 5 == 0 => 0xffff_8000_0000_0000 | (i << 12),
             _ => 0x7ffd_0000_1000 - 8 * i,
         };
-        v.push(MemRef { addr, size: [0, 1, 8, 4096, u16::MAX][(i % 5) as usize], kind, core: (i / 8) as u16, asid: (i / 12) as u16 * 7 });
+        v.push(MemRef {
+            addr,
+            size: [0, 1, 8, 4096, u16::MAX][(i % 5) as usize],
+            kind,
+            core: (i / 8) as u16,
+            asid: (i / 12) as u16 * 7,
+        });
     }
     v
 }

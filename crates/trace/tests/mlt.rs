@@ -23,8 +23,8 @@ fn random_refs(n: usize, seed: u64) -> Vec<MemRef> {
         .map(|i| {
             let x = r.next();
             addr = match x % 5 {
-                0 => r.next(),                       // anywhere, including the top bit
-                1 => addr.wrapping_sub(x >> 40),     // small backwards step
+                0 => r.next(),                   // anywhere, including the top bit
+                1 => addr.wrapping_sub(x >> 40), // small backwards step
                 _ => addr.wrapping_add((x >> 50) & 0xfff),
             };
             MemRef {
@@ -77,7 +77,13 @@ fn extreme_values_round_trip() {
     let refs: Vec<MemRef> = [0u64, u64::MAX, 1, u64::MAX - 1, 1 << 63, 0]
         .iter()
         .enumerate()
-        .map(|(i, &a)| MemRef { addr: a, size: [0, u16::MAX][i % 2], kind: AccessKind::Store, core: u16::MAX, asid: u16::MAX })
+        .map(|(i, &a)| MemRef {
+            addr: a,
+            size: [0, u16::MAX][i % 2],
+            kind: AccessKind::Store,
+            core: u16::MAX,
+            asid: u16::MAX,
+        })
         .collect();
     let (back, res) = decode(&encode(&refs, &[]));
     res.unwrap();
@@ -101,9 +107,22 @@ fn sections_are_found_without_decoding_blocks() {
     let dir = std::env::temp_dir().join(format!("mmulab-mlt-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("s.mlt");
-    std::fs::write(&p, encode(&refs, &[("source", b"test"), ("vmas", b"00400000-00401000 r-xp 0 0:0 0 /bin/x\n")])).unwrap();
+    std::fs::write(
+        &p,
+        encode(
+            &refs,
+            &[
+                ("source", b"test"),
+                ("vmas", b"00400000-00401000 r-xp 0 0:0 0 /bin/x\n"),
+            ],
+        ),
+    )
+    .unwrap();
     let s = read_sections(&p).unwrap();
-    assert_eq!(s.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["source", "vmas"]);
+    assert_eq!(
+        s.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+        ["source", "vmas"]
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -153,7 +172,13 @@ fn unmap_markers_of_the_build_workload_survive_a_round_trip() {
     let (back, res) = decode(&encode(&refs, &[]));
     res.unwrap();
     assert_eq!(back, refs);
-    let starts = back.iter().filter(|r| matches!(decode_unmap(r.addr), Some(UnmapMarker::Start(_)))).count();
-    let ends = back.iter().filter(|r| matches!(decode_unmap(r.addr), Some(UnmapMarker::End(_)))).count();
+    let starts = back
+        .iter()
+        .filter(|r| matches!(decode_unmap(r.addr), Some(UnmapMarker::Start(_))))
+        .count();
+    let ends = back
+        .iter()
+        .filter(|r| matches!(decode_unmap(r.addr), Some(UnmapMarker::End(_))))
+        .count();
     assert_eq!((starts, ends), (6, 6), "two arrays freed by each of three processes");
 }

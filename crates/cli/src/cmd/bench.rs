@@ -72,7 +72,13 @@ fn run_linux(a: Args) -> anyhow::Result<()> {
             Which::Gups => bench::gups::run(p, size, seed),
             Which::Latency => bench::latency::run(
                 p,
-                &bench::latency::Params { max_bytes: size, stride: a.stride, random: !a.sequential, loads: a.loads, ..Default::default() },
+                &bench::latency::Params {
+                    max_bytes: size,
+                    stride: a.stride,
+                    random: !a.sequential,
+                    loads: a.loads,
+                    ..Default::default()
+                },
                 seed,
             ),
             Which::Bandwidth => bench::bandwidth::run(p, size, a.passes, seed),
@@ -116,7 +122,11 @@ fn run_linux(a: Args) -> anyhow::Result<()> {
         if let Some(curve) = r.details.get("curve").and_then(|c| c.as_array()) {
             println!("stride={}", a.stride);
             for pt in curve {
-                println!("{:.5} {:.3}", pt["size_mb"].as_f64().unwrap_or(0.0), pt["ns"].as_f64().unwrap_or(0.0));
+                println!(
+                    "{:.5} {:.3}",
+                    pt["size_mb"].as_f64().unwrap_or(0.0),
+                    pt["ns"].as_f64().unwrap_or(0.0)
+                );
             }
         }
     }
@@ -127,7 +137,11 @@ fn run_linux(a: Args) -> anyhow::Result<()> {
 fn check_gups(runs: &[mmulab_probe::bench::BenchResult]) -> anyhow::Result<()> {
     for r in runs {
         if r.details.get("verification").and_then(|v| v.as_str()) == Some("failed") {
-            bail!("GUPS verification failed with {} pages: {} errors", r.pages, r.details["errors"]);
+            bail!(
+                "GUPS verification failed with {} pages: {} errors",
+                r.pages,
+                r.details["errors"]
+            );
         }
     }
     Ok(())
@@ -135,15 +149,28 @@ fn check_gups(runs: &[mmulab_probe::bench::BenchResult]) -> anyhow::Result<()> {
 
 #[cfg(target_os = "linux")]
 fn print_one(r: &mmulab_probe::bench::BenchResult) {
-    let m: Vec<String> = r.metrics.iter().map(|m| format!("{} = {:.4} {}", m.name, m.value, m.unit)).collect();
+    let m: Vec<String> = r
+        .metrics
+        .iter()
+        .map(|m| format!("{} = {:.4} {}", m.name, m.value, m.unit))
+        .collect();
     println!(
         "{:?} pages={} {}: {}",
         r.kind,
         r.pages,
-        if r.backing.ok { "backing verified" } else { "BACKING NOT AS REQUESTED" },
+        if r.backing.ok {
+            "backing verified"
+        } else {
+            "BACKING NOT AS REQUESTED"
+        },
         m.join(", ")
     );
-    println!("  backing: {} ({}; {:.0} % of requested size)", r.backing.how, r.backing_note, r.backing.fraction * 100.0);
+    println!(
+        "  backing: {} ({}; {:.0} % of requested size)",
+        r.backing.how,
+        r.backing_note,
+        r.backing.fraction * 100.0
+    );
     if let Some(v) = r.details.get("verification") {
         println!("  verification: {v} ({} errors)", r.details["errors"]);
     }

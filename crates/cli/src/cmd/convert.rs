@@ -12,7 +12,9 @@ use crate::progress::ProgressLine;
 use anyhow::{bail, Context, Result};
 use mmulab_trace::format::din::write_din;
 use mmulab_trace::format::mlt::MltWriter;
-use mmulab_trace::{open_trace_with, CoreMap, Format, Interleave, MemRef, TraceError, TraceMeta, TraceOptions, TraceSource};
+use mmulab_trace::{
+    open_trace_with, CoreMap, Format, Interleave, MemRef, TraceError, TraceMeta, TraceOptions, TraceSource,
+};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -41,7 +43,13 @@ impl ReadOpts {
     pub fn options(&self) -> Result<TraceOptions> {
         let interleave = match self.interleave.as_str() {
             "timestamp" => Interleave::Timestamp,
-            s => match s.strip_prefix("rr:").or_else(|| s.strip_prefix("rr")).map(|n| if n.is_empty() { Ok(1000) } else { n.parse::<u64>() }) {
+            s => match s.strip_prefix("rr:").or_else(|| s.strip_prefix("rr")).map(|n| {
+                if n.is_empty() {
+                    Ok(1000)
+                } else {
+                    n.parse::<u64>()
+                }
+            }) {
                 Some(Ok(q)) if q > 0 => Interleave::RoundRobin(q),
                 _ => bail!("--interleave takes `timestamp` or `rr:N` (N > 0 references per turn), not '{s}'"),
             },
@@ -49,7 +57,11 @@ impl ReadOpts {
         Ok(TraceOptions {
             format: Format::parse(&self.from)?,
             prefetches: self.prefetches,
-            cores: if self.cores == "thread" { CoreMap::Thread } else { CoreMap::Cpu },
+            cores: if self.cores == "thread" {
+                CoreMap::Thread
+            } else {
+                CoreMap::Cpu
+            },
             interleave,
         })
     }
@@ -86,7 +98,11 @@ fn out_format(a: &Args) -> Result<OutFormat> {
     let name = match &a.to {
         Some(t) => t.clone(),
         None => {
-            let n = a.output.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+            let n = a
+                .output
+                .file_name()
+                .map(|n| n.to_string_lossy().to_lowercase())
+                .unwrap_or_default();
             n.rsplit('.').next().unwrap_or("").to_string()
         }
     };
@@ -94,7 +110,9 @@ fn out_format(a: &Args) -> Result<OutFormat> {
         "mlt" => OutFormat::Mlt,
         "din" => OutFormat::Din,
         "lackey" => OutFormat::Lackey,
-        other => bail!("cannot write '{other}' traces: give OUT a .mlt, .din or .lackey extension, or --to mlt|din|lackey"),
+        other => {
+            bail!("cannot write '{other}' traces: give OUT a .mlt, .din or .lackey extension, or --to mlt|din|lackey")
+        }
     })
 }
 
@@ -144,7 +162,10 @@ pub fn run(a: Args) -> Result<()> {
     let elapsed = t0.elapsed().as_secs_f64();
     if let Some(e) = err.filter(|_| !a.salvage) {
         let _ = std::fs::remove_file(&a.output);
-        return Err(anyhow::Error::new(e).context(format!("conversion stopped; {} removed (pass --salvage to keep the references read before the damage)", a.output.display())));
+        return Err(anyhow::Error::new(e).context(format!(
+            "conversion stopped; {} removed (pass --salvage to keep the references read before the damage)",
+            a.output.display()
+        )));
     }
     let bytes = result?;
     let in_bytes = dir_or_file_size(&a.input);
@@ -157,7 +178,9 @@ pub fn run(a: Args) -> Result<()> {
         n as f64 / elapsed.max(1e-9) / 1e6
     );
     if to != OutFormat::Mlt {
-        eprintln!("mmulab convert: note: {to:?} text keeps neither core nor address space (use .mlt for a lossless copy)");
+        eprintln!(
+            "mmulab convert: note: {to:?} text keeps neither core nor address space (use .mlt for a lossless copy)"
+        );
     }
     Ok(())
 }
@@ -171,7 +194,10 @@ fn pump(src: &mut dyn TraceSource, sink: &mut Sink, input: &Path) -> (u64, Optio
         buf.clear();
         let r = src.next_batch(&mut buf, 1 << 16);
         if let Err(e) = sink.push(&buf) {
-            break Some(TraceError::Io { path: PathBuf::from("(output)"), source: e });
+            break Some(TraceError::Io {
+                path: PathBuf::from("(output)"),
+                source: e,
+            });
         }
         n += buf.len() as u64;
         match r {

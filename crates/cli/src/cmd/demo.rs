@@ -31,9 +31,15 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let workloads: Vec<String> =
-        if a.workload.is_empty() { WORKLOADS.iter().map(|s| s.to_string()).collect() } else { a.workload.clone() };
-    let sizes = [("4K", vec!["os.policy=base".to_string()]), ("2M", vec!["os.policy=fixed".into(), "os.page_size=2M".into()])];
+    let workloads: Vec<String> = if a.workload.is_empty() {
+        WORKLOADS.iter().map(|s| s.to_string()).collect()
+    } else {
+        a.workload.clone()
+    };
+    let sizes = [
+        ("4K", vec!["os.policy=base".to_string()]),
+        ("2M", vec!["os.policy=fixed".into(), "os.page_size=2M".into()]),
+    ];
     let mut results: Vec<(String, &str, Stats)> = Vec::new();
     for w in &workloads {
         for (label, sets) in &sizes {
@@ -52,7 +58,10 @@ pub fn run(a: Args) -> Result<()> {
         println!("{}", serde_json::to_string(&serde_json::json!({ "runs": rows }))?);
         return Ok(());
     }
-    let level_names: Vec<String> = results.first().map(|r| r.2.levels.iter().map(|l| l.name.clone()).collect()).unwrap_or_default();
+    let level_names: Vec<String> = results
+        .first()
+        .map(|r| r.2.levels.iter().map(|l| l.name.clone()).collect())
+        .unwrap_or_default();
     let mut header = vec!["workload".to_string(), "pages".into(), "references".into()];
     header.extend(level_names.iter().map(|n| format!("{n} misses")));
     header.extend(["walks", "walk mem refs", "translation cycles", "cycles/ref", "4K/2M"].map(String::from));
@@ -61,12 +70,19 @@ pub fn run(a: Args) -> Result<()> {
         let base_cycles = pair[0].2.translation_cycles();
         for (w, p, s) in pair {
             let c = &s.counters;
-            let mut row = vec![if *p == "4K" { w.clone() } else { String::new() }, p.to_string(), thousands(c.references)];
+            let mut row = vec![
+                if *p == "4K" { w.clone() } else { String::new() },
+                p.to_string(),
+                thousands(c.references),
+            ];
             row.extend(s.levels.iter().map(|l| thousands(l.counts.misses)));
             row.push(thousands(c.walks));
             row.push(thousands(c.walk_reads));
             row.push(thousands(s.translation_cycles()));
-            row.push(format!("{:.2}", s.translation_cycles() as f64 / c.references.max(1) as f64));
+            row.push(format!(
+                "{:.2}",
+                s.translation_cycles() as f64 / c.references.max(1) as f64
+            ));
             row.push(if *p == "4K" {
                 String::new()
             } else {

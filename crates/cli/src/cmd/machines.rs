@@ -1,9 +1,9 @@
 //! `mmulab machines`: the machine catalog (machines/*.toml, built into the binary).
 
 use anyhow::Result;
+use mmulab_model::tlb::Serves;
 use mmulab_sim::catalog;
 use mmulab_sim::config::{self, MachineSpec};
-use mmulab_model::tlb::Serves;
 
 /// List the catalog machines usable with `--machine NAME` (sim, probe).
 #[derive(clap::Args)]
@@ -60,10 +60,15 @@ pub fn run(a: Args) -> Result<()> {
         println!("{}", serde_json::to_string(&v)?);
         return Ok(());
     }
-    println!("{:<12} {:<11} {:>13} {:>7} {:>11}  description", "name", "arch", "L1 data", "L1 inst", "L2");
+    println!(
+        "{:<12} {:<11} {:>13} {:>7} {:>11}  description",
+        "name", "arch", "L1 data", "L1 inst", "L2"
+    );
     for r in &rows {
         println!("{:<12} {:<11} {:>13} {:>7} {:>11}  {}", r.0, r.1, r.2, r.3, r.4, r.5);
     }
-    println!("\nuse: mmulab sim --machine NAME ... | mmulab probe --machine NAME | [machine] name = \"NAME\" in a config");
+    println!(
+        "\nuse: mmulab sim --machine NAME ... | mmulab probe --machine NAME | [machine] name = \"NAME\" in a config"
+    );
     Ok(())
 }

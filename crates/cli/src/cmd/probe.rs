@@ -99,7 +99,11 @@ fn run_linux(a: Args) -> anyhow::Result<()> {
     if arch != "x86_64" && arch != "aarch64" {
         bail!("unsupported architecture {arch}: the probe supports x86_64 and aarch64 Linux");
     }
-    let mut cfg = if a.quick { ProbeConfig::quick() } else { ProbeConfig::standard() };
+    let mut cfg = if a.quick {
+        ProbeConfig::quick()
+    } else {
+        ProbeConfig::standard()
+    };
     if let Some(m) = a.max_pages {
         cfg.max_pages = m;
     }
@@ -109,7 +113,11 @@ fn run_linux(a: Args) -> anyhow::Result<()> {
     cfg.seed = a.seed;
     cfg.huge = huge_choice(&a.huge);
     if let Some(p) = &a.plot {
-        let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+        let ext = p
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("")
+            .to_ascii_lowercase();
         if ext != "svg" && ext != "png" {
             bail!("--plot {}: the file name must end in .svg or .png", p.display());
         }
@@ -136,7 +144,10 @@ fn run_linux(a: Args) -> anyhow::Result<()> {
     }
     if let Some(p) = &a.emit_machine {
         if report.levels.is_empty() {
-            bail!("no TLB level was found, so there is no machine to write to {}", p.display());
+            bail!(
+                "no TLB level was found, so there is no machine to write to {}",
+                p.display()
+            );
         }
         std::fs::write(p, probe::machine::machine_toml(&report)).with_context(|| format!("writing {}", p.display()))?;
     }

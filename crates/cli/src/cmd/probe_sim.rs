@@ -30,18 +30,32 @@ struct Probed {
 
 fn probe_one(name: &str, o: &Options) -> Result<Probed> {
     let spec = config::load_machine(name, None, &[]).with_context(|| format!("machine '{name}'"))?;
-    let label = std::path::Path::new(name).file_stem().and_then(|s| s.to_str()).unwrap_or(name).to_string();
+    let label = std::path::Path::new(name)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or(name)
+        .to_string();
     let exp = expected(&spec);
     let arch = spec.format.arch_name().to_string();
     let mut t = SimTarget::new(&label, spec);
     let huge = t.huge_size();
     let report = probe::run(&mut t, &o.cfg, &mut |_, _| {}).with_context(|| format!("probing simulated '{name}'"))?;
-    Ok(Probed { name: label, arch, huge, expected: exp, report })
+    Ok(Probed {
+        name: label,
+        arch,
+        huge,
+        expected: exp,
+        report,
+    })
 }
 
 pub fn run(machine: &str, o: &Options) -> Result<()> {
     let names: Vec<String> = if machine == "all" {
-        catalog::names().into_iter().filter(|n| *n != "default").map(str::to_string).collect()
+        catalog::names()
+            .into_iter()
+            .filter(|n| *n != "default")
+            .map(str::to_string)
+            .collect()
     } else {
         vec![machine.to_string()]
     };
@@ -57,7 +71,8 @@ pub fn run(machine: &str, o: &Options) -> Result<()> {
         probe::plot::write_plot(&one.report, p).with_context(|| format!("writing plot {}", p.display()))?;
     }
     if let (Some(p), Some(one)) = (&o.emit_machine, probed.first()) {
-        std::fs::write(p, probe::machine::machine_toml(&one.report)).with_context(|| format!("writing {}", p.display()))?;
+        std::fs::write(p, probe::machine::machine_toml(&one.report))
+            .with_context(|| format!("writing {}", p.display()))?;
     }
     if o.table {
         print!("{}", table(&probed));
@@ -65,7 +80,10 @@ pub fn run(machine: &str, o: &Options) -> Result<()> {
         if probed.len() == 1 {
             println!("{}", serde_json::to_string(&probed[0].report)?);
         } else {
-            let v: Vec<_> = probed.iter().map(|p| serde_json::json!({"machine": p.name, "report": p.report})).collect();
+            let v: Vec<_> = probed
+                .iter()
+                .map(|p| serde_json::json!({"machine": p.name, "report": p.report}))
+                .collect();
             println!("{}", serde_json::to_string(&v)?);
         }
     } else {
@@ -88,7 +106,11 @@ fn sizes(e: &Expected) -> String {
     if e.huge_sizes.is_empty() {
         "4K only".into()
     } else {
-        e.huge_sizes.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")
+        e.huge_sizes
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -104,10 +126,17 @@ fn table(probed: &[Probed]) -> String {
         let lv = &p.report.levels;
         let cell = |i: usize| -> (String, String) {
             let e = p.expected.get(i);
-            let conf_size = e.map_or("N/A".into(), |e| e.entries.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" + "));
-            let conf_huge = e.map_or("N/A".into(), |e| format!("{} ({})", if e.holds_huge { "Y" } else { "N" }, sizes(e)));
+            let conf_size = e.map_or("N/A".into(), |e| {
+                e.entries.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" + ")
+            });
+            let conf_huge = e.map_or("N/A".into(), |e| {
+                format!("{} ({})", if e.holds_huge { "Y" } else { "N" }, sizes(e))
+            });
             match lv.get(i) {
-                Some(l) => (format!("{} [{conf_size}]", l.entries), format!("{} [{conf_huge}]", yn(l.caches_2m))),
+                Some(l) => (
+                    format!("{} [{conf_size}]", l.entries),
+                    format!("{} [{conf_huge}]", yn(l.caches_2m)),
+                ),
                 None => (format!("N/A [{conf_size}]"), format!("N/A [{conf_huge}]")),
             }
         };

@@ -110,13 +110,19 @@ fn sample_maps(pid: u32, every: Duration, stop: Arc<AtomicBool>, out: Arc<Mutex<
 pub fn run(a: Args) -> Result<()> {
     let version = check_valgrind()?;
     if a.output.extension().and_then(|e| e.to_str()) != Some("mlt") {
-        eprintln!("mmulab record: note: {} does not end in .mlt; writing mmulab's .mlt format anyway", a.output.display());
+        eprintln!(
+            "mmulab record: note: {} does not end in .mlt; writing mmulab's .mlt format anyway",
+            a.output.display()
+        );
     }
     let file = File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
     let mut w = MltWriter::new(BufWriter::with_capacity(1 << 20, file), a.level)?;
     let (rd, wr) = lackey_pipe()?;
     let mut cmd = Command::new("valgrind");
-    cmd.arg("--tool=lackey").arg("--trace-mem=yes").arg(format!("--log-fd={}", wr.as_raw_fd())).args(&a.command);
+    cmd.arg("--tool=lackey")
+        .arg("--trace-mem=yes")
+        .arg(format!("--log-fd={}", wr.as_raw_fd()))
+        .args(&a.command);
     if a.json {
         cmd.stdout(Stdio::from(std::io::stderr().as_fd().try_clone_to_owned()?));
     }
@@ -184,7 +190,10 @@ pub fn run(a: Args) -> Result<()> {
         for m in &messages {
             eprintln!("{m}");
         }
-        bail!("valgrind could not run `{}` ({status}); its messages are above", a.command.join(" "));
+        bail!(
+            "valgrind could not run `{}` ({status}); its messages are above",
+            a.command.join(" ")
+        );
     }
 
     let samples = std::mem::take(&mut *samples.lock().expect("maps samples lock"));
@@ -192,7 +201,9 @@ pub fn run(a: Args) -> Result<()> {
     for (i, (t, text)) in samples.iter().enumerate() {
         vmas.push_str(&format!("# sample {i} t_ms={t} pid={pid}\n{text}"));
     }
-    let vma_count = mmulab_trace::meta::parse_vma_samples(vmas.as_bytes()).pop().map_or(0, |v| v.len());
+    let vma_count = mmulab_trace::meta::parse_vma_samples(vmas.as_bytes())
+        .pop()
+        .map_or(0, |v| v.len());
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     w.section("markers", format!("page_size {page}\n").as_bytes())?;

@@ -22,7 +22,11 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<()> {
     if let Some(p) = &a.plot {
-        let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+        let ext = p
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("")
+            .to_ascii_lowercase();
         if ext != "svg" && ext != "png" {
             bail!("--plot {}: the file name must end in .svg or .png", p.display());
         }

@@ -31,13 +31,25 @@ pub fn try_run(file: &Path, plot: Option<&Path>, json: bool) -> Option<Result<()
 
 fn run(text: &str, origin: &str, plot: Option<&Path>, json: bool) -> Result<()> {
     if let Some(p) = plot {
-        if p.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() != Some("svg") {
-            bail!("--plot {}: this experiment draws SVG; give a file name ending in .svg", p.display());
+        if p.extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+            != Some("svg")
+        {
+            bail!(
+                "--plot {}: this experiment draws SVG; give a file name ending in .svg",
+                p.display()
+            );
         }
     }
     let e = reproduce::parse(text, origin)?;
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(4);
-    eprintln!("mmulab reproduce {}: {} runs on {threads} threads…", e.name, e.machine.iter().map(|m| m.policies.len()).sum::<usize>() * e.workload.len());
+    eprintln!(
+        "mmulab reproduce {}: {} runs on {threads} threads…",
+        e.name,
+        e.machine.iter().map(|m| m.policies.len()).sum::<usize>() * e.workload.len()
+    );
     let results = reproduce::run_all(&e, threads).with_context(|| format!("running {origin}"))?;
     if let Some(p) = plot {
         std::fs::write(p, svg(&e, &results)).with_context(|| format!("writing plot {}", p.display()))?;
@@ -59,26 +71,68 @@ fn svg(e: &Experiment, results: &[RunResult]) -> String {
     let rows = e.machine.len();
     let (w, h) = (cols as f64 * (pw + 60.0) + 40.0, rows as f64 * (ph + 70.0) + 60.0);
     let mut s = String::new();
-    let _ = writeln!(s, r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">"#);
-    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/><text x="20" y="20" font-size="14">{}: huge-page coverage over references</text>"#, e.name);
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = writeln!(
+        s,
+        r#"<rect width="100%" height="100%" fill="white"/><text x="20" y="20" font-size="14">{}: huge-page coverage over references</text>"#,
+        e.name
+    );
     for (ri, m) in e.machine.iter().enumerate() {
         for (ci, wl) in e.workload.iter().enumerate() {
             let (x0, y0) = (50.0 + ci as f64 * (pw + 60.0), 50.0 + ri as f64 * (ph + 70.0));
             let _ = writeln!(s, r#"<text x="{x0}" y="{}">{} · {}</text>"#, y0 - 6.0, m.name, wl.id);
-            let _ = writeln!(s, r#"<rect x="{x0}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="black"/>"#);
-            let _ = writeln!(s, r#"<text x="{}" y="{}" text-anchor="end">100%</text><text x="{}" y="{}" text-anchor="end">0%</text>"#, x0 - 4.0, y0 + 10.0, x0 - 4.0, y0 + ph);
-            let runs: Vec<&RunResult> = results.iter().filter(|r| r.machine == m.name && r.workload == wl.id).collect();
+            let _ = writeln!(
+                s,
+                r#"<rect x="{x0}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="black"/>"#
+            );
+            let _ = writeln!(
+                s,
+                r#"<text x="{}" y="{}" text-anchor="end">100%</text><text x="{}" y="{}" text-anchor="end">0%</text>"#,
+                x0 - 4.0,
+                y0 + 10.0,
+                x0 - 4.0,
+                y0 + ph
+            );
+            let runs: Vec<&RunResult> = results
+                .iter()
+                .filter(|r| r.machine == m.name && r.workload == wl.id)
+                .collect();
             let xmax = runs.iter().map(|r| r.refs).max().unwrap_or(1).max(1) as f64;
-            let _ = writeln!(s, r#"<text x="{}" y="{}" text-anchor="end">{:.1}M refs</text>"#, x0 + pw, y0 + ph + 14.0, xmax / 1e6);
+            let _ = writeln!(
+                s,
+                r#"<text x="{}" y="{}" text-anchor="end">{:.1}M refs</text>"#,
+                x0 + pw,
+                y0 + ph + 14.0,
+                xmax / 1e6
+            );
             for (pi, r) in runs.iter().enumerate() {
                 let c = colours[pi % colours.len()];
                 let pts: Vec<String> = r
                     .samples
                     .iter()
-                    .map(|p| format!("{:.1},{:.1}", x0 + pw * p.refs as f64 / xmax, y0 + ph * (1.0 - p.huge_coverage)))
+                    .map(|p| {
+                        format!(
+                            "{:.1},{:.1}",
+                            x0 + pw * p.refs as f64 / xmax,
+                            y0 + ph * (1.0 - p.huge_coverage)
+                        )
+                    })
                     .collect();
-                let _ = writeln!(s, r#"<polyline fill="none" stroke="{c}" stroke-width="1.5" points="{}"/>"#, pts.join(" "));
-                let _ = writeln!(s, r#"<text x="{}" y="{}" fill="{c}">{}</text>"#, x0 + 6.0, y0 + 14.0 + 12.0 * pi as f64, r.policy);
+                let _ = writeln!(
+                    s,
+                    r#"<polyline fill="none" stroke="{c}" stroke-width="1.5" points="{}"/>"#,
+                    pts.join(" ")
+                );
+                let _ = writeln!(
+                    s,
+                    r#"<text x="{}" y="{}" fill="{c}">{}</text>"#,
+                    x0 + 6.0,
+                    y0 + 14.0 + 12.0 * pi as f64,
+                    r.policy
+                );
             }
         }
     }

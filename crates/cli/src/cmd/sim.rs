@@ -123,12 +123,24 @@ pub fn run(a: Args) -> Result<()> {
         .trace
         .as_ref()
         .and_then(|p| mmulab_trace::format::mlt::read_sections(p).ok())
-        .map(|sections| mmulab_trace::TraceMeta { sections, ..Default::default() }.vmas())
+        .map(|sections| {
+            mmulab_trace::TraceMeta {
+                sections,
+                ..Default::default()
+            }
+            .vmas()
+        })
         .unwrap_or_default()
         .iter()
         .map(|v| (v.start, v.end))
         .collect();
-    let stats = simulate_with(spec, &mut src, &what, a.timeseries.as_deref().map(|p| (a.interval, p)), &vmas)?;
+    let stats = simulate_with(
+        spec,
+        &mut src,
+        &what,
+        a.timeseries.as_deref().map(|p| (a.interval, p)),
+        &vmas,
+    )?;
     if a.json {
         let mut v = stats.to_json();
         v["source"] = serde_json::Value::String(what);

@@ -149,7 +149,9 @@ fn to_json(path: &str, format: &str, s: &Summary, meta: &TraceMeta, err: Option<
     });
     if let Some(e) = err {
         let (offset, refs_before) = match e {
-            TraceError::Corrupt { offset, refs_before, .. } => (Some(*offset), Some(*refs_before)),
+            TraceError::Corrupt {
+                offset, refs_before, ..
+            } => (Some(*offset), Some(*refs_before)),
             _ => (None, None),
         };
         v["error"] = json!({"message": e.to_string(), "offset": offset, "refs_before": refs_before});
@@ -159,14 +161,35 @@ fn to_json(path: &str, format: &str, s: &Summary, meta: &TraceMeta, err: Option<
 
 fn print_table(v: &Value) {
     let g = |k: &str| v[k].to_string();
-    println!("trace        {} ({})", v["file"].as_str().unwrap_or(""), v["format"].as_str().unwrap_or(""));
-    println!("references   {}{}", g("references"), if v["complete"] == json!(false) { "  (read before the damage)" } else { "" });
+    println!(
+        "trace        {} ({})",
+        v["file"].as_str().unwrap_or(""),
+        v["format"].as_str().unwrap_or("")
+    );
+    println!(
+        "references   {}{}",
+        g("references"),
+        if v["complete"] == json!(false) {
+            "  (read before the damage)"
+        } else {
+            ""
+        }
+    );
     println!("  loads      {}", g("loads"));
     println!("  stores     {}", g("stores"));
     println!("  ifetches   {}", g("ifetches"));
-    println!("threads      {}   cores {}   address spaces {}", g("threads"), g("cores"), g("address_spaces"));
+    println!(
+        "threads      {}   cores {}   address spaces {}",
+        g("threads"),
+        g("cores"),
+        g("address_spaces")
+    );
     if let Some(r) = v["address_range"].as_object() {
-        println!("addresses    {} .. {}", r["min"].as_str().unwrap_or(""), r["max"].as_str().unwrap_or(""));
+        println!(
+            "addresses    {} .. {}",
+            r["min"].as_str().unwrap_or(""),
+            r["max"].as_str().unwrap_or("")
+        );
     }
     let f = &v["footprint"];
     println!(
@@ -175,16 +198,36 @@ fn print_table(v: &Value) {
         f["bytes_4k"].as_u64().unwrap_or(0) as f64 / (1u64 << 20) as f64,
         f["pages_2m"]
     );
-    let sizes: Vec<String> = v["sizes"].as_object().map(|m| m.iter().map(|(k, n)| format!("{k}:{n}")).collect()).unwrap_or_default();
-    println!("sizes        {}", if sizes.len() > 12 { format!("{} … ({} distinct)", sizes[..12].join(" "), sizes.len()) } else { sizes.join(" ") });
+    let sizes: Vec<String> = v["sizes"]
+        .as_object()
+        .map(|m| m.iter().map(|(k, n)| format!("{k}:{n}")).collect())
+        .unwrap_or_default();
+    println!(
+        "sizes        {}",
+        if sizes.len() > 12 {
+            format!("{} … ({} distinct)", sizes[..12].join(" "), sizes.len())
+        } else {
+            sizes.join(" ")
+        }
+    );
     for (key, title) in [("markers", "markers"), ("records_skipped", "not refs")] {
         if let Some(m) = v[key].as_object().filter(|m| !m.is_empty()) {
-            println!("{title:<12} {}", m.iter().map(|(k, n)| format!("{k}={n}")).collect::<Vec<_>>().join(" "));
+            println!(
+                "{title:<12} {}",
+                m.iter().map(|(k, n)| format!("{k}={n}")).collect::<Vec<_>>().join(" ")
+            );
         }
     }
     if let Some(s) = v["sections"].as_array().filter(|s| !s.is_empty()) {
-        let names: Vec<String> = s.iter().map(|x| format!("{} ({} B)", x["name"].as_str().unwrap_or(""), x["bytes"])).collect();
-        println!("sections     {}   ({} VMAs in the last sample)", names.join(", "), v["vmas"]);
+        let names: Vec<String> = s
+            .iter()
+            .map(|x| format!("{} ({} B)", x["name"].as_str().unwrap_or(""), x["bytes"]))
+            .collect();
+        println!(
+            "sections     {}   ({} VMAs in the last sample)",
+            names.join(", "),
+            v["vmas"]
+        );
     }
     if let Some(e) = v.get("error") {
         println!("ERROR        {}", e["message"].as_str().unwrap_or(""));
@@ -206,7 +249,9 @@ pub fn run(a: Args) -> Result<()> {
     };
     let format = match opts.format {
         Some(f) => f.name().to_string(),
-        None => mmulab_trace::Format::detect_path(&a.file).map(|f| f.name().to_string()).unwrap_or_default(),
+        None => mmulab_trace::Format::detect_path(&a.file)
+            .map(|f| f.name().to_string())
+            .unwrap_or_default(),
     };
     let mut s = Summary::default();
     let mut buf = Vec::with_capacity(1 << 16);
@@ -230,7 +275,8 @@ pub fn run(a: Args) -> Result<()> {
         print_table(&v);
     }
     match err {
-        Some(e) => Err(anyhow::Error::new(e).context("the trace is damaged; the counts above cover the references read before the damage")),
+        Some(e) => Err(anyhow::Error::new(e)
+            .context("the trace is damaged; the counts above cover the references read before the damage")),
         None => Ok(()),
     }
 }

@@ -10,7 +10,11 @@ pub fn shared_drmemtrace() -> PathBuf {
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
     };
     // `base` is the shared directory (holding traces/) or its traces/ directory itself.
-    let dir = if base.join("drmemtrace").is_dir() { base } else { base.join("traces") };
+    let dir = if base.join("drmemtrace").is_dir() {
+        base
+    } else {
+        base.join("traces")
+    };
     let dr = dir.join("drmemtrace");
     assert!(
         dr.join("x86_64-threadsig").is_dir() && dr.join("aarch64-threadsig").is_dir(),

@@ -24,7 +24,11 @@ impl Buddy {
             )));
         }
         let frames = bytes >> FRAME_SHIFT;
-        let mut b = Buddy { frames, free: vec![BTreeSet::new(); MAX_ORDER as usize + 1], free_frames: 0 };
+        let mut b = Buddy {
+            frames,
+            free: vec![BTreeSet::new(); MAX_ORDER as usize + 1],
+            free_frames: 0,
+        };
         // Carve the range into the largest naturally aligned blocks.
         let mut pfn = 0;
         while pfn < frames {
@@ -57,7 +61,9 @@ impl Buddy {
     /// Frames that sit in free blocks of at least `order` (how much memory could still
     /// back pages of that size without compaction).
     pub fn free_frames_at_least(&self, order: u32) -> u64 {
-        (order..=MAX_ORDER).map(|o| (self.free[o as usize].len() as u64) << o).sum()
+        (order..=MAX_ORDER)
+            .map(|o| (self.free[o as usize].len() as u64) << o)
+            .sum()
     }
 
     /// True if frame `pfn` lies in a free block (a check for tests and audits).
@@ -96,7 +102,9 @@ impl Buddy {
     /// Every free block smaller than `order`, as (first frame, order), in no particular
     /// order (compaction's census of partly free blocks).
     pub fn free_pieces_below(&self, order: u32) -> Vec<(u64, u32)> {
-        (0..order.min(MAX_ORDER + 1)).flat_map(|o| self.free[o as usize].iter().map(move |&p| (p, o))).collect()
+        (0..order.min(MAX_ORDER + 1))
+            .flat_map(|o| self.free[o as usize].iter().map(move |&p| (p, o)))
+            .collect()
     }
 
     /// Removes the free block of exactly `order` at `pfn` from the free lists (the
@@ -116,7 +124,10 @@ impl Buddy {
              raise memory.size, use smaller pages, or turn on reclaim (os.reclaim.enabled = true)",
             (self.free_frames << FRAME_SHIFT) >> 20,
             (self.frames << FRAME_SHIFT) >> 20,
-            (0..=MAX_ORDER).rev().find(|&o| !self.free[o as usize].is_empty()).map_or(0, |o| 4u64 << o),
+            (0..=MAX_ORDER)
+                .rev()
+                .find(|&o| !self.free[o as usize].is_empty())
+                .map_or(0, |o| 4u64 << o),
         ))
     }
 }

@@ -91,7 +91,13 @@ impl Memory {
         let buddy = Buddy::new(bytes)?;
         let pt = PtMem::new(buddy.frames());
         let rmap = Rmap::new(buddy.frames());
-        Ok(Memory { buddy, pt, rmap, spaces: BTreeMap::new(), swap: Swap::default() })
+        Ok(Memory {
+            buddy,
+            pt,
+            rmap,
+            spaces: BTreeMap::new(),
+            swap: Swap::default(),
+        })
     }
 
     /// Allocates a zeroed page table of `entries` entries; returns its physical address.
@@ -156,8 +162,10 @@ impl Memory {
             Owner::Leaf { root, va } => {
                 let (&asid, &(fmt, _)) = self.spaces.iter().find(|(_, &(_, r))| r == root)?;
                 let m = crate::walk::lookup(self, fmt, root, va)?;
-                (m.size == PageSize::K4 && m.pa >> FRAME_SHIFT == pfn && !m.attrs.has(crate::translation::Attrs::CONTIG))
-                    .then_some(Movable::Page { asid, va })
+                (m.size == PageSize::K4
+                    && m.pa >> FRAME_SHIFT == pfn
+                    && !m.attrs.has(crate::translation::Attrs::CONTIG))
+                .then_some(Movable::Page { asid, va })
             }
         }
     }

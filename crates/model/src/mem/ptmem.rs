@@ -48,14 +48,24 @@ fn no_table(table_pa: u64) -> ! {
 impl PtMem {
     /// A store for a physical memory of `frames` frames.
     pub fn new(frames: u64) -> PtMem {
-        PtMem { by_frame: vec![0; frames as usize], orders: HashMap::new(), frames: 0 }
+        PtMem {
+            by_frame: vec![0; frames as usize],
+            orders: HashMap::new(),
+            frames: 0,
+        }
     }
 
     /// Registers a zeroed table of `entries` descriptors (a power of two) at frame
     /// `pfn`, where no table lives; returns its physical address.
     pub fn create(&mut self, pfn: u64, entries: usize, order: u32) -> u64 {
-        assert!(entries.is_power_of_two(), "a page table of {entries} descriptors (not a power of two)");
-        assert!(self.by_frame[pfn as usize] == 0, "a page table already lives at frame {pfn:#x}");
+        assert!(
+            entries.is_power_of_two(),
+            "a page table of {entries} descriptors (not a power of two)"
+        );
+        assert!(
+            self.by_frame[pfn as usize] == 0,
+            "a page table already lives at frame {pfn:#x}"
+        );
         let descs: Box<[u64]> = vec![0; entries].into_boxed_slice();
         let addr = Box::into_raw(descs) as *mut u64 as usize as u64;
         assert!(addr & !ADDR_MASK == 0, "host address {addr:#x} beyond {ADDR_BITS} bits");

@@ -50,7 +50,9 @@ impl Rmap {
         if frames >= (1 << (64 - VPN_BITS)) - 1 {
             return Rmap::default();
         }
-        Rmap { owner: vec![0; frames as usize] }
+        Rmap {
+            owner: vec![0; frames as usize],
+        }
     }
 
     fn pack(root: u64, va: u64) -> Option<u64> {
@@ -88,13 +90,20 @@ impl Rmap {
         match self.owner.get(pfn as usize).copied() {
             None | Some(0) => None,
             Some(EXTERNAL) => Some(Owner::External),
-            Some(v) => Some(Owner::Leaf { root: ((v >> VPN_BITS) - 1) << FRAME_SHIFT, va: (v & ((1 << VPN_BITS) - 1)) << FRAME_SHIFT }),
+            Some(v) => Some(Owner::Leaf {
+                root: ((v >> VPN_BITS) - 1) << FRAME_SHIFT,
+                va: (v & ((1 << VPN_BITS) - 1)) << FRAME_SHIFT,
+            }),
         }
     }
 
     /// Frames marked [`Owner::External`].
     pub fn external_frames(&self) -> impl Iterator<Item = u64> + '_ {
-        self.owner.iter().enumerate().filter(|(_, &v)| v == EXTERNAL).map(|(i, _)| i as u64)
+        self.owner
+            .iter()
+            .enumerate()
+            .filter(|(_, &v)| v == EXTERNAL)
+            .map(|(i, _)| i as u64)
     }
 }
 
@@ -106,7 +115,13 @@ mod tests {
     fn packs_and_clears_only_its_own_entry() {
         let mut r = Rmap::new(1024);
         r.set(5, 0x3000, 0x7fff_ffff_f000);
-        assert_eq!(r.get(5), Some(Owner::Leaf { root: 0x3000, va: 0x7fff_ffff_f000 }));
+        assert_eq!(
+            r.get(5),
+            Some(Owner::Leaf {
+                root: 0x3000,
+                va: 0x7fff_ffff_f000
+            })
+        );
         r.clear_if(5, 0x3000, 0x1000);
         assert!(r.get(5).is_some());
         r.clear_if(5, 0x3000, 0x7fff_ffff_f000);

@@ -83,7 +83,14 @@ impl Deferral {
 }
 
 /// [`compact`] unless deferred by earlier failures (`defer`); updates the deferral.
-pub fn compact_deferred(mem: &mut Memory, order: u32, cost: CompactCost, defer: &mut Deferral, stats: &mut OsStats, shootdowns: &mut Vec<Shootdown>) -> Option<u64> {
+pub fn compact_deferred(
+    mem: &mut Memory,
+    order: u32,
+    cost: CompactCost,
+    defer: &mut Deferral,
+    stats: &mut OsStats,
+    shootdowns: &mut Vec<Shootdown>,
+) -> Option<u64> {
     if defer.deferred() {
         stats.event("compaction_skipped_deferred");
         return None;
@@ -99,7 +106,13 @@ pub fn compact_deferred(mem: &mut Memory, order: u32, cost: CompactCost, defer: 
 /// Tries to free one aligned block of 2^`order` frames by migration; on success the
 /// block is allocated to the caller and its first frame returned. Charges the cost and
 /// counts events in `stats`; pushes a shootdown per migrated page.
-pub fn compact(mem: &mut Memory, order: u32, cost: CompactCost, stats: &mut OsStats, shootdowns: &mut Vec<Shootdown>) -> Option<u64> {
+pub fn compact(
+    mem: &mut Memory,
+    order: u32,
+    cost: CompactCost,
+    stats: &mut OsStats,
+    shootdowns: &mut Vec<Shootdown>,
+) -> Option<u64> {
     stats.os_cycles += cost.attempt_cycles;
     stats.event("compaction_attempts");
     match try_compact(mem, order) {

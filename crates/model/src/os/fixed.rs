@@ -15,7 +15,10 @@ pub struct Fixed {
 impl Fixed {
     /// A policy backing everything with `page_size` pages.
     pub fn new(page_size: PageSize) -> Fixed {
-        Fixed { page_size, stats: OsStats::default() }
+        Fixed {
+            page_size,
+            stats: OsStats::default(),
+        }
     }
 
     /// Maps a fresh page of the configured size at the faulting address.

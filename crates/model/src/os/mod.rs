@@ -48,8 +48,8 @@ pub mod unmap;
 pub use base::Base;
 pub use fixed::Fixed;
 pub use mthp::{Mthp, MthpConfig};
-pub use reservation::{Reservation, ReservationConfig};
 pub use reclaim::ReclaimConfig;
+pub use reservation::{Reservation, ReservationConfig};
 pub use thp::{Defrag, Enabled, KhugepagedConfig, Thp, ThpConfig};
 
 use crate::addr::{Asid, PageSize, FRAME_SHIFT};
@@ -169,7 +169,12 @@ impl Os {
             return self.policy_fault(ctx);
         };
         if ctx.mem.buddy.free_frames() < cfg.min_free_pages {
-            self.reclaim(ctx.mem, &cfg, ctx.shootdowns, cfg.batch_pages.max(cfg.min_free_pages - ctx.mem.buddy.free_frames()));
+            self.reclaim(
+                ctx.mem,
+                &cfg,
+                ctx.shootdowns,
+                cfg.batch_pages.max(cfg.min_free_pages - ctx.mem.buddy.free_frames()),
+            );
         }
         let base = ctx.space.fmt.base_page();
         let page = ctx.va & !base.offset_mask();
@@ -177,7 +182,13 @@ impl Os {
             return self.swap_in(ctx, &cfg, page, base);
         }
         for _ in 0..16 {
-            let again = FaultCtx { mem: &mut *ctx.mem, space: &mut *ctx.space, va: ctx.va, kind: ctx.kind, shootdowns: &mut *ctx.shootdowns };
+            let again = FaultCtx {
+                mem: &mut *ctx.mem,
+                space: &mut *ctx.space,
+                va: ctx.va,
+                kind: ctx.kind,
+                shootdowns: &mut *ctx.shootdowns,
+            };
             match self.policy_fault(again) {
                 Err(ModelError::OutOfMemory(msg)) => {
                     if self.reclaim(ctx.mem, &cfg, ctx.shootdowns, cfg.batch_pages) == 0 {
@@ -189,7 +200,10 @@ impl Os {
                 r => return r,
             }
         }
-        Err(ctx.mem.buddy.oom(&format!("the page at va {:#x} after repeated reclaim", ctx.va)))
+        Err(ctx
+            .mem
+            .buddy
+            .oom(&format!("the page at va {:#x} after repeated reclaim", ctx.va)))
     }
 
     /// Frees at least `want` frames if it can (THP shrinker, then swap-out); returns
@@ -208,7 +222,13 @@ impl Os {
 
     /// A major fault: the page's data comes back from swap into a fresh base page.
     fn swap_in(&mut self, ctx: FaultCtx<'_>, cfg: &ReclaimConfig, page: u64, base: PageSize) -> Result<(), ModelError> {
-        let FaultCtx { mem, space, kind, shootdowns, .. } = ctx;
+        let FaultCtx {
+            mem,
+            space,
+            kind,
+            shootdowns,
+            ..
+        } = ctx;
         let mut pfn = mem.buddy.alloc(order_of(base));
         if pfn.is_none() && self.reclaim(mem, cfg, shootdowns, cfg.batch_pages) > 0 {
             pfn = mem.buddy.alloc(order_of(base));
@@ -217,7 +237,15 @@ impl Os {
             mem.swap.slots.insert((space.asid, page));
             return Err(mem.buddy.oom(&format!("swapping in the page at va {page:#x}")));
         };
-        if let Err(e) = map_leaf(mem, space.fmt, space.root, page, pfn << FRAME_SHIFT, base, fresh_attrs(kind)) {
+        if let Err(e) = map_leaf(
+            mem,
+            space.fmt,
+            space.root,
+            page,
+            pfn << FRAME_SHIFT,
+            base,
+            fresh_attrs(kind),
+        ) {
             mem.buddy.free(pfn, order_of(base));
             mem.swap.slots.insert((space.asid, page));
             return Err(e);
@@ -295,7 +323,14 @@ impl Os {
     /// Unmaps `[start, end)` of `space` (munmap; see the [`unmap`] module for the rules).
     /// Bad ranges (empty, inverted, unaligned, beyond the address space) are errors and
     /// change nothing.
-    pub fn unmap(&mut self, mem: &mut Memory, space: &mut AddressSpace, start: u64, end: u64, shootdowns: &mut Vec<Shootdown>) -> Result<(), ModelError> {
+    pub fn unmap(
+        &mut self,
+        mem: &mut Memory,
+        space: &mut AddressSpace,
+        start: u64,
+        end: u64,
+        shootdowns: &mut Vec<Shootdown>,
+    ) -> Result<(), ModelError> {
         let align = match self {
             Os::Fixed(p) => p.page_size,
             _ => PageSize::K4,

@@ -27,7 +27,10 @@ pub struct MthpConfig {
 
 impl Default for MthpConfig {
     fn default() -> Self {
-        MthpConfig { sizes: vec![PageSize::K16, PageSize::K64, PageSize::M2], zero_cycles_per_page: 0 }
+        MthpConfig {
+            sizes: vec![PageSize::K16, PageSize::K64, PageSize::M2],
+            zero_cycles_per_page: 0,
+        }
     }
 }
 
@@ -46,13 +49,19 @@ impl Mthp {
     pub fn new(mut cfg: MthpConfig) -> Mthp {
         cfg.sizes.sort_by(|a, b| b.cmp(a));
         cfg.sizes.dedup();
-        Mthp { cfg, reclaim: super::ReclaimConfig::default(), stats: OsStats::default() }
+        Mthp {
+            cfg,
+            reclaim: super::ReclaimConfig::default(),
+            stats: OsStats::default(),
+        }
     }
 
     /// Handles a fault.
     pub fn fault(&mut self, ctx: FaultCtx<'_>) -> Result<(), ModelError> {
         self.stats.faults += 1;
-        let FaultCtx { mem, space, va, kind, .. } = ctx;
+        let FaultCtx {
+            mem, space, va, kind, ..
+        } = ctx;
         let (fmt, root) = (space.fmt, space.root);
         let vma = space.vma(va);
         let attrs = fresh_attrs(kind);
@@ -61,7 +70,9 @@ impl Mthp {
             if !vma.contains_range(key, key + size.bytes()) {
                 continue;
             }
-            if mem.swap.any_in(space.asid, key, key + size.bytes()) || !leaves(mem, fmt, root, key, key + size.bytes()).is_empty() {
+            if mem.swap.any_in(space.asid, key, key + size.bytes())
+                || !leaves(mem, fmt, root, key, key + size.bytes()).is_empty()
+            {
                 continue;
             }
             let Some(pfn) = mem.buddy.alloc(order_of(size)) else {
@@ -94,8 +105,19 @@ impl Mthp {
             }
             return Ok(());
         }
-        let pfn = mem.buddy.alloc(0).ok_or_else(|| mem.buddy.oom(&format!("a 4K page at va {va:#x}")))?;
-        if let Err(e) = map_leaf(mem, fmt, root, va & !PageSize::K4.offset_mask(), pfn << FRAME_SHIFT, PageSize::K4, attrs) {
+        let pfn = mem
+            .buddy
+            .alloc(0)
+            .ok_or_else(|| mem.buddy.oom(&format!("a 4K page at va {va:#x}")))?;
+        if let Err(e) = map_leaf(
+            mem,
+            fmt,
+            root,
+            va & !PageSize::K4.offset_mask(),
+            pfn << FRAME_SHIFT,
+            PageSize::K4,
+            attrs,
+        ) {
             mem.buddy.free(pfn, 0);
             return Err(e);
         }

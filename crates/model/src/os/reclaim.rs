@@ -83,7 +83,9 @@ struct Clock {
 
 impl Visitor for Clock {
     fn visit(&mut self, v: &Visit, mem: &mut Memory) -> Action {
-        let Pte::Leaf { attrs, .. } = v.pte else { return Action::Continue };
+        let Pte::Leaf { attrs, .. } = v.pte else {
+            return Action::Continue;
+        };
         let (size, n) = match group_of(&mem.pt, self.fmt, v.table, v.index, v.level, v.raw) {
             Some((g, _)) if v.va & g.offset_mask() != 0 => return Action::Continue,
             Some((g, _)) => (g, self.fmt.contig(v.level).map_or(1, |c| c.0)),
@@ -100,7 +102,11 @@ impl Visitor for Clock {
             for i in 0..n {
                 let raw = mem.pt.read(v.table, v.index + i);
                 if let Pte::Leaf { attrs: a, .. } = self.fmt.decode(v.level, raw) {
-                    mem.pt.write(v.table, v.index + i, self.fmt.with_attrs(v.level, raw, a.without(Attrs::ACCESSED)));
+                    mem.pt.write(
+                        v.table,
+                        v.index + i,
+                        self.fmt.with_attrs(v.level, raw, a.without(Attrs::ACCESSED)),
+                    );
                 }
             }
             self.young.push(Unit { va: v.va, size });
@@ -118,7 +124,13 @@ impl Visitor for Clock {
 
 /// Evicts cold pages by the clock until `want` frames are freed or the hand has gone
 /// twice round every address space. Returns the frames freed.
-pub fn swap_out(mem: &mut Memory, cfg: &ReclaimConfig, stats: &mut OsStats, shootdowns: &mut Vec<Shootdown>, want: u64) -> u64 {
+pub fn swap_out(
+    mem: &mut Memory,
+    cfg: &ReclaimConfig,
+    stats: &mut OsStats,
+    shootdowns: &mut Vec<Shootdown>,
+    want: u64,
+) -> u64 {
     let spaces: Vec<(Asid, Format, u64)> = mem.spaces.iter().map(|(&a, &(f, r))| (a, f, r)).collect();
     if spaces.is_empty() {
         return 0;
@@ -131,9 +143,32 @@ pub fn swap_out(mem: &mut Memory, cfg: &ReclaimConfig, stats: &mut OsStats, shoo
         let from = if asid == mem.swap.hand.0 { mem.swap.hand.1 } else { 0 };
         let top = fmt.levels()[0];
         let end = top.span().saturating_mul(top.entries() as u64);
-        let mut c = Clock { fmt, want: want - freed, victims: Vec::new(), victim_pages: 0, young: Vec::new(), scanned: 0, limit: 1 << 16, next: None };
-        walk(mem, fmt, root, 0, from, end, WalkFlags::LEAF, &mut c, &mut WalkCounts::default());
-        stats.events.entry("reclaim_young_cleared").and_modify(|x| *x += c.young.len() as u64).or_insert(c.young.len() as u64);
+        let mut c = Clock {
+            fmt,
+            want: want - freed,
+            victims: Vec::new(),
+            victim_pages: 0,
+            young: Vec::new(),
+            scanned: 0,
+            limit: 1 << 16,
+            next: None,
+        };
+        walk(
+            mem,
+            fmt,
+            root,
+            0,
+            from,
+            end,
+            WalkFlags::LEAF,
+            &mut c,
+            &mut WalkCounts::default(),
+        );
+        stats
+            .events
+            .entry("reclaim_young_cleared")
+            .and_modify(|x| *x += c.young.len() as u64)
+            .or_insert(c.young.len() as u64);
         let first = shootdowns.len();
         for u in &c.young {
             shootdowns.push((asid, u.va, u.va + u.size.bytes()));
@@ -158,8 +193,19 @@ pub fn swap_out(mem: &mut Memory, cfg: &ReclaimConfig, stats: &mut OsStats, shoo
 
 /// Evicts one leaf or group: every base page of it goes to swap; its frames are freed.
 #[allow(clippy::too_many_arguments)]
-fn evict(mem: &mut Memory, cfg: &ReclaimConfig, stats: &mut OsStats, shootdowns: &mut Vec<Shootdown>, asid: Asid, fmt: Format, root: u64, u: Unit) -> u64 {
-    let Some(m) = unmap_leaf(mem, fmt, root, u.va) else { return 0 };
+fn evict(
+    mem: &mut Memory,
+    cfg: &ReclaimConfig,
+    stats: &mut OsStats,
+    shootdowns: &mut Vec<Shootdown>,
+    asid: Asid,
+    fmt: Format,
+    root: u64,
+    u: Unit,
+) -> u64 {
+    let Some(m) = unmap_leaf(mem, fmt, root, u.va) else {
+        return 0;
+    };
     let base = fmt.base_page();
     if m.size > base {
         stats.event("thp_splits");
@@ -196,7 +242,14 @@ fn coalesce(sd: &mut Vec<Shootdown>, from: usize) {
 mod tests {
     #[test]
     fn coalesce_merges_touching_ranges_of_one_space_only() {
-        let mut sd = vec![(9, 0, 1), (1, 0, 4096), (1, 4096, 8192), (2, 8192, 12288), (1, 12288, 16384), (1, 16384, 20480)];
+        let mut sd = vec![
+            (9, 0, 1),
+            (1, 0, 4096),
+            (1, 4096, 8192),
+            (2, 8192, 12288),
+            (1, 12288, 16384),
+            (1, 16384, 20480),
+        ];
         super::coalesce(&mut sd, 1);
         assert_eq!(sd, vec![(9, 0, 1), (1, 0, 8192), (2, 8192, 12288), (1, 12288, 20480)]);
     }

@@ -22,10 +22,22 @@ impl Visitor for Collect {
             match group_of(&mem.pt, self.fmt, v.table, v.index, v.level, v.raw) {
                 Some((size, gpa)) => {
                     if v.va & size.offset_mask() == 0 {
-                        self.out.push(Mapping { va: v.va, pa: gpa, size, level: v.level, attrs });
+                        self.out.push(Mapping {
+                            va: v.va,
+                            pa: gpa,
+                            size,
+                            level: v.level,
+                            attrs,
+                        });
                     }
                 }
-                None => self.out.push(Mapping { va: v.va, pa, size: self.fmt.leaf_size(v.level), level: v.level, attrs }),
+                None => self.out.push(Mapping {
+                    va: v.va,
+                    pa,
+                    size: self.fmt.leaf_size(v.level),
+                    level: v.level,
+                    attrs,
+                }),
             }
         }
         Action::Continue
@@ -35,7 +47,17 @@ impl Visitor for Collect {
 /// Every leaf mapping any byte of `[start, end)`, in address order (a software walk).
 pub fn leaves(mem: &mut Memory, fmt: Format, root: u64, start: u64, end: u64) -> Vec<Mapping> {
     let mut c = Collect { fmt, out: Vec::new() };
-    walk(mem, fmt, root, 0, start, end, WalkFlags::LEAF, &mut c, &mut WalkCounts::default());
+    walk(
+        mem,
+        fmt,
+        root,
+        0,
+        start,
+        end,
+        WalkFlags::LEAF,
+        &mut c,
+        &mut WalkCounts::default(),
+    );
     c.out
 }
 
@@ -60,7 +82,17 @@ impl Visitor for Zero {
 /// the first entry of a contiguous group would make the rest look like single pages).
 pub fn clear_leaves(mem: &mut Memory, fmt: Format, root: u64, start: u64, end: u64) -> Vec<Mapping> {
     let out = leaves(mem, fmt, root, start, end);
-    walk(mem, fmt, root, 0, start, end, WalkFlags::LEAF, &mut Zero { root }, &mut WalkCounts::default());
+    walk(
+        mem,
+        fmt,
+        root,
+        0,
+        start,
+        end,
+        WalkFlags::LEAF,
+        &mut Zero { root },
+        &mut WalkCounts::default(),
+    );
     out
 }
 
@@ -86,9 +118,21 @@ impl Visitor for DropTable {
 /// `size`, so a leaf of `size` can be installed there. The caller must have cleared
 /// the table's leaves first. Returns true if a table was dropped.
 pub fn drop_table(mem: &mut Memory, fmt: Format, root: u64, va: u64, size: PageSize) -> bool {
-    let Some(level) = fmt.leaf_level(size) else { return false };
+    let Some(level) = fmt.leaf_level(size) else {
+        return false;
+    };
     let mut d = DropTable { level, dropped: None };
-    walk(mem, fmt, root, 0, va, va + 1, WalkFlags::TABLE_PRE.union(WalkFlags::LEAF), &mut d, &mut WalkCounts::default());
+    walk(
+        mem,
+        fmt,
+        root,
+        0,
+        va,
+        va + 1,
+        WalkFlags::TABLE_PRE.union(WalkFlags::LEAF),
+        &mut d,
+        &mut WalkCounts::default(),
+    );
     match d.dropped {
         Some(t) => {
             mem.free_table(t);
@@ -140,7 +184,17 @@ pub fn teardown(mem: &mut Memory, fmt: Format, root: u64) -> Vec<Mapping> {
     let end = top.span().saturating_mul(top.entries() as u64);
     let maps = clear_leaves(mem, fmt, root, 0, end);
     let mut t = Tables { out: Vec::new() };
-    walk(mem, fmt, root, 0, 0, end, WalkFlags::TABLE_POST, &mut t, &mut WalkCounts::default());
+    walk(
+        mem,
+        fmt,
+        root,
+        0,
+        0,
+        end,
+        WalkFlags::TABLE_POST,
+        &mut t,
+        &mut WalkCounts::default(),
+    );
     for table in t.out {
         mem.free_table(table);
     }

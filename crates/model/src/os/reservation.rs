@@ -53,7 +53,12 @@ pub struct ReservationConfig {
 
 impl Default for ReservationConfig {
     fn default() -> Self {
-        ReservationConfig { size: PageSize::M2, mid: None, low_watermark: 0.01, scan_cycles_per_pte: 2 }
+        ReservationConfig {
+            size: PageSize::M2,
+            mid: None,
+            low_watermark: 0.01,
+            scan_cycles_per_pte: 2,
+        }
     }
 }
 
@@ -82,7 +87,13 @@ pub struct Reservation {
 impl Reservation {
     /// A policy with `cfg`.
     pub fn new(cfg: ReservationConfig) -> Reservation {
-        Reservation { cfg, resv: HashMap::new(), lru: BTreeMap::new(), clock: 0, stats: OsStats::default() }
+        Reservation {
+            cfg,
+            resv: HashMap::new(),
+            lru: BTreeMap::new(),
+            clock: 0,
+            stats: OsStats::default(),
+        }
     }
 
     fn pages(&self) -> u64 {
@@ -92,7 +103,13 @@ impl Reservation {
     /// Handles a fault.
     pub fn fault(&mut self, ctx: FaultCtx<'_>) -> Result<(), ModelError> {
         self.stats.faults += 1;
-        let FaultCtx { mem, space, va, kind, shootdowns } = ctx;
+        let FaultCtx {
+            mem,
+            space,
+            va,
+            kind,
+            shootdowns,
+        } = ctx;
         let (fmt, root, asid) = (space.fmt, space.root, space.asid);
         let size = self.cfg.size;
         let key = va & !size.offset_mask();
@@ -104,7 +121,13 @@ impl Reservation {
             }
             let page = va & !PageSize::K4.offset_mask();
             let m = lookup(mem, fmt, root, page).expect("base page mapped");
-            set_leaf_attrs(mem, fmt, root, page, m.attrs.with(Attrs::WRITABLE | Attrs::DIRTY | Attrs::ACCESSED));
+            set_leaf_attrs(
+                mem,
+                fmt,
+                root,
+                page,
+                m.attrs.with(Attrs::WRITABLE | Attrs::DIRTY | Attrs::ACCESSED),
+            );
             shootdowns.push((asid, page, page + FRAME_SIZE));
             self.stats.event("soft_write_faults");
             if self.resv.contains_key(&(asid, key)) {
@@ -125,7 +148,16 @@ impl Reservation {
             } else if let Some(pfn) = self.alloc(mem, order_of(size)) {
                 self.clock += 1;
                 let words = (self.pages() as usize).div_ceil(64);
-                self.resv.insert((asid, key), Resv { pfn, pop: vec![0; words], dead: vec![0; words], npop: 0, stamp: self.clock });
+                self.resv.insert(
+                    (asid, key),
+                    Resv {
+                        pfn,
+                        pop: vec![0; words],
+                        dead: vec![0; words],
+                        npop: 0,
+                        stamp: self.clock,
+                    },
+                );
                 self.lru.insert(self.clock, (asid, key));
                 self.stats.event("reservations_created");
             } else {
@@ -139,7 +171,9 @@ impl Reservation {
                 if hole.is_some() {
                     self.stats.event("fault_in_unmapped_hole");
                 }
-                let pfn = self.alloc(mem, 0).ok_or_else(|| mem.buddy.oom(&format!("a 4K page at va {va:#x}")))?;
+                let pfn = self
+                    .alloc(mem, 0)
+                    .ok_or_else(|| mem.buddy.oom(&format!("a 4K page at va {va:#x}")))?;
                 map_leaf(mem, fmt, root, page, pfn << FRAME_SHIFT, PageSize::K4, attrs)?;
                 self.stats.record_map(PageSize::K4);
                 return Ok(());
@@ -165,7 +199,14 @@ impl Reservation {
 
     /// After page `idx` of the reservation at `key` changed: promote its intermediate
     /// group if that is fully populated, then the whole reservation if it is.
-    fn promote_around(&mut self, mem: &mut Memory, space: &AddressSpace, key: u64, idx: u64, shootdowns: &mut Vec<super::Shootdown>) {
+    fn promote_around(
+        &mut self,
+        mem: &mut Memory,
+        space: &AddressSpace,
+        key: u64,
+        idx: u64,
+        shootdowns: &mut Vec<super::Shootdown>,
+    ) {
         let r = &self.resv[&(space.asid, key)];
         if let Some(mid) = self.cfg.mid {
             let n = mid.bytes() / FRAME_SIZE;
@@ -207,7 +248,15 @@ impl Reservation {
 
     /// Tries to promote `[start, start + size)` of the reservation at `key`, fully
     /// populated, to one leaf (or contiguous group) of `size` (see the module doc).
-    fn try_promote(&mut self, mem: &mut Memory, space: &AddressSpace, key: u64, start: u64, size: PageSize, shootdowns: &mut Vec<super::Shootdown>) {
+    fn try_promote(
+        &mut self,
+        mem: &mut Memory,
+        space: &AddressSpace,
+        key: u64,
+        start: u64,
+        size: PageSize,
+        shootdowns: &mut Vec<super::Shootdown>,
+    ) {
         let (fmt, root, asid) = (space.fmt, space.root, space.asid);
         let end = start + size.bytes();
         let maps = leaves(mem, fmt, root, start, end);
@@ -272,8 +321,16 @@ impl Reservation {
         let pages = size.bytes() / FRAME_SIZE;
         for i in 0..pages {
             let off = i << FRAME_SHIFT;
-            map_leaf(mem, fmt, root, va + off, pa + off, PageSize::K4, attrs.without(Attrs::CONTIG))
-                .expect("demotion remaps into an emptied range");
+            map_leaf(
+                mem,
+                fmt,
+                root,
+                va + off,
+                pa + off,
+                PageSize::K4,
+                attrs.without(Attrs::CONTIG),
+            )
+            .expect("demotion remaps into an emptied range");
             self.stats.record_leaf(PageSize::K4);
         }
         self.stats.os_cycles += pages * self.cfg.scan_cycles_per_pte;
@@ -285,7 +342,9 @@ impl Reservation {
     pub fn tick(&mut self, ctx: TickCtx<'_>) -> Result<(), ModelError> {
         let low = (ctx.mem.buddy.frames() as f64 * self.cfg.low_watermark) as u64;
         while ctx.mem.buddy.free_frames() < low {
-            let Some((&stamp, &k)) = self.lru.iter().next() else { break };
+            let Some((&stamp, &k)) = self.lru.iter().next() else {
+                break;
+            };
             self.lru.remove(&stamp);
             self.break_resv(ctx.mem, k);
             self.stats.event("reservations_broken_watermark");
@@ -319,7 +378,11 @@ impl Reservation {
         let size = self.cfg.size;
         for m in maps {
             let key = m.va & !size.offset_mask();
-            let Some(r) = self.resv.get_mut(&(asid, key)).filter(|r| m.size <= size && m.pa == (r.pfn << FRAME_SHIFT) + (m.va - key)) else {
+            let Some(r) = self
+                .resv
+                .get_mut(&(asid, key))
+                .filter(|r| m.size <= size && m.pa == (r.pfn << FRAME_SHIFT) + (m.va - key))
+            else {
                 free_leaf(mem, m);
                 continue;
             };
@@ -332,11 +395,19 @@ impl Reservation {
                 }
             }
         }
-        let mut keys: Vec<u64> = self.resv.keys().filter(|k| k.0 == asid && k.1 < end && k.1 + size.bytes() > start).map(|k| k.1).collect();
+        let mut keys: Vec<u64> = self
+            .resv
+            .keys()
+            .filter(|k| k.0 == asid && k.1 < end && k.1 + size.bytes() > start)
+            .map(|k| k.1)
+            .collect();
         keys.sort_unstable();
         for key in keys {
             let r = self.resv.get_mut(&(asid, key)).expect("listed");
-            let (lo, hi) = ((start.max(key) - key) >> FRAME_SHIFT, (end.min(key + size.bytes()) - key) >> FRAME_SHIFT);
+            let (lo, hi) = (
+                (start.max(key) - key) >> FRAME_SHIFT,
+                (end.min(key + size.bytes()) - key) >> FRAME_SHIFT,
+            );
             for idx in lo..hi {
                 r.dead[(idx / 64) as usize] |= 1 << (idx % 64);
             }
@@ -356,12 +427,17 @@ impl Reservation {
 
     /// The reservation covering `va` in `asid`: (first frame, pages populated).
     pub fn reservation_at(&self, asid: Asid, va: u64) -> Option<(u64, u64)> {
-        self.resv.get(&(asid, va & !self.cfg.size.offset_mask())).map(|r| (r.pfn, r.npop))
+        self.resv
+            .get(&(asid, va & !self.cfg.size.offset_mask()))
+            .map(|r| (r.pfn, r.npop))
     }
 
     /// Reservations alive now, and how many of them are fully populated.
     pub fn live(&self) -> (usize, usize) {
-        (self.resv.len(), self.resv.values().filter(|r| r.npop == self.pages()).count())
+        (
+            self.resv.len(),
+            self.resv.values().filter(|r| r.npop == self.pages()).count(),
+        )
     }
 
     /// Frames reserved but not populated (owned by reservations).
@@ -392,4 +468,3 @@ fn free_unpopulated(mem: &mut Memory, r: &Resv, pages: u64) {
         free_run(mem, r.pfn + start, i - start);
     }
 }
-

@@ -33,13 +33,13 @@ use super::compact::{compact_deferred, CompactCost, Deferral};
 use super::remap::{clear_leaves, drop_table, leaves};
 use super::{fresh_attrs, map_new_page, order_of, FaultCtx, OsStats, Shootdown, TickCtx};
 use crate::addr::Asid;
-use std::collections::BTreeMap;
 use crate::addr::{PageSize, FRAME_SHIFT, FRAME_SIZE};
 use crate::error::ModelError;
 use crate::mem::Memory;
 use crate::pt::Pte;
 use crate::translation::Attrs;
 use crate::walk::{map_leaf, walk, Action, Visit, Visitor, WalkCounts, WalkFlags};
+use std::collections::BTreeMap;
 
 /// `/sys/kernel/mm/transparent_hugepage/enabled`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,7 +114,14 @@ pub struct KhugepagedConfig {
 
 impl Default for KhugepagedConfig {
     fn default() -> Self {
-        KhugepagedConfig { enabled: true, pages_to_scan: 4096, scan_period: 1_000_000, max_ptes_none: 511, copy_cycles_per_page: 1000, defrag: true }
+        KhugepagedConfig {
+            enabled: true,
+            pages_to_scan: 4096,
+            scan_period: 1_000_000,
+            max_ptes_none: 511,
+            copy_cycles_per_page: 1000,
+            defrag: true,
+        }
     }
 }
 
@@ -141,13 +148,30 @@ pub struct Thp {
 impl Thp {
     /// Policy `thp` (fault-time huge pages; khugepaged only if enabled in `k`).
     pub fn new(cfg: ThpConfig, k: KhugepagedConfig) -> Thp {
-        Thp { cfg, khugepaged: k, last_scan: 0, cursor: (0, 0), collapsed: BTreeMap::new(), defer: Deferral::default(), stats: OsStats::default(), reclaim: super::ReclaimConfig::default(), name: "thp" }
+        Thp {
+            cfg,
+            khugepaged: k,
+            last_scan: 0,
+            cursor: (0, 0),
+            collapsed: BTreeMap::new(),
+            defer: Deferral::default(),
+            stats: OsStats::default(),
+            reclaim: super::ReclaimConfig::default(),
+            name: "thp",
+        }
     }
 
     /// Policy `khugepaged`: 4 KiB pages at fault, collapsed in the background.
     pub fn khugepaged_only(k: KhugepagedConfig) -> Thp {
-        let cfg = ThpConfig { enabled: Enabled::Never, ..ThpConfig::default() };
-        Thp { name: "khugepaged", khugepaged: KhugepagedConfig { enabled: true, ..k }, ..Thp::new(cfg, KhugepagedConfig::default()) }
+        let cfg = ThpConfig {
+            enabled: Enabled::Never,
+            ..ThpConfig::default()
+        };
+        Thp {
+            name: "khugepaged",
+            khugepaged: KhugepagedConfig { enabled: true, ..k },
+            ..Thp::new(cfg, KhugepagedConfig::default())
+        }
     }
 
     /// The config name.
@@ -175,7 +199,15 @@ impl Thp {
                 self.stats.event("thp_fault_fallback_range_busy");
             } else if let Some(pfn) = self.alloc_huge(ctx.mem, vma.hugepage, ctx.shootdowns) {
                 drop_table(ctx.mem, ctx.space.fmt, ctx.space.root, key, size);
-                if let Err(e) = map_leaf(ctx.mem, ctx.space.fmt, ctx.space.root, key, pfn << FRAME_SHIFT, size, fresh_attrs(ctx.kind)) {
+                if let Err(e) = map_leaf(
+                    ctx.mem,
+                    ctx.space.fmt,
+                    ctx.space.root,
+                    key,
+                    pfn << FRAME_SHIFT,
+                    size,
+                    fresh_attrs(ctx.kind),
+                ) {
                     ctx.mem.buddy.free(pfn, order_of(size));
                     return Err(e);
                 }
@@ -209,11 +241,21 @@ impl Thp {
         }
         self.stats.event("compaction_stall");
         let cost = self.compact_cost();
-        compact_deferred(mem, order_of(PageSize::M2), cost, &mut self.defer, &mut self.stats, shootdowns)
+        compact_deferred(
+            mem,
+            order_of(PageSize::M2),
+            cost,
+            &mut self.defer,
+            &mut self.stats,
+            shootdowns,
+        )
     }
 
     fn compact_cost(&self) -> CompactCost {
-        CompactCost { attempt_cycles: self.cfg.compaction_cycles, migrate_cycles_per_page: self.cfg.migrate_cycles_per_page }
+        CompactCost {
+            attempt_cycles: self.cfg.compaction_cycles,
+            migrate_cycles_per_page: self.cfg.migrate_cycles_per_page,
+        }
     }
 
     /// The THP shrinker (see the module doc): splits underused collapsed huge pages
@@ -232,8 +274,12 @@ impl Thp {
                 continue;
             }
             self.collapsed.remove(&(asid, key));
-            let Some(&(fmt, root)) = mem.spaces.get(&asid) else { continue };
-            let Some(m) = crate::walk::lookup(mem, fmt, root, key) else { continue };
+            let Some(&(fmt, root)) = mem.spaces.get(&asid) else {
+                continue;
+            };
+            let Some(m) = crate::walk::lookup(mem, fmt, root, key) else {
+                continue;
+            };
             if m.size != size || m.pa != pfn << FRAME_SHIFT {
                 continue;
             }
@@ -298,8 +344,22 @@ impl Thp {
             // Find the next 2 MiB range with a last-level table at or after `from`.
             let top = fmt.levels()[0];
             let end = top.span().saturating_mul(top.entries() as u64);
-            let mut f = FindTables { level: fmt.leaf_level(size).unwrap(), found: None, want_after: from };
-            walk(ctx.mem, fmt, root, 0, from, end, WalkFlags::TABLE_PRE, &mut f, &mut WalkCounts::default());
+            let mut f = FindTables {
+                level: fmt.leaf_level(size).unwrap(),
+                found: None,
+                want_after: from,
+            };
+            walk(
+                ctx.mem,
+                fmt,
+                root,
+                0,
+                from,
+                end,
+                WalkFlags::TABLE_PRE,
+                &mut f,
+                &mut WalkCounts::default(),
+            );
             let Some((key, present)) = f.found else {
                 self.cursor = ((si + 1) % nspaces.max(1), 0);
                 visited += 1;
@@ -325,7 +385,14 @@ impl Thp {
             let mut pfn = ctx.mem.buddy.alloc(order_of(size));
             if pfn.is_none() && k.defrag {
                 let cost = self.compact_cost();
-                pfn = compact_deferred(ctx.mem, order_of(size), cost, &mut self.defer, &mut self.stats, ctx.shootdowns);
+                pfn = compact_deferred(
+                    ctx.mem,
+                    order_of(size),
+                    cost,
+                    &mut self.defer,
+                    &mut self.stats,
+                    ctx.shootdowns,
+                );
             }
             let Some(pfn) = pfn else {
                 self.stats.event("collapse_failed_no_memory");

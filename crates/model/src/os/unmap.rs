@@ -39,7 +39,9 @@ pub(crate) fn check_range(space: &AddressSpace, start: u64, end: u64, align: Pag
     let fmt = space.fmt;
     let align = align.max(fmt.base_page());
     if start >= end {
-        return Err(ModelError::Conflict(format!("unmap of [{start:#x}, {end:#x}): the range is empty or inverted")));
+        return Err(ModelError::Conflict(format!(
+            "unmap of [{start:#x}, {end:#x}): the range is empty or inverted"
+        )));
     }
     if start & align.offset_mask() != 0 || end & align.offset_mask() != 0 {
         return Err(ModelError::Conflict(format!(
@@ -89,7 +91,8 @@ pub(crate) fn split_straddlers(
                 // Out of memory for the new table: put the pieces mapped so far back
                 // into the original leaf, so the page tables stay as they were.
                 clear_leaves(mem, fmt, root, m.va, m_end);
-                map_leaf(mem, fmt, root, m.va, m.pa, m.size, m.attrs).expect("the emptied range takes its old leaf back");
+                map_leaf(mem, fmt, root, m.va, m.pa, m.size, m.attrs)
+                    .expect("the emptied range takes its old leaf back");
                 return Err(e);
             }
         }
@@ -128,7 +131,21 @@ impl Visitor for FreeInside {
 /// the leaves are cleared). Children are visited before parents (post-order), so a
 /// subtree is freed bottom-up. Returns the number of tables freed.
 pub(crate) fn free_tables_inside(mem: &mut Memory, space: &AddressSpace, start: u64, end: u64) -> usize {
-    let mut f = FreeInside { start, end, freed: Vec::new() };
-    walk(mem, space.fmt, space.root, 0, start, end, WalkFlags::TABLE_POST, &mut f, &mut WalkCounts::default());
+    let mut f = FreeInside {
+        start,
+        end,
+        freed: Vec::new(),
+    };
+    walk(
+        mem,
+        space.fmt,
+        space.root,
+        0,
+        start,
+        end,
+        WalkFlags::TABLE_POST,
+        &mut f,
+        &mut WalkCounts::default(),
+    );
     f.freed.len()
 }

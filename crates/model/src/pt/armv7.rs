@@ -26,8 +26,18 @@ use crate::translation::Attrs;
 
 /// First level (1 MiB per entry, sections and supersections) and second level (4 KiB
 /// per entry, small and large pages).
-pub(super) const LEVELS: [LevelGeom; 2] =
-    [LevelGeom { shift: 20, bits: 12, leaf: true }, LevelGeom { shift: 12, bits: 8, leaf: true }];
+pub(super) const LEVELS: [LevelGeom; 2] = [
+    LevelGeom {
+        shift: 20,
+        bits: 12,
+        leaf: true,
+    },
+    LevelGeom {
+        shift: 12,
+        bits: 8,
+        leaf: true,
+    },
+];
 
 const SUPER: u64 = 1 << 18;
 
@@ -39,9 +49,24 @@ struct Bits {
     tex0: u64,
 }
 
-const SECTION_BITS: Bits = Bits { ap0: 1 << 10, ap1: 1 << 11, ap2: 1 << 15, tex0: 1 << 12 };
-const LARGE_BITS: Bits = Bits { ap0: 1 << 4, ap1: 1 << 5, ap2: 1 << 9, tex0: 1 << 12 };
-const SMALL_BITS: Bits = Bits { ap0: 1 << 4, ap1: 1 << 5, ap2: 1 << 9, tex0: 1 << 6 };
+const SECTION_BITS: Bits = Bits {
+    ap0: 1 << 10,
+    ap1: 1 << 11,
+    ap2: 1 << 15,
+    tex0: 1 << 12,
+};
+const LARGE_BITS: Bits = Bits {
+    ap0: 1 << 4,
+    ap1: 1 << 5,
+    ap2: 1 << 9,
+    tex0: 1 << 12,
+};
+const SMALL_BITS: Bits = Bits {
+    ap0: 1 << 4,
+    ap1: 1 << 5,
+    ap2: 1 << 9,
+    tex0: 1 << 6,
+};
 
 fn attrs_of(raw: u64, b: &Bits, contig: bool) -> Attrs {
     let mut a = 0;
@@ -88,16 +113,28 @@ pub(super) fn decode(level: usize, raw: u64) -> Pte {
             0b01 => Pte::Table(raw & 0xffff_fc00),
             0b10 if raw & SUPER != 0 => {
                 let pa = (raw & 0xff00_0000) | ((raw >> 20) & 0xf) << 32 | ((raw >> 5) & 0xf) << 36;
-                Pte::Leaf { pa, attrs: attrs_of(raw, &SECTION_BITS, true) }
+                Pte::Leaf {
+                    pa,
+                    attrs: attrs_of(raw, &SECTION_BITS, true),
+                }
             }
-            0b10 => Pte::Leaf { pa: raw & 0xfff0_0000, attrs: attrs_of(raw, &SECTION_BITS, false) },
+            0b10 => Pte::Leaf {
+                pa: raw & 0xfff0_0000,
+                attrs: attrs_of(raw, &SECTION_BITS, false),
+            },
             _ => Pte::Invalid,
         }
     } else {
         match raw & 0b11 {
             0b00 => Pte::Invalid,
-            0b01 => Pte::Leaf { pa: raw & 0xffff_0000, attrs: attrs_of(raw, &LARGE_BITS, true) },
-            _ => Pte::Leaf { pa: raw & 0xffff_f000, attrs: attrs_of(raw, &SMALL_BITS, false) },
+            0b01 => Pte::Leaf {
+                pa: raw & 0xffff_0000,
+                attrs: attrs_of(raw, &LARGE_BITS, true),
+            },
+            _ => Pte::Leaf {
+                pa: raw & 0xffff_f000,
+                attrs: attrs_of(raw, &SMALL_BITS, false),
+            },
         }
     }
 }
@@ -111,7 +148,12 @@ pub(super) fn encode_leaf(level: usize, pa: u64, attrs: Attrs) -> u64 {
     let contig = attrs.has(Attrs::CONTIG);
     match (level, contig) {
         (0, true) => {
-            (pa & 0xff00_0000) | ((pa >> 32) & 0xf) << 20 | ((pa >> 36) & 0xf) << 5 | SUPER | 0b10 | bits_of(attrs, &SECTION_BITS)
+            (pa & 0xff00_0000)
+                | ((pa >> 32) & 0xf) << 20
+                | ((pa >> 36) & 0xf) << 5
+                | SUPER
+                | 0b10
+                | bits_of(attrs, &SECTION_BITS)
         }
         (0, false) => (pa & 0xfff0_0000) | 0b10 | bits_of(attrs, &SECTION_BITS),
         (_, true) => (pa & 0xffff_0000) | 0b01 | bits_of(attrs, &LARGE_BITS),

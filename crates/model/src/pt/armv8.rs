@@ -21,20 +21,52 @@ use crate::translation::Attrs;
 /// 4 KiB granule, 48-bit VA: L0..L3; blocks at L1 (1 GiB) and L2 (2 MiB).
 /// Contiguous groups: 16 L3 entries (64 KiB), 16 L2 entries (32 MiB).
 pub(super) const LEVELS_4K: [LevelGeom; 4] = [
-    LevelGeom { shift: 39, bits: 9, leaf: false },
-    LevelGeom { shift: 30, bits: 9, leaf: true },
-    LevelGeom { shift: 21, bits: 9, leaf: true },
-    LevelGeom { shift: 12, bits: 9, leaf: true },
+    LevelGeom {
+        shift: 39,
+        bits: 9,
+        leaf: false,
+    },
+    LevelGeom {
+        shift: 30,
+        bits: 9,
+        leaf: true,
+    },
+    LevelGeom {
+        shift: 21,
+        bits: 9,
+        leaf: true,
+    },
+    LevelGeom {
+        shift: 12,
+        bits: 9,
+        leaf: true,
+    },
 ];
 
 /// 16 KiB granule, 48-bit VA: L0 (1 index bit, two entries) .. L3; blocks only at L2
 /// (32 MiB) — L1 blocks (64 GiB) need FEAT_LPA2, not modelled. Contiguous groups: 128 L3
 /// entries (2 MiB), 32 L2 entries (1 GiB).
 pub(super) const LEVELS_16K: [LevelGeom; 4] = [
-    LevelGeom { shift: 47, bits: 1, leaf: false },
-    LevelGeom { shift: 36, bits: 11, leaf: false },
-    LevelGeom { shift: 25, bits: 11, leaf: true },
-    LevelGeom { shift: 14, bits: 11, leaf: true },
+    LevelGeom {
+        shift: 47,
+        bits: 1,
+        leaf: false,
+    },
+    LevelGeom {
+        shift: 36,
+        bits: 11,
+        leaf: false,
+    },
+    LevelGeom {
+        shift: 25,
+        bits: 11,
+        leaf: true,
+    },
+    LevelGeom {
+        shift: 14,
+        bits: 11,
+        leaf: true,
+    },
 ];
 
 /// 64 KiB granule, 48-bit VA: three levels L1..L3 (L1 has 6 index bits); blocks only at
@@ -42,17 +74,41 @@ pub(super) const LEVELS_16K: [LevelGeom; 4] = [
 /// L3 entries (2 MiB); 32 L2 entries would be 16 GiB, a size mmulab's TLBs do not hold,
 /// so such a group is treated as 32 separate 512 MiB blocks.
 pub(super) const LEVELS_64K: [LevelGeom; 3] = [
-    LevelGeom { shift: 42, bits: 6, leaf: false },
-    LevelGeom { shift: 29, bits: 13, leaf: true },
-    LevelGeom { shift: 16, bits: 13, leaf: true },
+    LevelGeom {
+        shift: 42,
+        bits: 6,
+        leaf: false,
+    },
+    LevelGeom {
+        shift: 29,
+        bits: 13,
+        leaf: true,
+    },
+    LevelGeom {
+        shift: 16,
+        bits: 13,
+        leaf: true,
+    },
 ];
 
 /// ARMv7 LPAE (long descriptors), 32-bit VA: L1 (4 entries, 1 GiB blocks), L2 (2 MiB
 /// blocks), L3 (4 KiB pages). Contiguous groups of 16: 64 KiB at L3, 32 MiB at L2.
 pub(super) const LEVELS_LPAE: [LevelGeom; 3] = [
-    LevelGeom { shift: 30, bits: 2, leaf: true },
-    LevelGeom { shift: 21, bits: 9, leaf: true },
-    LevelGeom { shift: 12, bits: 9, leaf: true },
+    LevelGeom {
+        shift: 30,
+        bits: 2,
+        leaf: true,
+    },
+    LevelGeom {
+        shift: 21,
+        bits: 9,
+        leaf: true,
+    },
+    LevelGeom {
+        shift: 12,
+        bits: 9,
+        leaf: true,
+    },
 ];
 
 const TYPE_MASK: u64 = 0b11;
@@ -91,7 +147,10 @@ pub(super) fn decode(level: usize, raw: u64, levels: &[LevelGeom]) -> Pte {
     if raw & CONT != 0 {
         a |= Attrs::CONTIG;
     }
-    Pte::Leaf { pa: raw & ADDR, attrs: Attrs(a) }
+    Pte::Leaf {
+        pa: raw & ADDR,
+        attrs: Attrs(a),
+    }
 }
 
 pub(super) fn encode_table(_level: usize, pa: u64) -> u64 {
@@ -99,7 +158,12 @@ pub(super) fn encode_table(_level: usize, pa: u64) -> u64 {
 }
 
 pub(super) fn encode_leaf(level: usize, pa: u64, attrs: Attrs, levels: &[LevelGeom]) -> u64 {
-    let mut raw = (pa & ADDR) | if level + 1 == levels.len() { TYPE_TABLE_OR_PAGE } else { TYPE_BLOCK };
+    let mut raw = (pa & ADDR)
+        | if level + 1 == levels.len() {
+            TYPE_TABLE_OR_PAGE
+        } else {
+            TYPE_BLOCK
+        };
     if attrs.has(Attrs::USER) {
         raw |= AP1_EL0;
     }

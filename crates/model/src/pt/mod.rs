@@ -89,8 +89,14 @@ pub enum Format {
 
 impl Format {
     /// Every format, in the order `mmulab` lists them.
-    pub const ALL: [Format; 6] =
-        [Format::X86_64, Format::Armv8_4K, Format::Armv8_16K, Format::Armv8_64K, Format::Armv7, Format::Armv7Lpae];
+    pub const ALL: [Format; 6] = [
+        Format::X86_64,
+        Format::Armv8_4K,
+        Format::Armv8_16K,
+        Format::Armv8_64K,
+        Format::Armv7,
+        Format::Armv7Lpae,
+    ];
 
     /// Name as configs spell the architecture.
     pub fn arch_name(self) -> &'static str {
@@ -322,16 +328,31 @@ mod tests {
             let n = f.levels().len();
             for level in 0..n {
                 if level + 1 < n {
-                    assert_eq!(f.decode(level, f.encode_table(level, 0x1234_5000)), Pte::Table(0x1234_5000));
+                    assert_eq!(
+                        f.decode(level, f.encode_table(level, 0x1234_5000)),
+                        Pte::Table(0x1234_5000)
+                    );
                 }
                 if f.levels()[level].leaf {
                     let pa = 0x4000_0000;
-                    for attrs in [Attrs::user_rw(), Attrs(Attrs::USER), Attrs::user_rw().with(Attrs::DIRTY | Attrs::ACCESSED)] {
-                        assert_eq!(f.decode(level, f.encode_leaf(level, pa, attrs)), Pte::Leaf { pa, attrs }, "{f:?} level {level}");
+                    for attrs in [
+                        Attrs::user_rw(),
+                        Attrs(Attrs::USER),
+                        Attrs::user_rw().with(Attrs::DIRTY | Attrs::ACCESSED),
+                    ] {
+                        assert_eq!(
+                            f.decode(level, f.encode_leaf(level, pa, attrs)),
+                            Pte::Leaf { pa, attrs },
+                            "{f:?} level {level}"
+                        );
                         if f.contig(level).is_some() {
                             let a = attrs.with(Attrs::CONTIG);
                             let raw = f.encode_leaf(level, pa, a);
-                            assert_eq!(f.decode(level, raw), Pte::Leaf { pa, attrs: a }, "{f:?} level {level} group");
+                            assert_eq!(
+                                f.decode(level, raw),
+                                Pte::Leaf { pa, attrs: a },
+                                "{f:?} level {level} group"
+                            );
                             assert_eq!(f.page_size_of(level, raw), f.contig(level).map(|c| c.1));
                         }
                     }
@@ -360,7 +381,12 @@ mod tests {
         assert_eq!(Format::Armv7.levels()[1].entries(), 256);
         assert_eq!(Format::Armv8_16K.levels()[0].entries(), 2);
         // VA bits covered: 48 for ARMv8, 32 for ARMv7.
-        for (f, bits) in [(Format::Armv8_16K, 48), (Format::Armv8_64K, 48), (Format::Armv7, 32), (Format::Armv7Lpae, 32)] {
+        for (f, bits) in [
+            (Format::Armv8_16K, 48),
+            (Format::Armv8_64K, 48),
+            (Format::Armv7, 32),
+            (Format::Armv7Lpae, 32),
+        ] {
             let g = f.levels()[0];
             assert_eq!(g.shift + g.bits, bits, "{f:?}");
         }
@@ -370,6 +396,12 @@ mod tests {
     fn armv7_supersection_keeps_40_bit_addresses() {
         let pa = 0xAB_0100_0000;
         let raw = Format::Armv7.encode_leaf(0, pa, Attrs::user_rw().with(Attrs::CONTIG));
-        assert_eq!(Format::Armv7.decode(0, raw), Pte::Leaf { pa, attrs: Attrs::user_rw().with(Attrs::CONTIG) });
+        assert_eq!(
+            Format::Armv7.decode(0, raw),
+            Pte::Leaf {
+                pa,
+                attrs: Attrs::user_rw().with(Attrs::CONTIG)
+            }
+        );
     }
 }

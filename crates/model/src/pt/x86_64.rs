@@ -6,10 +6,26 @@ use super::{LevelGeom, Pte};
 use crate::translation::Attrs;
 
 pub(super) const LEVELS: [LevelGeom; 4] = [
-    LevelGeom { shift: 39, bits: 9, leaf: false },
-    LevelGeom { shift: 30, bits: 9, leaf: true },
-    LevelGeom { shift: 21, bits: 9, leaf: true },
-    LevelGeom { shift: 12, bits: 9, leaf: true },
+    LevelGeom {
+        shift: 39,
+        bits: 9,
+        leaf: false,
+    },
+    LevelGeom {
+        shift: 30,
+        bits: 9,
+        leaf: true,
+    },
+    LevelGeom {
+        shift: 21,
+        bits: 9,
+        leaf: true,
+    },
+    LevelGeom {
+        shift: 12,
+        bits: 9,
+        leaf: true,
+    },
 ];
 
 const P: u64 = 1 << 0;
@@ -53,7 +69,10 @@ pub(super) fn decode(level: usize, raw: u64) -> Pte {
     }
     let pa = raw & ADDR;
     if level == 3 || (level > 0 && raw & PS != 0) {
-        Pte::Leaf { pa, attrs: Attrs(LEAF_ATTRS[(raw >> 1) as usize & 0x3f]) }
+        Pte::Leaf {
+            pa,
+            attrs: Attrs(LEAF_ATTRS[(raw >> 1) as usize & 0x3f]),
+        }
     } else {
         Pte::Table(pa)
     }

@@ -9,7 +9,11 @@ pub struct Fifo {
 impl Fifo {
     /// State for `sets` × `ways`.
     pub fn new(sets: usize, ways: usize) -> Fifo {
-        Fifo { ways, clock: 0, stamp: vec![0; sets * ways] }
+        Fifo {
+            ways,
+            clock: 0,
+            stamp: vec![0; sets * ways],
+        }
     }
     /// (set, way) was filled now.
     #[inline]

@@ -26,9 +26,16 @@ impl Lru {
     /// recently used (as if ways 0, 1, … had been touched in that order).
     pub fn new(sets: usize, ways: usize) -> Lru {
         let w = ways as u32;
-        let ring = (0..w).map(|i| Link { prev: (i + 1) % w, next: (i + w - 1) % w });
+        let ring = (0..w).map(|i| Link {
+            prev: (i + 1) % w,
+            next: (i + w - 1) % w,
+        });
         let links = (0..sets).flat_map(|_| ring.clone()).collect();
-        Lru { ways, links, ends: vec![Link { prev: w - 1, next: 0 }; sets] }
+        Lru {
+            ways,
+            links,
+            ends: vec![Link { prev: w - 1, next: 0 }; sets],
+        }
     }
 
     /// The link of (set, way).
@@ -57,7 +64,10 @@ impl Lru {
     pub fn touch(&mut self, set: usize, way: usize) {
         // The two checks that make the unchecked indexing below sound for any caller:
         // every other index comes from the rings themselves (always < ways).
-        assert!(way < self.ways && set < self.ends.len(), "(set {set}, way {way}) out of range");
+        assert!(
+            way < self.ways && set < self.ends.len(),
+            "(set {set}, way {way}) out of range"
+        );
         // SAFETY: checked just above.
         unsafe { self.touch_unchecked(set, way) }
     }
@@ -79,7 +89,10 @@ impl Lru {
             // The least recent way: in a ring, moving both ends back one way makes it
             // the most recent and its predecessor the least recent.
             let new_tail = self.link(set, way).prev;
-            *self.ends(set) = Link { prev: way, next: new_tail };
+            *self.ends(set) = Link {
+                prev: way,
+                next: new_tail,
+            };
             return;
         }
         // Unlink `way`, then insert it between the tail and the old head.
@@ -117,7 +130,10 @@ impl Lru {
         debug_assert!(set < self.ends.len());
         let way = self.ends(set).next;
         let new_tail = self.link(set, way).prev;
-        *self.ends(set) = Link { prev: way, next: new_tail };
+        *self.ends(set) = Link {
+            prev: way,
+            next: new_tail,
+        };
         way as usize
     }
 }

@@ -14,7 +14,11 @@ impl Plru {
     /// State for `sets` × `ways`.
     pub fn new(sets: usize, ways: usize) -> Plru {
         let leaves = ways.next_power_of_two();
-        Plru { ways, leaves, bits: vec![0; sets * (leaves - 1).max(1)] }
+        Plru {
+            ways,
+            leaves,
+            bits: vec![0; sets * (leaves - 1).max(1)],
+        }
     }
 
     #[inline]

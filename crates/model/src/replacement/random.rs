@@ -10,7 +10,10 @@ pub struct Random {
 impl Random {
     /// State for arrays of `ways` ways.
     pub fn new(ways: usize, seed: u64) -> Random {
-        Random { ways: ways as u64, rng: SplitMix64::new(seed) }
+        Random {
+            ways: ways as u64,
+            rng: SplitMix64::new(seed),
+        }
     }
     /// A uniformly chosen way.
     #[inline]

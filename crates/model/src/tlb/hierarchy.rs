@@ -35,7 +35,10 @@ struct Path {
 
 impl Path {
     fn new(specs: &[TlbSpec], entry: usize) -> Path {
-        let mut p = Path { levels: [0; MAX_DEPTH], len: 0 };
+        let mut p = Path {
+            levels: [0; MAX_DEPTH],
+            len: 0,
+        };
         let mut cur = Some(entry);
         while let Some(i) = cur {
             if p.len == MAX_DEPTH || i >= specs.len() {
@@ -69,7 +72,10 @@ impl Hierarchy {
         // The invariant `level_on_path` relies on (an empty path holds level 0, so there
         // must be at least one level).
         for p in [&data_path, &instr_path] {
-            assert!(!specs.is_empty() && p.levels.iter().all(|&i| (i as usize) < specs.len()), "TLB path beyond the levels");
+            assert!(
+                !specs.is_empty() && p.levels.iter().all(|&i| (i as usize) < specs.len()),
+                "TLB path beyond the levels"
+            );
         }
         let mut levels: Vec<Tlb> = specs.into_iter().map(Tlb::new).collect();
         // Only the levels references enter at are asked for their most recent entry.
@@ -77,7 +83,12 @@ impl Hierarchy {
             t.set_tracks_mru(i == data_path.levels[0] as usize || i == instr_path.levels[0] as usize);
         }
         let lru_pow2 = levels.iter().all(Tlb::is_lru_pow2);
-        Hierarchy { levels, data_path, instr_path, lru_pow2 }
+        Hierarchy {
+            levels,
+            data_path,
+            instr_path,
+            lru_pow2,
+        }
     }
 
     /// The levels, in config order.
@@ -113,7 +124,11 @@ impl Hierarchy {
     /// The level references of this kind enter at.
     #[inline(always)]
     pub fn entry_level(&mut self, instr: bool) -> &mut Tlb {
-        let i = if instr { self.instr_path.levels[0] } else { self.data_path.levels[0] };
+        let i = if instr {
+            self.instr_path.levels[0]
+        } else {
+            self.data_path.levels[0]
+        };
         self.level_on_path(i)
     }
 
@@ -140,7 +155,10 @@ impl Hierarchy {
     /// the matching variant.
     #[inline(always)]
     pub fn lookup_as<const FAST: bool>(&mut self, va: u64, asid: Asid, instr: bool) -> Lookup {
-        debug_assert!(!FAST || self.lru_pow2, "the FAST lookup on a hierarchy that is not LRU with 2^k sets");
+        debug_assert!(
+            !FAST || self.lru_pow2,
+            "the FAST lookup on a hierarchy that is not LRU with 2^k sets"
+        );
         let path = if instr { self.instr_path } else { self.data_path };
         if va >> VA_LIMIT_BITS != 0 {
             return self.lookup_beyond(&path);
@@ -148,7 +166,10 @@ impl Hierarchy {
         let first = path.levels[0] as usize;
         let tlb = self.level_on_path(path.levels[0]);
         if let Some(slot) = tlb.probe_below_limit::<FAST>(va, asid) {
-            return Lookup { len: 1, hit: Some((first, slot)) };
+            return Lookup {
+                len: 1,
+                hit: Some((first, slot)),
+            };
         }
         self.lookup_behind::<FAST>(&path, va, asid)
     }
@@ -160,7 +181,10 @@ impl Hierarchy {
         for &i in &path.levels[..path.len] {
             self.levels[i as usize].probe_beyond();
         }
-        Lookup { len: path.len, hit: None }
+        Lookup {
+            len: path.len,
+            hit: None,
+        }
     }
 
     /// The levels behind the entry level (one shared site for all of them), for an
@@ -170,10 +194,16 @@ impl Hierarchy {
         for n in 1..path.len {
             let i = path.levels[n];
             if let Some(slot) = self.level_on_path(i).probe_below_limit::<FAST>(va, asid) {
-                return Lookup { len: n + 1, hit: Some((i as usize, slot)) };
+                return Lookup {
+                    len: n + 1,
+                    hit: Some((i as usize, slot)),
+                };
             }
         }
-        Lookup { len: path.len, hit: None }
+        Lookup {
+            len: path.len,
+            hit: None,
+        }
     }
 
     /// The translation a lookup hit: level `level`, `slot`.
@@ -197,7 +227,10 @@ impl Hierarchy {
     /// with the translation still in registers.
     #[inline(always)]
     pub fn fill_path_inline<const FAST: bool>(&mut self, instr: bool, upto: usize, t: &Translation, va: u64) {
-        debug_assert!(!FAST || self.lru_pow2, "the FAST fill on a hierarchy that is not LRU with 2^k sets");
+        debug_assert!(
+            !FAST || self.lru_pow2,
+            "the FAST fill on a hierarchy that is not LRU with 2^k sets"
+        );
         let path = if instr { self.instr_path } else { self.data_path };
         let k = FillKey::new(t);
         // The entry level at a call site of its own, the levels behind it at another (as
@@ -228,6 +261,9 @@ impl Hierarchy {
 
     /// Removes every entry of `asid` overlapping `[start, end)` from every level.
     pub fn invalidate_range(&mut self, asid: Asid, start: u64, end: u64) -> usize {
-        self.levels.iter_mut().map(|t| t.invalidate_range(asid, start, end)).sum()
+        self.levels
+            .iter_mut()
+            .map(|t| t.invalidate_range(asid, start, end))
+            .sum()
     }
 }

@@ -121,7 +121,13 @@ impl FillKey {
     #[inline(always)]
     pub(crate) fn new(t: &Translation) -> FillKey {
         let vpn = t.va >> t.size.shift();
-        FillKey { vpn, size: t.size, asid: t.asid, prepared: Prepared::new(key(vpn, t.size), t.asid), data: pack(t.pa, t.attrs) }
+        FillKey {
+            vpn,
+            size: t.size,
+            asid: t.asid,
+            prepared: Prepared::new(key(vpn, t.size), t.asid),
+            data: pack(t.pa, t.attrs),
+        }
     }
 }
 
@@ -158,7 +164,13 @@ impl Tlb {
     /// The level's counters.
     pub fn stats(&self) -> TlbStats {
         let (accesses, hits) = (self.counts.accesses + self.mru_hits, self.counts.hits + self.mru_hits);
-        TlbStats { accesses, hits, misses: accesses - hits, evictions: self.counts.fills - self.fills_empty, ..self.counts }
+        TlbStats {
+            accesses,
+            hits,
+            misses: accesses - hits,
+            evictions: self.counts.fills - self.fills_empty,
+            ..self.counts
+        }
     }
 
     /// Zeroes the counters.
@@ -213,7 +225,9 @@ impl Tlb {
             self.mru_hits += 1;
             // SAFETY: `last_slot` is 0 (every array has a slot 0) or a slot a lookup or
             // fill returned, and the array's size never changes.
-            Some(Attrs((unsafe { self.array.data_unchecked(self.last_slot as usize) } & 0xfff) as u16))
+            Some(Attrs(
+                (unsafe { self.array.data_unchecked(self.last_slot as usize) } & 0xfff) as u16,
+            ))
         } else {
             None
         }
@@ -266,7 +280,11 @@ impl Tlb {
         }
         // One other size (e.g. 2 MiB entries only, under a fixed-size policy).
         if held & held.wrapping_sub(1) == 0 {
-            return if held == 0 { None } else { self.probe_size::<FAST>(va, asid, held.trailing_zeros() as usize) };
+            return if held == 0 {
+                None
+            } else {
+                self.probe_size::<FAST>(va, asid, held.trailing_zeros() as usize)
+            };
         }
         // The held sizes by bit, smallest first (a bit index is `PageSize as usize`, so
         // it is the size's key nibble).
@@ -286,7 +304,9 @@ impl Tlb {
         let i = i & 15;
         let shift = SHIFT_BY_INDEX[i];
         let vpn = va >> shift;
-        let slot = self.array.find_prepared::<FAST>(vpn, &Prepared::new_below_max((vpn << 4) | i as u64, asid))?;
+        let slot = self
+            .array
+            .find_prepared::<FAST>(vpn, &Prepared::new_below_max((vpn << 4) | i as u64, asid))?;
         self.counts.hits += 1;
         self.remember(slot, vpn, shift, asid);
         Some(slot)
@@ -452,7 +472,9 @@ impl Tlb {
             return 0;
         }
         if (end - 1) >> VA_LIMIT_BITS == 0 {
-            let pages: u64 = Sizes(self.held_mask).map(|s| ((end - 1) >> s.shift()) - (start >> s.shift()) + 1).sum();
+            let pages: u64 = Sizes(self.held_mask)
+                .map(|s| ((end - 1) >> s.shift()) - (start >> s.shift()) + 1)
+                .sum();
             if pages <= 8 || pages * 8 <= self.spec.entries as u64 {
                 return self.invalidate_pages(asid, start, end);
             }
@@ -467,7 +489,11 @@ impl Tlb {
             }
             hit
         });
-        self.held_mask = self.held.iter().enumerate().fold(0, |m, (i, &h)| if h > 0 { m | 1 << i } else { m });
+        self.held_mask = self
+            .held
+            .iter()
+            .enumerate()
+            .fold(0, |m, (i, &h)| if h > 0 { m | 1 << i } else { m });
         self.counts.invalidations += n as u64;
         n
     }

@@ -42,7 +42,11 @@ impl Visitor for MapVisitor {
                 // One entry, or each entry of a group in turn (the walk visits every
                 // entry of the range): ARMv8 entries hold their own piece's address,
                 // ARMv7 large pages and supersections the group's base.
-                let pa = if self.group && !self.fmt.repeated() { self.pa + (v.va - self.va) } else { self.pa };
+                let pa = if self.group && !self.fmt.repeated() {
+                    self.pa + (v.va - self.va)
+                } else {
+                    self.pa
+                };
                 let raw = self.fmt.encode_leaf(v.level, pa, self.attrs);
                 mem.pt.write(v.table, v.index, raw);
                 if self.group {
@@ -102,18 +106,45 @@ pub fn map_leaf(
         .leaf_level(size)
         .ok_or_else(|| ModelError::Config(format!("{} has no {size} leaf", fmt.arch_name())))?;
     if va & size.offset_mask() != 0 || pa & size.offset_mask() != 0 {
-        return Err(ModelError::Conflict(format!("{size} mapping of va {va:#x} to pa {pa:#x} is not aligned")));
+        return Err(ModelError::Conflict(format!(
+            "{size} mapping of va {va:#x} to pa {pa:#x} is not aligned"
+        )));
     }
     let group = fmt.entries_for(target, size).is_some_and(|n| n > 1);
     if pa.saturating_add(size.bytes()) > fmt.max_pa() {
-        return Err(ModelError::Config(format!("pa {pa:#x} is beyond what {} descriptors can address", fmt.arch_name())));
+        return Err(ModelError::Config(format!(
+            "pa {pa:#x} is beyond what {} descriptors can address",
+            fmt.arch_name()
+        )));
     }
-    let attrs = if group { attrs.with(Attrs::CONTIG) } else { attrs.without(Attrs::CONTIG) };
-    let mut v = MapVisitor { fmt, target, va, pa, attrs, group, error: None };
+    let attrs = if group {
+        attrs.with(Attrs::CONTIG)
+    } else {
+        attrs.without(Attrs::CONTIG)
+    };
+    let mut v = MapVisitor {
+        fmt,
+        target,
+        va,
+        pa,
+        attrs,
+        group,
+        error: None,
+    };
     let mut counts = WalkCounts::default();
     // Tables are seen by the visitor only at the target level, where they conflict.
     let flags = WalkFlags::LEAF.union(WalkFlags::TABLE_PRE);
-    walk(mem, fmt, root, 0, va, va + size.bytes(), flags, &mut TargetOnlyTables(&mut v), &mut counts);
+    walk(
+        mem,
+        fmt,
+        root,
+        0,
+        va,
+        va + size.bytes(),
+        flags,
+        &mut TargetOnlyTables(&mut v),
+        &mut counts,
+    );
     match v.error {
         Some(e) => Err(e),
         None => {
@@ -153,14 +184,32 @@ impl Visitor for FindLeaf {
 
 fn find_leaf(mem: &mut Memory, fmt: Format, root: u64, va: u64) -> Option<(usize, u64, usize, u64)> {
     let mut f = FindLeaf { found: None };
-    walk(mem, fmt, root, 0, va, va + 1, WalkFlags::LEAF, &mut f, &mut WalkCounts::default());
+    walk(
+        mem,
+        fmt,
+        root,
+        0,
+        va,
+        va + 1,
+        WalkFlags::LEAF,
+        &mut f,
+        &mut WalkCounts::default(),
+    );
     f.found.map(|(l, t, i, r)| (l, t, i as usize, r))
 }
 
 fn mapping_at(mem: &Memory, fmt: Format, va: u64, level: usize, table: u64, index: usize, raw: u64) -> Option<Mapping> {
-    let Pte::Leaf { pa, attrs } = fmt.decode(level, raw) else { return None };
+    let Pte::Leaf { pa, attrs } = fmt.decode(level, raw) else {
+        return None;
+    };
     let (size, pa) = super::group_of(&mem.pt, fmt, table, index, level, raw).unwrap_or((fmt.leaf_size(level), pa));
-    Some(Mapping { va: va & !size.offset_mask(), pa, size, level, attrs })
+    Some(Mapping {
+        va: va & !size.offset_mask(),
+        pa,
+        size,
+        level,
+        attrs,
+    })
 }
 
 /// The leaf mapping `va`, if any (a software walk: not counted as hardware references).
@@ -208,5 +257,8 @@ pub fn set_leaf_attrs(mem: &mut Memory, fmt: Format, root: u64, va: u64, attrs: 
     let m = mapping_at(mem, fmt, va, level, table, index, raw)?;
     let new = fmt.with_attrs(level, raw, attrs);
     mem.pt.write(table, index, new);
-    Some(Mapping { attrs: Attrs((attrs.0 & !Attrs::CONTIG) | (m.attrs.0 & Attrs::CONTIG)), ..m })
+    Some(Mapping {
+        attrs: Attrs((attrs.0 & !Attrs::CONTIG) | (m.attrs.0 & Attrs::CONTIG)),
+        ..m
+    })
 }

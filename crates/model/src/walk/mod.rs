@@ -38,19 +38,34 @@ pub struct WalkFlags {
 
 impl WalkFlags {
     /// Visit leaf and invalid descriptors.
-    pub const LEAF: WalkFlags = WalkFlags { bits: 1, skip_levels: 0 };
+    pub const LEAF: WalkFlags = WalkFlags {
+        bits: 1,
+        skip_levels: 0,
+    };
     /// Visit table descriptors before their children.
-    pub const TABLE_PRE: WalkFlags = WalkFlags { bits: 2, skip_levels: 0 };
+    pub const TABLE_PRE: WalkFlags = WalkFlags {
+        bits: 2,
+        skip_levels: 0,
+    };
     /// Visit table descriptors after their children.
-    pub const TABLE_POST: WalkFlags = WalkFlags { bits: 4, skip_levels: 0 };
+    pub const TABLE_POST: WalkFlags = WalkFlags {
+        bits: 4,
+        skip_levels: 0,
+    };
 
     /// Both sets of flags.
     pub const fn union(self, o: WalkFlags) -> WalkFlags {
-        WalkFlags { bits: self.bits | o.bits, skip_levels: self.skip_levels | o.skip_levels }
+        WalkFlags {
+            bits: self.bits | o.bits,
+            skip_levels: self.skip_levels | o.skip_levels,
+        }
     }
     /// These flags, and never descend into tables of `level`.
     pub const fn skip_level(self, level: usize) -> WalkFlags {
-        WalkFlags { bits: self.bits, skip_levels: self.skip_levels | (1 << level) }
+        WalkFlags {
+            bits: self.bits,
+            skip_levels: self.skip_levels | (1 << level),
+        }
     }
     #[inline]
     fn has(self, f: WalkFlags) -> bool {
@@ -138,7 +153,16 @@ pub fn walk<V: Visitor>(
         let next_va = entry_va.checked_add(span).unwrap_or(u64::MAX);
         let mut raw = read(&mem.pt, table, index, counts);
         let mut pte = fmt.decode(level, raw);
-        let mut visit = Visit { kind: VisitKind::Leaf, level, va: entry_va, span, raw, pte, table, index };
+        let mut visit = Visit {
+            kind: VisitKind::Leaf,
+            level,
+            va: entry_va,
+            span,
+            raw,
+            pte,
+            table,
+            index,
+        };
         if !matches!(pte, Pte::Table(_)) {
             if flags.has(WalkFlags::LEAF) {
                 counts.visits += 1;
@@ -200,7 +224,9 @@ pub fn walk<V: Visitor>(
 /// The check reads the group's other entries without counting them: a TLB that caches
 /// groups relies on the contiguous-bit promise, it does not read the neighbours.
 pub fn group_of(pt: &PtMem, fmt: Format, table: u64, index: usize, level: usize, raw: u64) -> Option<(PageSize, u64)> {
-    let Pte::Leaf { pa, attrs } = fmt.decode(level, raw) else { return None };
+    let Pte::Leaf { pa, attrs } = fmt.decode(level, raw) else {
+        return None;
+    };
     if !attrs.has(Attrs::CONTIG) {
         return None;
     }

@@ -64,7 +64,6 @@ fn fingerprint(tag: u64) -> u16 {
     (tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48) as u16 | 1
 }
 
-
 /// One level's cache: `ways` entries, fully associative, LRU.
 #[derive(Clone, Debug)]
 struct LevelCache {
@@ -217,7 +216,11 @@ impl LevelCache {
     fn insert(&mut self, tag: u64, table: u64) {
         if self.empty > 0 {
             self.empty -= 1;
-            let w = self.entries.iter().position(|e| e[0] == INVALID).expect("an empty way is counted");
+            let w = self
+                .entries
+                .iter()
+                .position(|e| e[0] == INVALID)
+                .expect("an empty way is counted");
             self.put(w, tag, table);
             self.touch(w);
             (self.head_tag, self.head_table) = (tag, table);
@@ -314,17 +317,30 @@ impl Pwc {
                 // Keys (`va >> shift`) are then below 2^47 for any `va`: below MAX_KEY,
                 // so no tag is INVALID and the asid bits stay clear (every format's
                 // upper levels have shifts of 20 or more).
-                assert!(levels[l].shift >= 17, "page-walk cache of a level with shift {}", levels[l].shift);
+                assert!(
+                    levels[l].shift >= 17,
+                    "page-walk cache of a level with shift {}",
+                    levels[l].shift
+                );
                 by_level[l] = caches.len() as u8;
                 caches.push(LevelCache::new(l, levels[l].shift, e));
             }
         }
-        Pwc { caches: caches.into_boxed_slice(), by_level, lookups: 0, hits: [0; MAX_LEVELS], upper }
+        Pwc {
+            caches: caches.into_boxed_slice(),
+            by_level,
+            lookups: 0,
+            hits: [0; MAX_LEVELS],
+            upper,
+        }
     }
 
     /// The counters: lookups, and hits by the level of the cached descriptor.
     pub fn stats(&self) -> PwcStats {
-        PwcStats { lookups: self.lookups, hits: self.hits[..self.upper].to_vec() }
+        PwcStats {
+            lookups: self.lookups,
+            hits: self.hits[..self.upper].to_vec(),
+        }
     }
 
     /// True if any level has a cache.
@@ -395,9 +411,22 @@ mod tests {
         fn new(fmt: Format, entries: &[usize]) -> Reference {
             let n = fmt.levels().len();
             let caches = (0..n.saturating_sub(1))
-                .map(|l| entries.get(l).copied().filter(|&e| e > 0).map(|e| AssocArray::new(e, e, Policy::Lru, 0)))
+                .map(|l| {
+                    entries
+                        .get(l)
+                        .copied()
+                        .filter(|&e| e > 0)
+                        .map(|e| AssocArray::new(e, e, Policy::Lru, 0))
+                })
                 .collect::<Vec<_>>();
-            Reference { fmt, stats: PwcStats { hits: vec![0; caches.len()], ..Default::default() }, caches }
+            Reference {
+                fmt,
+                stats: PwcStats {
+                    hits: vec![0; caches.len()],
+                    ..Default::default()
+                },
+                caches,
+            }
         }
         fn lookup(&mut self, va: u64, asid: Asid) -> Option<(usize, u64)> {
             if !self.caches.iter().any(Option::is_some) {
@@ -452,7 +481,9 @@ mod tests {
         for case in 0..300 {
             let fmt = Format::ALL[case % Format::ALL.len()];
             // Up to more ways than the hints have slots (HINT_SLOTS).
-            let entries: Vec<usize> = (0..4).map(|_| [0usize, 1, 2, 3, 4, 8, 17, 32, 100, 300][rng.below(10) as usize]).collect();
+            let entries: Vec<usize> = (0..4)
+                .map(|_| [0usize, 1, 2, 3, 4, 8, 17, 32, 100, 300][rng.below(10) as usize])
+                .collect();
             let mut fast = Pwc::new(fmt, &entries);
             let mut slow = Reference::new(fmt, &entries);
             let levels = fmt.levels();

@@ -52,7 +52,13 @@ impl Visitor for TranslateVisitor {
                     Some((gsize, gpa)) => (v.va & !gsize.offset_mask(), gpa, gsize),
                     None => (v.va, pa, self.fmt.leaf_size(v.level)),
                 };
-                self.leaf = Some(Translation { va, pa, size, asid: self.asid, attrs });
+                self.leaf = Some(Translation {
+                    va,
+                    pa,
+                    size,
+                    asid: self.asid,
+                    attrs,
+                });
                 self.leaf_at = Some((v.table, v.index, v.level));
                 Action::Stop
             }
@@ -104,13 +110,23 @@ fn translate_in(mem: &mut Memory, fmt: Format, root: u64, asid: Asid, va: u64, p
             }
             Pte::Leaf { pa, attrs } => {
                 let span_va = va & !(levels[level].span() - 1);
-                let grouped = if attrs.has(Attrs::CONTIG) { super::group_of(&mem.pt, fmt, table, index, level, raw) } else { None };
+                let grouped = if attrs.has(Attrs::CONTIG) {
+                    super::group_of(&mem.pt, fmt, table, index, level, raw)
+                } else {
+                    None
+                };
                 let (tva, tpa, size) = match grouped {
                     Some((gsize, gpa)) => (span_va & !gsize.offset_mask(), gpa, gsize),
                     None => (span_va, pa, fmt.leaf_size(level)),
                 };
                 return WalkResult {
-                    leaf: Some(Translation { va: tva, pa: tpa, size, asid, attrs }),
+                    leaf: Some(Translation {
+                        va: tva,
+                        pa: tpa,
+                        size,
+                        asid,
+                        attrs,
+                    }),
                     reads,
                     start_level,
                     leaf_at: Some((table, index, level)),
@@ -120,19 +136,48 @@ fn translate_in(mem: &mut Memory, fmt: Format, root: u64, asid: Asid, va: u64, p
             Pte::Invalid => break,
         }
     }
-    WalkResult { leaf: None, reads, start_level, leaf_at: None, leaf_host: 0 }
+    WalkResult {
+        leaf: None,
+        reads,
+        start_level,
+        leaf_at: None,
+        leaf_host: 0,
+    }
 }
 
 /// [`translate`] through the generic visitor walker: the reference the fast loop is
 /// tested against (same result, same reads, same page-walk-cache fills).
 pub fn translate_visitor(mem: &mut Memory, fmt: Format, root: u64, asid: Asid, va: u64, pwc: &mut Pwc) -> WalkResult {
     let (start_level, table) = pwc.lookup(va, asid).unwrap_or((0, root));
-    let mut v = TranslateVisitor { fmt, asid, tables: [(0, 0); 8], ntables: 0, leaf: None, leaf_at: None };
+    let mut v = TranslateVisitor {
+        fmt,
+        asid,
+        tables: [(0, 0); 8],
+        ntables: 0,
+        leaf: None,
+        leaf_at: None,
+    };
     let mut counts = WalkCounts::default();
-    walk(mem, fmt, table, start_level, va, va + 1, WalkFlags::LEAF.union(WalkFlags::TABLE_PRE), &mut v, &mut counts);
+    walk(
+        mem,
+        fmt,
+        table,
+        start_level,
+        va,
+        va + 1,
+        WalkFlags::LEAF.union(WalkFlags::TABLE_PRE),
+        &mut v,
+        &mut counts,
+    );
     for &(level, child) in &v.tables[..v.ntables] {
         pwc.fill(level, va, asid, child);
     }
     let leaf_host = v.leaf_at.and_then(|(t, _, _)| mem.pt.host_addr(t)).unwrap_or(0);
-    WalkResult { leaf: v.leaf, reads: counts.reads, start_level, leaf_at: v.leaf_at, leaf_host }
+    WalkResult {
+        leaf: v.leaf,
+        reads: counts.reads,
+        start_level,
+        leaf_at: v.leaf_at,
+        leaf_host,
+    }
 }

@@ -24,7 +24,14 @@ pub struct Sys {
 
 impl Sys {
     pub fn new(fmt: Format, bytes: u64, os: Os) -> Sys {
-        Sys { fmt, mem: Memory::new(bytes).unwrap(), os, spaces: Vec::new(), pinned: 0, now: 0 }
+        Sys {
+            fmt,
+            mem: Memory::new(bytes).unwrap(),
+            os,
+            spaces: Vec::new(),
+            pinned: 0,
+            now: 0,
+        }
     }
 
     pub fn space(&mut self, asid: Asid) -> &mut AddressSpace {
@@ -49,7 +56,11 @@ impl Sys {
             match lookup(&mut self.mem, fmt, root, va) {
                 Some(m) if kind == AccessKind::Store && !m.attrs.has(Attrs::WRITABLE) => {}
                 Some(m) => {
-                    let want = if kind == AccessKind::Store { Attrs::DIRTY | Attrs::ACCESSED } else { Attrs::ACCESSED };
+                    let want = if kind == AccessKind::Store {
+                        Attrs::DIRTY | Attrs::ACCESSED
+                    } else {
+                        Attrs::ACCESSED
+                    };
                     if !m.attrs.has(want) {
                         set_leaf_attrs(&mut self.mem, fmt, root, va, m.attrs.with(want));
                     }
@@ -60,7 +71,13 @@ impl Sys {
             let mut sd = Vec::new();
             let space = self.spaces[asid as usize].as_mut().unwrap();
             let name = self.os.name();
-            if let Err(e) = self.os.fault(FaultCtx { mem: &mut self.mem, space, va, kind, shootdowns: &mut sd }) {
+            if let Err(e) = self.os.fault(FaultCtx {
+                mem: &mut self.mem,
+                space,
+                va,
+                kind,
+                shootdowns: &mut sd,
+            }) {
                 panic!("{name} on {:?}: fault at {va:#x}: {e}", self.fmt);
             }
         }
@@ -69,7 +86,14 @@ impl Sys {
 
     pub fn tick(&mut self) {
         let mut sd = Vec::new();
-        self.os.tick(TickCtx { mem: &mut self.mem, spaces: &mut self.spaces, now: self.now, shootdowns: &mut sd }).unwrap();
+        self.os
+            .tick(TickCtx {
+                mem: &mut self.mem,
+                spaces: &mut self.spaces,
+                now: self.now,
+                shootdowns: &mut sd,
+            })
+            .unwrap();
     }
 
     pub fn exit(&mut self, asid: Asid) {
@@ -79,7 +103,12 @@ impl Sys {
     }
 
     /// munmap of `[start, end)` in `asid` (if the space exists); returns the shootdowns.
-    pub fn unmap(&mut self, asid: Asid, start: u64, end: u64) -> Result<Vec<(Asid, u64, u64)>, mmulab_model::ModelError> {
+    pub fn unmap(
+        &mut self,
+        asid: Asid,
+        start: u64,
+        end: u64,
+    ) -> Result<Vec<(Asid, u64, u64)>, mmulab_model::ModelError> {
         let mut sd = Vec::new();
         if let Some(Some(space)) = self.spaces.get_mut(asid as usize) {
             self.os.unmap(&mut self.mem, space, start, end, &mut sd)?;
@@ -90,7 +119,13 @@ impl Sys {
     pub fn leaves(&mut self, asid: Asid) -> Vec<Mapping> {
         let s = self.spaces[asid as usize].clone().unwrap();
         let top = s.fmt.levels()[0];
-        leaves(&mut self.mem, s.fmt, s.root, 0, top.span().saturating_mul(top.entries() as u64))
+        leaves(
+            &mut self.mem,
+            s.fmt,
+            s.root,
+            0,
+            top.span().saturating_mul(top.entries() as u64),
+        )
     }
 
     pub fn count(&mut self, size: PageSize) -> usize {
@@ -114,43 +149,77 @@ impl Sys {
             }
             let maps = self.leaves(a as Asid);
             for w in maps.windows(2) {
-                assert!(w[0].va + w[0].size.bytes() <= w[1].va, "{}: overlapping mappings {:?} {:?}", self.os.name(), w[0], w[1]);
+                assert!(
+                    w[0].va + w[0].size.bytes() <= w[1].va,
+                    "{}: overlapping mappings {:?} {:?}",
+                    self.os.name(),
+                    w[0],
+                    w[1]
+                );
             }
             for m in &maps {
                 let b = m.size.bytes();
                 assert_eq!(m.va % b, 0, "{}: {m:?} not aligned in VA", self.os.name());
                 assert_eq!(m.pa % b, 0, "{}: {m:?} not aligned in PA", self.os.name());
                 if m.size > PageSize::K4 && m.attrs.has(Attrs::WRITABLE) && self.os.name() == "reservation" {
-                    assert!(m.attrs.has(Attrs::DIRTY), "reservation: writable superpage {m:?} is not dirty");
+                    assert!(
+                        m.attrs.has(Attrs::DIRTY),
+                        "reservation: writable superpage {m:?} is not dirty"
+                    );
                 }
                 resident += b;
                 for f in (m.pa >> FRAME_SHIFT)..((m.pa + b) >> FRAME_SHIFT) {
-                    assert!(!self.mem.buddy.is_free(f), "{}: frame {f} is mapped and free", self.os.name());
+                    assert!(
+                        !self.mem.buddy.is_free(f),
+                        "{}: frame {f} is mapped and free",
+                        self.os.name()
+                    );
                     owner[f as usize] += 1;
                     assert_eq!(owner[f as usize], 1, "{}: frame {f} owned twice", self.os.name());
                 }
             }
             // Contiguous-bit entries that do not form a valid group would be UNPREDICTABLE.
-            let contig = maps.iter().filter(|m| m.attrs.has(Attrs::CONTIG) && m.size == self.fmt.leaf_size(m.level)).count();
+            let contig = maps
+                .iter()
+                .filter(|m| m.attrs.has(Attrs::CONTIG) && m.size == self.fmt.leaf_size(m.level))
+                .count();
             assert_eq!(contig, 0, "{}: broken contiguous group", self.os.name());
         }
-        assert_eq!(resident, self.os.stats().resident_bytes, "{}: resident_bytes counter", self.os.name());
+        assert_eq!(
+            resident,
+            self.os.stats().resident_bytes,
+            "{}: resident_bytes counter",
+            self.os.name()
+        );
         let by_size: u64 = self.os.stats().resident_by_size.iter().sum();
         assert_eq!(by_size, resident, "{}: resident_by_size counter", self.os.name());
         // Movable pinned frames ([memory.age] movable share) stay allocated, unmapped,
         // and are counted in `pinned` (compaction moves them, never duplicates them).
         let external: Vec<u64> = self.mem.rmap.external_frames().collect();
         for f in external {
-            assert!(!self.mem.buddy.is_free(f), "{}: movable pinned frame {f} is free", self.os.name());
+            assert!(
+                !self.mem.buddy.is_free(f),
+                "{}: movable pinned frame {f} is free",
+                self.os.name()
+            );
             owner[f as usize] += 1;
-            assert_eq!(owner[f as usize], 1, "{}: movable pinned frame {f} also mapped", self.os.name());
+            assert_eq!(
+                owner[f as usize],
+                1,
+                "{}: movable pinned frame {f} also mapped",
+                self.os.name()
+            );
         }
         // A page in swap is not mapped, and belongs to a live address space.
         let slots: Vec<_> = self.mem.swap.slots.iter().copied().collect();
         for (asid, va) in slots {
             let s = self.spaces.get(asid as usize).and_then(|s| s.clone());
             let s = s.unwrap_or_else(|| panic!("{}: swap slot of dead asid {asid}", self.os.name()));
-            assert!(lookup(&mut self.mem, s.fmt, s.root, va).is_none(), "{}: {va:#x} is both in swap and mapped", self.os.name());
+            assert!(
+                lookup(&mut self.mem, s.fmt, s.root, va).is_none(),
+                "{}: {va:#x} is both in swap and mapped",
+                self.os.name()
+            );
         }
         let mut reserved = 0;
         if let Os::Reservation(r) = &self.os {
@@ -163,7 +232,12 @@ impl Sys {
         }
         // Conservation: free + mapped + reserved + page tables + pinned = all frames.
         let used = (resident >> FRAME_SHIFT) + reserved + self.mem.pt.frames() + self.pinned;
-        assert_eq!(self.mem.buddy.free_frames() + used, frames, "{}: frames leaked or double-counted", self.os.name());
+        assert_eq!(
+            self.mem.buddy.free_frames() + used,
+            frames,
+            "{}: frames leaked or double-counted",
+            self.os.name()
+        );
     }
 }
 

@@ -20,7 +20,9 @@ fn best(passes: usize, mut f: impl FnMut()) -> f64 {
 /// Run read, write and copy over `bytes` (≥ 1 MiB).
 pub fn run(pages: Pages, bytes: usize, passes: usize, seed: u64) -> Result<BenchResult> {
     if bytes < (1 << 20) || passes == 0 {
-        return Err(ProbeError::Invalid("bandwidth: size must be ≥ 1M and passes ≥ 1".into()));
+        return Err(ProbeError::Invalid(
+            "bandwidth: size must be ≥ 1M and passes ≥ 1".into(),
+        ));
     }
     let mem = Memory::alloc(pages, bytes, seed)?;
     let words = bytes / 8;
@@ -60,9 +62,24 @@ pub fn run(pages: Pages, bytes: usize, passes: usize, seed: u64) -> Result<Bench
         backing_note: mem.note.clone(),
         bytes,
         metrics: vec![
-            Metric { name: "read_mb_s".into(), value: mbs(bytes, read), unit: "MB/s".into(), higher_is_better: true },
-            Metric { name: "write_mb_s".into(), value: mbs(bytes, write), unit: "MB/s".into(), higher_is_better: true },
-            Metric { name: "copy_mb_s".into(), value: mbs(half * 8, copy), unit: "MB/s".into(), higher_is_better: true },
+            Metric {
+                name: "read_mb_s".into(),
+                value: mbs(bytes, read),
+                unit: "MB/s".into(),
+                higher_is_better: true,
+            },
+            Metric {
+                name: "write_mb_s".into(),
+                value: mbs(bytes, write),
+                unit: "MB/s".into(),
+                higher_is_better: true,
+            },
+            Metric {
+                name: "copy_mb_s".into(),
+                value: mbs(half * 8, copy),
+                unit: "MB/s".into(),
+                higher_is_better: true,
+            },
         ],
         details: json!({ "passes": passes, "checksum": sink & 1 }),
         counters,

@@ -44,7 +44,9 @@ fn verify(t: &mut [u64], nupdate: usize) -> usize {
 /// Run GUPS on a table of `table_bytes` (a power of two, ≥ 64 KiB).
 pub fn run(pages: Pages, table_bytes: usize, seed: u64) -> Result<BenchResult> {
     if !table_bytes.is_power_of_two() || table_bytes < (64 << 10) {
-        return Err(ProbeError::Invalid(format!("GUPS table {table_bytes} bytes: must be a power of two ≥ 64K")));
+        return Err(ProbeError::Invalid(format!(
+            "GUPS table {table_bytes} bytes: must be a power of two ≥ 64K"
+        )));
     }
     let mut mem = Memory::alloc(pages, table_bytes, seed)?;
     let words = table_bytes / 8;
@@ -68,8 +70,18 @@ pub fn run(pages: Pages, table_bytes: usize, seed: u64) -> Result<BenchResult> {
         backing_note: mem.note.clone(),
         bytes: table_bytes,
         metrics: vec![
-            Metric { name: "gups".into(), value: nupdate as f64 / secs / 1e9, unit: "GUP/s".into(), higher_is_better: true },
-            Metric { name: "ns_per_update".into(), value: secs * 1e9 / nupdate as f64, unit: "ns".into(), higher_is_better: false },
+            Metric {
+                name: "gups".into(),
+                value: nupdate as f64 / secs / 1e9,
+                unit: "GUP/s".into(),
+                higher_is_better: true,
+            },
+            Metric {
+                name: "ns_per_update".into(),
+                value: secs * 1e9 / nupdate as f64,
+                unit: "ns".into(),
+                higher_is_better: false,
+            },
         ],
         details: json!({
             "table_log2": words.trailing_zeros(),

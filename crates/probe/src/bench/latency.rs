@@ -27,7 +27,13 @@ pub struct Params {
 
 impl Default for Params {
     fn default() -> Self {
-        Params { max_bytes: 256 << 20, min_bytes: 4 << 10, stride: 64, random: true, loads: 2_000_000 }
+        Params {
+            max_bytes: 256 << 20,
+            min_bytes: 4 << 10,
+            stride: 64,
+            random: true,
+            loads: 2_000_000,
+        }
     }
 }
 
@@ -102,7 +108,12 @@ pub fn run(pages: Pages, p: &Params, seed: u64) -> Result<BenchResult> {
         backing: mem.region.verify().unwrap_or(mem.backed.clone()),
         backing_note: mem.note.clone(),
         bytes: p.max_bytes,
-        metrics: vec![Metric { name: "ns_per_load_at_max".into(), value: ns, unit: "ns".into(), higher_is_better: false }],
+        metrics: vec![Metric {
+            name: "ns_per_load_at_max".into(),
+            value: ns,
+            unit: "ns".into(),
+            higher_is_better: false,
+        }],
         details: json!({
             "stride": p.stride,
             "random": p.random,

@@ -56,11 +56,15 @@ impl Pages {
         if let Some(sz) = l.strip_prefix("mthp-") {
             let bytes = parse_size(sz)?;
             if bytes < 8192 || !bytes.is_power_of_two() {
-                return Err(ProbeError::Invalid(format!("mthp size {sz}: must be a power of two ≥ 8K (e.g. mthp-64K)")));
+                return Err(ProbeError::Invalid(format!(
+                    "mthp size {sz}: must be a power of two ≥ 8K (e.g. mthp-64K)"
+                )));
             }
             return Ok(Pages::Mthp(bytes as u64 / 1024));
         }
-        Err(ProbeError::Invalid(format!("pages '{s}': expected 4k, thp, hugetlb or mthp-SIZE (e.g. mthp-64K)")))
+        Err(ProbeError::Invalid(format!(
+            "pages '{s}': expected 4k, thp, hugetlb or mthp-SIZE (e.g. mthp-64K)"
+        )))
     }
     /// Label (`4k`, `thp`, `hugetlb`, `mthp-64K`).
     pub fn label(self) -> String {
@@ -110,7 +114,11 @@ impl Memory {
             Pages::Base => (PageKind::Base, None, "4 KiB pages (MADV_NOHUGEPAGE)".to_string()),
             Pages::Thp => {
                 sysfs::thp_usable().map_err(ProbeError::Unavailable)?;
-                (PageKind::Thp, None, format!("THP via madvise (mode '{}')", sysfs::thp_mode().unwrap_or_default()))
+                (
+                    PageKind::Thp,
+                    None,
+                    format!("THP via madvise (mode '{}')", sysfs::thp_mode().unwrap_or_default()),
+                )
             }
             Pages::Hugetlb => (PageKind::Hugetlb, None, "hugetlbfs 2 MiB pool".to_string()),
             Pages::Mthp(k) => {
@@ -120,7 +128,12 @@ impl Memory {
             }
         };
         let (region, backed) = Region::prepared(bytes, kind, seed)?;
-        Ok(Memory { region, backed, note, _guard: guard })
+        Ok(Memory {
+            region,
+            backed,
+            note,
+            _guard: guard,
+        })
     }
 }
 
@@ -167,7 +180,12 @@ pub fn counted<T>(ops: f64, f: impl FnOnce() -> T) -> (T, Vec<(String, f64)>, Op
             c.start();
             let v = f();
             let n = c.stop();
-            let per = c.names().into_iter().zip(n).map(|(k, v)| (k, v as f64 / ops.max(1.0))).collect();
+            let per = c
+                .names()
+                .into_iter()
+                .zip(n)
+                .map(|(k, v)| (k, v as f64 / ops.max(1.0)))
+                .collect();
             (v, per, None)
         }
         Err(e) => (f(), Vec::new(), Some(e)),
@@ -206,9 +224,15 @@ pub struct Ratio {
 
 /// Run `run(pages)` for each page size, `repeats` times, interleaved (the order rotates
 /// each repeat), and compute per-repeat ratios against the first page size.
-pub fn compare(pages: &[Pages], repeats: usize, mut run: impl FnMut(Pages) -> Result<BenchResult>) -> Result<Comparison> {
+pub fn compare(
+    pages: &[Pages],
+    repeats: usize,
+    mut run: impl FnMut(Pages) -> Result<BenchResult>,
+) -> Result<Comparison> {
     if pages.len() < 2 || repeats == 0 {
-        return Err(ProbeError::Invalid("--compare needs two or more page sizes and ≥ 1 repeat".into()));
+        return Err(ProbeError::Invalid(
+            "--compare needs two or more page sizes and ≥ 1 repeat".into(),
+        ));
     }
     let mut per: Vec<Vec<BenchResult>> = vec![Vec::new(); pages.len()];
     let mut runs = Vec::new();
@@ -223,7 +247,9 @@ pub fn compare(pages: &[Pages], repeats: usize, mut run: impl FnMut(Pages) -> Re
     let mut ratios = Vec::new();
     for m in 0..per[0][0].metrics.len() {
         for i in 1..pages.len() {
-            let v: Vec<f64> = (0..repeats).map(|r| per[i][r].metrics[m].value / per[0][r].metrics[m].value).collect();
+            let v: Vec<f64> = (0..repeats)
+                .map(|r| per[i][r].metrics[m].value / per[0][r].metrics[m].value)
+                .collect();
             ratios.push(Ratio {
                 metric: per[0][0].metrics[m].name.clone(),
                 pages: pages[i].label(),
@@ -235,7 +261,11 @@ pub fn compare(pages: &[Pages], repeats: usize, mut run: impl FnMut(Pages) -> Re
             });
         }
     }
-    Ok(Comparison { pages: pages.iter().map(|p| p.label()).collect(), runs, ratios })
+    Ok(Comparison {
+        pages: pages.iter().map(|p| p.label()).collect(),
+        runs,
+        ratios,
+    })
 }
 
 #[cfg(test)]

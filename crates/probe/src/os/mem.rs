@@ -91,7 +91,14 @@ impl Region {
                     len >> 20
                 )));
             }
-            return Ok(Region { map: p as *mut u8, map_len: len, ptr: p as *mut u8, len, kind, mthp_allocs_before: None });
+            return Ok(Region {
+                map: p as *mut u8,
+                map_len: len,
+                ptr: p as *mut u8,
+                len,
+                kind,
+                mthp_allocs_before: None,
+            });
         }
         let align = psz.max(PAGE);
         let map_len = len + align + 2 * PAGE;
@@ -112,7 +119,14 @@ impl Region {
         let map = map as *mut u8;
         let start = (map as usize + PAGE).next_multiple_of(align);
         let ptr = start as *mut u8;
-        let mut r = Region { map, map_len, ptr, len, kind, mthp_allocs_before: None };
+        let mut r = Region {
+            map,
+            map_len,
+            ptr,
+            len,
+            kind,
+            mthp_allocs_before: None,
+        };
         // SAFETY: [ptr, ptr+len) lies inside the reservation, with a guard page each side.
         if unsafe { libc::mprotect(ptr as *mut libc::c_void, len, libc::PROT_READ | libc::PROT_WRITE) } != 0 {
             return Err(ProbeError::last_os("mprotect"));
@@ -190,7 +204,11 @@ impl Region {
                     kernel_page_bytes: v.kernel_page,
                     fraction: 1.0 - v.anon_huge as f64 / rss,
                     ok,
-                    how: format!("smaps: KernelPageSize {} kB, AnonHugePages {} kB", v.kernel_page / 1024, v.anon_huge / 1024),
+                    how: format!(
+                        "smaps: KernelPageSize {} kB, AnonHugePages {} kB",
+                        v.kernel_page / 1024,
+                        v.anon_huge / 1024
+                    ),
                 }
             }
             PageKind::Thp => {
@@ -206,7 +224,11 @@ impl Region {
                 kernel_page_bytes: v.kernel_page,
                 fraction: if v.kernel_page == HUGE as u64 { 1.0 } else { 0.0 },
                 ok: v.kernel_page == HUGE as u64,
-                how: format!("smaps: KernelPageSize {} kB, hugetlb {} kB", v.kernel_page / 1024, v.hugetlb / 1024),
+                how: format!(
+                    "smaps: KernelPageSize {} kB, hugetlb {} kB",
+                    v.kernel_page / 1024,
+                    v.hugetlb / 1024
+                ),
             },
             PageKind::Mthp(k) => {
                 let after = sysfs::mthp_stat(k, "anon_fault_alloc");
@@ -245,7 +267,10 @@ impl Region {
         if kind == PageKind::Thp && !b.ok {
             r.collapse();
             let b2 = r.verify()?;
-            b = Backed { how: format!("{} after MADV_COLLAPSE", b2.how), ..b2 };
+            b = Backed {
+                how: format!("{} after MADV_COLLAPSE", b2.how),
+                ..b2
+            };
         }
         Ok((r, b))
     }

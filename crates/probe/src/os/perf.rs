@@ -47,19 +47,41 @@ pub struct EventSpec {
 
 impl EventSpec {
     /// Generic `dTLB-loads` (on AMD Zen: L1 DTLB misses that look up the L2 DTLB).
-    pub const DTLB_LOADS: EventSpec = EventSpec { name: "dTLB-loads", type_: PERF_TYPE_HW_CACHE, config: 3 };
+    pub const DTLB_LOADS: EventSpec = EventSpec {
+        name: "dTLB-loads",
+        type_: PERF_TYPE_HW_CACHE,
+        config: 3,
+    };
     /// Generic `dTLB-load-misses` (on AMD Zen: L2 DTLB misses; on Intel: completed walks).
-    pub const DTLB_LOAD_MISSES: EventSpec =
-        EventSpec { name: "dTLB-load-misses", type_: PERF_TYPE_HW_CACHE, config: 3 | (1 << 16) };
+    pub const DTLB_LOAD_MISSES: EventSpec = EventSpec {
+        name: "dTLB-load-misses",
+        type_: PERF_TYPE_HW_CACHE,
+        config: 3 | (1 << 16),
+    };
     /// AMD PMCx045 umask 0xFF: `ls_l1_d_tlb_miss.all`.
-    pub const AMD_L1_DTLB_MISS: EventSpec = EventSpec { name: "ls_l1_d_tlb_miss.all", type_: PERF_TYPE_RAW, config: 0xFF45 };
+    pub const AMD_L1_DTLB_MISS: EventSpec = EventSpec {
+        name: "ls_l1_d_tlb_miss.all",
+        type_: PERF_TYPE_RAW,
+        config: 0xFF45,
+    };
     /// AMD PMCx045 umask 0xF0: `ls_l1_d_tlb_miss.all_l2_miss`.
-    pub const AMD_L2_DTLB_MISS: EventSpec =
-        EventSpec { name: "ls_l1_d_tlb_miss.all_l2_miss", type_: PERF_TYPE_RAW, config: 0xF045 };
+    pub const AMD_L2_DTLB_MISS: EventSpec = EventSpec {
+        name: "ls_l1_d_tlb_miss.all_l2_miss",
+        type_: PERF_TYPE_RAW,
+        config: 0xF045,
+    };
     /// Software page-fault counter (always available; used to test this module).
-    pub const PAGE_FAULTS: EventSpec = EventSpec { name: "page-faults", type_: PERF_TYPE_SOFTWARE, config: 2 };
+    pub const PAGE_FAULTS: EventSpec = EventSpec {
+        name: "page-faults",
+        type_: PERF_TYPE_SOFTWARE,
+        config: 2,
+    };
     /// Hardware cycles.
-    pub const CYCLES: EventSpec = EventSpec { name: "cycles", type_: PERF_TYPE_HARDWARE, config: 0 };
+    pub const CYCLES: EventSpec = EventSpec {
+        name: "cycles",
+        type_: PERF_TYPE_HARDWARE,
+        config: 0,
+    };
 }
 
 /// One open counter for this thread.
@@ -82,18 +104,30 @@ impl Counter {
         };
         // SAFETY: attr is a valid VER0 perf_event_attr; pid 0 / cpu -1 = this thread.
         let fd = unsafe {
-            libc::syscall(libc::SYS_perf_event_open, &attr as *const Attr, 0 as libc::pid_t, -1 as libc::c_int, -1 as libc::c_int, 0 as libc::c_ulong)
+            libc::syscall(
+                libc::SYS_perf_event_open,
+                &attr as *const Attr,
+                0 as libc::pid_t,
+                -1 as libc::c_int,
+                -1 as libc::c_int,
+                0 as libc::c_ulong,
+            )
         };
         if fd < 0 {
             let e = std::io::Error::last_os_error();
             let hint = match e.raw_os_error() {
-                Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) => " (no such event: no hardware PMU exposed, common in VMs)",
+                Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) => {
+                    " (no such event: no hardware PMU exposed, common in VMs)"
+                }
                 Some(libc::EACCES) | Some(libc::EPERM) => " (not permitted: see /proc/sys/kernel/perf_event_paranoid)",
                 _ => "",
             };
             return Err(ProbeError::io(format!("perf_event_open({}){hint}", spec.name), e));
         }
-        Ok(Counter { fd: fd as libc::c_int, spec })
+        Ok(Counter {
+            fd: fd as libc::c_int,
+            spec,
+        })
     }
     /// Zero and start counting.
     pub fn start(&self) {
@@ -125,7 +159,10 @@ impl Drop for Counter {
 /// CPU vendor string from /proc/cpuinfo (`AuthenticAMD`, `GenuineIntel`, ...), if any.
 pub fn cpu_vendor() -> Option<String> {
     let t = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    t.lines().find(|l| l.starts_with("vendor_id")).and_then(|l| l.split(':').nth(1)).map(|s| s.trim().to_string())
+    t.lines()
+        .find(|l| l.starts_with("vendor_id"))
+        .and_then(|l| l.split(':').nth(1))
+        .map(|s| s.trim().to_string())
 }
 
 /// A set of TLB counters: `[l1_misses, l2_misses]` (either may be missing).
@@ -163,7 +200,10 @@ impl TlbCounters {
                 return Ok(TlbCounters { counters: ok });
             }
         }
-        Err(format!("no TLB counter opened (tried {}); last error: {last}", tried.join(", ")))
+        Err(format!(
+            "no TLB counter opened (tried {}); last error: {last}",
+            tried.join(", ")
+        ))
     }
     /// Names of the open counters.
     pub fn names(&self) -> Vec<String> {

@@ -30,7 +30,11 @@ pub fn parse_vma(text: &str, addr: usize) -> Option<VmaPages> {
                     return Some(v);
                 }
                 if s <= addr && addr < e {
-                    cur = Some(VmaPages { start: s, end: e, ..Default::default() });
+                    cur = Some(VmaPages {
+                        start: s,
+                        end: e,
+                        ..Default::default()
+                    });
                 }
                 continue;
             }
@@ -53,11 +57,10 @@ pub fn parse_vma(text: &str, addr: usize) -> Option<VmaPages> {
 
 /// The VMA of this process containing `addr`.
 pub fn vma_of(addr: usize) -> Result<VmaPages> {
-    let text = std::fs::read_to_string("/proc/self/smaps")
-        .map_err(|e| ProbeError::io("reading /proc/self/smaps", e))?;
-    parse_vma(&text, addr).ok_or_else(|| {
-        ProbeError::Unavailable(format!("no VMA in /proc/self/smaps contains {addr:#x}"))
-    })
+    let text =
+        std::fs::read_to_string("/proc/self/smaps").map_err(|e| ProbeError::io("reading /proc/self/smaps", e))?;
+    parse_vma(&text, addr)
+        .ok_or_else(|| ProbeError::Unavailable(format!("no VMA in /proc/self/smaps contains {addr:#x}")))
 }
 
 #[cfg(test)]

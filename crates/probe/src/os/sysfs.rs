@@ -22,7 +22,9 @@ pub fn thp_mode() -> Result<String, String> {
 pub fn thp_usable() -> Result<(), String> {
     match thp_mode()?.as_str() {
         "always" | "madvise" => Ok(()),
-        m => Err(format!("THP disabled ({THP}/enabled is '{m}'; echo madvise > {THP}/enabled as root)")),
+        m => Err(format!(
+            "THP disabled ({THP}/enabled is '{m}'; echo madvise > {THP}/enabled as root)"
+        )),
     }
 }
 
@@ -60,7 +62,11 @@ pub fn mthp_dir(kib: u64) -> PathBuf {
 
 /// Read one mTHP statistic counter (`stats/anon_fault_alloc`, ...), if present.
 pub fn mthp_stat(kib: u64, name: &str) -> Option<u64> {
-    std::fs::read_to_string(mthp_dir(kib).join("stats").join(name)).ok()?.trim().parse().ok()
+    std::fs::read_to_string(mthp_dir(kib).join("stats").join(name))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// While alive, an mTHP size is enabled for madvised memory and every LARGER size is off
@@ -101,19 +107,28 @@ impl MthpGuard {
             format!("mTHP size {kib} KiB not supported by this kernel ({}: {e}; mTHP needs Linux 6.8+ and a size the architecture offers)", p.display())
         })?;
         let mode = bracketed(&t).ok_or_else(|| format!("cannot parse {}: {t:?}", p.display()))?;
-        let mut g = MthpGuard { restore: Vec::new(), note: String::new() };
+        let mut g = MthpGuard {
+            restore: Vec::new(),
+            note: String::new(),
+        };
         let mut notes = Vec::new();
         match mode.as_str() {
             "always" | "madvise" => notes.push(format!("hugepages-{kib}kB already '{mode}'")),
             "inherit" => match thp_usable() {
-                Ok(()) => notes.push(format!("hugepages-{kib}kB 'inherit' from THP mode '{}'", thp_mode().unwrap_or_default())),
+                Ok(()) => notes.push(format!(
+                    "hugepages-{kib}kB 'inherit' from THP mode '{}'",
+                    thp_mode().unwrap_or_default()
+                )),
                 Err(e) => return Err(format!("hugepages-{kib}kB is 'inherit' but {e}")),
             },
             _ => g.set(kib, "madvise", &mode, &mut notes)?,
         }
         for larger in mthp_sizes().into_iter().filter(|&k| k > kib) {
             let lp = mthp_dir(larger).join("enabled");
-            let lm = std::fs::read_to_string(&lp).ok().and_then(|t| bracketed(&t)).unwrap_or_default();
+            let lm = std::fs::read_to_string(&lp)
+                .ok()
+                .and_then(|t| bracketed(&t))
+                .unwrap_or_default();
             if lm != "never" && !lm.is_empty() {
                 g.set(larger, "never", &lm, &mut notes)?;
             }
@@ -125,10 +140,16 @@ impl MthpGuard {
     fn set(&mut self, kib: u64, to: &str, was: &str, notes: &mut Vec<String>) -> Result<(), String> {
         let p = mthp_dir(kib).join("enabled");
         std::fs::write(&p, to).map_err(|e| {
-            format!("mTHP size {kib} KiB is '{was}' and {} is not writable ({e}); as root: echo {to} > {}", p.display(), p.display())
+            format!(
+                "mTHP size {kib} KiB is '{was}' and {} is not writable ({e}); as root: echo {to} > {}",
+                p.display(),
+                p.display()
+            )
         })?;
         self.restore.push((kib, was.to_string()));
-        notes.push(format!("hugepages-{kib}kB was '{was}': set to '{to}' for this run, restored afterwards"));
+        notes.push(format!(
+            "hugepages-{kib}kB was '{was}': set to '{to}' for this run, restored afterwards"
+        ));
         Ok(())
     }
 }

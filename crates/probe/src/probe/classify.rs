@@ -77,7 +77,11 @@ pub fn from_4k_stride(levels: &mut [LevelResult], a: &Series, b: &Series) {
                 "at {xl} pages (within capacity) the 2 MiB curve already sat a miss step ({step:.2}) above the 4 KiB curve: the level does not cache them (bypass)"
             );
         } else if let Some(j) = held_below {
-            l.caches_2m_how = format!("level {} already holds the 2 MiB pages; level {} not exercised by this sweep", j + 1, i + 1);
+            l.caches_2m_how = format!(
+                "level {} already holds the 2 MiB pages; level {} not exercised by this sweep",
+                j + 1,
+                i + 1
+            );
         } else {
             l.caches_2m = Some(true);
             l.caches_2m_how = format!(
@@ -92,18 +96,26 @@ pub fn from_4k_stride(levels: &mut [LevelResult], a: &Series, b: &Series) {
 /// Use the 2 MiB-stride series (`c`, x = 2 MiB pages) for levels above the first one that
 /// holds 2 MiB pages: after that level's 2 MiB knee, the rise tells which level services.
 pub fn from_2m_stride(levels: &mut [LevelResult], a: &Series, c: &Series, floor: f64) {
-    let Some(j) = levels.iter().position(|l| l.caches_2m == Some(true)) else { return };
+    let Some(j) = levels.iter().position(|l| l.caches_2m == Some(true)) else {
+        return;
+    };
     let xf: Vec<f64> = c.x.iter().map(|&v| v as f64).collect();
     let ks = knee::find_knees(&xf, &c.excess, floor);
     let Some(k) = ks.first() else {
         let max = c.x.last().copied().unwrap_or(0);
         for l in levels.iter_mut().skip(j + 1).filter(|l| l.caches_2m.is_none()) {
-            l.caches_2m_how = format!("level {} held all {max} 2 MiB pages of the 2M-stride sweep: level {} not exercised", j + 1, l.level);
+            l.caches_2m_how = format!(
+                "level {} held all {max} 2 MiB pages of the 2M-stride sweep: level {} not exercised",
+                j + 1,
+                l.level
+            );
         }
         return;
     };
     levels[j].entries_2m = Some(k.x_lo as usize);
-    let Some(p) = idx_at_least(&c.x, 1.5 * k.x_hi) else { return };
+    let Some(p) = idx_at_least(&c.x, 1.5 * k.x_hi) else {
+        return;
+    };
     let rise = c.excess[p] - c.excess[k.lo];
     let st = steps(levels, a);
     // Rise if serviced by level s (> j): sum of the 4K miss steps of levels j..s-1.
@@ -125,7 +137,8 @@ pub fn from_2m_stride(levels: &mut [LevelResult], a: &Series, c: &Series, floor:
         let verdict = i == s;
         if i <= s {
             l.caches_2m = Some(verdict);
-            l.caches_2m_how = format!(
+            l.caches_2m_how =
+                format!(
                 "2M-stride sweep: past level {}'s {} 2 MiB entries the cost rose {rise:.2}; nearest to service by {}",
                 j + 1,
                 k.x_lo,

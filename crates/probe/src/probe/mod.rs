@@ -105,7 +105,15 @@ impl ProbeConfig {
     }
     /// The quick run (a few seconds).
     pub fn quick() -> Self {
-        ProbeConfig { points_per_octave: 4, repeats: 3, steps: 60_000, refine_repeats: 3, huge_stride_max: 128, always_huge_stride: false, ..Self::standard() }
+        ProbeConfig {
+            points_per_octave: 4,
+            repeats: 3,
+            steps: 60_000,
+            refine_repeats: 3,
+            huge_stride_max: 128,
+            always_huge_stride: false,
+            ..Self::standard()
+        }
     }
     fn validate(&self) -> Result<()> {
         if self.min_pages < 2 || self.max_pages < self.min_pages * 8 {
@@ -115,7 +123,9 @@ impl ProbeConfig {
             )));
         }
         if self.repeats == 0 || self.steps < 1000 || self.points_per_octave == 0 || self.refine_repeats == 0 {
-            return Err(ProbeError::Invalid("repeats, refine repeats and points per octave must be ≥ 1, steps ≥ 1000".into()));
+            return Err(ProbeError::Invalid(
+                "repeats, refine repeats and points per octave must be ≥ 1, steps ≥ 1000".into(),
+            ));
         }
         Ok(())
     }
@@ -221,7 +231,9 @@ pub fn run_series(
         s.chase.push(median(&col(i, &|m| m.0)));
         s.baseline.push(median(&col(i, &|m| m.1)));
         s.excess.push(median(&ex));
-        let (lo, hi) = ex.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
+        let (lo, hi) = ex
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
         s.spread.push(if ex.is_empty() { f64::NAN } else { hi - lo });
         for c in 0..ncnt {
             s.counters[c].push(median(&col(i, &|m| m.2.get(c).copied().unwrap_or(f64::NAN))));
@@ -268,15 +280,30 @@ pub fn run(t: &mut dyn Target, cfg: &ProbeConfig, progress: Progress) -> Result<
     // Phase weights for the progress fraction.
     let (w_a, w_r, w_b, w_c) = (0.45, 0.15, 0.25, 0.15);
 
-    let a = run_series(t, "4K", Backing::Base, Stride::Page4K, &xs, cfg.repeats, cfg.steps, cfg.seed, &mut |f| {
-        progress("4 KiB sweep", w_a * f)
-    })?;
+    let a = run_series(
+        t,
+        "4K",
+        Backing::Base,
+        Stride::Page4K,
+        &xs,
+        cfg.repeats,
+        cfg.steps,
+        cfg.seed,
+        &mut |f| progress("4 KiB sweep", w_a * f),
+    )?;
     if a.mappings_ok == 0 {
-        return Err(ProbeError::Unavailable("no 4 KiB mapping verified as 4 KiB-backed (smaps)".into()));
+        return Err(ProbeError::Unavailable(
+            "no 4 KiB mapping verified as 4 KiB-backed (smaps)".into(),
+        ));
     }
     let xf: Vec<f64> = xs.iter().map(|&v| v as f64).collect();
     // Smallest rise that counts: 25 % of the fastest (L1-cache) access time.
-    let floor = 0.25 * a.baseline.iter().copied().filter(|v| v.is_finite()).fold(f64::INFINITY, f64::min);
+    let floor = 0.25
+        * a.baseline
+            .iter()
+            .copied()
+            .filter(|v| v.is_finite())
+            .fold(f64::INFINITY, f64::min);
     let mut knees = Vec::new();
     let mut rejected = Vec::new();
     for k in knee::find_knees(&xf, &a.excess, floor) {
@@ -301,13 +328,19 @@ pub fn run(t: &mut dyn Target, cfg: &ProbeConfig, progress: Progress) -> Result<
     // (partial misses of a non-LRU or set-associative level), not a level of its own.
     let mut i = 0;
     while i + 1 < knees.len() {
-        let (r0, r1) = (knees[i].after - knees[i].before, knees[i + 1].after - knees[i + 1].before);
+        let (r0, r1) = (
+            knees[i].after - knees[i].before,
+            knees[i + 1].after - knees[i + 1].before,
+        );
         if knees[i + 1].x_lo <= 2.0 * knees[i].x_hi && r0 < 0.15 * r1 {
             let k = knees.remove(i);
             rejected.push(RejectedKnee {
                 between: [k.x_lo as usize, k.x_hi as usize],
                 rise: r0,
-                reason: format!("onset of the larger rise at {}..{} pages (under 15 % of its height)", knees[i].x_lo, knees[i].x_hi),
+                reason: format!(
+                    "onset of the larger rise at {}..{} pages (under 15 % of its height)",
+                    knees[i].x_lo, knees[i].x_hi
+                ),
             });
         } else {
             i += 1;
@@ -317,7 +350,12 @@ pub fn run(t: &mut dyn Target, cfg: &ProbeConfig, progress: Progress) -> Result<
     // (page-table data leaving the caches) can pause and resume; its later parts are not
     // TLB levels. Keep a knee only if its relative rise is at least 10 % of the largest and,
     // when it lies within 2× of the previous kept knee, larger than that knee's; at most 3.
-    let bmin = a.baseline.iter().copied().filter(|v| v.is_finite()).fold(f64::INFINITY, f64::min);
+    let bmin = a
+        .baseline
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite())
+        .fold(f64::INFINITY, f64::min);
     let rel = |k: &Knee| (k.after - k.before) / (k.before.max(0.0) + bmin);
     let top = knees.iter().map(rel).fold(0.0, f64::max);
     let mut kept: Vec<Knee> = Vec::new();
@@ -332,7 +370,11 @@ pub fn run(t: &mut dyn Target, cfg: &ProbeConfig, progress: Progress) -> Result<
             None
         };
         match why {
-            Some(reason) => rejected.push(RejectedKnee { between: [k.x_lo as usize, k.x_hi as usize], rise: k.after - k.before, reason }),
+            Some(reason) => rejected.push(RejectedKnee {
+                between: [k.x_lo as usize, k.x_hi as usize],
+                rise: k.after - k.before,
+                reason,
+            }),
             None => kept.push(k),
         }
     }
@@ -353,7 +395,10 @@ pub fn run(t: &mut dyn Target, cfg: &ProbeConfig, progress: Progress) -> Result<
             let plateau = &a.excess[start..=k.lo.max(start)];
             kr.before = median(plateau);
             kr.jump = 1e-3 * (a.excess[k.hi] - kr.before).abs().max(1e-9);
-            let lo = (start..=k.lo.max(start)).rev().find(|&j| !kr.is_high(a.excess[j])).unwrap_or(start);
+            let lo = (start..=k.lo.max(start))
+                .rev()
+                .find(|&j| !kr.is_high(a.excess[j]))
+                .unwrap_or(start);
             kr.x_lo = a.x[lo] as f64;
         } else {
             kr.jump = k.jump.max(0.25 * (a.excess[k.hi] - k.before));
@@ -370,8 +415,16 @@ pub fn run(t: &mut dyn Target, cfg: &ProbeConfig, progress: Progress) -> Result<
             untested.push("2 MiB pages: not requested (--huge none)".to_string());
             None
         }
-        HugeChoice::Thp => t.check(Backing::Thp).map(|_| Backing::Thp).map_err(|e| untested.push(format!("2 MiB THP: {e}"))).ok(),
-        HugeChoice::Hugetlb => t.check(Backing::Hugetlb).map(|_| Backing::Hugetlb).map_err(|e| untested.push(format!("2 MiB hugetlbfs: {e}"))).ok(),
+        HugeChoice::Thp => t
+            .check(Backing::Thp)
+            .map(|_| Backing::Thp)
+            .map_err(|e| untested.push(format!("2 MiB THP: {e}")))
+            .ok(),
+        HugeChoice::Hugetlb => t
+            .check(Backing::Hugetlb)
+            .map(|_| Backing::Hugetlb)
+            .map_err(|e| untested.push(format!("2 MiB hugetlbfs: {e}")))
+            .ok(),
         HugeChoice::Auto => {
             let thp = t.check(Backing::Thp);
             let htlb = t.check(Backing::Hugetlb);
@@ -393,23 +446,43 @@ pub fn run(t: &mut dyn Target, cfg: &ProbeConfig, progress: Progress) -> Result<
     };
     let mut series = vec![a];
     if let Some(hb) = huge {
-        let mut b = run_series(t, "2M", hb, Stride::Page4K, &xs, cfg.repeats, cfg.steps, cfg.seed ^ 0x2222, &mut |f| {
-            progress("2 MiB sweep (4 KiB stride)", w_a + w_r + w_b * f)
-        })?;
+        let mut b = run_series(
+            t,
+            "2M",
+            hb,
+            Stride::Page4K,
+            &xs,
+            cfg.repeats,
+            cfg.steps,
+            cfg.seed ^ 0x2222,
+            &mut |f| progress("2 MiB sweep (4 KiB stride)", w_a + w_r + w_b * f),
+        )?;
         if b.mappings_ok == 0 {
             let why = b.mappings.first().map(|m| m.how.clone()).unwrap_or_default();
-            untested.push(format!("2 MiB {}: no mapping verified as 2 MiB-backed ({why})", hb.label()));
+            untested.push(format!(
+                "2 MiB {}: no mapping verified as 2 MiB-backed ({why})",
+                hb.label()
+            ));
             b.name = "2M (unverified, unused)".into();
             series.push(b);
         } else {
             classify::from_4k_stride(&mut levels, &series[0], &b);
             series.push(b);
-            let need_c = levels.iter().any(|l| l.caches_2m == Some(true)) && levels.iter().any(|l| l.caches_2m.is_none());
+            let need_c =
+                levels.iter().any(|l| l.caches_2m == Some(true)) && levels.iter().any(|l| l.caches_2m.is_none());
             if need_c || cfg.always_huge_stride {
                 let hx = sweep_points(2, cfg.huge_stride_max.max(16), cfg.points_per_octave);
-                let c = run_series(t, "2M-stride", hb, Stride::Page2M, &hx, cfg.repeats.min(3), cfg.steps, cfg.seed ^ 0x3333, &mut |f| {
-                    progress("2 MiB sweep (2 MiB stride)", w_a + w_r + w_b + w_c * f)
-                })?;
+                let c = run_series(
+                    t,
+                    "2M-stride",
+                    hb,
+                    Stride::Page2M,
+                    &hx,
+                    cfg.repeats.min(3),
+                    cfg.steps,
+                    cfg.seed ^ 0x3333,
+                    &mut |f| progress("2 MiB sweep (2 MiB stride)", w_a + w_r + w_b + w_c * f),
+                )?;
                 if c.mappings_ok > 0 {
                     classify::from_2m_stride(&mut levels, &series[0], &c, floor);
                 }
@@ -422,7 +495,11 @@ pub fn run(t: &mut dyn Target, cfg: &ProbeConfig, progress: Progress) -> Result<
         }
     }
     progress("done", 1.0);
-    let method = if levels.iter().any(|l| l.method.contains("counters")) { "timing+counters" } else { "timing" };
+    let method = if levels.iter().any(|l| l.method.contains("counters")) {
+        "timing+counters"
+    } else {
+        "timing"
+    };
     let simulated = info.unit == crate::target::TimeUnit::Cycles;
     Ok(ProbeReport {
         target: info,

@@ -108,7 +108,10 @@ pub fn confirm_with_counters(levels: &mut [LevelResult], a: &Series, names: &[St
                 if lo <= e * 1.25 && hi >= e / 1.25 {
                     l.method = format!("timing, confirmed by counters ({})", names[i]);
                 } else {
-                    l.method = format!("timing (counters disagree: {} crossed 0.5/access between {lo} and {hi})", names[i]);
+                    l.method = format!(
+                        "timing (counters disagree: {} crossed 0.5/access between {lo} and {hi})",
+                        names[i]
+                    );
                 }
             }
             None => l.method = format!("timing (counter {} never crossed 0.5/access)", names[i]),
@@ -155,7 +158,11 @@ impl ProbeReport {
             );
         }
         if self.levels.is_empty() {
-            let _ = writeln!(s, "(no TLB knee found in {}..{} pages)", self.config.min_pages, self.config.max_pages);
+            let _ = writeln!(
+                s,
+                "(no TLB knee found in {}..{} pages)",
+                self.config.min_pages, self.config.max_pages
+            );
         }
         let _ = writeln!(s);
         if let Some(b) = self.huge_backing {
@@ -164,15 +171,33 @@ impl ProbeReport {
         for l in &self.levels {
             let mut extra = String::new();
             if let Some(sp) = l.splinters_2m {
-                extra = format!(" [{}]", if sp { "splinters: holds the 4 KiB piece" } else { "bypass" });
+                extra = format!(
+                    " [{}]",
+                    if sp {
+                        "splinters: holds the 4 KiB piece"
+                    } else {
+                        "bypass"
+                    }
+                );
             }
             if let Some(e) = l.entries_2m {
                 extra.push_str(&format!(" [2 MiB entries ≈ {e}]"));
             }
-            let _ = writeln!(s, "  L{} caches 2M = {}: {}{}", l.level, yn(l.caches_2m), l.caches_2m_how, extra);
+            let _ = writeln!(
+                s,
+                "  L{} caches 2M = {}: {}{}",
+                l.level,
+                yn(l.caches_2m),
+                l.caches_2m_how,
+                extra
+            );
         }
         for r in &self.rejected_knees {
-            let _ = writeln!(s, "rejected rise {}..{} pages (+{:.2}): {}", r.between[0], r.between[1], r.rise, r.reason);
+            let _ = writeln!(
+                s,
+                "rejected rise {}..{} pages (+{:.2}): {}",
+                r.between[0], r.between[1], r.rise, r.reason
+            );
         }
         for u in &self.untested {
             let _ = writeln!(s, "untested: {u}");
@@ -191,7 +216,11 @@ impl ProbeReport {
                 ser.name,
                 ser.mappings.len(),
                 ser.mappings_ok,
-                if bad.is_empty() { String::new() } else { format!(" (unverified: {})", bad[0]) }
+                if bad.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (unverified: {})", bad[0])
+                }
             );
         }
         let _ = writeln!(s, "elapsed: {:.1} s (huge: {:?})", self.elapsed_s, self.config.huge);

@@ -46,7 +46,11 @@ fn imp() -> Vec<Reported> {
     }
     let mut push = |what: &str, value: u32, src: &str| {
         if value > 0 {
-            v.push(Reported { what: what.into(), value: value.to_string(), source: src.into() });
+            v.push(Reported {
+                what: what.into(),
+                value: value.to_string(),
+                source: src.into(),
+            });
         }
     };
     if ext_max >= 0x8000_0005 {

@@ -38,14 +38,23 @@ impl NativeTarget {
         } else {
             (None, Some("counters not requested (--no-counters)".into()))
         };
-        NativeTarget { region: None, baseline: None, counters, counters_note }
+        NativeTarget {
+            region: None,
+            baseline: None,
+            counters,
+            counters_note,
+        }
     }
 
     fn baseline_for(&mut self, lines: usize) -> Result<&mut Region> {
         let need = (lines * 64).next_multiple_of(2 << 20);
         if self.baseline.as_ref().map_or(true, |r| r.len() < need) {
             self.baseline = None;
-            let kind = if sysfs::thp_usable().is_ok() { PageKind::Thp } else { PageKind::Base };
+            let kind = if sysfs::thp_usable().is_ok() {
+                PageKind::Thp
+            } else {
+                PageKind::Base
+            };
             let (r, _) = Region::prepared(need, kind, 99)?;
             self.baseline = Some(r);
         }
@@ -132,7 +141,11 @@ impl Target for NativeTarget {
         Ok(VerifiedBacking {
             requested: backing,
             kernel_page_bytes: b.kernel_page_bytes,
-            huge_fraction: if backing == Backing::Base { 1.0 - b.fraction } else { b.fraction },
+            huge_fraction: if backing == Backing::Base {
+                1.0 - b.fraction
+            } else {
+                b.fraction
+            },
             ok: b.ok,
             how: b.how,
         })
@@ -144,7 +157,9 @@ impl Target for NativeTarget {
             None => return Err(ProbeError::Invalid("measure before map".into())),
         };
         if slots == 0 || slots > mapped {
-            return Err(ProbeError::Invalid(format!("measure {slots} slots of a {mapped}-slot mapping")));
+            return Err(ProbeError::Invalid(format!(
+                "measure {slots} slots of a {mapped}-slot mapping"
+            )));
         }
         let mut rng = Rng::new(seed);
         let mut order: Vec<usize> = (0..slots).collect();
@@ -189,7 +204,11 @@ impl Target for NativeTarget {
             let n = (steps.div_ceil(8) * 8) as f64;
             counters = c.stop().into_iter().map(|v| v as f64 / n).collect();
         }
-        Ok(Measurement { chase: best, baseline: best_b, counters })
+        Ok(Measurement {
+            chase: best,
+            baseline: best_b,
+            counters,
+        })
     }
 }
 

@@ -63,7 +63,12 @@ impl SimTarget {
             }
             cur = t.next;
         }
-        SimTarget { name: name.to_string(), spec, machine: None, miss_counters }
+        SimTarget {
+            name: name.to_string(),
+            spec,
+            machine: None,
+            miss_counters,
+        }
     }
 
     /// The machine description.
@@ -79,14 +84,23 @@ impl SimTarget {
     fn page_size(&self, backing: Backing) -> std::result::Result<PageSize, String> {
         match backing {
             Backing::Base => Ok(self.spec.format.page_sizes()[0]),
-            _ => self.huge_size().ok_or_else(|| format!("{} page tables have no leaf of 1 or 2 MiB", self.spec.format.arch_name())),
+            _ => self.huge_size().ok_or_else(|| {
+                format!(
+                    "{} page tables have no leaf of 1 or 2 MiB",
+                    self.spec.format.arch_name()
+                )
+            }),
         }
     }
 
     /// (translation cycles, misses of each data-TLB level) so far.
     fn counters(&self, m: &Machine) -> (u64, Vec<u64>) {
         let s = Stats::collect(m);
-        let misses = self.miss_counters.iter().map(|&(i, _)| s.levels[i].counts.misses).collect();
+        let misses = self
+            .miss_counters
+            .iter()
+            .map(|&(i, _)| s.levels[i].counts.misses)
+            .collect();
         (s.counters.tlb_cycles + s.counters.walk_cycles, misses)
     }
 }
@@ -107,7 +121,9 @@ impl Target for SimTarget {
             arch: self.spec.format.arch_name().to_string(),
             unit: TimeUnit::Cycles,
             counters: self.miss_counters.iter().map(|(_, n)| n.clone()).collect(),
-            counters_note: Some("simulated core: timing from the machine's cost model; counters are its TLB misses".into()),
+            counters_note: Some(
+                "simulated core: timing from the machine's cost model; counters are its TLB misses".into(),
+            ),
         }
     }
 
@@ -123,11 +139,18 @@ impl Target for SimTarget {
         let want = (2 * span).max(256 << 20).next_power_of_two().min(spec.format.max_pa());
         spec.memory_bytes = spec.memory_bytes.max(want).min(spec.format.max_pa());
         if BASE_VA + span > 1 << 32 && spec.format.levels()[0].shift + spec.format.levels()[0].bits <= 32 {
-            return Err(ProbeError::Invalid(format!("{slots} slots do not fit a 32-bit address space")));
+            return Err(ProbeError::Invalid(format!(
+                "{slots} slots do not fit a 32-bit address space"
+            )));
         }
         let mut m = Machine::new(spec).map_err(err)?;
         for i in 0..slots {
-            m.access(&MemRef::new(BASE_VA + stride.slot_offset(i) as u64, AccessKind::Store, 8)).map_err(err)?;
+            m.access(&MemRef::new(
+                BASE_VA + stride.slot_offset(i) as u64,
+                AccessKind::Store,
+                8,
+            ))
+            .map_err(err)?;
         }
         self.machine = Some((m, stride, slots));
         Ok(VerifiedBacking {
@@ -141,24 +164,41 @@ impl Target for SimTarget {
 
     fn measure(&mut self, slots: usize, steps: usize, seed: u64) -> Result<Measurement> {
         let entry_latency = self.spec.tlbs[self.spec.data_entry].latency as f64;
-        let (mut m, stride, mapped) = self.machine.take().ok_or_else(|| ProbeError::Invalid("measure before map".into()))?;
+        let (mut m, stride, mapped) = self
+            .machine
+            .take()
+            .ok_or_else(|| ProbeError::Invalid("measure before map".into()))?;
         let r = self.chase(&mut m, stride, mapped, slots, steps, seed);
         self.machine = Some((m, stride, mapped));
         let (cycles, misses) = r?;
-        Ok(Measurement { chase: DATA_CYCLES + cycles, baseline: DATA_CYCLES + entry_latency, counters: misses })
+        Ok(Measurement {
+            chase: DATA_CYCLES + cycles,
+            baseline: DATA_CYCLES + entry_latency,
+            counters: misses,
+        })
     }
 }
 
 impl SimTarget {
     /// Runs the timed chase: (cycles per access, misses per access of each level).
-    fn chase(&self, m: &mut Machine, stride: Stride, mapped: usize, slots: usize, steps: usize, seed: u64) -> Result<(f64, Vec<f64>)> {
+    fn chase(
+        &self,
+        m: &mut Machine,
+        stride: Stride,
+        mapped: usize,
+        slots: usize,
+        steps: usize,
+        seed: u64,
+    ) -> Result<(f64, Vec<f64>)> {
         if slots > mapped || slots == 0 {
             return Err(ProbeError::Invalid(format!("measure {slots} slots of {mapped} mapped")));
         }
         let mut order: Vec<usize> = (0..slots).collect();
         Rng::new(seed).shuffle(&mut order);
-        let refs: Vec<MemRef> =
-            order.iter().map(|&i| MemRef::new(BASE_VA + stride.slot_offset(i) as u64, AccessKind::Load, 8)).collect();
+        let refs: Vec<MemRef> = order
+            .iter()
+            .map(|&i| MemRef::new(BASE_VA + stride.slot_offset(i) as u64, AccessKind::Load, 8))
+            .collect();
         for r in refs.iter().cycle().take(2 * slots) {
             m.access(r).map_err(err)?;
         }
@@ -232,7 +272,11 @@ pub fn expected(spec: &MachineSpec) -> Vec<Expected> {
     let mut out: Vec<Expected> = Vec::new();
     for (k, &i) in chain.iter().enumerate() {
         let t = &spec.tlbs[i];
-        let piece = if t.page_sizes.contains(&PageSize::K4) { t.entries } else { 0 };
+        let piece = if t.page_sizes.contains(&PageSize::K4) {
+            t.entries
+        } else {
+            0
+        };
         let holds = cached[k].is_some_and(|p| p > PageSize::K4);
         let extra: Vec<PageSize> = t.page_sizes.iter().copied().filter(|&p| p > PageSize::K4).collect();
         match out.last_mut() {

@@ -136,8 +136,18 @@ impl TraceSource for ChampSimReader {
             }
             let r = &self.buf[self.start..self.start + rs];
             let u64at = |i: usize| u64::from_le_bytes(r[i..i + 8].try_into().expect("8 bytes"));
-            let asid = if self.variant == Variant::Cloudsuite { r[88] as u16 } else { 0 };
-            let mk = |addr, kind| MemRef { addr, size: 0, kind, core: 0, asid };
+            let asid = if self.variant == Variant::Cloudsuite {
+                r[88] as u16
+            } else {
+                0
+            };
+            let mk = |addr, kind| MemRef {
+                addr,
+                size: 0,
+                kind,
+                core: 0,
+                asid,
+            };
             self.pending.clear();
             self.taken = 0;
             self.pending.push(mk(u64at(0), AccessKind::IFetch));

@@ -41,7 +41,8 @@ impl<R: BufRead> TraceSource for DinReader<R> {
                 }
             };
             let addr = it.next().and_then(parse_hex).ok_or_else(|| {
-                self.lines.corrupt("expected a hexadecimal address after the label".into(), refs)
+                self.lines
+                    .corrupt("expected a hexadecimal address after the label".into(), refs)
             })?;
             buf.push(MemRef::new(addr, kind, 0));
         }
@@ -81,7 +82,11 @@ mod tests {
         let kinds: Vec<_> = v.iter().map(|r| (r.kind, r.addr)).collect();
         assert_eq!(
             kinds,
-            vec![(AccessKind::Load, 0x1000), (AccessKind::Store, 0x2000), (AccessKind::IFetch, 0x3000)]
+            vec![
+                (AccessKind::Load, 0x1000),
+                (AccessKind::Store, 0x2000),
+                (AccessKind::IFetch, 0x3000)
+            ]
         );
     }
 
@@ -89,7 +94,10 @@ mod tests {
     fn garbage_names_line_offset_and_refs_before() {
         let e = read("0 1000\n0 2000\nhello world\n").unwrap_err();
         let s = e.to_string();
-        assert!(s.contains("t.din") && s.contains("offset 14") && s.contains("line 3"), "{s}");
+        assert!(
+            s.contains("t.din") && s.contains("offset 14") && s.contains("line 3"),
+            "{s}"
+        );
         assert_eq!(e.refs_before(), Some(2));
         assert!(read("0 zz\n").is_err());
     }

@@ -115,7 +115,13 @@ impl Thread {
     }
 
     fn corrupt(&self, offset: u64, what: String, refs_before: u64) -> TraceError {
-        TraceError::Corrupt { path: self.path.clone(), offset, line: None, what, refs_before }
+        TraceError::Corrupt {
+            path: self.path.clone(),
+            offset,
+            line: None,
+            what,
+            refs_before,
+        }
     }
 
     /// Refills the buffer; false at the end of the stream.
@@ -151,7 +157,14 @@ impl Thread {
     /// Decodes records into `out` until `max` references were added, the stream ends, or
     /// (if `stop_at_ts`) a TIMESTAMP marker is read. `delivered` counts references handed
     /// out before this call (for errors).
-    fn fill(&mut self, out: &mut Vec<MemRef>, max: usize, stop_at_ts: bool, sh: &mut Shared, delivered: u64) -> Result<Stop, TraceError> {
+    fn fill(
+        &mut self,
+        out: &mut Vec<MemRef>,
+        max: usize,
+        stop_at_ts: bool,
+        sh: &mut Shared,
+        delivered: u64,
+    ) -> Result<Stop, TraceError> {
         let Shared { opts, ids, meta } = sh;
         let first = out.len();
         loop {
@@ -213,16 +226,32 @@ impl Thread {
                     continue;
                 }
                 _ => {
-                    let what = format!("unknown record type {ty} (size {size}, addr {addr:#x}); is this a drmemtrace offline trace?");
+                    let what = format!(
+                        "unknown record type {ty} (size {size}, addr {addr:#x}); is this a drmemtrace offline trace?"
+                    );
                     return Err(self.corrupt(at, what, delivered + (out.len() - first) as u64));
                 }
             };
-            out.push(MemRef { addr, size, kind, core: self.core, asid: self.asid });
+            out.push(MemRef {
+                addr,
+                size,
+                kind,
+                core: self.core,
+                asid: self.asid,
+            });
         }
     }
 
     /// Handles a marker; returns `Some(stop)` when the caller must stop.
-    fn marker(&mut self, sub: u16, value: u64, stop_at_ts: bool, opts: &DrOptions, ids: &mut Ids, meta: &mut TraceMeta) -> Option<Stop> {
+    fn marker(
+        &mut self,
+        sub: u16,
+        value: u64,
+        stop_at_ts: bool,
+        opts: &DrOptions,
+        ids: &mut Ids,
+        meta: &mut TraceMeta,
+    ) -> Option<Stop> {
         let name = match sub {
             MARKER_TIMESTAMP => {
                 meta.count("timestamp");
@@ -270,7 +299,10 @@ fn open_thread(path: &Path) -> Result<(Thread, Progress), TraceError> {
     let input = open_input(path)?;
     if input.container == Container::Zip {
         drop(input);
-        let zc = ZipChunks::open(path, is_chunk).map_err(|source| TraceError::Io { path: path.into(), source })?;
+        let zc = ZipChunks::open(path, is_chunk).map_err(|source| TraceError::Io {
+            path: path.into(),
+            source,
+        })?;
         return Ok((Thread::new(Box::new(zc), path), Progress::default()));
     }
     let progress = input.progress.clone();
@@ -289,14 +321,25 @@ impl DrReader {
     /// Opens `path` (`.trace.zip`, `.trace.gz` or raw records).
     pub fn open(path: &Path, opts: DrOptions) -> Result<DrReader, TraceError> {
         let (thread, progress) = open_thread(path)?;
-        Ok(DrReader { thread, sh: Shared { opts, ..Shared::default() }, delivered: 0, progress })
+        Ok(DrReader {
+            thread,
+            sh: Shared {
+                opts,
+                ..Shared::default()
+            },
+            delivered: 0,
+            progress,
+        })
     }
 
     /// Reads records from any byte stream (`path` names it in errors).
     pub fn from_reader(src: Box<dyn Read + Send>, path: &Path, opts: DrOptions) -> DrReader {
         DrReader {
             thread: Thread::new(src, path),
-            sh: Shared { opts, ..Shared::default() },
+            sh: Shared {
+                opts,
+                ..Shared::default()
+            },
             delivered: 0,
             progress: Progress::default(),
         }
@@ -328,17 +371,26 @@ impl TraceSource for DrReader {
 pub fn thread_files(dir: &Path) -> Result<Vec<PathBuf>, TraceError> {
     let sub = dir.join("trace");
     let dir = if sub.is_dir() { sub } else { dir.to_path_buf() };
-    let rd = std::fs::read_dir(&dir).map_err(|source| TraceError::Io { path: dir.clone(), source })?;
+    let rd = std::fs::read_dir(&dir).map_err(|source| TraceError::Io {
+        path: dir.clone(),
+        source,
+    })?;
     let mut files: Vec<PathBuf> = rd
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
-            let n = p.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+            let n = p
+                .file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_default();
             !n.contains("schedule") && (n.ends_with(".trace.zip") || n.ends_with(".trace.gz") || n.ends_with(".trace"))
         })
         .collect();
     files.sort();
     if files.is_empty() {
-        return Err(TraceError::Spec(format!("{}: no per-thread *.trace.zip / *.trace.gz files in this directory", dir.display())));
+        return Err(TraceError::Spec(format!(
+            "{}: no per-thread *.trace.zip / *.trace.gz files in this directory",
+            dir.display()
+        )));
     }
     Ok(files)
 }
@@ -368,7 +420,10 @@ impl DrDirReader {
     /// Opens every thread file of `dir`.
     pub fn open(dir: &Path, opts: DrOptions, mode: Interleave) -> Result<DrDirReader, TraceError> {
         let files = thread_files(dir)?;
-        let threads = files.iter().map(|f| open_thread(f).map(|t| t.0)).collect::<Result<Vec<_>, _>>()?;
+        let threads = files
+            .iter()
+            .map(|f| open_thread(f).map(|t| t.0))
+            .collect::<Result<Vec<_>, _>>()?;
         let n = threads.len();
         Ok(DrDirReader {
             dir: dir.to_path_buf(),
@@ -378,14 +433,19 @@ impl DrDirReader {
             cur: 0,
             run: 0,
             mode,
-            sh: Shared { opts, ..Shared::default() },
+            sh: Shared {
+                opts,
+                ..Shared::default()
+            },
             delivered: 0,
         })
     }
 
     fn pick(&mut self) -> Option<usize> {
         match self.mode {
-            Interleave::Timestamp => (0..self.threads.len()).filter(|&i| self.live[i]).min_by_key(|&i| (self.next_ts[i], i)),
+            Interleave::Timestamp => (0..self.threads.len())
+                .filter(|&i| self.live[i])
+                .min_by_key(|&i| (self.next_ts[i], i)),
             Interleave::RoundRobin(_) => {
                 let n = self.threads.len();
                 (1..=n).map(|k| (self.cur + k) % n).find(|&i| self.live[i])
@@ -439,7 +499,11 @@ impl TraceSource for DrDirReader {
         Ok(n)
     }
     fn describe(&self) -> String {
-        format!("{} (drmemtrace directory, {} threads)", self.dir.display(), self.threads.len())
+        format!(
+            "{} (drmemtrace directory, {} threads)",
+            self.dir.display(),
+            self.threads.len()
+        )
     }
     fn meta(&self) -> Option<TraceMeta> {
         let mut m = self.sh.meta.clone();

@@ -83,7 +83,10 @@ pub struct Input {
 }
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> TraceError + '_ {
-    move |source| TraceError::Io { path: path.to_path_buf(), source }
+    move |source| TraceError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// Opens `path` and wraps it in the decompressor its magic bytes call for. A zip archive
@@ -91,20 +94,37 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> TraceError + '_ {
 pub fn open_input(path: &Path) -> Result<Input, TraceError> {
     let file = File::open(path).map_err(io_err(path))?;
     let total = file.metadata().ok().map(|m| m.len());
-    let progress = Progress { done: Arc::new(AtomicU64::new(0)), total };
-    let counting = Counting { inner: file, done: progress.done.clone() };
+    let progress = Progress {
+        done: Arc::new(AtomicU64::new(0)),
+        total,
+    };
+    let counting = Counting {
+        inner: file,
+        done: progress.done.clone(),
+    };
     let mut raw = BufReader::with_capacity(1 << 16, counting);
     let head = raw.fill_buf().map_err(io_err(path))?;
     let container = Container::from_magic(head);
     let reader: Box<dyn BufRead + Send> = match container {
         Container::Plain | Container::Zip => Box::new(raw),
-        Container::Gzip => Box::new(BufReader::with_capacity(1 << 16, flate2::bufread::MultiGzDecoder::new(raw))),
-        Container::Xz => Box::new(BufReader::with_capacity(1 << 16, xz2::bufread::XzDecoder::new_multi_decoder(raw))),
-        Container::Zstd => {
-            Box::new(BufReader::with_capacity(1 << 16, zstd::stream::read::Decoder::with_buffer(raw).map_err(io_err(path))?))
-        }
+        Container::Gzip => Box::new(BufReader::with_capacity(
+            1 << 16,
+            flate2::bufread::MultiGzDecoder::new(raw),
+        )),
+        Container::Xz => Box::new(BufReader::with_capacity(
+            1 << 16,
+            xz2::bufread::XzDecoder::new_multi_decoder(raw),
+        )),
+        Container::Zstd => Box::new(BufReader::with_capacity(
+            1 << 16,
+            zstd::stream::read::Decoder::with_buffer(raw).map_err(io_err(path))?,
+        )),
     };
-    Ok(Input { reader, container, progress })
+    Ok(Input {
+        reader,
+        container,
+        progress,
+    })
 }
 
 /// The container of `path` and up to `n` bytes of its decompressed content (fewer when

@@ -36,7 +36,10 @@ pub fn parse_line(line: &str) -> Result<Option<MemRef>, String> {
     let rest = line[2..].trim_ascii();
     let (a, s) = rest.split_once(',').ok_or("expected ADDR,SIZE")?;
     let addr = parse_hex(a.trim_ascii()).ok_or_else(|| format!("'{a}' is not a hexadecimal address"))?;
-    let size: u16 = s.trim_ascii().parse().map_err(|_| format!("'{s}' is not an access size"))?;
+    let size: u16 = s
+        .trim_ascii()
+        .parse()
+        .map_err(|_| format!("'{s}' is not an access size"))?;
     Ok(Some(MemRef::new(addr, kind, size)))
 }
 

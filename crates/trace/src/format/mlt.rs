@@ -65,7 +65,12 @@ const MASK: [u64; 9] = [
     0xff_ffff_ffff_ffff,
     u64::MAX,
 ];
-const KINDS: [AccessKind; 4] = [AccessKind::Load, AccessKind::Store, AccessKind::IFetch, AccessKind::IFetch];
+const KINDS: [AccessKind; 4] = [
+    AccessKind::Load,
+    AccessKind::Store,
+    AccessKind::IFetch,
+    AccessKind::IFetch,
+];
 
 /// Streaming `.mlt` writer: buffer references with [`MltWriter::push`], add metadata with
 /// [`MltWriter::section`], and call [`MltWriter::finish`] — a file not finished has no end
@@ -311,7 +316,10 @@ impl<R: Read> MltReader<R> {
     /// its size in bytes when known (progress).
     pub fn new(mut inner: R, path: &Path, total: Option<u64>) -> Result<Self, TraceError> {
         let mut h = [0u8; HEADER_LEN];
-        let got = read_full(&mut inner, &mut h).map_err(|source| TraceError::Io { path: path.into(), source })?;
+        let got = read_full(&mut inner, &mut h).map_err(|source| TraceError::Io {
+            path: path.into(),
+            source,
+        })?;
         let bad = |offset: u64, what: String| TraceError::Corrupt {
             path: path.into(),
             offset,
@@ -327,17 +335,27 @@ impl<R: Read> MltReader<R> {
         }
         let version = u16::from_le_bytes([h[8], h[9]]);
         if version != VERSION {
-            return Err(bad(8, format!("unsupported .mlt version {version} (this mmulab reads {VERSION})")));
+            return Err(bad(
+                8,
+                format!("unsupported .mlt version {version} (this mmulab reads {VERSION})"),
+            ));
         }
         let hlen = u32::from_le_bytes(h[12..16].try_into().expect("4 bytes")) as u64;
         if hlen < HEADER_LEN as u64 || hlen > 1 << 20 {
             return Err(bad(12, format!("implausible header length {hlen}")));
         }
         let mut skip = vec![0u8; (hlen - HEADER_LEN as u64) as usize];
-        if read_full(&mut inner, &mut skip).map_err(|source| TraceError::Io { path: path.into(), source })? < skip.len() {
+        if read_full(&mut inner, &mut skip).map_err(|source| TraceError::Io {
+            path: path.into(),
+            source,
+        })? < skip.len()
+        {
             return Err(bad(HEADER_LEN as u64, "truncated file header".into()));
         }
-        let dec = zstd::bulk::Decompressor::new().map_err(|source| TraceError::Io { path: path.into(), source })?;
+        let dec = zstd::bulk::Decompressor::new().map_err(|source| TraceError::Io {
+            path: path.into(),
+            source,
+        })?;
         let mut meta = TraceMeta::default();
         meta.markers.insert("mlt_version".into(), version as u64);
         Ok(MltReader {
@@ -358,7 +376,13 @@ impl<R: Read> MltReader<R> {
     }
 
     fn corrupt(&self, offset: u64, what: String) -> TraceError {
-        TraceError::Corrupt { path: self.path.clone(), offset, line: None, what, refs_before: self.delivered }
+        TraceError::Corrupt {
+            path: self.path.clone(),
+            offset,
+            line: None,
+            what,
+            refs_before: self.delivered,
+        }
     }
 
     /// Reads frames until a block is decoded (true) or the end frame is reached (false).
@@ -368,10 +392,13 @@ impl<R: Read> MltReader<R> {
             let mut fh = [0u8; FRAME_HEADER_LEN];
             let got = read_full(&mut self.inner, &mut fh).map_err(|e| self.corrupt(at, format!("read error: {e}")))?;
             if got == 0 {
-                return Err(self.corrupt(at, format!(
-                    "file ends after {} blocks without its end frame (truncated?)",
-                    self.blocks
-                )));
+                return Err(self.corrupt(
+                    at,
+                    format!(
+                        "file ends after {} blocks without its end frame (truncated?)",
+                        self.blocks
+                    ),
+                ));
             }
             if got < FRAME_HEADER_LEN {
                 return Err(self.corrupt(at, "truncated frame header".into()));
@@ -384,7 +411,10 @@ impl<R: Read> MltReader<R> {
             let limit = match tag {
                 TAG_BLOCK => {
                     if count == 0 || count > MAX_BLOCK_REFS {
-                        return Err(self.corrupt(at, format!("block of {count} references (1..={MAX_BLOCK_REFS} allowed)")));
+                        return Err(self.corrupt(
+                            at,
+                            format!("block of {count} references (1..={MAX_BLOCK_REFS} allowed)"),
+                        ));
                     }
                     count * 15
                 }
@@ -395,12 +425,17 @@ impl<R: Read> MltReader<R> {
             if raw_len > limit || codec > CODEC_ZSTD || fh[3] != 0 {
                 return Err(self.corrupt(at, "implausible frame header (damaged?)".into()));
             }
-            let stored_max = if codec == CODEC_STORED { raw_len as usize } else { zstd::zstd_safe::compress_bound(raw_len as usize) };
+            let stored_max = if codec == CODEC_STORED {
+                raw_len as usize
+            } else {
+                zstd::zstd_safe::compress_bound(raw_len as usize)
+            };
             if stored as usize > stored_max || (codec == CODEC_STORED && stored != raw_len) {
                 return Err(self.corrupt(at, "implausible frame header (damaged?)".into()));
             }
             self.payload.resize(stored as usize, 0);
-            let got = read_full(&mut self.inner, &mut self.payload).map_err(|e| self.corrupt(at, format!("read error: {e}")))?;
+            let got = read_full(&mut self.inner, &mut self.payload)
+                .map_err(|e| self.corrupt(at, format!("read error: {e}")))?;
             self.pos += (FRAME_HEADER_LEN + got) as u64;
             if got < stored as usize {
                 return Err(self.corrupt(at, format!("truncated frame: {got} of {stored} payload bytes present")));
@@ -468,7 +503,14 @@ impl<R: Read> MltReader<R> {
             return Err("block columns do not add up to the block length".into());
         }
         raw.extend_from_slice(&[0u8; 8]);
-        self.cur = Cursor { n, i: 0, p: n, sp: n + dl, cp: n + dl + 2 * sc, ..Cursor::default() };
+        self.cur = Cursor {
+            n,
+            i: 0,
+            p: n,
+            sp: n + dl,
+            cp: n + dl + 2 * sc,
+            ..Cursor::default()
+        };
         self.decoded += n as u64;
         self.blocks += 1;
         Ok(())
@@ -505,9 +547,25 @@ impl<R: Read> MltReader<R> {
                 asid = u16::from_le_bytes([raw[cp + 2], raw[cp + 3]]);
                 cp += 4;
             }
-            MemRef { addr: a, size: size[kind], kind: KINDS[kind], core, asid }
+            MemRef {
+                addr: a,
+                size: size[kind],
+                kind: KINDS[kind],
+                core,
+                asid,
+            }
         }));
-        *c = Cursor { n: c.n, i: c.i + k, p, sp, cp, prev: [pd, pi], size, core, asid };
+        *c = Cursor {
+            n: c.n,
+            i: c.i + k,
+            p,
+            sp,
+            cp,
+            prev: [pd, pi],
+            size,
+            core,
+            asid,
+        };
         k
     }
 
@@ -587,7 +645,10 @@ pub(crate) fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> std::io::Result<u
 /// simulating. A damaged section is an error; a truncated tail ends the list.
 pub fn read_sections(path: &Path) -> Result<Vec<(String, Vec<u8>)>, TraceError> {
     use std::io::{Seek, SeekFrom};
-    let io = |source| TraceError::Io { path: path.into(), source };
+    let io = |source| TraceError::Io {
+        path: path.into(),
+        source,
+    };
     let mut f = std::io::BufReader::new(std::fs::File::open(path).map_err(io)?);
     let mut pos = MltReader::new(&mut f, path, None)?.pos;
     let mut dec = zstd::bulk::Decompressor::new().map_err(io)?;
@@ -604,7 +665,13 @@ pub fn read_sections(path: &Path) -> Result<Vec<(String, Vec<u8>)>, TraceError> 
                 if read_full(&mut f, &mut payload).map_err(io)? < payload.len() {
                     return Ok(out);
                 }
-                let bad = |what: String| TraceError::Corrupt { path: path.into(), offset: pos, line: None, what, refs_before: 0 };
+                let bad = |what: String| TraceError::Corrupt {
+                    path: path.into(),
+                    offset: pos,
+                    line: None,
+                    what,
+                    refs_before: 0,
+                };
                 unpack(&fh, &payload, &mut dec, &mut raw).map_err(bad)?;
                 out.push(split_section(&raw).map_err(bad)?);
             }
@@ -618,7 +685,12 @@ pub fn read_sections(path: &Path) -> Result<Vec<(String, Vec<u8>)>, TraceError> 
 }
 
 /// Checks a frame's CRC and decompresses its payload into `raw`.
-fn unpack(fh: &[u8; FRAME_HEADER_LEN], payload: &[u8], dec: &mut zstd::bulk::Decompressor<'static>, raw: &mut Vec<u8>) -> Result<(), String> {
+fn unpack(
+    fh: &[u8; FRAME_HEADER_LEN],
+    payload: &[u8],
+    dec: &mut zstd::bulk::Decompressor<'static>,
+    raw: &mut Vec<u8>,
+) -> Result<(), String> {
     let raw_len = u32::from_le_bytes(fh[8..12].try_into().expect("4 bytes")) as usize;
     let crc = u32::from_le_bytes(fh[16..20].try_into().expect("4 bytes"));
     if frame_crc(&fh[..16], payload) != crc {
@@ -658,7 +730,16 @@ mod tests {
             for t in &tags[start..] {
                 let one = scan_tags(std::slice::from_ref(t));
                 let l = (t >> 2) & 15;
-                assert_eq!(one, (l as usize, ((t >> 6) & 1) as usize, (t >> 7) as usize, t & 3 == 3 || l > 8), "tag {t:#x}");
+                assert_eq!(
+                    one,
+                    (
+                        l as usize,
+                        ((t >> 6) & 1) as usize,
+                        (t >> 7) as usize,
+                        t & 3 == 3 || l > 8
+                    ),
+                    "tag {t:#x}"
+                );
             }
             let all = scan_tags(&tags[start..]);
             let want = tags[start..].iter().fold((0, 0, 0, false), |a, &t| {

@@ -37,11 +37,12 @@ impl<R: BufRead> LineReader<R> {
         let n = match self.inner.read_line(&mut self.line) {
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                return Err(self.corrupt("bytes that are not UTF-8 text (is this a binary trace? pass --format)".into(), refs_before));
+                return Err(self.corrupt(
+                    "bytes that are not UTF-8 text (is this a binary trace? pass --format)".into(),
+                    refs_before,
+                ));
             }
-            Err(e) => {
-                return Err(self.corrupt(format!("read error: {e} (truncated or damaged input?)"), refs_before))
-            }
+            Err(e) => return Err(self.corrupt(format!("read error: {e} (truncated or damaged input?)"), refs_before)),
         };
         if n == 0 {
             return Ok(None);

@@ -56,7 +56,9 @@ impl ZipChunks {
         match zip::ZipArchive::new(file) {
             Ok(mut za) => {
                 for i in 0..za.len() {
-                    let f = za.by_index_raw(i).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+                    let f = za
+                        .by_index_raw(i)
+                        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
                     if f.is_dir() || !filter(f.name()) {
                         continue;
                     }
@@ -66,7 +68,10 @@ impl ZipChunks {
                         m => {
                             return Err(std::io::Error::new(
                                 std::io::ErrorKind::InvalidData,
-                                format!("member {} uses compression {m:?}; only stored and deflate are supported", f.name()),
+                                format!(
+                                    "member {} uses compression {m:?}; only stored and deflate are supported",
+                                    f.name()
+                                ),
                             ))
                         }
                     };
@@ -95,8 +100,16 @@ impl ZipChunks {
         // chunk.0000, chunk.0001, …: a gap means a lost member; stop before it, loudly.
         let number = |m: &Member| m.name.rsplit('.').next().and_then(|n| n.parse::<u64>().ok());
         if zc.members.iter().all(|m| number(m).is_some()) {
-            if let Some(gap) = zc.members.iter().enumerate().position(|(i, m)| number(m) != Some(i as u64)) {
-                let missing = format!("member {} follows a missing chunk (expected number {gap})", zc.members[gap].name);
+            if let Some(gap) = zc
+                .members
+                .iter()
+                .enumerate()
+                .position(|(i, m)| number(m) != Some(i as u64))
+            {
+                let missing = format!(
+                    "member {} follows a missing chunk (expected number {gap})",
+                    zc.members[gap].name
+                );
                 zc.members.truncate(gap);
                 zc.scan_error = Some(match zc.scan_error.take() {
                     Some(e) => format!("{e}; {missing}"),
@@ -128,8 +141,11 @@ impl ZipChunks {
         let mut f = File::open(&self.path)?;
         f.seek(SeekFrom::Start(member.data_start))?;
         let body = BufReader::with_capacity(1 << 15, f).take(member.compressed);
-        let reader: Box<dyn Read + Send> =
-            if member.deflated { Box::new(flate2::bufread::DeflateDecoder::new(body)) } else { Box::new(body) };
+        let reader: Box<dyn Read + Send> = if member.deflated {
+            Box::new(flate2::bufread::DeflateDecoder::new(body))
+        } else {
+            Box::new(body)
+        };
         self.current = Some((member, reader, crc32fast::Hasher::new()));
         Ok(true)
     }
@@ -158,20 +174,39 @@ impl ZipChunks {
             let (nl, xl) = (u16at(26), u16at(28));
             let mut name = vec![0u8; nl as usize];
             if f.read_exact(&mut name).is_err() {
-                return Ok((out, format!("the archive ends inside the local header at byte {at} (truncated archive)")));
+                return Ok((
+                    out,
+                    format!("the archive ends inside the local header at byte {at} (truncated archive)"),
+                ));
             }
             let name = String::from_utf8_lossy(&name).into_owned();
             let data_start = at + 30 + nl + xl;
             if flags & 8 != 0 && compressed == 0 {
-                return Ok((out, format!("member {name} at byte {at} has no size in its local header, so nothing after it can be found")));
+                return Ok((
+                    out,
+                    format!(
+                        "member {name} at byte {at} has no size in its local header, so nothing after it can be found"
+                    ),
+                ));
             }
             if (self.filter)(&name) {
                 let deflated = match method {
                     0 => false,
                     8 => true,
-                    m => return Ok((out, format!("member {name} uses compression method {m}; only stored and deflate are supported"))),
+                    m => {
+                        return Ok((
+                            out,
+                            format!("member {name} uses compression method {m}; only stored and deflate are supported"),
+                        ))
+                    }
                 };
-                out.push(Member { name, data_start, compressed, deflated, crc: u32at(14) });
+                out.push(Member {
+                    name,
+                    data_start,
+                    compressed,
+                    deflated,
+                    crc: u32at(14),
+                });
             }
             at = data_start + compressed;
         }

@@ -39,8 +39,18 @@ struct Layout {
     stack: u64,
 }
 
-const LAYOUT_47: Layout = Layout { code: 0x0040_0000, heap: 0x0000_5555_5556_3000, mmap: 0x0000_7f10_0000_0000, stack: 0x0000_7ffc_0000_0000 };
-const LAYOUT_32: Layout = Layout { code: 0x8000, heap: 0x0100_3000, mmap: 0x4000_0000, stack: 0xbf00_0000 };
+const LAYOUT_47: Layout = Layout {
+    code: 0x0040_0000,
+    heap: 0x0000_5555_5556_3000,
+    mmap: 0x0000_7f10_0000_0000,
+    stack: 0x0000_7ffc_0000_0000,
+};
+const LAYOUT_32: Layout = Layout {
+    code: 0x8000,
+    heap: 0x0100_3000,
+    mmap: 0x4000_0000,
+    stack: 0xbf00_0000,
+};
 
 struct Proc {
     asid: u16,
@@ -96,9 +106,15 @@ impl Build {
             a.positive("large_size", large_size)?;
         }
         if unmap > large {
-            return Err(a.err(format!("unmap = {unmap}: a process can free at most its `large` = {large} arrays")));
+            return Err(a.err(format!(
+                "unmap = {unmap}: a process can free at most its `large` = {large} arrays"
+            )));
         }
-        let limit = if layout.code == LAYOUT_32.code { 1 << 28 } else { 1 << 34 };
+        let limit = if layout.code == LAYOUT_32.code {
+            1 << 28
+        } else {
+            1 << 34
+        };
         if large_size > limit || large > 64 || small > 1 << 20 {
             return Err(a.err("large_size ≤ 16GiB (256MiB with bits=32), large ≤ 64 and small ≤ 1M".into()));
         }
@@ -134,8 +150,19 @@ impl Build {
             objects.push((at, size));
             at += size;
         }
-        let arrays = (0..self.large).map(|i| (self.array_base(&l, i, &mut rng), self.large_size, 0)).collect();
-        Proc { asid: (1 + p % 65535) as u16, left: self.refs, objects, arrays, rng, exited: false, unmapped: false, layout: l }
+        let arrays = (0..self.large)
+            .map(|i| (self.array_base(&l, i, &mut rng), self.large_size, 0))
+            .collect();
+        Proc {
+            asid: (1 + p % 65535) as u16,
+            left: self.refs,
+            objects,
+            arrays,
+            rng,
+            exited: false,
+            unmapped: false,
+            layout: l,
+        }
     }
 
     /// The start of large-array slot `i` (slots `large..` hold the replacements of freed
@@ -169,21 +196,41 @@ fn next_ref(p: &mut Proc) -> MemRef {
     let l = p.layout;
     let roll = p.rng.below(100);
     let (addr, kind) = if roll < 25 {
-        (l.code + (p.rng.below(64 << 10) & !3) + (p.rng.below(4) << 18), AccessKind::IFetch)
+        (
+            l.code + (p.rng.below(64 << 10) & !3) + (p.rng.below(4) << 18),
+            AccessKind::IFetch,
+        )
     } else if roll < 65 || p.arrays.is_empty() {
         let (base, size) = p.objects[p.rng.below(p.objects.len() as u64) as usize];
-        let kind = if p.rng.below(10) < 3 { AccessKind::Store } else { AccessKind::Load };
+        let kind = if p.rng.below(10) < 3 {
+            AccessKind::Store
+        } else {
+            AccessKind::Load
+        };
         (base + (p.rng.below(size) & !7), kind)
     } else if roll < 95 {
         let i = p.rng.below(p.arrays.len() as u64) as usize;
         let a = &mut p.arrays[i];
         let addr = a.0 + a.2;
         a.2 = (a.2 + 64) % a.1;
-        (addr, if p.rng.below(2) == 0 { AccessKind::Store } else { AccessKind::Load })
+        (
+            addr,
+            if p.rng.below(2) == 0 {
+                AccessKind::Store
+            } else {
+                AccessKind::Load
+            },
+        )
     } else {
         (l.stack - 8 - (p.rng.below(32 << 10) & !7), AccessKind::Store)
     };
-    MemRef { addr, size: 8, kind, core: 0, asid: p.asid }
+    MemRef {
+        addr,
+        size: 8,
+        kind,
+        core: 0,
+        asid: p.asid,
+    }
 }
 
 impl TraceSource for Build {
@@ -213,7 +260,13 @@ impl TraceSource for Build {
             let p = &mut self.running[self.turn];
             if p.left == 0 {
                 if !p.exited {
-                    buf.push(MemRef { addr: EXIT_ADDR, size: 8, kind: AccessKind::Load, core: 0, asid: p.asid });
+                    buf.push(MemRef {
+                        addr: EXIT_ADDR,
+                        size: 8,
+                        kind: AccessKind::Load,
+                        core: 0,
+                        asid: p.asid,
+                    });
                     n += 1;
                     self.done += 1;
                 }
@@ -260,7 +313,10 @@ mod tests {
         while b32.next_batch(&mut v, 1000).unwrap() > 0 {}
         assert!(v.iter().all(|r| r.addr < 1 << 32 || r.addr == EXIT_ADDR));
         assert!(super::super::parse("build:bits=36").is_err());
-        assert!(!all.iter().any(|r| crate::control::is_unmap_marker(r.addr)), "unmap markers without unmap=");
+        assert!(
+            !all.iter().any(|r| crate::control::is_unmap_marker(r.addr)),
+            "unmap markers without unmap="
+        );
         // No reference of a process after its exit.
         for (i, r) in all.iter().enumerate() {
             if r.addr == EXIT_ADDR {
@@ -273,23 +329,35 @@ mod tests {
     fn unmap_frees_arrays_half_way_and_never_touches_them_again() {
         use crate::control::{decode_unmap, UnmapMarker};
         assert!(super::super::parse("build:large=1,unmap=2").is_err());
-        let mut b = super::super::parse("build:procs=4,refs=20000,jobs=2,large=2,large_size=3MiB,unmap=1,seed=5").unwrap();
+        let mut b =
+            super::super::parse("build:procs=4,refs=20000,jobs=2,large=2,large_size=3MiB,unmap=1,seed=5").unwrap();
         let mut all = Vec::new();
         while b.next_batch(&mut all, 513).unwrap() > 0 {}
         assert_eq!(all.len() as u64, 4 * (20_000 + 1 + 2));
         let mut freed = 0;
         for (i, r) in all.iter().enumerate() {
-            let Some(UnmapMarker::Start(start)) = decode_unmap(r.addr) else { continue };
-            let Some(UnmapMarker::End(end)) = decode_unmap(all[i + 1].addr) else { panic!("start marker not followed by its end") };
+            let Some(UnmapMarker::Start(start)) = decode_unmap(r.addr) else {
+                continue;
+            };
+            let Some(UnmapMarker::End(end)) = decode_unmap(all[i + 1].addr) else {
+                panic!("start marker not followed by its end")
+            };
             assert_eq!(all[i + 1].asid, r.asid);
             assert_eq!(end - start, 3 << 20);
             assert_eq!(start % 4096, 0);
             assert_ne!(start % (2 << 20), 0, "arrays are not 2 MiB-aligned");
             // The array was swept before and is never touched after.
-            assert!(all[..i].iter().any(|o| o.asid == r.asid && (start..end).contains(&o.addr)));
-            assert!(!all[i + 2..].iter().any(|o| o.asid == r.asid && (start..end).contains(&o.addr)));
+            assert!(all[..i]
+                .iter()
+                .any(|o| o.asid == r.asid && (start..end).contains(&o.addr)));
+            assert!(!all[i + 2..]
+                .iter()
+                .any(|o| o.asid == r.asid && (start..end).contains(&o.addr)));
             // Its place is taken: the process still sweeps large arrays afterwards.
-            let later = all[i + 2..].iter().filter(|o| o.asid == r.asid && o.addr >= LAYOUT_47.mmap && o.addr < LAYOUT_47.stack).count();
+            let later = all[i + 2..]
+                .iter()
+                .filter(|o| o.asid == r.asid && o.addr >= LAYOUT_47.mmap && o.addr < LAYOUT_47.stack)
+                .count();
             assert!(later > 1000, "only {later} array references after the unmap");
             freed += 1;
         }

@@ -19,7 +19,10 @@ impl Chase {
         let pages = a.count("pages", None)?;
         a.positive("pages", pages)?;
         if pages > u32::MAX as u64 {
-            return Err(TraceError::Spec(format!("workload '{}': at most 2^32-1 pages", a.spec())));
+            return Err(TraceError::Spec(format!(
+                "workload '{}': at most 2^32-1 pages",
+                a.spec()
+            )));
         }
         let page = a.size("page", Some(4096))?;
         let refs = a.count("refs", Some(pages))?;
@@ -44,7 +47,15 @@ impl Chase {
         for i in 0..n {
             next[order[i] as usize] = order[(i + 1) % n];
         }
-        Ok(Chase { spec: a.spec().to_string(), base, next, cur: order[0], page, done: 0, total: refs })
+        Ok(Chase {
+            spec: a.spec().to_string(),
+            base,
+            next,
+            cur: order[0],
+            page,
+            done: 0,
+            total: refs,
+        })
     }
 }
 

@@ -157,7 +157,11 @@ mod tests {
             if k % 2 == 0 {
                 ran = hpcc_step(ran);
             }
-            let kind = if k % 2 == 0 { AccessKind::Load } else { AccessKind::Store };
+            let kind = if k % 2 == 0 {
+                AccessKind::Load
+            } else {
+                AccessKind::Store
+            };
             want.push(MemRef::new(base + (ran & mask) * 8, kind, 8));
         }
         for batch in [1, 2, 3, 333, 1000, 8192] {

@@ -67,14 +67,18 @@ impl Args {
         let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
         let mut kv = BTreeMap::new();
         for part in rest.split(',').filter(|p| !p.trim().is_empty()) {
-            let (k, v) = part.split_once('=').ok_or_else(|| {
-                TraceError::Spec(format!("workload '{spec}': '{part}' is not key=value"))
-            })?;
+            let (k, v) = part
+                .split_once('=')
+                .ok_or_else(|| TraceError::Spec(format!("workload '{spec}': '{part}' is not key=value")))?;
             if kv.insert(k.trim().to_string(), v.trim().to_string()).is_some() {
                 return Err(TraceError::Spec(format!("workload '{spec}': key '{k}' given twice")));
             }
         }
-        Ok(Args { spec: spec.to_string(), name: name.trim().to_string(), kv })
+        Ok(Args {
+            spec: spec.to_string(),
+            name: name.trim().to_string(),
+            kv,
+        })
     }
 
     fn err(&self, msg: String) -> TraceError {

@@ -24,7 +24,15 @@ impl Seq {
         let refs = a.count("refs", Some(slots))?;
         let base = a.addr("base", 0x4000_0000_0000)?;
         a.positive("refs", refs)?;
-        Ok(Seq { spec: a.spec().to_string(), base, slots, stride, slot: 0, done: 0, total: refs })
+        Ok(Seq {
+            spec: a.spec().to_string(),
+            base,
+            slots,
+            stride,
+            slot: 0,
+            done: 0,
+            total: refs,
+        })
     }
 }
 

@@ -22,7 +22,15 @@ impl Stride {
         let refs = a.count("refs", Some(pages))?;
         let base = a.addr("base", 0x5000_0000_0000)?;
         a.positive("refs", refs)?;
-        Ok(Stride { spec: a.spec().to_string(), base, pages, offset, page: 0, done: 0, total: refs })
+        Ok(Stride {
+            spec: a.spec().to_string(),
+            base,
+            pages,
+            offset,
+            page: 0,
+            done: 0,
+            total: refs,
+        })
     }
 }
 
