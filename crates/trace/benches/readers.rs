@@ -9,7 +9,7 @@
 //! for the `.mlt` rows; the text and record formats get `MMULAB_BENCH_TEXT_REFS` (default
 //! 10M: a 100M-line din file alone would be 1.4 GB); `MMULAB_BENCH_DIR` (default the
 //! system temp dir) holds the generated files, removed at the end. The shared drmemtrace
-//! samples are measured when found (`<workspace>/../shared/traces` or `$MMULAB_SHARED`).
+//! samples (committed in `tests/data/drmemtrace`) are measured too.
 //! `MMULAB_BENCH_ONLY=mlt` keeps only the rows whose label starts with that prefix.
 //!
 //! Every figure is the best of 3 (`MMULAB_BENCH_RUNS`) timed passes over the same file (page cache warm), so
@@ -242,11 +242,7 @@ fn main() {
             std::fs::remove_file(path).ok();
         }
     }
-    let shared = match std::env::var_os("MMULAB_SHARED") {
-        Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
-    };
-    let dr = shared.join("traces/drmemtrace");
+    let dr = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/drmemtrace");
     if std::env::var_os("MMULAB_BENCH_ONLY").is_some() {
         eprintln!("MMULAB_BENCH_ONLY set: shared traces skipped");
     } else if dr.is_dir() {

@@ -1,5 +1,5 @@
-//! The shared DynamoRIO samples (`<workspace>/../shared/traces/drmemtrace`, or
-//! `$MMULAB_SHARED/traces/drmemtrace`): the reader's counts per kind must equal an
+//! The DynamoRIO samples committed in the repository (`tests/data/drmemtrace`, BSD
+//! licence beside them): the reader's counts per kind must equal an
 //! independent count made here by decoding the zip members with plain code.
 //! A missing directory fails the test with a message: it must never pass silently.
 
@@ -8,20 +8,10 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 fn shared_traces() -> PathBuf {
-    let base = match std::env::var_os("MMULAB_SHARED") {
-        Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
-    };
-    // `base` is the shared directory (holding traces/) or its traces/ directory itself.
-    let dir = if base.join("drmemtrace").is_dir() {
-        base.clone()
-    } else {
-        base.join("traces")
-    };
-    let dr = dir.join("drmemtrace");
+    let dr = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/drmemtrace");
     assert!(
         dr.join("x86_64-threadsig").is_dir() && dr.join("aarch64-threadsig").is_dir(),
-        "shared drmemtrace samples not found at {} — clone the repo with shared/ beside it, or set MMULAB_SHARED to the shared directory",
+        "drmemtrace samples not found at {} (they are committed in the repository: is the checkout complete?)",
         dr.display()
     );
     dr

@@ -2,23 +2,13 @@
 
 use std::path::{Path, PathBuf};
 
-/// The shared DynamoRIO samples: `$MMULAB_SHARED` (the shared directory or its traces/
-/// directory), else `shared/` beside the repository.
+/// The DynamoRIO samples committed in the repository (`tests/data/drmemtrace`, BSD
+/// licence beside them): the same files as the project's shared traces.
 pub fn shared_drmemtrace() -> PathBuf {
-    let base = match std::env::var_os("MMULAB_SHARED") {
-        Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
-    };
-    // `base` is the shared directory (holding traces/) or its traces/ directory itself.
-    let dir = if base.join("drmemtrace").is_dir() {
-        base
-    } else {
-        base.join("traces")
-    };
-    let dr = dir.join("drmemtrace");
+    let dr = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/drmemtrace");
     assert!(
         dr.join("x86_64-threadsig").is_dir() && dr.join("aarch64-threadsig").is_dir(),
-        "shared drmemtrace samples not found at {} — clone the repo with shared/ beside it, or set MMULAB_SHARED",
+        "drmemtrace samples not found at {} (they are committed in the repository: is the checkout complete?)",
         dr.display()
     );
     dr
