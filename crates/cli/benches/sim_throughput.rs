@@ -89,6 +89,8 @@ fn run_on(bin: &str, config: &str, workload: &str, sets: &[&str], cpu: Option<us
         cmd.args(["--set", s]);
     }
     cmd.stdout(std::process::Stdio::piped());
+    // Reaped below by wait4, which also returns its resource usage.
+    #[allow(clippy::zombie_processes)]
     let child = cmd.spawn().expect("spawn mmulab");
     let pid = child.id() as libc::pid_t;
     let mut out = child.stdout.expect("stdout");

@@ -333,11 +333,7 @@ fn demo_prints_a_comparison_table() {
         assert!(text.contains(needle), "missing {needle}:\n{text}");
     }
     // The gups 2M row carries a ratio well above 1 (64 MiB of 4K pages overflow the L2).
-    let ratio_line = text
-        .lines()
-        .filter(|l| l.trim_start().starts_with("2M"))
-        .next()
-        .unwrap();
+    let ratio_line = text.lines().find(|l| l.trim_start().starts_with("2M")).unwrap();
     let ratio: f64 = ratio_line
         .split_whitespace()
         .last()

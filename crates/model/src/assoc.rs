@@ -349,7 +349,7 @@ impl AssocArray {
 
     /// [`AssocArray::find`] of a prepared key in the set `n` indexes (`set_of(n)`): the
     /// TLB levels' lookup, with no range check (`set_of` is always in range). `FAST`:
-    /// see [`AssocArray::set_of_g`].
+    /// see `AssocArray::set_of_g`.
     #[inline(always)]
     pub fn find_prepared<const FAST: bool>(&mut self, n: u64, p: &Prepared) -> Option<usize> {
         let set = self.set_of_g::<FAST>(n);
@@ -377,7 +377,7 @@ impl AssocArray {
         let (slot, old) = self.insert_prepared(set, &Prepared::new(key, asid), data);
         (
             slot,
-            (old != INVALID).then(|| Evicted {
+            (old != INVALID).then_some(Evicted {
                 key: old & MAX_KEY,
                 asid: (old >> 48) as u16,
             }),
@@ -396,7 +396,7 @@ impl AssocArray {
 
     /// [`AssocArray::insert_prepared`] into the set `n` indexes (`set_of(n)`), with no
     /// range check of the set (`set_of` is always in range). `FAST`: see
-    /// [`AssocArray::set_of_g`].
+    /// `AssocArray::set_of_g`.
     #[inline(always)]
     pub fn insert_by<const FAST: bool>(&mut self, n: u64, p: &Prepared, data: u64) -> (usize, u64) {
         let set = self.set_of_g::<FAST>(n);

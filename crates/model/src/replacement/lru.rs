@@ -184,8 +184,8 @@ mod tests {
                 let o = &mut order[set];
                 o.retain(|&w| w != way);
                 o.push(way);
-                for s in 0..3 {
-                    assert_eq!(l.victim(s), order[s][0], "ways {ways}, set {s}");
+                for (s, o) in order.iter().enumerate().take(3) {
+                    assert_eq!(l.victim(s), o[0], "ways {ways}, set {s}");
                 }
             }
         }

@@ -133,6 +133,9 @@ pub struct WalkCounts {
 }
 
 /// Walks `[start, end)` from the table at `table` (of `level`) in `fmt`.
+// The walker's inputs are the kernel walker's (table, level, range, flags, visitor):
+// grouping them in a struct would only rename them at every call site.
+#[allow(clippy::too_many_arguments)]
 pub fn walk<V: Visitor>(
     mem: &mut crate::mem::Memory,
     fmt: Format,
@@ -150,7 +153,7 @@ pub fn walk<V: Visitor>(
     while va < end {
         let index = geom.index(va);
         let entry_va = va & !(span - 1);
-        let next_va = entry_va.checked_add(span).unwrap_or(u64::MAX);
+        let next_va = entry_va.saturating_add(span);
         let mut raw = read(&mem.pt, table, index, counts);
         let mut pte = fmt.decode(level, raw);
         let mut visit = Visit {

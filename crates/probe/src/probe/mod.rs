@@ -178,6 +178,10 @@ pub fn sweep_points(min: usize, max: usize, per_octave: u32) -> Vec<usize> {
     v
 }
 
+/// One repeat's measurement at one size: (chase cycles per access, baseline cycles per
+/// access, counter values).
+type Sample = (f64, f64, Vec<f64>);
+
 /// Measure one series over fresh mappings.
 #[allow(clippy::too_many_arguments)]
 pub fn run_series(
@@ -193,7 +197,7 @@ pub fn run_series(
 ) -> Result<Series> {
     let max = *xs.last().ok_or_else(|| ProbeError::Invalid("empty sweep".into()))?;
     let ncnt = t.info().counters.len();
-    let mut samples: Vec<Vec<(f64, f64, Vec<f64>)>> = vec![Vec::new(); xs.len()];
+    let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); xs.len()];
     let mut mappings = Vec::new();
     let mut rng = crate::rng::Rng::new(seed);
     for r in 0..repeats {
@@ -212,7 +216,7 @@ pub fn run_series(
             progress((r + 1) as f64 / repeats as f64);
         }
     }
-    let col = |i: usize, f: &dyn Fn(&(f64, f64, Vec<f64>)) -> f64| -> Vec<f64> { samples[i].iter().map(f).collect() };
+    let col = |i: usize, f: &dyn Fn(&Sample) -> f64| -> Vec<f64> { samples[i].iter().map(f).collect() };
     let mut s = Series {
         name: name.into(),
         backing,

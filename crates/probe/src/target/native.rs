@@ -48,7 +48,7 @@ impl NativeTarget {
 
     fn baseline_for(&mut self, lines: usize) -> Result<&mut Region> {
         let need = (lines * 64).next_multiple_of(2 << 20);
-        if self.baseline.as_ref().map_or(true, |r| r.len() < need) {
+        if self.baseline.as_ref().is_none_or(|r| r.len() < need) {
             self.baseline = None;
             let kind = if sysfs::thp_usable().is_ok() {
                 PageKind::Thp
