@@ -8,6 +8,7 @@
 mod os_common;
 
 use mmulab_model::addr::PageSize;
+use mmulab_model::os::OsEvent;
 use mmulab_model::os::*;
 use mmulab_model::pt::Format;
 use mmulab_trace::AccessKind;
@@ -90,13 +91,13 @@ fn drive(sys: &mut Sys, seed: u64, refs: u64, top: u64) {
                 let m = f.page_size.bytes() - 1;
                 (start, end) = (start & !m, ((end + m) & !m).min(top));
             }
-            let before = sys.os.stats().count("munmaps");
+            let before = sys.os.stats().count(OsEvent::Munmaps);
             let had_space = sys.spaces.get(asid as usize).is_some_and(Option::is_some);
             let sd = sys
                 .unmap(asid, start, end)
                 .unwrap_or_else(|e| panic!("{}: unmap [{start:#x}, {end:#x}): {e}", sys.os.name()));
             if had_space {
-                assert_eq!(sys.os.stats().count("munmaps"), before + 1);
+                assert_eq!(sys.os.stats().count(OsEvent::Munmaps), before + 1);
                 assert!(
                     sd.contains(&(asid, start, end)),
                     "{}: no shootdown for the unmapped range",
@@ -156,10 +157,10 @@ fn every_policy_keeps_the_contract_on_every_format() {
                 }
                 let free0 = sys.mem.buddy.free_frames();
                 drive(&mut sys, 42, 20_000, top);
-                splits += sys.os.stats().count("munmap_splits");
+                splits += sys.os.stats().count(OsEvent::MunmapSplits);
                 if !matches!(sys.os, Os::Base(_)) && !aged && mem == 256 << 20 {
                     assert!(
-                        sys.os.stats().count("munmaps") > 0,
+                        sys.os.stats().count(OsEvent::Munmaps) > 0,
                         "{} on {fmt:?}: no unmap ran",
                         sys.os.name()
                     );
@@ -215,7 +216,8 @@ fn reclaiming_policies(fmt: Format) -> Vec<Os> {
         p.set_reclaim(ReclaimConfig {
             enabled: true,
             ..Default::default()
-        });
+        })
+        .expect("a reclaiming policy");
     }
     v
 }
@@ -244,13 +246,13 @@ fn every_reclaiming_policy_keeps_the_contract_under_pressure_and_fragmentation()
                 );
                 assert!(sys.mem.swap.slots.is_empty(), "swap slots outlive their address spaces");
                 for k in [
-                    "swap_outs",
-                    "swap_ins",
-                    "compaction_success",
-                    "pages_migrated",
-                    "thp_splits",
+                    OsEvent::SwapOuts,
+                    OsEvent::SwapIns,
+                    OsEvent::CompactionSuccess,
+                    OsEvent::PagesMigrated,
+                    OsEvent::ThpSplits,
                 ] {
-                    *totals.entry(k).or_default() += sys.os.stats().count(k);
+                    *totals.entry(k.name()).or_default() += sys.os.stats().count(k);
                 }
             }
         }

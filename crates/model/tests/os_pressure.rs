@@ -5,6 +5,8 @@
 mod os_common;
 
 use mmulab_model::addr::{PageSize, FRAME_SHIFT};
+use mmulab_model::os::OsEvent;
+use mmulab_model::os::OsPolicy;
 use mmulab_model::os::*;
 use mmulab_model::pt::Format;
 use mmulab_model::translation::Attrs;
@@ -60,8 +62,11 @@ fn compaction_makes_the_huge_pages_that_fragmentation_denies() {
     touch(&mut always);
     let st = always.os.stats().clone();
     assert_eq!(always.count(PageSize::M2), 8);
-    assert_eq!((st.count("compaction_success"), st.count("compaction_fail")), (8, 0));
-    let migrated = st.count("pages_migrated");
+    assert_eq!(
+        (st.count(OsEvent::CompactionSuccess), st.count(OsEvent::CompactionFail)),
+        (8, 0)
+    );
+    let migrated = st.count(OsEvent::PagesMigrated);
     // Each 2 MiB region holds about 30% of 512 pinned frames.
     assert!((8 * 100..8 * 250).contains(&migrated), "pages migrated: {migrated}");
     let cfg = ThpConfig::default();
@@ -79,7 +84,7 @@ fn compaction_makes_the_huge_pages_that_fragmentation_denies() {
     let mut never = aged(thp(Defrag::Never), 1.0);
     touch(&mut never);
     assert_eq!(never.count(PageSize::M2), 0);
-    assert_eq!(never.os.stats().count("compaction_attempts"), 0);
+    assert_eq!(never.os.stats().count(OsEvent::CompactionAttempts), 0);
     // defrag = always but the pinned frames are unmovable (kernel memory): it fails,
     // and failures defer the next attempts (1 fail, skip 1; fail, skip 3; fail, skip 1
     // of the next 7): attempts at faults 1, 3 and 7.
@@ -88,10 +93,13 @@ fn compaction_makes_the_huge_pages_that_fragmentation_denies() {
     let st = unmovable.os.stats().clone();
     assert_eq!(unmovable.count(PageSize::M2), 0);
     assert_eq!(
-        (st.count("compaction_fail"), st.count("compaction_skipped_deferred")),
+        (
+            st.count(OsEvent::CompactionFail),
+            st.count(OsEvent::CompactionSkippedDeferred)
+        ),
         (3, 5)
     );
-    assert_eq!(st.count("pages_migrated"), 0);
+    assert_eq!(st.count(OsEvent::PagesMigrated), 0);
     assert_eq!(
         st.os_cycles,
         3 * cfg.compaction_cycles,
@@ -156,7 +164,7 @@ fn migrated_pages_keep_their_address_and_attributes_and_move_out_of_the_block() 
         }
     }
     assert!(moved > 200, "moved {moved}");
-    assert_eq!(moved, sys.os.stats().count("pages_migrated"));
+    assert_eq!(moved, sys.os.stats().count(OsEvent::PagesMigrated));
     assert!(
         before.values().filter(|m| m.attrs.has(Attrs::DIRTY)).count() > 50,
         "dirty pages were among them"
@@ -169,7 +177,8 @@ fn reclaiming(mut os: Os) -> Os {
     os.set_reclaim(ReclaimConfig {
         enabled: true,
         ..Default::default()
-    });
+    })
+    .expect("a reclaiming policy");
     os
 }
 
@@ -197,7 +206,7 @@ fn a_workload_bigger_than_memory_completes_by_swapping() {
         // 16 MiB of memory, 32 MiB touched, then the first 4 MiB again.
         let sys = overflow(reclaiming(os), 16 << 20, 8192, 1024);
         let st = sys.os.stats();
-        let (outs, ins) = (st.count("swap_outs"), st.count("swap_ins"));
+        let (outs, ins) = (st.count(OsEvent::SwapOuts), st.count(OsEvent::SwapIns));
         assert!(outs >= 8192 - 4096, "{name}: {outs} swap-outs for 32 MiB in 16 MiB");
         assert_eq!(
             ins, 1024,
@@ -211,7 +220,10 @@ fn a_workload_bigger_than_memory_completes_by_swapping() {
             "{name}: swap traffic charged"
         );
         if name == "thp" {
-            assert!(st.count("thp_splits") > 0, "thp: huge pages split before swap-out");
+            assert!(
+                st.count(OsEvent::ThpSplits) > 0,
+                "thp: huge pages split before swap-out"
+            );
         }
     }
 }
@@ -219,7 +231,7 @@ fn a_workload_bigger_than_memory_completes_by_swapping() {
 #[test]
 fn without_reclaim_the_same_workload_is_out_of_memory_naming_memory_size() {
     let os = Os::Base(Base::default());
-    assert!(!os.reclaim_cfg().unwrap().enabled, "reclaim is off by default");
+    assert!(!os.reclaim().unwrap().enabled, "reclaim is off by default");
     let mut sys = Sys::new(Format::X86_64, 4 << 20, os);
     sys.space(0);
     let mut err = None;
@@ -227,7 +239,7 @@ fn without_reclaim_the_same_workload_is_out_of_memory_naming_memory_size() {
         let mut sd = Vec::new();
         let space = sys.spaces[0].as_mut().unwrap();
         let va = BASE + i * 4096;
-        if let Err(e) = sys.os.fault(FaultCtx {
+        if let Err(e) = sys.os.handle_fault(FaultCtx {
             mem: &mut sys.mem,
             space,
             va,
@@ -244,7 +256,7 @@ fn without_reclaim_the_same_workload_is_out_of_memory_naming_memory_size() {
         }
         e => panic!("expected out of memory, got {e:?}"),
     }
-    assert_eq!(sys.os.stats().count("swap_outs"), 0);
+    assert_eq!(sys.os.stats().count(OsEvent::SwapOuts), 0);
 }
 
 #[test]
@@ -265,21 +277,21 @@ fn the_clock_gives_recently_used_pages_a_second_chance() {
         if i == 8_000 {
             // The first reclaim finds every page young and the hand's second turn
             // takes some hot pages before they are used again: skip that transient.
-            warm = sys.os.stats().count("swap_ins");
+            warm = sys.os.stats().count(OsEvent::SwapIns);
         }
         if i > 8_000 && i % 16 == 0 {
             hot_seen_in_swap += sys.mem.swap.slots.range((0, hot(0))..(0, hot(256))).count();
         }
     }
     sys.check();
-    let outs = sys.os.stats().count("swap_outs");
+    let outs = sys.os.stats().count(OsEvent::SwapOuts);
     assert!(outs > 16_000 + 256 - 4096, "swapped {outs}");
     let hot_in_swap = sys.mem.swap.slots.iter().filter(|(_, va)| *va < cold(0)).count();
     assert_eq!(hot_in_swap, 0, "hot pages kept by their accessed bit");
     // A FIFO would evict the hot pages too, once per turn of the hand.
     assert_eq!(hot_seen_in_swap, 0, "a hot page was in swap in steady state");
     assert!(
-        sys.os.stats().count("swap_ins") - warm > 1000,
+        sys.os.stats().count(OsEvent::SwapIns) - warm > 1000,
         "the cold cycle is longer than memory: it swaps"
     );
     assert!(
@@ -311,14 +323,18 @@ fn the_thp_shrinker_splits_underused_collapsed_pages_before_swapping() {
         .collect();
     // Pressure from another address space.
     let mut i = 0;
-    while sys.os.stats().count("reclaim_runs") == 0 {
+    while sys.os.stats().count(OsEvent::ReclaimRuns) == 0 {
         sys.access(1, BASE + i * 4096, Store);
         i += 1;
     }
     let st = sys.os.stats().clone();
-    assert!(st.count("thp_underused_split") >= 1, "{st:?}");
-    assert_eq!(st.count("swap_outs"), 0, "the shrinker freed enough: no swap-out yet");
-    let split = st.count("thp_underused_split") as usize;
+    assert!(st.count(OsEvent::ThpUnderusedSplit) >= 1, "{st:?}");
+    assert_eq!(
+        st.count(OsEvent::SwapOuts),
+        0,
+        "the shrinker freed enough: no swap-out yet"
+    );
+    let split = st.count(OsEvent::ThpUnderusedSplit) as usize;
     // The split pages keep their one used subpage, at its place in the old block.
     let mut kept = 0;
     for (r, pa) in old.iter().enumerate() {
@@ -347,7 +363,7 @@ fn unmapping_a_range_discards_its_pages_in_swap() {
         sys.mem.swap.any_in(0, BASE, BASE + (4 << 20)),
         "precondition: pages of the range in swap"
     );
-    let ins = sys.os.stats().count("swap_ins");
+    let ins = sys.os.stats().count(OsEvent::SwapIns);
     sys.unmap(0, BASE, BASE + (4 << 20)).unwrap();
     assert!(!sys.mem.swap.any_in(0, BASE, BASE + (4 << 20)));
     sys.check();
@@ -356,7 +372,7 @@ fn unmapping_a_range_discards_its_pages_in_swap() {
     }
     sys.check();
     assert_eq!(
-        sys.os.stats().count("swap_ins"),
+        sys.os.stats().count(OsEvent::SwapIns),
         ins,
         "no swap-in for pages the unmap discarded"
     );

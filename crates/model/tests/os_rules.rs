@@ -4,6 +4,7 @@
 mod os_common;
 
 use mmulab_model::addr::PageSize;
+use mmulab_model::os::OsEvent;
 use mmulab_model::os::*;
 use mmulab_model::pt::Format;
 use mmulab_model::translation::Attrs;
@@ -63,7 +64,7 @@ fn read_only_promotion_demotes_on_one_write_and_repromotes_when_all_dirty() {
     assert!(m.attrs.has(Attrs::WRITABLE | Attrs::DIRTY));
     assert_eq!(sys.os.stats().promotions[PageSize::M2.index()], 2);
     assert!(
-        sys.os.stats().count("promotion_failed_attrs_differ") > 0,
+        sys.os.stats().count(OsEvent::PromotionFailedAttrsDiffer) > 0,
         "mixed dirty/clean fails first"
     );
     sys.check();
@@ -78,9 +79,9 @@ fn all_dirty_reservation_promotes_writable_at_once() {
     let m = leaf(&mut sys, BASE);
     assert_eq!(m.size, PageSize::M2);
     assert!(m.attrs.has(Attrs::WRITABLE | Attrs::DIRTY));
-    assert_eq!(sys.os.stats().count("promotions_read_only"), 0);
-    assert_eq!(sys.os.stats().count("reservations_created"), 1);
-    assert_eq!(sys.os.stats().count("reservations_full"), 1);
+    assert_eq!(sys.os.stats().count(OsEvent::PromotionsReadOnly), 0);
+    assert_eq!(sys.os.stats().count(OsEvent::ReservationsCreated), 1);
+    assert_eq!(sys.os.stats().count(OsEvent::ReservationsFull), 1);
 }
 
 #[test]
@@ -99,17 +100,17 @@ fn memory_pressure_breaks_the_least_recently_changed_partial_reservations() {
     let mut sys = Sys::new(Format::X86_64, 8 << 20, resv(Format::X86_64, PageSize::M2));
     // One page in each range until a reservation cannot be made.
     let mut r = 0;
-    while sys.os.stats().count("reservation_failed_no_contiguous_memory") == 0 {
+    while sys.os.stats().count(OsEvent::ReservationFailedNoContiguousMemory) == 0 {
         sys.access(0, BASE + (r << 21), Store);
         r += 1;
     }
-    let created = sys.os.stats().count("reservations_created");
+    let created = sys.os.stats().count(OsEvent::ReservationsCreated);
     assert!(created >= 2, "created {created}");
     // Touch the first reservation again so it is no longer the least recently changed.
     sys.access(0, BASE + 4096, Store);
     // Base pages in the ranges without reservations until memory runs out.
     let mut touched = 0;
-    while sys.os.stats().count("reservations_broken") == 0 {
+    while sys.os.stats().count(OsEvent::ReservationsBroken) == 0 {
         sys.access(0, BASE + ((r - 1) << 21) + (1 + touched) * 4096, Store);
         touched += 1;
         assert!(touched < 511, "memory never ran short");
@@ -139,9 +140,9 @@ fn reservation_respects_vma_edges() {
     for i in 0..256 {
         sys.access(0, BASE + i * 4096, Store);
     }
-    assert_eq!(sys.os.stats().count("reservations_created"), 0);
+    assert_eq!(sys.os.stats().count(OsEvent::ReservationsCreated), 0);
     assert_eq!(
-        sys.os.stats().count("no_reservation_vma_edge"),
+        sys.os.stats().count(OsEvent::NoReservationVmaEdge),
         256,
         "every fault in the cut range"
     );
@@ -169,7 +170,7 @@ fn khugepaged_with_max_ptes_none_zero_never_collapses_a_partial_range() {
     }
     assert_eq!(sys.os.stats().collapses, 0);
     assert!(
-        sys.os.stats().count("collapse_skipped_max_ptes_none") > 0,
+        sys.os.stats().count(OsEvent::CollapseSkippedMaxPtesNone) > 0,
         "the range was scanned"
     );
     assert_eq!(sys.count(PageSize::M2), 0);
@@ -226,7 +227,7 @@ fn fragmented_memory_yields_fewer_superpages() {
     let (f, a) = (fresh.count(PageSize::M2), aged.count(PageSize::M2));
     assert_eq!(f, 40, "unfragmented: every fault gets 2M");
     assert!(a < f / 2, "fragmented: {a} superpages vs {f}");
-    assert_eq!(aged.os.stats().count("thp_fault_fallback") as usize, 40 - a);
+    assert_eq!(aged.os.stats().count(OsEvent::ThpFaultFallback) as usize, 40 - a);
     aged.check();
     fresh.check();
     // Same for reservations.
@@ -270,7 +271,7 @@ fn thp_madvise_uses_huge_pages_only_in_marked_vmas_and_never_across_edges() {
         PageSize::K4,
         "2M range crosses the VMA end"
     );
-    assert_eq!(sys.os.stats().count("thp_fault_fallback_vma_edge"), 1);
+    assert_eq!(sys.os.stats().count(OsEvent::ThpFaultFallbackVmaEdge), 1);
 }
 
 #[test]
@@ -311,7 +312,7 @@ fn mthp_takes_the_largest_enabled_size_whose_range_is_empty() {
     let mut x = Sys::new(Format::X86_64, 64 << 20, os);
     x.access(0, BASE, Load);
     assert_eq!(leaf(&mut x, BASE).size, PageSize::K4);
-    assert_eq!(x.os.stats().count("folios_without_contpte"), 1);
+    assert_eq!(x.os.stats().count(OsEvent::FoliosWithoutContpte), 1);
     assert_eq!(x.os.stats().resident_bytes, 64 << 10);
 }
 

@@ -4,6 +4,7 @@
 mod os_common;
 
 use mmulab_model::addr::{PageSize, FRAME_SHIFT};
+use mmulab_model::os::OsEvent;
 use mmulab_model::os::*;
 use mmulab_model::pt::Format;
 use mmulab_model::walk::lookup;
@@ -50,7 +51,7 @@ fn unmapping_the_middle_4k_of_a_thp_splits_it_and_frees_exactly_that_frame() {
     );
     assert!(sd.contains(&(0, hole, hole + 4096)));
     let st = sys.os.stats().clone();
-    assert_eq!(st.count("munmap_splits"), 1);
+    assert_eq!(st.count(OsEvent::MunmapSplits), 1);
     assert_eq!(st.demotions[PageSize::M2.index()], 1);
     assert_eq!(st.resident_bytes, 511 * 4096);
     assert_eq!(st.resident_by_size[PageSize::K4.index()], 511 * 4096);
@@ -87,7 +88,7 @@ fn unmapping_a_whole_2m_range_frees_the_order_9_block_and_its_tables() {
     assert_eq!(sys.mem.buddy.free_frames(), free0 + 512);
     assert!(sys.mem.buddy.is_free(big.pa >> FRAME_SHIFT));
     assert_eq!(
-        sys.os.stats().count("munmap_splits"),
+        sys.os.stats().count(OsEvent::MunmapSplits),
         0,
         "an aligned range splits nothing"
     );
@@ -129,7 +130,7 @@ fn touching_an_unmapped_address_faults_again_into_a_new_inferred_vma() {
     );
     // THP cannot cover the hole with a huge page again: the 2 MiB range spans three VMAs.
     assert_eq!(at(&mut sys, BASE + 4096).size, PageSize::K4);
-    assert!(sys.os.stats().count("thp_fault_fallback_vma_edge") > 0);
+    assert!(sys.os.stats().count(OsEvent::ThpFaultFallbackVmaEdge) > 0);
     sys.check();
 }
 
@@ -151,7 +152,7 @@ fn a_partly_unmapped_reservation_never_promotes_over_the_hole() {
         free0,
         "the frames go back to the reservation, not the allocator"
     );
-    assert_eq!(sys.os.stats().count("munmap_reservations_shrunk"), 1);
+    assert_eq!(sys.os.stats().count(OsEvent::MunmapReservationsShrunk), 1);
     sys.check();
     // Touch every page of the 2 MiB range, the hole included.
     for i in 0..512 {
@@ -159,7 +160,7 @@ fn a_partly_unmapped_reservation_never_promotes_over_the_hole() {
     }
     let st = sys.os.stats().clone();
     assert_eq!(st.promotions[PageSize::M2.index()], 0, "promoted over the hole");
-    assert_eq!(st.count("fault_in_unmapped_hole"), 20);
+    assert_eq!(st.count(OsEvent::FaultInUnmappedHole), 20);
     let hole = at(&mut sys, BASE + 50 * 4096);
     assert_ne!(
         hole.pa >> FRAME_SHIFT,
@@ -196,7 +197,7 @@ fn unmapping_part_of_a_promoted_reservation_demotes_it_and_emptying_it_frees_the
     );
     sys.check();
     sys.unmap(0, base, base + 0xf_f000).unwrap();
-    assert_eq!(sys.os.stats().count("munmap_reservations_freed"), 1);
+    assert_eq!(sys.os.stats().count(OsEvent::MunmapReservationsFreed), 1);
     let Os::Reservation(r) = &sys.os else { unreachable!() };
     assert_eq!(r.reservation_at(0, base), None);
     assert_eq!(sys.os.stats().resident_bytes, 0);

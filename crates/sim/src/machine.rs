@@ -15,7 +15,7 @@ use crate::SimError;
 use mmulab_model::addr::Asid;
 use mmulab_model::cost::WalkCost;
 use mmulab_model::mem::Memory;
-use mmulab_model::os::{Base, FaultCtx, Fixed, Mthp, Os, Reservation, Shootdown, Thp};
+use mmulab_model::os::{Base, FaultCtx, Fixed, Mthp, Os, OsPolicy, Reservation, Shootdown, Thp};
 use mmulab_model::pt::Format;
 use mmulab_model::space::AddressSpace;
 use mmulab_model::tlb::Hierarchy;
@@ -118,7 +118,8 @@ impl Machine {
             OsSpec::Mthp(ref c) => Os::Mthp(Mthp::new(c.clone())),
         };
         let mut os = os;
-        os.set_reclaim(crate::config_os::reclaim_config(&spec.config.os).map_err(SimError::Config)?);
+        os.set_reclaim(crate::config_os::reclaim_config(&spec.config.os).map_err(SimError::Config)?)
+            .map_err(SimError::Config)?;
         let mut mem = mem;
         let bg = crate::background::Background::new(&spec, &mut mem);
         let nlevels = spec.tlbs.len();
@@ -729,7 +730,7 @@ impl Machine {
         let si = self.space(r.asid)?;
         let space = self.spaces[si].as_mut().expect("space created");
         self.shootdowns.clear();
-        self.os.fault(FaultCtx {
+        self.os.handle_fault(FaultCtx {
             mem: &mut self.mem,
             space,
             va: r.addr,

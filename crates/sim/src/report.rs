@@ -211,7 +211,7 @@ pub fn single(stats: &Stats, title: &str) -> String {
             let ev: Vec<String> = os
                 .events
                 .iter()
-                .map(|(k, v)| format!("{k} {}", thousands(*v)))
+                .map(|(e, v)| format!("{} {}", e.name(), thousands(v)))
                 .collect();
             let _ = writeln!(out, "os events: {}", ev.join(", "));
         }

@@ -1,6 +1,7 @@
 //! The OS policies wired into the machine: config validation of `[os]` and
 //! `[memory.age]`, exits through the build workload, time series, background ticks.
 
+use mmulab_model::os::OsEvent;
 use mmulab_sim::config::{from_toml, DEFAULT_TOML};
 use mmulab_sim::{run, Machine};
 use mmulab_trace::workload;
@@ -63,9 +64,9 @@ fn with_reclaim_a_machine_swaps_a_table_bigger_than_memory_without_it_errors() {
         let mut m = Machine::new(s).unwrap();
         let mut src = workload::parse("gups:table=64MiB,updates=100K").unwrap();
         let st = run(&mut m, &mut src, None).unwrap();
-        assert!(st.os.count("swap_outs") > 4096, "{policy}: {:?}", st.os.events);
+        assert!(st.os.count(OsEvent::SwapOuts) > 4096, "{policy}: {:?}", st.os.events);
         assert!(
-            st.os.count("swap_ins") > 1000,
+            st.os.count(OsEvent::SwapIns) > 1000,
             "{policy}: random updates come back from swap"
         );
         assert!(st.resident_bytes <= 32 << 20);
@@ -99,8 +100,8 @@ fn movable_aged_memory_is_compacted_for_thp_with_defrag_always() {
     let never = run_with("never");
     let huge = |s: &mmulab_sim::Stats| s.os.resident_by_size[mmulab_model::addr::PageSize::M2.index()];
     assert_eq!(huge(&always), 64 << 20, "{:?}", always.os.events);
-    assert_eq!(always.os.count("compaction_success"), 32);
-    assert!(always.os.count("pages_migrated") > 32 * 200);
+    assert_eq!(always.os.count(OsEvent::CompactionSuccess), 32);
+    assert!(always.os.count(OsEvent::PagesMigrated) > 32 * 200);
     assert_eq!(huge(&never), 0);
     assert!(always.stlb_misses() < never.stlb_misses() / 2);
 }
@@ -113,7 +114,7 @@ fn build_workload_processes_exit_and_free_their_memory() {
         let free0 = m.memory().buddy.free_frames();
         let mut src = workload::parse("build:procs=12,refs=20K,jobs=3,large_size=3MiB").unwrap();
         let st = run(&mut m, &mut src, None).unwrap();
-        assert_eq!(st.os.count("exits"), 12, "{policy}");
+        assert_eq!(st.os.count(OsEvent::Exits), 12, "{policy}");
         assert_eq!(st.resident_bytes, 0, "{policy}: memory of exited processes");
         assert_eq!(m.memory().buddy.free_frames(), free0, "{policy}: frames returned");
         assert!(st.os.mapped.iter().sum::<u64>() > 12, "{policy}");
@@ -200,7 +201,7 @@ fn trace_vmas_decide_where_thp_may_use_huge_pages() {
     let p = |s: mmulab_model::addr::PageSize| st.os.resident_by_size[s.index()];
     assert_eq!(p(mmulab_model::addr::PageSize::M2), 2 << 20);
     assert_eq!(p(mmulab_model::addr::PageSize::K4), 1 << 20);
-    assert_eq!(st.os.count("thp_fault_fallback_vma_edge"), 256);
+    assert_eq!(st.os.count(OsEvent::ThpFaultFallbackVmaEdge), 256);
 }
 
 #[test]
@@ -232,8 +233,8 @@ fn unmap_markers_drop_the_range_from_every_tlb_and_fault_again() {
         m.access(&r).unwrap();
     }
     let after = Stats::collect(&m);
-    assert_eq!(after.os.count("munmaps"), 1);
-    assert_eq!(after.os.count("munmap_splits"), 1);
+    assert_eq!(after.os.count(OsEvent::Munmaps), 1);
+    assert_eq!(after.os.count(OsEvent::MunmapSplits), 1);
     assert!(after.counters.shootdowns >= 2, "split range and unmapped range");
     // The unmapped page faults again: a stale TLB entry would have hit.
     m.access(&load(BASE + 4096)).unwrap();
@@ -301,8 +302,8 @@ fn build_workload_with_unmap_frees_arrays_mid_life() {
         let free0 = m.memory().buddy.free_frames();
         let mut src = workload::parse("build:procs=6,refs=40K,jobs=2,large_size=3MiB,unmap=2").unwrap();
         let st = run(&mut m, &mut src, None).unwrap();
-        assert_eq!(st.os.count("munmaps"), 12, "{policy}");
-        assert_eq!(st.os.count("exits"), 6, "{policy}");
+        assert_eq!(st.os.count(OsEvent::Munmaps), 12, "{policy}");
+        assert_eq!(st.os.count(OsEvent::Exits), 6, "{policy}");
         assert_eq!(st.resident_bytes, 0, "{policy}");
         assert_eq!(m.memory().buddy.free_frames(), free0, "{policy}: frames returned");
     }
@@ -323,5 +324,25 @@ impl mmulab_trace::TraceSource for Refs {
     }
     fn describe(&self) -> String {
         "in-memory references".into()
+    }
+}
+
+/// `[os.reclaim] enabled = true` under a policy that has no reclaim (FreeBSD
+/// reservations, fixed pages) was silently ignored; it is refused, naming the policy.
+#[test]
+fn reclaim_on_a_policy_without_reclaim_is_refused() {
+    for policy in ["reservation", "fixed"] {
+        let mut sets = vec![format!("os.policy={policy}"), "os.reclaim.enabled=true".to_string()];
+        if policy == "fixed" {
+            sets.push("os.page_size=2M".into());
+        }
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        let e = Machine::new(spec(&sets).unwrap()).err().expect("refused").to_string();
+        assert!(e.contains("os.reclaim.enabled") && e.contains(policy), "{e}");
+    }
+    for policy in ["base", "thp", "khugepaged", "mthp"] {
+        let sets = [format!("os.policy={policy}"), "os.reclaim.enabled=true".to_string()];
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        assert!(Machine::new(spec(&sets).unwrap()).is_ok(), "{policy} reclaims");
     }
 }

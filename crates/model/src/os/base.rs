@@ -11,9 +11,29 @@ pub struct Base {
     pub reclaim: super::ReclaimConfig,
 }
 
-impl Base {
+impl super::OsPolicy for Base {
+    fn name(&self) -> &'static str {
+        "base"
+    }
+
+    fn stats(&self) -> &OsStats {
+        &self.stats
+    }
+
+    fn stats_mut(&mut self) -> &mut OsStats {
+        &mut self.stats
+    }
+
+    fn reclaim(&self) -> Option<&super::ReclaimConfig> {
+        Some(&self.reclaim)
+    }
+
+    fn reclaim_mut(&mut self) -> Option<&mut super::ReclaimConfig> {
+        Some(&mut self.reclaim)
+    }
+
     /// Maps a fresh base page at the faulting address.
-    pub fn fault(&mut self, mut ctx: FaultCtx<'_>) -> Result<(), ModelError> {
+    fn fault(&mut self, mut ctx: FaultCtx<'_>) -> Result<(), ModelError> {
         self.stats.faults += 1;
         let page = ctx.space.fmt.base_page();
         map_new_page(&mut ctx, page, &mut self.stats)

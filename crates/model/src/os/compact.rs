@@ -30,6 +30,7 @@
 //! `migrate_cycles_per_page` per migrated page. Counters: `compaction_attempts`,
 //! `compaction_success`, `compaction_fail`, `pages_migrated`.
 
+use super::OsEvent;
 use super::{OsStats, Shootdown};
 use crate::addr::{FRAME_SHIFT, FRAME_SIZE};
 use crate::mem::{Memory, Movable};
@@ -92,7 +93,7 @@ pub fn compact_deferred(
     shootdowns: &mut Vec<Shootdown>,
 ) -> Option<u64> {
     if defer.deferred() {
-        stats.event("compaction_skipped_deferred");
+        stats.event(OsEvent::CompactionSkippedDeferred);
         return None;
     }
     let r = compact(mem, order, cost, stats, shootdowns);
@@ -114,11 +115,11 @@ pub fn compact(
     shootdowns: &mut Vec<Shootdown>,
 ) -> Option<u64> {
     stats.os_cycles += cost.attempt_cycles;
-    stats.event("compaction_attempts");
+    stats.event(OsEvent::CompactionAttempts);
     match try_compact(mem, order) {
         Some((pfn, moved, n)) => {
-            stats.event("compaction_success");
-            *stats.events.entry("pages_migrated").or_default() += n;
+            stats.event(OsEvent::CompactionSuccess);
+            stats.add(OsEvent::PagesMigrated, n);
             stats.os_cycles += n * cost.migrate_cycles_per_page;
             for (asid, va) in moved {
                 shootdowns.push((asid, va, va + FRAME_SIZE));
@@ -126,7 +127,7 @@ pub fn compact(
             Some(pfn)
         }
         None => {
-            stats.event("compaction_fail");
+            stats.event(OsEvent::CompactionFail);
             None
         }
     }

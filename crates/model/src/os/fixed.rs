@@ -20,9 +20,27 @@ impl Fixed {
             stats: OsStats::default(),
         }
     }
+}
+
+impl super::OsPolicy for Fixed {
+    fn name(&self) -> &'static str {
+        "fixed"
+    }
+
+    fn stats(&self) -> &OsStats {
+        &self.stats
+    }
+
+    fn stats_mut(&mut self) -> &mut OsStats {
+        &mut self.stats
+    }
+
+    fn unmap_align(&self) -> PageSize {
+        self.page_size
+    }
 
     /// Maps a fresh page of the configured size at the faulting address.
-    pub fn fault(&mut self, mut ctx: FaultCtx<'_>) -> Result<(), ModelError> {
+    fn fault(&mut self, mut ctx: FaultCtx<'_>) -> Result<(), ModelError> {
         self.stats.faults += 1;
         map_new_page(&mut ctx, self.page_size, &mut self.stats)
     }

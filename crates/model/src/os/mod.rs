@@ -3,13 +3,13 @@
 //! virtual range.
 //!
 //! Contract:
-//! * [`Os::fault`] is called when a hardware walk reaches an invalid descriptor (or a
-//!   store finds a read-only page). It must leave a valid leaf covering the faulting
+//! * [`Os::handle_fault`] (the policy's [`OsPolicy::fault`] inside) is called when a
+//!   hardware walk reaches an invalid descriptor (or a store finds a read-only page). It must leave a valid leaf covering the faulting
 //!   address (writable if the access was a store) or return an error, and push onto
 //!   `shootdowns` every range whose existing translations it changed, so the machine
 //!   can invalidate TLBs and walk caches.
-//! * [`Os::tick`] is called by the machine every `os.tick_interval` references (never
-//!   per reference: the hot path stays a counter compare). Background work
+//! * [`OsPolicy::tick`] is called by the machine every `os.tick_interval` references
+//!   (never per reference: the hot path stays a counter compare). Background work
 //!   (khugepaged's scan, re-promotion, reservation breaking under pressure) happens
 //!   here, under the same shootdown rule.
 //! * [`Os::exit`] ends an address space: every frame it owned goes back to the buddy
@@ -30,10 +30,12 @@
 //!   unpopulated frames are owned by the reservation. The contract tests
 //!   (crates/model/tests/os_contract.rs) check this for every policy.
 //!
-//! Adding a policy: a file here with a struct, its `fault` (and `tick`/`exit` if it
-//! keeps state); a variant of [`Os`] and of the sim crate's `os.policy` config
-//! (config.rs `OsSpec`); a row in the contract suite's list of policies; a section in
-//! docs/policies.md.
+//! Adding a policy: a file here with a struct implementing [`OsPolicy`] (`fault`, and
+//! whichever hooks with defaults it needs: `tick`, `exit_space`, `shrink`, `unmap_frames`,
+//! `reclaim`…); a row in the `policies!` table below (which generates the closed [`Os`]
+//! enum and its static dispatch, so no hook can be forgotten by a hand-written match);
+//! the sim crate's `os.policy` config (config.rs `OsSpec`); a row in the contract
+//! suite's list of policies; a section in docs/policies.md.
 
 mod base;
 pub mod compact;
@@ -42,6 +44,7 @@ mod mthp;
 pub mod reclaim;
 pub mod remap;
 mod reservation;
+mod stats;
 mod thp;
 pub mod unmap;
 
@@ -50,6 +53,7 @@ pub use fixed::Fixed;
 pub use mthp::{Mthp, MthpConfig};
 pub use reclaim::ReclaimConfig;
 pub use reservation::{Reservation, ReservationConfig};
+pub use stats::{OsEvent, OsEvents, OsStats};
 pub use thp::{Defrag, Enabled, KhugepagedConfig, Thp, ThpConfig};
 
 use crate::addr::{Asid, PageSize, FRAME_SHIFT};
@@ -59,62 +63,6 @@ use crate::space::AddressSpace;
 use crate::translation::Attrs;
 use crate::walk::{map_leaf, Mapping};
 use mmulab_trace::AccessKind;
-use serde::Serialize;
-use std::collections::BTreeMap;
-
-/// Counts of an OS policy.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct OsStats {
-    /// Page faults handled.
-    pub faults: u64,
-    /// Leaves created, by size (`PageSize as usize`): at faults, promotions, collapses.
-    pub mapped: [u64; 9],
-    /// Bytes currently mapped.
-    pub resident_bytes: u64,
-    /// Bytes currently mapped, by leaf size (what the TLBs see).
-    pub resident_by_size: [u64; 9],
-    /// Promotions (many small leaves replaced by one large one, in place), by new size.
-    pub promotions: [u64; 9],
-    /// Demotions (a large leaf split into small ones), by the demoted size.
-    pub demotions: [u64; 9],
-    /// khugepaged collapses (copy into a new 2 MiB page).
-    pub collapses: u64,
-    /// Cycles of OS work beyond the per-fault latency: copies, compaction, scans.
-    pub os_cycles: u64,
-    /// Named event counters of the policy (reservations created, failures by reason…).
-    pub events: BTreeMap<&'static str, u64>,
-}
-
-impl OsStats {
-    /// Records a new leaf of `size` (counted in `mapped` too).
-    pub fn record_map(&mut self, size: PageSize) {
-        self.mapped[size.index()] += 1;
-        self.record_leaf(size);
-    }
-
-    /// Records a new leaf of `size` without counting it in `mapped` (a piece of a
-    /// larger folio, e.g. one of sixteen 4 KiB leaves of a 64 KiB mTHP folio).
-    pub fn record_leaf(&mut self, size: PageSize) {
-        self.resident_bytes += size.bytes();
-        self.resident_by_size[size.index()] += size.bytes();
-    }
-
-    /// Records a leaf of `size` removed.
-    pub fn record_unmap(&mut self, size: PageSize) {
-        self.resident_bytes -= size.bytes();
-        self.resident_by_size[size.index()] -= size.bytes();
-    }
-
-    /// Adds one to a named event counter.
-    pub fn event(&mut self, name: &'static str) {
-        *self.events.entry(name).or_default() += 1;
-    }
-
-    /// A named event counter (0 if never counted).
-    pub fn count(&self, name: &str) -> u64 {
-        self.events.get(name).copied().unwrap_or(0)
-    }
-}
 
 /// A range of one address space whose translations changed: TLBs must drop it.
 pub type Shootdown = (Asid, u64, u64);
@@ -145,9 +93,106 @@ pub struct TickCtx<'a> {
     pub shootdowns: &'a mut Vec<Shootdown>,
 }
 
-/// The configured policy (closed enum: static dispatch).
-#[derive(Clone, Debug)]
-pub enum Os {
+/// An OS policy: what each kind of policy must and may do. Only `fault` and the
+/// counters are required; every other hook has a documented default that is right for
+/// a policy keeping no state beyond its page tables. [`Os`] wraps every policy with the
+/// work common to all (swap-in, reclaim and retry around faults, page-table teardown at
+/// exit, the munmap rules) and calls these hooks from it.
+pub trait OsPolicy {
+    /// The config name (`os.policy`).
+    fn name(&self) -> &'static str;
+    /// The policy's counters.
+    fn stats(&self) -> &OsStats;
+    /// The policy's counters, to count into.
+    fn stats_mut(&mut self) -> &mut OsStats;
+    /// Handles a fault: must leave a valid leaf covering `ctx.va` (writable for a store)
+    /// or return an error, and push every range whose existing translations changed.
+    fn fault(&mut self, ctx: FaultCtx<'_>) -> Result<(), ModelError>;
+    /// Background work every `os.tick_interval` references, under the same shootdown
+    /// rule. Default: none.
+    fn tick(&mut self, _ctx: TickCtx<'_>) -> Result<(), ModelError> {
+        Ok(())
+    }
+    /// The reclaim settings of a policy that reclaims under memory pressure (THP
+    /// shrinker, swap-out). Default: `None`, the policy does not reclaim and out of
+    /// memory is an error.
+    fn reclaim(&self) -> Option<&ReclaimConfig> {
+        None
+    }
+    /// The reclaim settings to set, for a policy that reclaims. Default: `None`.
+    fn reclaim_mut(&mut self) -> Option<&mut ReclaimConfig> {
+        None
+    }
+    /// The policy's own reclaim, tried before swap-out (the THP shrinker): frees up to
+    /// `want` frames, returns how many it freed. Default: frees nothing.
+    fn shrink(&mut self, _mem: &mut Memory, _cfg: &ReclaimConfig, _shootdowns: &mut Vec<Shootdown>, _want: u64) -> u64 {
+        0
+    }
+    /// Address space `asid` ends: drop the policy's state for it (its page tables and
+    /// leaves are torn down by [`Os::exit`] after this). Default: nothing to drop.
+    fn exit_space(&mut self, _mem: &mut Memory, _asid: Asid) {}
+    /// The alignment munmap ranges must have. Default: the 4 KiB base page.
+    fn unmap_align(&self) -> PageSize {
+        PageSize::K4
+    }
+    /// Frees the frames of the leaves munmap cleared from `[start, end)` of `asid`.
+    /// Default: every leaf's frames go back to the buddy allocator.
+    fn unmap_frames(&mut self, mem: &mut Memory, _asid: Asid, _start: u64, _end: u64, maps: &[Mapping]) {
+        for m in maps {
+            free_leaf(mem, m);
+        }
+    }
+}
+
+/// One table defines the closed set of policies: the [`Os`] enum and the static
+/// dispatch of every [`OsPolicy`] hook to its variant.
+macro_rules! policies {
+    ($($(#[doc = $doc:literal])* $variant:ident($ty:ty),)*) => {
+        /// The configured policy (closed enum: static dispatch).
+        #[derive(Clone, Debug)]
+        pub enum Os {
+            $($(#[doc = $doc])* $variant($ty),)*
+        }
+
+        impl OsPolicy for Os {
+            fn name(&self) -> &'static str {
+                match self { $(Os::$variant(p) => p.name(),)* }
+            }
+            fn stats(&self) -> &OsStats {
+                match self { $(Os::$variant(p) => p.stats(),)* }
+            }
+            fn stats_mut(&mut self) -> &mut OsStats {
+                match self { $(Os::$variant(p) => p.stats_mut(),)* }
+            }
+            fn fault(&mut self, ctx: FaultCtx<'_>) -> Result<(), ModelError> {
+                match self { $(Os::$variant(p) => p.fault(ctx),)* }
+            }
+            fn tick(&mut self, ctx: TickCtx<'_>) -> Result<(), ModelError> {
+                match self { $(Os::$variant(p) => p.tick(ctx),)* }
+            }
+            fn reclaim(&self) -> Option<&ReclaimConfig> {
+                match self { $(Os::$variant(p) => p.reclaim(),)* }
+            }
+            fn reclaim_mut(&mut self) -> Option<&mut ReclaimConfig> {
+                match self { $(Os::$variant(p) => p.reclaim_mut(),)* }
+            }
+            fn shrink(&mut self, mem: &mut Memory, cfg: &ReclaimConfig, sd: &mut Vec<Shootdown>, want: u64) -> u64 {
+                match self { $(Os::$variant(p) => p.shrink(mem, cfg, sd, want),)* }
+            }
+            fn exit_space(&mut self, mem: &mut Memory, asid: Asid) {
+                match self { $(Os::$variant(p) => p.exit_space(mem, asid),)* }
+            }
+            fn unmap_align(&self) -> PageSize {
+                match self { $(Os::$variant(p) => p.unmap_align(),)* }
+            }
+            fn unmap_frames(&mut self, mem: &mut Memory, asid: Asid, start: u64, end: u64, maps: &[Mapping]) {
+                match self { $(Os::$variant(p) => p.unmap_frames(mem, asid, start, end, maps),)* }
+            }
+        }
+    };
+}
+
+policies! {
     /// Every page 4 KiB, demand-paged at first touch.
     Base(Base),
     /// Every touched region backed by pages of one size.
@@ -164,12 +209,12 @@ impl Os {
     /// Handles a fault: a swap-in if the page is in swap, else the policy's fault —
     /// with reclaim first when free memory is below the watermark, and reclaim and a
     /// retry when an allocation fails (see the module contract).
-    pub fn fault(&mut self, ctx: FaultCtx<'_>) -> Result<(), ModelError> {
-        let Some(cfg) = self.reclaim_cfg().filter(|c| c.enabled).copied() else {
-            return self.policy_fault(ctx);
+    pub fn handle_fault(&mut self, ctx: FaultCtx<'_>) -> Result<(), ModelError> {
+        let Some(cfg) = self.reclaim().filter(|c| c.enabled).copied() else {
+            return self.fault(ctx);
         };
         if ctx.mem.buddy.free_frames() < cfg.min_free_pages {
-            self.reclaim(
+            self.reclaim_frames(
                 ctx.mem,
                 &cfg,
                 ctx.shootdowns,
@@ -189,9 +234,9 @@ impl Os {
                 kind: ctx.kind,
                 shootdowns: &mut *ctx.shootdowns,
             };
-            match self.policy_fault(again) {
+            match self.fault(again) {
                 Err(ModelError::OutOfMemory(msg)) => {
-                    if self.reclaim(ctx.mem, &cfg, ctx.shootdowns, cfg.batch_pages) == 0 {
+                    if self.reclaim_frames(ctx.mem, &cfg, ctx.shootdowns, cfg.batch_pages) == 0 {
                         return Err(ModelError::OutOfMemory(msg));
                     }
                     // The failed attempt counted a fault; the retry counts it again.
@@ -206,14 +251,17 @@ impl Os {
             .oom(&format!("the page at va {:#x} after repeated reclaim", ctx.va)))
     }
 
-    /// Frees at least `want` frames if it can (THP shrinker, then swap-out); returns
-    /// the frames freed.
-    fn reclaim(&mut self, mem: &mut Memory, cfg: &ReclaimConfig, shootdowns: &mut Vec<Shootdown>, want: u64) -> u64 {
-        self.stats_mut().event("reclaim_runs");
-        let mut freed = 0;
-        if let Os::Thp(p) = self {
-            freed += p.shrink(mem, cfg.thp_underused_empty, shootdowns, want);
-        }
+    /// Frees at least `want` frames if it can (the policy's own reclaim, then
+    /// swap-out); returns the frames freed.
+    fn reclaim_frames(
+        &mut self,
+        mem: &mut Memory,
+        cfg: &ReclaimConfig,
+        shootdowns: &mut Vec<Shootdown>,
+        want: u64,
+    ) -> u64 {
+        self.stats_mut().event(OsEvent::ReclaimRuns);
+        let mut freed = self.shrink(mem, cfg, shootdowns, want);
         if freed < want {
             freed += reclaim::swap_out(mem, cfg, self.stats_mut(), shootdowns, want - freed);
         }
@@ -230,7 +278,7 @@ impl Os {
             ..
         } = ctx;
         let mut pfn = mem.buddy.alloc(order_of(base));
-        if pfn.is_none() && self.reclaim(mem, cfg, shootdowns, cfg.batch_pages) > 0 {
+        if pfn.is_none() && self.reclaim_frames(mem, cfg, shootdowns, cfg.batch_pages) > 0 {
             pfn = mem.buddy.alloc(order_of(base));
         }
         let Some(pfn) = pfn else {
@@ -253,71 +301,37 @@ impl Os {
         let stats = self.stats_mut();
         stats.faults += 1;
         stats.record_map(base);
-        stats.event("swap_ins");
+        stats.event(OsEvent::SwapIns);
         stats.os_cycles += cfg.swap_in_cycles;
         Ok(())
     }
 
-    /// The reclaim settings of a policy that reclaims (`base`, `thp`, `khugepaged`,
-    /// `mthp`).
-    pub fn reclaim_cfg(&self) -> Option<&ReclaimConfig> {
-        match self {
-            Os::Base(p) => Some(&p.reclaim),
-            Os::Thp(p) => Some(&p.reclaim),
-            Os::Mthp(p) => Some(&p.reclaim),
-            _ => None,
+    /// Sets the reclaim settings. A policy that does not reclaim (`fixed`,
+    /// `reservation`) refuses settings that turn reclaim on, rather than ignoring them.
+    pub fn set_reclaim(&mut self, cfg: ReclaimConfig) -> Result<(), String> {
+        let name = self.name();
+        match self.reclaim_mut() {
+            Some(r) => *r = cfg,
+            None if cfg.enabled => {
+                return Err(format!(
+                    "os.reclaim.enabled = true: policy \"{name}\" does not reclaim (policies base, thp, khugepaged and mthp do)"
+                ))
+            }
+            None => {}
         }
+        Ok(())
     }
 
-    /// Sets the reclaim settings (ignored by `fixed` and `reservation`).
-    pub fn set_reclaim(&mut self, cfg: ReclaimConfig) {
-        match self {
-            Os::Base(p) => p.reclaim = cfg,
-            Os::Thp(p) => p.reclaim = cfg,
-            Os::Mthp(p) => p.reclaim = cfg,
-            _ => {}
-        }
-    }
-
-    fn policy_fault(&mut self, ctx: FaultCtx<'_>) -> Result<(), ModelError> {
-        match self {
-            Os::Base(p) => p.fault(ctx),
-            Os::Fixed(p) => p.fault(ctx),
-            Os::Reservation(p) => p.fault(ctx),
-            Os::Thp(p) => p.fault(ctx),
-            Os::Mthp(p) => p.fault(ctx),
-        }
-    }
-
-    /// Background work (see the module contract).
-    pub fn tick(&mut self, ctx: TickCtx<'_>) -> Result<(), ModelError> {
-        match self {
-            Os::Reservation(p) => p.tick(ctx),
-            Os::Thp(p) => p.tick(ctx),
-            _ => Ok(()),
-        }
-    }
-
-    /// Ends `space`: frees its frames, its reservations and its page tables.
+    /// Ends `space`: the policy drops its state for it, then every leaf's frames and
+    /// every page table are freed.
     pub fn exit(&mut self, mem: &mut Memory, space: &AddressSpace) {
-        let stats = match self {
-            Os::Base(p) => &mut p.stats,
-            Os::Fixed(p) => &mut p.stats,
-            Os::Reservation(p) => {
-                p.drop_space(mem, space.asid);
-                &mut p.stats
-            }
-            Os::Thp(p) => {
-                p.drop_space(space.asid);
-                &mut p.stats
-            }
-            Os::Mthp(p) => &mut p.stats,
-        };
+        self.exit_space(mem, space.asid);
+        let stats = self.stats_mut();
         for m in remap::teardown(mem, space.fmt, space.root) {
             free_leaf(mem, &m);
             stats.record_unmap(m.size);
         }
-        self.stats_mut().event("exits");
+        stats.event(OsEvent::Exits);
     }
 
     /// Unmaps `[start, end)` of `space` (munmap; see the [`unmap`] module for the rules).
@@ -331,21 +345,12 @@ impl Os {
         end: u64,
         shootdowns: &mut Vec<Shootdown>,
     ) -> Result<(), ModelError> {
-        let align = match self {
-            Os::Fixed(p) => p.page_size,
-            _ => PageSize::K4,
-        };
+        let align = self.unmap_align();
         unmap::check_range(space, start, end, align)?;
         let (fmt, root, asid) = (space.fmt, space.root, space.asid);
         unmap::split_straddlers(mem, space, start, end, self.stats_mut(), shootdowns)?;
         let maps = remap::clear_leaves(mem, fmt, root, start, end);
-        if let Os::Reservation(p) = self {
-            p.unmap_frames(mem, asid, start, end, &maps);
-        } else {
-            for m in &maps {
-                free_leaf(mem, m);
-            }
-        }
+        self.unmap_frames(mem, asid, start, end, &maps);
         let stats = self.stats_mut();
         for m in &maps {
             stats.record_unmap(m.size);
@@ -356,40 +361,18 @@ impl Os {
         mem.swap.drop_range(asid, start, end);
         space.remove_range(start, end);
         shootdowns.push((asid, start, end));
-        stats.event("munmaps");
+        stats.event(OsEvent::Munmaps);
         Ok(())
     }
 
-    /// The policy's counters.
+    /// The policy's counters (also [`OsPolicy::stats`]).
     pub fn stats(&self) -> &OsStats {
-        match self {
-            Os::Base(p) => &p.stats,
-            Os::Fixed(p) => &p.stats,
-            Os::Reservation(p) => &p.stats,
-            Os::Thp(p) => &p.stats,
-            Os::Mthp(p) => &p.stats,
-        }
+        OsPolicy::stats(self)
     }
 
-    fn stats_mut(&mut self) -> &mut OsStats {
-        match self {
-            Os::Base(p) => &mut p.stats,
-            Os::Fixed(p) => &mut p.stats,
-            Os::Reservation(p) => &mut p.stats,
-            Os::Thp(p) => &mut p.stats,
-            Os::Mthp(p) => &mut p.stats,
-        }
-    }
-
-    /// The config name of the policy.
+    /// The config name of the policy (also [`OsPolicy::name`]).
     pub fn name(&self) -> &'static str {
-        match self {
-            Os::Base(_) => "base",
-            Os::Fixed(_) => "fixed",
-            Os::Reservation(_) => "reservation",
-            Os::Thp(p) => p.name(),
-            Os::Mthp(_) => "mthp",
-        }
+        OsPolicy::name(self)
     }
 }
 

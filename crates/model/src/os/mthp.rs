@@ -10,6 +10,7 @@
 //! they cost what the allocation costs but buy no TLB reach.
 
 use super::remap::leaves;
+use super::OsEvent;
 use super::{fresh_attrs, order_of, FaultCtx, OsStats};
 use crate::addr::{PageSize, FRAME_SHIFT, FRAME_SIZE};
 use crate::error::ModelError;
@@ -55,9 +56,31 @@ impl Mthp {
             stats: OsStats::default(),
         }
     }
+}
+
+impl super::OsPolicy for Mthp {
+    fn name(&self) -> &'static str {
+        "mthp"
+    }
+
+    fn stats(&self) -> &OsStats {
+        &self.stats
+    }
+
+    fn stats_mut(&mut self) -> &mut OsStats {
+        &mut self.stats
+    }
+
+    fn reclaim(&self) -> Option<&super::ReclaimConfig> {
+        Some(&self.reclaim)
+    }
+
+    fn reclaim_mut(&mut self) -> Option<&mut super::ReclaimConfig> {
+        Some(&mut self.reclaim)
+    }
 
     /// Handles a fault.
-    pub fn fault(&mut self, ctx: FaultCtx<'_>) -> Result<(), ModelError> {
+    fn fault(&mut self, ctx: FaultCtx<'_>) -> Result<(), ModelError> {
         self.stats.faults += 1;
         let FaultCtx {
             mem, space, va, kind, ..
@@ -76,7 +99,7 @@ impl Mthp {
                 continue;
             }
             let Some(pfn) = mem.buddy.alloc(order_of(size)) else {
-                self.stats.event("mthp_fallback_no_memory");
+                self.stats.event(OsEvent::MthpFallbackNoMemory);
                 continue;
             };
             let pa = pfn << FRAME_SHIFT;
@@ -101,7 +124,7 @@ impl Mthp {
                     self.stats.record_leaf(PageSize::K4);
                 }
                 self.stats.mapped[size.index()] += 1;
-                self.stats.event("folios_without_contpte");
+                self.stats.event(OsEvent::FoliosWithoutContpte);
             }
             return Ok(());
         }

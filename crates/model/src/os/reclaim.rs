@@ -24,6 +24,7 @@
 //! Counters (OsStats.events): `swap_outs`, `swap_ins`, `thp_splits`,
 //! `reclaim_runs`, `reclaim_young_cleared`, `thp_underused_split`.
 
+use super::OsEvent;
 use super::{OsStats, Shootdown};
 use crate::addr::{Asid, PageSize};
 use crate::mem::Memory;
@@ -164,11 +165,7 @@ pub fn swap_out(
             &mut c,
             &mut WalkCounts::default(),
         );
-        stats
-            .events
-            .entry("reclaim_young_cleared")
-            .and_modify(|x| *x += c.young.len() as u64)
-            .or_insert(c.young.len() as u64);
+        stats.add(OsEvent::ReclaimYoungCleared, c.young.len() as u64);
         let first = shootdowns.len();
         for u in &c.young {
             shootdowns.push((asid, u.va, u.va + u.size.bytes()));
@@ -208,7 +205,7 @@ fn evict(
     };
     let base = fmt.base_page();
     if m.size > base {
-        stats.event("thp_splits");
+        stats.event(OsEvent::ThpSplits);
     }
     super::free_leaf(mem, &m);
     stats.record_unmap(m.size);
@@ -216,7 +213,7 @@ fn evict(
     for i in 0..pages {
         mem.swap.slots.insert((asid, m.va + i * base.bytes()));
     }
-    *stats.events.entry("swap_outs").or_default() += pages;
+    stats.add(OsEvent::SwapOuts, pages);
     stats.os_cycles += pages * cfg.swap_out_cycles_per_page;
     shootdowns.push((asid, m.va, m.va + m.size.bytes()));
     m.size.bytes() >> 12

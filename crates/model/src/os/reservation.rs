@@ -27,6 +27,7 @@
 //! promotion). A store to a read-only group demotes that group only.
 
 use super::remap::{clear_leaves, drop_table, leaves, range_state};
+use super::OsEvent;
 use super::{free_leaf, free_run, fresh_attrs, order_of, FaultCtx, OsStats, TickCtx};
 use crate::addr::{Asid, PageSize, FRAME_SHIFT, FRAME_SIZE};
 use crate::error::ModelError;
@@ -100,103 +101,6 @@ impl Reservation {
         self.cfg.size.bytes() / FRAME_SIZE
     }
 
-    /// Handles a fault.
-    pub fn fault(&mut self, ctx: FaultCtx<'_>) -> Result<(), ModelError> {
-        self.stats.faults += 1;
-        let FaultCtx {
-            mem,
-            space,
-            va,
-            kind,
-            shootdowns,
-        } = ctx;
-        let (fmt, root, asid) = (space.fmt, space.root, space.asid);
-        let size = self.cfg.size;
-        let key = va & !size.offset_mask();
-        if let Some(m) = lookup(mem, fmt, root, va) {
-            // A protection fault: a store to a read-only page.
-            if m.size > PageSize::K4 {
-                self.demote(mem, space, m.va, m.pa, m.size, m.attrs);
-                shootdowns.push((asid, m.va, m.va + m.size.bytes()));
-            }
-            let page = va & !PageSize::K4.offset_mask();
-            let m = lookup(mem, fmt, root, page).expect("base page mapped");
-            set_leaf_attrs(
-                mem,
-                fmt,
-                root,
-                page,
-                m.attrs.with(Attrs::WRITABLE | Attrs::DIRTY | Attrs::ACCESSED),
-            );
-            shootdowns.push((asid, page, page + FRAME_SIZE));
-            self.stats.event("soft_write_faults");
-            if self.resv.contains_key(&(asid, key)) {
-                self.promote_around(mem, space, key, (page - key) >> FRAME_SHIFT, shootdowns);
-            }
-            return Ok(());
-        }
-        let page = va & !PageSize::K4.offset_mask();
-        let idx = (page - key) >> FRAME_SHIFT;
-        if !self.resv.contains_key(&(asid, key)) {
-            let vma = space.vma(va);
-            let inside = vma.contains_range(key, key + size.bytes());
-            let busy = inside && range_state(mem, fmt, root, key, size).small > 0;
-            if !inside {
-                self.stats.event("no_reservation_vma_edge");
-            } else if busy {
-                self.stats.event("no_reservation_range_busy");
-            } else if let Some(pfn) = self.alloc(mem, order_of(size)) {
-                self.clock += 1;
-                let words = (self.pages() as usize).div_ceil(64);
-                self.resv.insert(
-                    (asid, key),
-                    Resv {
-                        pfn,
-                        pop: vec![0; words],
-                        dead: vec![0; words],
-                        npop: 0,
-                        stamp: self.clock,
-                    },
-                );
-                self.lru.insert(self.clock, (asid, key));
-                self.stats.event("reservations_created");
-            } else {
-                self.stats.event("reservation_failed_no_contiguous_memory");
-            }
-        }
-        let attrs = fresh_attrs(kind);
-        let pfn = match self.resv.get(&(asid, key)) {
-            Some(r) if r.dead[(idx / 64) as usize] & (1 << (idx % 64)) == 0 => r.pfn + idx,
-            hole => {
-                if hole.is_some() {
-                    self.stats.event("fault_in_unmapped_hole");
-                }
-                let pfn = self
-                    .alloc(mem, 0)
-                    .ok_or_else(|| mem.buddy.oom(&format!("a 4K page at va {va:#x}")))?;
-                map_leaf(mem, fmt, root, page, pfn << FRAME_SHIFT, PageSize::K4, attrs)?;
-                self.stats.record_map(PageSize::K4);
-                return Ok(());
-            }
-        };
-        map_leaf(mem, fmt, root, page, pfn << FRAME_SHIFT, PageSize::K4, attrs)?;
-        self.stats.record_map(PageSize::K4);
-        let full = self.pages();
-        let r = self.resv.get_mut(&(asid, key)).expect("reservation");
-        r.pop[(idx / 64) as usize] |= 1 << (idx % 64);
-        r.npop += 1;
-        self.lru.remove(&r.stamp);
-        if r.npop == full {
-            self.stats.event("reservations_full");
-        } else {
-            self.clock += 1;
-            r.stamp = self.clock;
-            self.lru.insert(self.clock, (asid, key));
-        }
-        self.promote_around(mem, space, key, idx, shootdowns);
-        Ok(())
-    }
-
     /// After page `idx` of the reservation at `key` changed: promote its intermediate
     /// group if that is fully populated, then the whole reservation if it is.
     fn promote_around(
@@ -242,7 +146,7 @@ impl Reservation {
         if let Some(r) = self.resv.remove(&k) {
             self.lru.remove(&r.stamp);
             free_unpopulated(mem, &r, self.pages());
-            self.stats.event("reservations_broken");
+            self.stats.event(OsEvent::ReservationsBroken);
         }
     }
 
@@ -268,7 +172,7 @@ impl Reservation {
         let base = self.resv[&(asid, key)].pfn << FRAME_SHIFT;
         let covered: u64 = maps.iter().map(|m| m.size.bytes()).sum();
         if covered != size.bytes() || maps.iter().any(|m| m.size >= size || m.pa != base + (m.va - key)) {
-            self.stats.event("promotion_failed_not_contiguous");
+            self.stats.event(OsEvent::PromotionFailedNotContiguous);
             return;
         }
         // Writable-clean pages lose write permission first.
@@ -288,7 +192,7 @@ impl Reservation {
         let mask = Attrs::WRITABLE | Attrs::DIRTY | Attrs::USER;
         let first = maps[0].attrs.0 & mask;
         if maps.iter().any(|m| m.attrs.0 & mask != first) {
-            self.stats.event("promotion_failed_attrs_differ");
+            self.stats.event(OsEvent::PromotionFailedAttrsDiffer);
             return;
         }
         clear_leaves(mem, fmt, root, start, end);
@@ -299,7 +203,7 @@ impl Reservation {
             for m in &maps {
                 let _ = map_leaf(mem, fmt, root, m.va, m.pa, m.size, m.attrs);
             }
-            self.stats.event("promotion_failed_remap");
+            self.stats.event(OsEvent::PromotionFailedRemap);
             return;
         }
         for m in &maps {
@@ -308,7 +212,7 @@ impl Reservation {
         self.stats.record_map(size);
         self.stats.promotions[size.index()] += 1;
         if !attrs.has(Attrs::WRITABLE) {
-            self.stats.event("promotions_read_only");
+            self.stats.event(OsEvent::PromotionsReadOnly);
         }
         shootdowns.push((asid, start, end));
     }
@@ -337,21 +241,6 @@ impl Reservation {
         self.stats.demotions[size.index()] += 1;
     }
 
-    /// Background work: break the oldest partial reservations while free memory is
-    /// below the low watermark.
-    pub fn tick(&mut self, ctx: TickCtx<'_>) -> Result<(), ModelError> {
-        let low = (ctx.mem.buddy.frames() as f64 * self.cfg.low_watermark) as u64;
-        while ctx.mem.buddy.free_frames() < low {
-            let Some((&stamp, &k)) = self.lru.iter().next() else {
-                break;
-            };
-            self.lru.remove(&stamp);
-            self.break_resv(ctx.mem, k);
-            self.stats.event("reservations_broken_watermark");
-        }
-        Ok(())
-    }
-
     /// Drops every reservation of `asid` (at exit): unpopulated frames go back to the
     /// buddy allocator; populated ones are freed with their leaves.
     pub fn drop_space(&mut self, mem: &mut Memory, asid: Asid) {
@@ -360,68 +249,6 @@ impl Reservation {
             let r = self.resv.remove(&k).expect("listed");
             self.lru.remove(&r.stamp);
             free_unpopulated(mem, &r, self.pages());
-        }
-    }
-
-    /// munmap of `[start, end)` of `asid`, after its leaves were split at the ends and
-    /// cleared (`maps`: what they mapped). FreeBSD: `vm_map_delete` →
-    /// `vm_object_page_remove` frees each page, and `vm_reserv_free_page` →
-    /// `vm_reserv_depopulate` returns a reserved page to its reservation (popmap bit
-    /// cleared, popcnt decremented, the reservation goes (back) on the partial queue;
-    /// popcnt 0 frees the whole extent to the buddy allocator). Frames that are not a
-    /// reservation's go back to the buddy allocator. The unmapped pages are dead for the
-    /// reservation: they left the object (a later mapping there gets a new object), so
-    /// a later fault in the hole takes a 4 KiB page from the buddy allocator, and the
-    /// reservation never becomes fully populated again — it never promotes over the
-    /// hole, and stays partial until it is broken, emptied or its space exits.
-    pub fn unmap_frames(&mut self, mem: &mut Memory, asid: Asid, start: u64, end: u64, maps: &[Mapping]) {
-        let size = self.cfg.size;
-        for m in maps {
-            let key = m.va & !size.offset_mask();
-            let Some(r) = self
-                .resv
-                .get_mut(&(asid, key))
-                .filter(|r| m.size <= size && m.pa == (r.pfn << FRAME_SHIFT) + (m.va - key))
-            else {
-                free_leaf(mem, m);
-                continue;
-            };
-            let first = (m.va - key) >> FRAME_SHIFT;
-            for idx in first..first + m.size.bytes() / FRAME_SIZE {
-                let (w, b) = ((idx / 64) as usize, 1u64 << (idx % 64));
-                if r.pop[w] & b != 0 {
-                    r.pop[w] &= !b;
-                    r.npop -= 1;
-                }
-            }
-        }
-        let mut keys: Vec<u64> = self
-            .resv
-            .keys()
-            .filter(|k| k.0 == asid && k.1 < end && k.1 + size.bytes() > start)
-            .map(|k| k.1)
-            .collect();
-        keys.sort_unstable();
-        for key in keys {
-            let r = self.resv.get_mut(&(asid, key)).expect("listed");
-            let (lo, hi) = (
-                (start.max(key) - key) >> FRAME_SHIFT,
-                (end.min(key + size.bytes()) - key) >> FRAME_SHIFT,
-            );
-            for idx in lo..hi {
-                r.dead[(idx / 64) as usize] |= 1 << (idx % 64);
-            }
-            self.lru.remove(&r.stamp);
-            if r.npop == 0 {
-                let r = self.resv.remove(&(asid, key)).expect("listed");
-                free_run(mem, r.pfn, self.pages());
-                self.stats.event("munmap_reservations_freed");
-            } else {
-                self.clock += 1;
-                r.stamp = self.clock;
-                self.lru.insert(self.clock, (asid, key));
-                self.stats.event("munmap_reservations_shrunk");
-            }
         }
     }
 
@@ -466,5 +293,197 @@ fn free_unpopulated(mem: &mut Memory, r: &Resv, pages: u64) {
             i += 1;
         }
         free_run(mem, r.pfn + start, i - start);
+    }
+}
+
+impl super::OsPolicy for Reservation {
+    fn name(&self) -> &'static str {
+        "reservation"
+    }
+
+    fn stats(&self) -> &OsStats {
+        &self.stats
+    }
+
+    fn stats_mut(&mut self) -> &mut OsStats {
+        &mut self.stats
+    }
+
+    fn exit_space(&mut self, mem: &mut Memory, asid: Asid) {
+        self.drop_space(mem, asid);
+    }
+
+    /// Handles a fault.
+    fn fault(&mut self, ctx: FaultCtx<'_>) -> Result<(), ModelError> {
+        self.stats.faults += 1;
+        let FaultCtx {
+            mem,
+            space,
+            va,
+            kind,
+            shootdowns,
+        } = ctx;
+        let (fmt, root, asid) = (space.fmt, space.root, space.asid);
+        let size = self.cfg.size;
+        let key = va & !size.offset_mask();
+        if let Some(m) = lookup(mem, fmt, root, va) {
+            // A protection fault: a store to a read-only page.
+            if m.size > PageSize::K4 {
+                self.demote(mem, space, m.va, m.pa, m.size, m.attrs);
+                shootdowns.push((asid, m.va, m.va + m.size.bytes()));
+            }
+            let page = va & !PageSize::K4.offset_mask();
+            let m = lookup(mem, fmt, root, page).expect("base page mapped");
+            set_leaf_attrs(
+                mem,
+                fmt,
+                root,
+                page,
+                m.attrs.with(Attrs::WRITABLE | Attrs::DIRTY | Attrs::ACCESSED),
+            );
+            shootdowns.push((asid, page, page + FRAME_SIZE));
+            self.stats.event(OsEvent::SoftWriteFaults);
+            if self.resv.contains_key(&(asid, key)) {
+                self.promote_around(mem, space, key, (page - key) >> FRAME_SHIFT, shootdowns);
+            }
+            return Ok(());
+        }
+        let page = va & !PageSize::K4.offset_mask();
+        let idx = (page - key) >> FRAME_SHIFT;
+        if !self.resv.contains_key(&(asid, key)) {
+            let vma = space.vma(va);
+            let inside = vma.contains_range(key, key + size.bytes());
+            let busy = inside && range_state(mem, fmt, root, key, size).small > 0;
+            if !inside {
+                self.stats.event(OsEvent::NoReservationVmaEdge);
+            } else if busy {
+                self.stats.event(OsEvent::NoReservationRangeBusy);
+            } else if let Some(pfn) = self.alloc(mem, order_of(size)) {
+                self.clock += 1;
+                let words = (self.pages() as usize).div_ceil(64);
+                self.resv.insert(
+                    (asid, key),
+                    Resv {
+                        pfn,
+                        pop: vec![0; words],
+                        dead: vec![0; words],
+                        npop: 0,
+                        stamp: self.clock,
+                    },
+                );
+                self.lru.insert(self.clock, (asid, key));
+                self.stats.event(OsEvent::ReservationsCreated);
+            } else {
+                self.stats.event(OsEvent::ReservationFailedNoContiguousMemory);
+            }
+        }
+        let attrs = fresh_attrs(kind);
+        let pfn = match self.resv.get(&(asid, key)) {
+            Some(r) if r.dead[(idx / 64) as usize] & (1 << (idx % 64)) == 0 => r.pfn + idx,
+            hole => {
+                if hole.is_some() {
+                    self.stats.event(OsEvent::FaultInUnmappedHole);
+                }
+                let pfn = self
+                    .alloc(mem, 0)
+                    .ok_or_else(|| mem.buddy.oom(&format!("a 4K page at va {va:#x}")))?;
+                map_leaf(mem, fmt, root, page, pfn << FRAME_SHIFT, PageSize::K4, attrs)?;
+                self.stats.record_map(PageSize::K4);
+                return Ok(());
+            }
+        };
+        map_leaf(mem, fmt, root, page, pfn << FRAME_SHIFT, PageSize::K4, attrs)?;
+        self.stats.record_map(PageSize::K4);
+        let full = self.pages();
+        let r = self.resv.get_mut(&(asid, key)).expect("reservation");
+        r.pop[(idx / 64) as usize] |= 1 << (idx % 64);
+        r.npop += 1;
+        self.lru.remove(&r.stamp);
+        if r.npop == full {
+            self.stats.event(OsEvent::ReservationsFull);
+        } else {
+            self.clock += 1;
+            r.stamp = self.clock;
+            self.lru.insert(self.clock, (asid, key));
+        }
+        self.promote_around(mem, space, key, idx, shootdowns);
+        Ok(())
+    }
+
+    /// Background work: break the oldest partial reservations while free memory is
+    /// below the low watermark.
+    fn tick(&mut self, ctx: TickCtx<'_>) -> Result<(), ModelError> {
+        let low = (ctx.mem.buddy.frames() as f64 * self.cfg.low_watermark) as u64;
+        while ctx.mem.buddy.free_frames() < low {
+            let Some((&stamp, &k)) = self.lru.iter().next() else {
+                break;
+            };
+            self.lru.remove(&stamp);
+            self.break_resv(ctx.mem, k);
+            self.stats.event(OsEvent::ReservationsBrokenWatermark);
+        }
+        Ok(())
+    }
+
+    /// munmap of `[start, end)` of `asid`, after its leaves were split at the ends and
+    /// cleared (`maps`: what they mapped). FreeBSD: `vm_map_delete` →
+    /// `vm_object_page_remove` frees each page, and `vm_reserv_free_page` →
+    /// `vm_reserv_depopulate` returns a reserved page to its reservation (popmap bit
+    /// cleared, popcnt decremented, the reservation goes (back) on the partial queue;
+    /// popcnt 0 frees the whole extent to the buddy allocator). Frames that are not a
+    /// reservation's go back to the buddy allocator. The unmapped pages are dead for the
+    /// reservation: they left the object (a later mapping there gets a new object), so
+    /// a later fault in the hole takes a 4 KiB page from the buddy allocator, and the
+    /// reservation never becomes fully populated again — it never promotes over the
+    /// hole, and stays partial until it is broken, emptied or its space exits.
+    fn unmap_frames(&mut self, mem: &mut Memory, asid: Asid, start: u64, end: u64, maps: &[Mapping]) {
+        let size = self.cfg.size;
+        for m in maps {
+            let key = m.va & !size.offset_mask();
+            let Some(r) = self
+                .resv
+                .get_mut(&(asid, key))
+                .filter(|r| m.size <= size && m.pa == (r.pfn << FRAME_SHIFT) + (m.va - key))
+            else {
+                free_leaf(mem, m);
+                continue;
+            };
+            let first = (m.va - key) >> FRAME_SHIFT;
+            for idx in first..first + m.size.bytes() / FRAME_SIZE {
+                let (w, b) = ((idx / 64) as usize, 1u64 << (idx % 64));
+                if r.pop[w] & b != 0 {
+                    r.pop[w] &= !b;
+                    r.npop -= 1;
+                }
+            }
+        }
+        let mut keys: Vec<u64> = self
+            .resv
+            .keys()
+            .filter(|k| k.0 == asid && k.1 < end && k.1 + size.bytes() > start)
+            .map(|k| k.1)
+            .collect();
+        keys.sort_unstable();
+        for key in keys {
+            let r = self.resv.get_mut(&(asid, key)).expect("listed");
+            let (lo, hi) = (
+                (start.max(key) - key) >> FRAME_SHIFT,
+                (end.min(key + size.bytes()) - key) >> FRAME_SHIFT,
+            );
+            for idx in lo..hi {
+                r.dead[(idx / 64) as usize] |= 1 << (idx % 64);
+            }
+            self.lru.remove(&r.stamp);
+            if r.npop == 0 {
+                let r = self.resv.remove(&(asid, key)).expect("listed");
+                free_run(mem, r.pfn, self.pages());
+                self.stats.event(OsEvent::MunmapReservationsFreed);
+            } else {
+                self.clock += 1;
+                r.stamp = self.clock;
+                self.lru.insert(self.clock, (asid, key));
+                self.stats.event(OsEvent::MunmapReservationsShrunk);
+            }
+        }
     }
 }

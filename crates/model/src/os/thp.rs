@@ -31,6 +31,7 @@
 
 use super::compact::{compact_deferred, CompactCost, Deferral};
 use super::remap::{clear_leaves, drop_table, leaves};
+use super::OsEvent;
 use super::{fresh_attrs, map_new_page, order_of, FaultCtx, OsStats, Shootdown, TickCtx};
 use crate::addr::Asid;
 use crate::addr::{PageSize, FRAME_SHIFT, FRAME_SIZE};
@@ -174,55 +175,6 @@ impl Thp {
         }
     }
 
-    /// The config name.
-    pub fn name(&self) -> &'static str {
-        self.name
-    }
-
-    /// Handles a fault.
-    pub fn fault(&mut self, mut ctx: FaultCtx<'_>) -> Result<(), ModelError> {
-        self.stats.faults += 1;
-        let size = PageSize::M2;
-        let key = ctx.va & !size.offset_mask();
-        let vma = ctx.space.vma(ctx.va);
-        let want = match self.cfg.enabled {
-            Enabled::Always => true,
-            Enabled::Madvise => vma.hugepage,
-            Enabled::Never => false,
-        };
-        if want && ctx.space.fmt.leaf_level(size).is_some() {
-            if !vma.contains_range(key, key + size.bytes()) {
-                self.stats.event("thp_fault_fallback_vma_edge");
-            } else if ctx.mem.swap.any_in(ctx.space.asid, key, key + size.bytes())
-                || !leaves(ctx.mem, ctx.space.fmt, ctx.space.root, key, key + size.bytes()).is_empty()
-            {
-                self.stats.event("thp_fault_fallback_range_busy");
-            } else if let Some(pfn) = self.alloc_huge(ctx.mem, vma.hugepage, ctx.shootdowns) {
-                drop_table(ctx.mem, ctx.space.fmt, ctx.space.root, key, size);
-                if let Err(e) = map_leaf(
-                    ctx.mem,
-                    ctx.space.fmt,
-                    ctx.space.root,
-                    key,
-                    pfn << FRAME_SHIFT,
-                    size,
-                    fresh_attrs(ctx.kind),
-                ) {
-                    ctx.mem.buddy.free(pfn, order_of(size));
-                    return Err(e);
-                }
-                self.stats.record_map(size);
-                self.stats.os_cycles += 512 * self.cfg.zero_cycles_per_page;
-                self.stats.event("thp_fault_alloc");
-                return Ok(());
-            } else {
-                self.stats.event("thp_fault_fallback");
-            }
-        }
-        self.stats.os_cycles += self.cfg.zero_cycles_per_page;
-        map_new_page(&mut ctx, PageSize::K4, &mut self.stats)
-    }
-
     /// An order-9 block, with direct compaction per the defrag mode.
     fn alloc_huge(&mut self, mem: &mut Memory, madvised: bool, shootdowns: &mut Vec<Shootdown>) -> Option<u64> {
         if let Some(p) = mem.buddy.alloc(order_of(PageSize::M2)) {
@@ -234,12 +186,12 @@ impl Thp {
             Defrag::Defer | Defrag::Never => false,
         };
         if matches!(self.cfg.defrag, Defrag::Defer | Defrag::DeferMadvise) && !stall {
-            self.stats.event("compaction_deferred");
+            self.stats.event(OsEvent::CompactionDeferred);
         }
         if !stall {
             return None;
         }
-        self.stats.event("compaction_stall");
+        self.stats.event(OsEvent::CompactionStall);
         let cost = self.compact_cost();
         compact_deferred(
             mem,
@@ -260,7 +212,13 @@ impl Thp {
 
     /// The THP shrinker (see the module doc): splits underused collapsed huge pages
     /// until `want` frames are freed. Returns the frames freed.
-    pub fn shrink(&mut self, mem: &mut Memory, min_empty: u64, shootdowns: &mut Vec<Shootdown>, want: u64) -> u64 {
+    pub fn shrink_underused(
+        &mut self,
+        mem: &mut Memory,
+        min_empty: u64,
+        shootdowns: &mut Vec<Shootdown>,
+        want: u64,
+    ) -> u64 {
         let size = PageSize::M2;
         let mut freed = 0;
         let keys: Vec<_> = self.collapsed.keys().copied().collect();
@@ -298,7 +256,7 @@ impl Thp {
                     // No frame for the page table even after freeing: the page goes to swap.
                     mem.buddy.free(pfn + i, 0);
                     mem.swap.slots.insert((asid, key + off));
-                    self.stats.event("swap_outs");
+                    self.stats.event(OsEvent::SwapOuts);
                     freed += 1;
                     continue;
                 }
@@ -306,8 +264,8 @@ impl Thp {
             }
             freed += empty;
             self.stats.demotions[size.index()] += 1;
-            self.stats.event("thp_splits");
-            self.stats.event("thp_underused_split");
+            self.stats.event(OsEvent::ThpSplits);
+            self.stats.event(OsEvent::ThpUnderusedSplit);
             shootdowns.push((asid, key, key + size.bytes()));
         }
         freed
@@ -317,15 +275,122 @@ impl Thp {
     pub fn drop_space(&mut self, asid: Asid) {
         self.collapsed.retain(|k, _| k.0 != asid);
     }
+}
+
+/// Finds the first table descriptor at `level - 1` (pointing to a table of leaves
+/// smaller than the superpage) covering a range at or after `want_after`, and counts
+/// its valid entries.
+struct FindTables {
+    level: usize,
+    found: Option<(u64, u64)>,
+    want_after: u64,
+}
+
+impl Visitor for FindTables {
+    fn visit(&mut self, v: &Visit, mem: &mut Memory) -> Action {
+        if v.level < self.level {
+            return Action::Continue;
+        }
+        if v.va < self.want_after {
+            return Action::SkipChildren;
+        }
+        if let Pte::Table(child) = v.pte {
+            let n = (0..512).filter(|&i| mem.pt.read(child, i) != 0).count() as u64;
+            self.found = Some((v.va, n));
+            return Action::Stop;
+        }
+        Action::SkipChildren
+    }
+}
+
+impl super::OsPolicy for Thp {
+    fn stats(&self) -> &OsStats {
+        &self.stats
+    }
+
+    fn stats_mut(&mut self) -> &mut OsStats {
+        &mut self.stats
+    }
+
+    fn reclaim(&self) -> Option<&super::ReclaimConfig> {
+        Some(&self.reclaim)
+    }
+
+    fn reclaim_mut(&mut self) -> Option<&mut super::ReclaimConfig> {
+        Some(&mut self.reclaim)
+    }
+
+    fn shrink(
+        &mut self,
+        mem: &mut Memory,
+        cfg: &super::ReclaimConfig,
+        shootdowns: &mut Vec<Shootdown>,
+        want: u64,
+    ) -> u64 {
+        self.shrink_underused(mem, cfg.thp_underused_empty, shootdowns, want)
+    }
+
+    fn exit_space(&mut self, _mem: &mut Memory, asid: Asid) {
+        self.drop_space(asid);
+    }
+
+    /// The config name.
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Handles a fault.
+    fn fault(&mut self, mut ctx: FaultCtx<'_>) -> Result<(), ModelError> {
+        self.stats.faults += 1;
+        let size = PageSize::M2;
+        let key = ctx.va & !size.offset_mask();
+        let vma = ctx.space.vma(ctx.va);
+        let want = match self.cfg.enabled {
+            Enabled::Always => true,
+            Enabled::Madvise => vma.hugepage,
+            Enabled::Never => false,
+        };
+        if want && ctx.space.fmt.leaf_level(size).is_some() {
+            if !vma.contains_range(key, key + size.bytes()) {
+                self.stats.event(OsEvent::ThpFaultFallbackVmaEdge);
+            } else if ctx.mem.swap.any_in(ctx.space.asid, key, key + size.bytes())
+                || !leaves(ctx.mem, ctx.space.fmt, ctx.space.root, key, key + size.bytes()).is_empty()
+            {
+                self.stats.event(OsEvent::ThpFaultFallbackRangeBusy);
+            } else if let Some(pfn) = self.alloc_huge(ctx.mem, vma.hugepage, ctx.shootdowns) {
+                drop_table(ctx.mem, ctx.space.fmt, ctx.space.root, key, size);
+                if let Err(e) = map_leaf(
+                    ctx.mem,
+                    ctx.space.fmt,
+                    ctx.space.root,
+                    key,
+                    pfn << FRAME_SHIFT,
+                    size,
+                    fresh_attrs(ctx.kind),
+                ) {
+                    ctx.mem.buddy.free(pfn, order_of(size));
+                    return Err(e);
+                }
+                self.stats.record_map(size);
+                self.stats.os_cycles += 512 * self.cfg.zero_cycles_per_page;
+                self.stats.event(OsEvent::ThpFaultAlloc);
+                return Ok(());
+            } else {
+                self.stats.event(OsEvent::ThpFaultFallback);
+            }
+        }
+        self.stats.os_cycles += self.cfg.zero_cycles_per_page;
+        map_new_page(&mut ctx, PageSize::K4, &mut self.stats)
+    }
 
     /// khugepaged's wake-up (see the module doc).
-    pub fn tick(&mut self, ctx: TickCtx<'_>) -> Result<(), ModelError> {
+    fn tick(&mut self, ctx: TickCtx<'_>) -> Result<(), ModelError> {
         let k = &self.khugepaged;
         if !k.enabled || ctx.now < self.last_scan + k.scan_period {
             return Ok(());
         }
         self.last_scan = ctx.now;
-        self.stats.event("khugepaged_wakeups");
+        self.stats.event(OsEvent::KhugepagedWakeups);
         let mut budget = k.pages_to_scan;
         let size = PageSize::M2;
         let nspaces = ctx.spaces.len();
@@ -367,19 +432,19 @@ impl Thp {
             };
             self.cursor = (si, key + size.bytes());
             budget = budget.saturating_sub(512);
-            self.stats.event("khugepaged_ranges_scanned");
+            self.stats.event(OsEvent::KhugepagedRangesScanned);
             let none = 512 - present;
             let vma = space.vma(key);
             if none > k.max_ptes_none {
-                self.stats.event("collapse_skipped_max_ptes_none");
+                self.stats.event(OsEvent::CollapseSkippedMaxPtesNone);
                 continue;
             }
             if !vma.contains_range(key, key + size.bytes()) {
-                self.stats.event("collapse_skipped_vma_edge");
+                self.stats.event(OsEvent::CollapseSkippedVmaEdge);
                 continue;
             }
             if ctx.mem.swap.any_in(asid, key, key + size.bytes()) {
-                self.stats.event("collapse_skipped_swapped");
+                self.stats.event(OsEvent::CollapseSkippedSwapped);
                 continue;
             }
             let mut pfn = ctx.mem.buddy.alloc(order_of(size));
@@ -395,7 +460,7 @@ impl Thp {
                 );
             }
             let Some(pfn) = pfn else {
-                self.stats.event("collapse_failed_no_memory");
+                self.stats.event(OsEvent::CollapseFailedNoMemory);
                 continue;
             };
             let old = clear_leaves(ctx.mem, fmt, root, key, key + size.bytes());
@@ -423,31 +488,5 @@ impl Thp {
             ctx.shootdowns.push((asid, key, key + size.bytes()));
         }
         Ok(())
-    }
-}
-
-/// Finds the first table descriptor at `level - 1` (pointing to a table of leaves
-/// smaller than the superpage) covering a range at or after `want_after`, and counts
-/// its valid entries.
-struct FindTables {
-    level: usize,
-    found: Option<(u64, u64)>,
-    want_after: u64,
-}
-
-impl Visitor for FindTables {
-    fn visit(&mut self, v: &Visit, mem: &mut Memory) -> Action {
-        if v.level < self.level {
-            return Action::Continue;
-        }
-        if v.va < self.want_after {
-            return Action::SkipChildren;
-        }
-        if let Pte::Table(child) = v.pte {
-            let n = (0..512).filter(|&i| mem.pt.read(child, i) != 0).count() as u64;
-            self.found = Some((v.va, n));
-            return Action::Stop;
-        }
-        Action::SkipChildren
     }
 }

@@ -24,6 +24,7 @@
 //!    are pushed separately) and the event `munmaps`.
 
 use super::remap::clear_leaves;
+use super::OsEvent;
 use super::{OsStats, Shootdown};
 use crate::addr::PageSize;
 use crate::error::ModelError;
@@ -101,7 +102,7 @@ pub(crate) fn split_straddlers(
             stats.record_leaf(base);
         }
         stats.demotions[m.size.index()] += 1;
-        stats.event("munmap_splits");
+        stats.event(OsEvent::MunmapSplits);
         shootdowns.push((space.asid, m.va, m_end));
         splits += 1;
     }

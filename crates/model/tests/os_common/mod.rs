@@ -6,6 +6,7 @@
 use mmulab_model::addr::{Asid, PageSize, FRAME_SHIFT};
 use mmulab_model::mem::Memory;
 use mmulab_model::os::remap::leaves;
+use mmulab_model::os::OsPolicy;
 use mmulab_model::os::{FaultCtx, Os, TickCtx};
 use mmulab_model::pt::Format;
 use mmulab_model::space::AddressSpace;
@@ -71,7 +72,7 @@ impl Sys {
             let mut sd = Vec::new();
             let space = self.spaces[asid as usize].as_mut().unwrap();
             let name = self.os.name();
-            if let Err(e) = self.os.fault(FaultCtx {
+            if let Err(e) = self.os.handle_fault(FaultCtx {
                 mem: &mut self.mem,
                 space,
                 va,
