@@ -34,3 +34,20 @@ impl Fifo {
         best
     }
 }
+
+impl super::ReplacementPolicy for Fifo {
+    /// Hits do nothing.
+    const REPEAT_TOUCH_IDEMPOTENT: bool = true;
+
+    fn new(sets: usize, ways: usize, _seed: u64) -> Fifo {
+        Fifo::new(sets, ways)
+    }
+
+    fn filled(&mut self, set: usize, way: usize) {
+        Fifo::filled(self, set, way);
+    }
+
+    fn victim(&mut self, set: usize) -> usize {
+        Fifo::victim(self, set)
+    }
+}

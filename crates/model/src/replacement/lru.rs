@@ -138,6 +138,23 @@ impl Lru {
     }
 }
 
+impl super::ReplacementPolicy for Lru {
+    /// Touching the most recent way leaves it most recent.
+    const REPEAT_TOUCH_IDEMPOTENT: bool = true;
+
+    fn new(sets: usize, ways: usize, _seed: u64) -> Lru {
+        Lru::new(sets, ways)
+    }
+
+    fn touch(&mut self, set: usize, way: usize) {
+        Lru::touch(self, set, way);
+    }
+
+    fn victim(&mut self, set: usize) -> usize {
+        Lru::victim(self, set)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,13 +1,17 @@
 //! Replacement policies of set-associative arrays (TLBs, page-walk caches).
 //!
-//! Contract: the array tells the policy about every hit (`touch`) and every fill
-//! (`filled`) with the set and way, and asks for a victim only when every way of the set
-//! is valid (invalid ways are always filled first, lowest way first). A policy's state is
-//! private to it; identical event sequences give identical victims (random is seeded).
+//! Contract ([`ReplacementPolicy`]): the array tells the policy about every hit (`touch`)
+//! and every fill (`filled`) with the set and way, and asks for a victim only when every
+//! way of the set is valid (invalid ways are always filled first, lowest way first). A
+//! policy's state is private to it; identical event sequences give identical victims
+//! (random is seeded). A repeated touch of the way touched or filled last in its set
+//! must change nothing (`REPEAT_TOUCH_IDEMPOTENT`): the arrays' most-recent-entry
+//! shortcut skips such touches, and a compile-time check refuses a policy without it.
 //!
-//! Adding a policy: a file here with a struct offering `new(sets, ways, seed)`, `touch`,
-//! `filled` and `victim`; a variant in [`Policy`] and [`Replacement`]; a reference model
-//! in `tests/differential.rs`.
+//! Adding a policy: a file here with a struct implementing [`ReplacementPolicy`]; a row
+//! in the `policies!` table below (which generates the config enum [`Policy`], its
+//! names, and the state enum [`Replacement`] with its dispatch); a reference model in
+//! `tests/differential.rs`; its name in docs/config.md.
 
 mod fifo;
 mod lru;
@@ -21,76 +25,112 @@ pub use random::Random;
 
 use serde::{Deserialize, Serialize};
 
-/// The replacement policy a config names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Policy {
+/// A replacement policy's state for one array of `sets` × `ways`.
+pub trait ReplacementPolicy {
+    /// A repeated touch of the way touched or filled last in its set changes nothing.
+    /// The arrays' most-recent-entry fast path relies on it (it skips such touches).
+    const REPEAT_TOUCH_IDEMPOTENT: bool;
+    /// State for `sets` × `ways` (`seed` for a policy that draws random numbers).
+    fn new(sets: usize, ways: usize, seed: u64) -> Self;
+    /// A hit on (set, way). Default: hits do not change the state.
+    fn touch(&mut self, _set: usize, _way: usize) {}
+    /// (set, way) was just filled. Default: as a hit.
+    fn filled(&mut self, set: usize, way: usize) {
+        self.touch(set, way);
+    }
+    /// The way to evict from a full `set`.
+    fn victim(&mut self, set: usize) -> usize;
+}
+
+/// One table defines the policies: the config enum [`Policy`] (with its names) and the
+/// state enum [`Replacement`]. LRU, the default and by far the most used, keeps its
+/// state in an [`Lru`] the array holds beside [`Replacement`]
+/// ([`crate::assoc::AssocArray`]), so its hot path reaches it with no dispatch; the
+/// other policies are called out of line so they do not crowd that path's registers.
+macro_rules! policies {
+    (in_array: $(#[doc = $ldoc:literal])* $lru:ident = $lname:literal;
+     $($(#[doc = $doc:literal])* $variant:ident = $name:literal;)*) => {
+        /// The replacement policy a config names.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(rename_all = "lowercase")]
+        pub enum Policy {
+            $(#[doc = $ldoc])* $lru,
+            $($(#[doc = $doc])* $variant,)*
+        }
+
+        impl Policy {
+            /// Names as configs spell them.
+            pub const NAMES: &'static [&'static str] = &[$lname, $($name,)*];
+        }
+
+        /// Replacement state of one array, for every policy but LRU (see the table).
+        #[derive(Clone, Debug)]
+        pub enum Replacement {
+            /// LRU: the state is the array's [`Lru`].
+            $lru,
+            $(#[doc = concat!("See [`", stringify!($variant), "`].")] $variant($variant),)*
+        }
+
+        const _: () = assert!(<$lru as ReplacementPolicy>::REPEAT_TOUCH_IDEMPOTENT);
+        $(const _: () = assert!(<$variant as ReplacementPolicy>::REPEAT_TOUCH_IDEMPOTENT);)*
+
+        impl Replacement {
+            /// State for `sets` × `ways` under `policy` (nothing for LRU, see above).
+            pub fn new(policy: Policy, sets: usize, ways: usize, seed: u64) -> Replacement {
+                match policy {
+                    Policy::$lru => Replacement::$lru,
+                    $(Policy::$variant => Replacement::$variant(<$variant as ReplacementPolicy>::new(sets, ways, seed)),)*
+                }
+            }
+
+            /// A hit on (set, way) (nothing for LRU, whose state is elsewhere).
+            #[inline(never)]
+            pub fn touch(&mut self, set: usize, way: usize) {
+                match self {
+                    Replacement::$lru => {}
+                    $(Replacement::$variant(p) => ReplacementPolicy::touch(p, set, way),)*
+                }
+            }
+
+            /// (set, way) was just filled (nothing for LRU).
+            #[inline(never)]
+            pub fn filled(&mut self, set: usize, way: usize) {
+                match self {
+                    Replacement::$lru => {}
+                    $(Replacement::$variant(p) => ReplacementPolicy::filled(p, set, way),)*
+                }
+            }
+
+            /// The way to evict from a full set. Not for LRU (its array asks its own
+            /// state): panics.
+            pub fn victim(&mut self, set: usize) -> usize {
+                match self {
+                    Replacement::$lru => unreachable!("LRU state lives in the array"),
+                    $(Replacement::$variant(p) => ReplacementPolicy::victim(p, set),)*
+                }
+            }
+        }
+    };
+}
+
+policies! {
+    in_array:
     /// Least recently used.
-    Lru,
+    Lru = "lru";
     /// Tree pseudo-LRU (any number of ways: the tree spans the next power of two and
     /// never points at a way that does not exist).
-    Plru,
+    Plru = "plru";
     /// First in, first out: hits do not change the order.
-    Fifo,
+    Fifo = "fifo";
     /// Uniformly random victim from a seeded generator.
-    Random,
-}
-
-impl Policy {
-    /// Names as configs spell them.
-    pub const NAMES: [&'static str; 4] = ["lru", "plru", "fifo", "random"];
-}
-
-/// Replacement state of one array, for every policy but LRU. LRU, the default and by
-/// far the most used, keeps its state in an [`Lru`] the array holds beside this enum
-/// ([`crate::assoc::AssocArray`]), so its hot path reaches it with no dispatch; the other
-/// policies are called out of line so they do not crowd that path's registers.
-#[derive(Clone, Debug)]
-pub enum Replacement {
-    /// LRU: the state is the array's [`Lru`].
-    Lru,
-    /// See [`Plru`].
-    Plru(Plru),
-    /// See [`Fifo`].
-    Fifo(Fifo),
-    /// See [`Random`].
-    Random(Random),
+    Random = "random";
 }
 
 impl Replacement {
-    /// State for `sets` × `ways` under `policy` (nothing for LRU, see above).
-    pub fn new(policy: Policy, sets: usize, ways: usize, seed: u64) -> Replacement {
-        match policy {
-            Policy::Lru => Replacement::Lru,
-            Policy::Plru => Replacement::Plru(Plru::new(sets, ways)),
-            Policy::Fifo => Replacement::Fifo(Fifo::new(sets, ways)),
-            Policy::Random => Replacement::Random(Random::new(ways, seed)),
-        }
-    }
-
     /// True for LRU, whose state the array keeps.
     #[inline(always)]
     pub fn is_lru(&self) -> bool {
         matches!(self, Replacement::Lru)
-    }
-
-    /// A hit on (set, way) (nothing for LRU, whose state is elsewhere).
-    #[inline(never)]
-    pub fn touch(&mut self, set: usize, way: usize) {
-        match self {
-            Replacement::Plru(p) => p.touch(set, way),
-            Replacement::Lru | Replacement::Fifo(_) | Replacement::Random(_) => {}
-        }
-    }
-
-    /// (set, way) was just filled (nothing for LRU).
-    #[inline(never)]
-    pub fn filled(&mut self, set: usize, way: usize) {
-        match self {
-            Replacement::Plru(p) => p.touch(set, way),
-            Replacement::Fifo(p) => p.filled(set, way),
-            Replacement::Lru | Replacement::Random(_) => {}
-        }
     }
 
     /// Chooses the way to evict from a full set and records its fill: `victim`, then
@@ -101,14 +141,56 @@ impl Replacement {
         self.filled(set, way);
         way
     }
+}
 
-    /// The way to evict from a full set. Not for LRU: panics.
-    pub fn victim(&mut self, set: usize) -> usize {
-        match self {
-            Replacement::Lru => unreachable!("LRU state lives in the array"),
-            Replacement::Plru(p) => p.victim(set),
-            Replacement::Fifo(p) => p.victim(set),
-            Replacement::Random(p) => p.victim(),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs random touches and fills on two copies of one policy's state; the second
+    /// copy touches the way used last once more after every event. With
+    /// `REPEAT_TOUCH_IDEMPOTENT` the victims of every set must stay equal.
+    fn check_repeat_touch<P: ReplacementPolicy + Clone>(sets: usize, ways: usize) {
+        let mut a = P::new(sets, ways, 7);
+        let mut b = a.clone();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let (set, way) = ((x >> 8) as usize % sets, (x >> 24) as usize % ways);
+            if x & 1 == 0 {
+                a.touch(set, way);
+                b.touch(set, way);
+            } else {
+                a.filled(set, way);
+                b.filled(set, way);
+            }
+            b.touch(set, way);
+            for s in 0..sets {
+                assert_eq!(a.victim(s), b.victim(s), "{} sets x {ways} ways", sets);
+            }
+        }
+    }
+
+    #[test]
+    fn a_repeated_touch_changes_no_policys_victims() {
+        for (sets, ways) in [(1, 1), (1, 4), (4, 6), (2, 16), (1, 48)] {
+            check_repeat_touch::<Lru>(sets, ways);
+            check_repeat_touch::<Plru>(sets, ways);
+            check_repeat_touch::<Fifo>(sets, ways);
+        }
+    }
+
+    #[test]
+    fn every_policy_has_a_config_name() {
+        for (i, name) in Policy::NAMES.iter().enumerate() {
+            let p: Policy = serde_json::from_str(&format!("\"{name}\"")).unwrap();
+            assert_eq!(Policy::NAMES[i], *name);
+            assert_eq!(
+                matches!(Replacement::new(p, 2, 2, 0), Replacement::Lru),
+                p == Policy::Lru
+            );
         }
     }
 }

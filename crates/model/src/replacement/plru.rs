@@ -64,6 +64,24 @@ impl Plru {
     }
 }
 
+impl super::ReplacementPolicy for Plru {
+    /// A touch sets the bits on its path to point away from it: a second touch of the
+    /// same way writes the same bits.
+    const REPEAT_TOUCH_IDEMPOTENT: bool = true;
+
+    fn new(sets: usize, ways: usize, _seed: u64) -> Plru {
+        Plru::new(sets, ways)
+    }
+
+    fn touch(&mut self, set: usize, way: usize) {
+        Plru::touch(self, set, way);
+    }
+
+    fn victim(&mut self, set: usize) -> usize {
+        Plru::victim(self, set)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

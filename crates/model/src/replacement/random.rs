@@ -21,3 +21,16 @@ impl Random {
         self.rng.below(self.ways) as usize
     }
 }
+
+impl super::ReplacementPolicy for Random {
+    /// Hits and fills do nothing.
+    const REPEAT_TOUCH_IDEMPOTENT: bool = true;
+
+    fn new(_sets: usize, ways: usize, seed: u64) -> Random {
+        Random::new(ways, seed)
+    }
+
+    fn victim(&mut self, _set: usize) -> usize {
+        Random::victim(self)
+    }
+}
