@@ -124,8 +124,6 @@ pub struct Background {
     last_page: u64,
     /// Frames pinned by `memory.age`.
     pub pinned_frames: u64,
-    /// VMAs from the trace's metadata, installed in every new address space.
-    pub trace_vmas: Vec<(u64, u64)>,
     /// True once the run loop has looked for trace VMAs and found some.
     pub trace_vmas_seen: bool,
 }
@@ -145,7 +143,6 @@ impl Background {
             touched: HashSet::default(),
             last_page: u64::MAX,
             pinned_frames,
-            trace_vmas: Vec::new(),
             trace_vmas_seen: false,
         }
     }
@@ -247,4 +244,12 @@ impl Background {
 /// The share of free memory in free 2 MiB blocks now.
 pub(crate) fn free_share(mem: &Memory) -> f64 {
     free_2m_share(&mem.buddy)
+}
+
+impl crate::stats::Report for Background {
+    /// Touched bytes (when tracked) and the frames `memory.age` pinned.
+    fn report(&self, s: &mut Stats) {
+        s.touched_bytes = self.track_touched.then(|| self.touched_bytes());
+        s.pinned_frames = self.pinned_frames;
+    }
 }

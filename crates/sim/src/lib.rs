@@ -7,16 +7,21 @@ mod background;
 pub mod catalog;
 pub mod config;
 mod config_os;
+mod host;
 mod machine;
 pub mod report;
 pub mod reproduce;
 mod run;
 mod stats;
+mod system;
+mod translator;
 
 pub use background::{Sample, EXIT_ADDR};
-pub use machine::{Core, Machine};
+pub use machine::Machine;
 pub use run::{run, Progress};
-pub use stats::{Counters, LevelStats, Stats};
+pub use stats::{Counters, LevelStats, Report, Stats};
+pub use system::System;
+pub use translator::Stage1;
 
 /// Anything that can stop a simulation.
 #[derive(Debug, thiserror::Error)]

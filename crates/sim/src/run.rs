@@ -43,7 +43,7 @@ pub fn run(m: &mut Machine, src: &mut dyn TraceSource, progress: Option<Progress
         batches += 1;
         if batches % 64 == 0 {
             if let Some(p) = progress.as_mut() {
-                p(m.counters.references, src.progress());
+                p(m.references(), src.progress());
             }
         }
     }

@@ -1,6 +1,7 @@
 //! Statistics: the machine's raw counters and the report exported as JSON and tables.
 //! Models count; this module aggregates (per level across cores) and names things.
 
+use crate::config::MachineSpec;
 use crate::machine::Machine;
 use mmulab_model::addr::PageSize;
 use mmulab_model::tlb::TlbStats;
@@ -25,11 +26,11 @@ pub struct Counters {
     /// Walks by the level they started at (after page-walk-cache hits).
     pub walk_start_level: Vec<u64>,
     /// Cycles of walks (descriptor reads, PWC lookups, dirty-bit writes of stores to
-    /// clean TLB entries). Derived by [`Stats::collect`] from the counts (walk reads,
-    /// walks, `dirty_writes`) and the latencies: the machine keeps it 0.
+    /// clean TLB entries). Derived by each translator's report from the counts (walk
+    /// reads, walks, `dirty_writes`) and the latencies, not counted per reference.
     pub walk_cycles: u64,
-    /// Cycles of TLB lookups: derived by [`Stats::collect`] from each level's lookups
-    /// and latency (the machine keeps it 0).
+    /// Cycles of TLB lookups: derived by each translator's report from each level's
+    /// lookups and latency.
     pub tlb_cycles: u64,
     /// Dirty bits the hardware wrote to a descriptor for a store that hit a clean TLB
     /// entry (one memory reference each; also counted in `ad_updates`).
@@ -111,69 +112,47 @@ pub struct Stats {
     pub pinned_frames: u64,
 }
 
+/// What every component of a machine implements to report its counters: it adds
+/// them into a [`Stats`] (sums over cores add; shared state sets its fields). The
+/// machine asks each component in turn ([`Machine::stats`]); nothing here reads a
+/// machine's internals.
+pub trait Report {
+    /// Adds this component's counters to `s`.
+    fn report(&self, s: &mut Stats);
+}
+
 impl Stats {
-    /// Collects the statistics of `m` now.
-    pub fn collect(m: &Machine) -> Stats {
-        let nl = m.spec.tlbs.len();
-        let mut levels: Vec<LevelStats> = m
-            .spec
-            .tlbs
-            .iter()
-            .map(|t| LevelStats {
-                name: t.name.clone(),
-                last_level: t.next.is_none(),
-                counts: TlbStats::default(),
-            })
-            .collect();
-        let mut pwc_hits = vec![0; m.spec.format.levels().len().saturating_sub(1)];
-        let mut pwc_lookups = 0;
-        let mut counters = m.counters.clone();
-        for (n, &k) in counters.walk_start_level.iter_mut().zip(&m.start_levels) {
-            *n = k;
-        }
-        // Cycles are derived, not counted on every reference: each lookup of a level
-        // costs its latency; each walk its descriptor reads and, with page-walk caches,
-        // one cache lookup; each dirty-bit write one memory reference.
-        let cost = &m.spec.cost;
-        counters.tlb_cycles = 0;
-        counters.walk_cycles = (counters.walk_reads + counters.dirty_writes) * cost.mem_latency as u64;
-        if m.cores.first().is_some_and(|c| c.pwc.enabled()) {
-            counters.walk_cycles += counters.walks * cost.pwc_latency as u64;
-        }
-        for core in &m.cores {
-            for (i, t) in core.tlbs.levels().iter().enumerate().take(nl) {
-                let (a, b) = (&mut levels[i].counts, t.stats());
-                counters.tlb_cycles += b.accesses * t.spec().latency as u64;
-                a.accesses += b.accesses;
-                a.hits += b.hits;
-                a.misses += b.misses;
-                a.fills += b.fills;
-                a.evictions += b.evictions;
-                a.splinters += b.splinters;
-                a.bypasses += b.bypasses;
-                a.invalidations += b.invalidations;
-            }
-            let pwc = core.pwc.stats();
-            for (i, h) in pwc.hits.iter().enumerate() {
-                pwc_hits[i] += h;
-            }
-            pwc_lookups += pwc.lookups;
-        }
-        let os = m.os.stats();
+    /// Statistics with nothing counted yet, shaped for `spec` (its TLB levels, its
+    /// page-table levels).
+    pub fn empty(spec: &MachineSpec) -> Stats {
+        let pt_levels = spec.format.levels().len();
         Stats {
-            counters,
-            levels,
-            pwc_hits,
-            pwc_lookups,
-            mapped: os.mapped,
-            resident_bytes: os.resident_bytes,
-            page_tables: m.mem.pt.live_tables(),
-            policy: m.os.name().to_string(),
-            os: os.clone(),
-            free_2m_share: crate::background::free_share(&m.mem),
-            touched_bytes: m.bg.track_touched.then(|| m.bg.touched_bytes()),
-            pinned_frames: m.bg.pinned_frames,
+            counters: Counters::new(spec.tlbs.len(), pt_levels),
+            levels: spec
+                .tlbs
+                .iter()
+                .map(|t| LevelStats {
+                    name: t.name.clone(),
+                    last_level: t.next.is_none(),
+                    counts: TlbStats::default(),
+                })
+                .collect(),
+            pwc_hits: vec![0; pt_levels.saturating_sub(1)],
+            pwc_lookups: 0,
+            mapped: [0; 9],
+            resident_bytes: 0,
+            page_tables: 0,
+            policy: String::new(),
+            os: Default::default(),
+            free_2m_share: 0.0,
+            touched_bytes: None,
+            pinned_frames: 0,
         }
+    }
+
+    /// Collects the statistics of `m` now (the same as [`Machine::stats`]).
+    pub fn collect(m: &Machine) -> Stats {
+        m.stats()
     }
 
     /// Misses of last-level TLBs (Mosmodel's M).

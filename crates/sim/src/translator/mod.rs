@@ -1,0 +1,69 @@
+//! Translators: what turns a requester's virtual addresses into physical ones. A
+//! machine is a set of requesters (CPU cores today; devices such as a GPU later), each
+//! with its own translator, over one shared [`System`] (physical memory, address
+//! spaces, the OS policy).
+//!
+//! Contract of a translator ([`Translator`]):
+//! * [`Translator::access`] translates one reference: TLB lookups, walks (page-walk
+//!   caches, descriptor reads through `System::mem`), fills, hardware accessed/dirty
+//!   updates. It never calls the OS: a fault is raised to the machine as
+//!   [`Stop::Fault`], the machine lets the context's OS handle it, applies the
+//!   shootdowns to every requester, then calls [`Translator::resume`], as hardware
+//!   raises an exception and retries the access.
+//! * [`Translator::invalidate_range`] drops every cached translation of a range (TLBs
+//!   and walk caches): shootdowns and address-space exits.
+//! * Every translator reports its counters through [`Report`], the one interface of
+//!   every component (`stats.rs` reads no machine internals).
+//! * Host-side speed helpers (the walk memo, the root cache, the specialised-path
+//!   choice) come in a separate [`Host`] and never change a result.
+//!
+//! Adding a translator (a nested stage-1 × stage-2 translator, a device MMU with its
+//! own page-table format): a file here with a struct implementing [`Translator`], a
+//! field of the machine holding its requesters, and its events in `Stats`. The stage-1
+//! translator and the machine's hot path do not change.
+
+mod stage1;
+
+pub use stage1::Stage1;
+
+use crate::host::Host;
+use crate::stats::Report;
+use crate::system::System;
+use crate::SimError;
+use mmulab_model::addr::Asid;
+use mmulab_trace::MemRef;
+
+/// Why a translator stopped before finishing an access.
+#[derive(Debug)]
+pub(crate) enum Stop {
+    /// A walk reached an invalid descriptor, or a store found a read-only page: the OS
+    /// must act, then [`Translator::resume`] continues with `attempt` (walks so far in
+    /// this access's retry budget) and fills the first `upto` levels of the path.
+    Fault {
+        /// Levels of the TLB path to fill after the walk.
+        upto: usize,
+        /// Walk attempts already made (at most 3 per access, as before).
+        attempt: u8,
+    },
+    /// A control reference (exit or unmap marker) that missed every TLB: the machine
+    /// handles it.
+    Control,
+    /// An error.
+    Error(SimError),
+}
+
+impl From<SimError> for Stop {
+    fn from(e: SimError) -> Self {
+        Stop::Error(e)
+    }
+}
+
+/// A requester's translation hardware (see the module contract).
+pub(crate) trait Translator: Report {
+    /// Translates one reference.
+    fn access(&mut self, sys: &mut System, host: &mut Host, r: &MemRef) -> Result<(), Stop>;
+    /// Continues an access after the OS handled the fault [`Stop::Fault`] reported.
+    fn resume(&mut self, sys: &mut System, host: &mut Host, r: &MemRef, upto: usize, attempt: u8) -> Result<(), Stop>;
+    /// Drops every cached translation of `[start, end)` of `asid`.
+    fn invalidate_range(&mut self, asid: Asid, start: u64, end: u64);
+}
