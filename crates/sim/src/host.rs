@@ -16,7 +16,7 @@ pub(crate) const NO_ROOT: (u32, u64) = (u32::MAX, 0);
 /// One entry of the walk memo: region tag (`va >> memo_shift`, asid in the top bits;
 /// `u64::MAX` when empty), the host address of its leaf table's descriptors, and the
 /// leaf level's index shift and mask.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct WalkMemo {
     tag: u64,
     base: usize,
@@ -29,7 +29,8 @@ fn memo_tag(va: u64, asid: Asid, shift: u32) -> u64 {
     (va >> shift) ^ ((asid as u64) << 48)
 }
 
-/// The host-side helpers of one machine.
+/// The host-side helpers of one translator.
+#[derive(Clone, Debug)]
 pub(crate) struct Host {
     /// The root table of the address space walked last: (asid, root), or asid
     /// `u32::MAX` for none. The machine clears it wherever address spaces can change

@@ -7,10 +7,10 @@
 //! machine ([`Stop`]); the machine lets the OS act, applies its shootdowns to every
 //! requester and resumes the translator. Background work (the OS policy's tick,
 //! time-series samples) runs between references on the reference clock. Host-side speed
-//! helpers live apart, in [`Host`], and never change a result.
+//! helpers live apart from simulated state, in each translator's `Host`, and never
+//! change a result.
 
 use crate::config::{MachineSpec, OsSpec};
-use crate::host::{Host, NO_ROOT};
 use crate::stats::{Report, Stats};
 use crate::system::System;
 use crate::translator::{Stage1, Stop, Translator};
@@ -28,12 +28,8 @@ pub struct Machine {
     cpus: Vec<Stage1>,
     /// What every requester shares.
     sys: System,
-    /// Host-side speed helpers.
-    host: Host,
     /// References simulated.
     references: u64,
-    /// References by kind, indexed by `AccessKind as usize`.
-    kinds: [u64; 3],
     /// Background work and sampling (crate::background): next reference count at which
     /// `tick` runs; the hot path compares against it and nothing else.
     next_tick: u64,
@@ -69,13 +65,10 @@ impl Machine {
         os.set_reclaim(crate::config_os::reclaim_config(&spec.config.os).map_err(SimError::Config)?)
             .map_err(SimError::Config)?;
         let bg = crate::background::Background::new(&spec, &mut mem);
-        let tlb_lru_pow2 = cpus.iter().all(|c| c.tlbs.is_lru_pow2());
         Ok(Machine {
             cpus,
             sys: System::new(mem, os, spec.format, spec.cost.fault_latency),
-            host: Host::new(spec.format, tlb_lru_pow2),
             references: 0,
-            kinds: [0; 3],
             next_tick: bg.next_tick(0),
             bg,
             unmap_open: None,
@@ -137,16 +130,15 @@ impl Machine {
     }
 
     /// [`Machine::access`] after the reference is counted and background work is
-    /// done: its kind, then the core's translator.
+    /// done: the core's translator.
     #[inline(always)]
     fn access_on(&mut self, core: usize, r: &MemRef) -> Result<(), SimError> {
-        self.kinds[r.kind as usize] += 1;
         // Every core index the machine passes is `r.core % cpus.len()` or 0 (see
         // `access`), and `cpus` never changes length after `new`.
         debug_assert!(core < self.cpus.len());
         // SAFETY: see above.
         let cpu = unsafe { self.cpus.get_unchecked_mut(core) };
-        match cpu.access(&mut self.sys, &mut self.host, r) {
+        match cpu.access(&mut self.sys, r) {
             Ok(()) => Ok(()),
             Err(stop) => self.stopped(core, r, stop),
         }
@@ -159,11 +151,11 @@ impl Machine {
     fn stopped(&mut self, core: usize, r: &MemRef, mut stop: Stop) -> Result<(), SimError> {
         loop {
             match stop {
-                Stop::Error(e) => return Err(e),
+                Stop::Error(e) => return Err(*e),
                 Stop::Control => return self.control(r),
                 Stop::Fault { upto, attempt } => {
                     self.fault(r)?;
-                    match self.cpus[core].resume(&mut self.sys, &mut self.host, r, upto, attempt) {
+                    match self.cpus[core].resume(&mut self.sys, r, upto, attempt) {
                         Ok(()) => return Ok(()),
                         Err(s) => stop = s,
                     }
@@ -176,7 +168,12 @@ impl Machine {
     /// effect).
     #[inline]
     pub fn prefetch(&self, r: &MemRef) {
-        self.host.prefetch(r);
+        let core = if self.cpus.len() == 1 {
+            0
+        } else {
+            r.core as usize % self.cpus.len()
+        };
+        self.cpus[core].prefetch(r);
     }
 
     /// Walks so far, all cores (the run loop uses the walk rate to decide whether to
@@ -190,7 +187,6 @@ impl Machine {
     pub fn stats(&self) -> Stats {
         let mut s = Stats::empty(&self.spec);
         s.counters.references = self.references;
-        s.counters.kinds = self.kinds;
         for c in &self.cpus {
             c.report(&mut s);
         }
@@ -202,7 +198,7 @@ impl Machine {
     /// Background work and time-series samples, every `next_tick` references.
     #[cold]
     fn tick(&mut self) -> Result<(), SimError> {
-        self.host.root_cache = NO_ROOT;
+        self.spaces_changed();
         let now = self.references;
         let sys = &mut self.sys;
         sys.shootdowns.clear();
@@ -235,7 +231,7 @@ impl Machine {
     /// and every core drops its translations.
     #[cold]
     fn exit(&mut self, asid: Asid) -> Result<(), SimError> {
-        self.host.root_cache = NO_ROOT;
+        self.spaces_changed();
         if let Some(space) = self.sys.spaces.get_mut(asid as usize).and_then(Option::take) {
             self.sys.os.exit(&mut self.sys.mem, &space);
             for c in &mut self.cpus {
@@ -295,7 +291,7 @@ impl Machine {
     /// drops the translations its shootdowns name. An address space never touched has
     /// nothing to unmap.
     pub fn unmap(&mut self, asid: Asid, start: u64, end: u64) -> Result<(), SimError> {
-        self.host.root_cache = NO_ROOT;
+        self.spaces_changed();
         self.bg.forget_range(asid, start, end);
         let sys = &mut self.sys;
         let Some(Some(space)) = sys.spaces.get_mut(asid as usize) else {
@@ -329,7 +325,7 @@ impl Machine {
     /// every address space, existing ones included; addresses outside them get VMAs by
     /// the inference rule (mmulab_model::space). Returns how many were taken.
     pub fn set_trace_vmas(&mut self, vmas: &[(u64, u64)]) -> usize {
-        self.host.root_cache = NO_ROOT;
+        self.spaces_changed();
         let sys = &mut self.sys;
         sys.trace_vmas = vmas.iter().copied().filter(|(s, e)| s < e).collect();
         for s in sys.spaces.iter_mut().flatten() {
@@ -371,6 +367,13 @@ impl Machine {
         &self.sys.mem
     }
 
+    /// Address spaces may have changed: every translator drops its cached roots.
+    fn spaces_changed(&mut self) {
+        for c in &mut self.cpus {
+            c.spaces_changed();
+        }
+    }
+
     /// Applies the shootdowns the OS left in `sys.shootdowns` to every requester.
     fn apply_shootdowns(&mut self) {
         let sys = &mut self.sys;
@@ -384,7 +387,7 @@ impl Machine {
 
     /// Lets the OS handle a fault at `r` and applies its shootdowns.
     fn fault(&mut self, r: &MemRef) -> Result<(), SimError> {
-        self.host.root_cache = NO_ROOT;
+        self.spaces_changed();
         self.sys.fault(r)?;
         self.apply_shootdowns();
         Ok(())

@@ -15,7 +15,8 @@
 //! * Every translator reports its counters through [`Report`], the one interface of
 //!   every component (`stats.rs` reads no machine internals).
 //! * Host-side speed helpers (the walk memo, the root cache, the specialised-path
-//!   choice) come in a separate [`Host`] and never change a result.
+//!   choice) sit apart from the simulated state, in a translator's own
+//!   [`crate::host::Host`], and never change a result.
 //!
 //! Adding a translator (a nested stage-1 × stage-2 translator, a device MMU with its
 //! own page-table format): a file here with a struct implementing [`Translator`], a
@@ -26,7 +27,6 @@ mod stage1;
 
 pub use stage1::Stage1;
 
-use crate::host::Host;
 use crate::stats::Report;
 use crate::system::System;
 use crate::SimError;
@@ -41,29 +41,33 @@ pub(crate) enum Stop {
     /// this access's retry budget) and fills the first `upto` levels of the path.
     Fault {
         /// Levels of the TLB path to fill after the walk.
-        upto: usize,
-        /// Walk attempts already made (at most 3 per access, as before).
+        upto: u8,
+        /// Walk attempts already made (at most 3 per access).
         attempt: u8,
     },
     /// A control reference (exit or unmap marker) that missed every TLB: the machine
     /// handles it.
     Control,
-    /// An error.
-    Error(SimError),
+    /// An error (boxed: `Result<(), Stop>` then fits in two registers, which the
+    /// per-reference path returns and tests).
+    Error(Box<SimError>),
 }
 
 impl From<SimError> for Stop {
     fn from(e: SimError) -> Self {
-        Stop::Error(e)
+        Stop::Error(Box::new(e))
     }
 }
 
 /// A requester's translation hardware (see the module contract).
 pub(crate) trait Translator: Report {
     /// Translates one reference.
-    fn access(&mut self, sys: &mut System, host: &mut Host, r: &MemRef) -> Result<(), Stop>;
+    fn access(&mut self, sys: &mut System, r: &MemRef) -> Result<(), Stop>;
     /// Continues an access after the OS handled the fault [`Stop::Fault`] reported.
-    fn resume(&mut self, sys: &mut System, host: &mut Host, r: &MemRef, upto: usize, attempt: u8) -> Result<(), Stop>;
+    fn resume(&mut self, sys: &mut System, r: &MemRef, upto: u8, attempt: u8) -> Result<(), Stop>;
     /// Drops every cached translation of `[start, end)` of `asid`.
     fn invalidate_range(&mut self, asid: Asid, start: u64, end: u64);
+    /// Address spaces changed (created, exited, faulted, unmapped, background work):
+    /// drop any host-side cache of their page-table roots.
+    fn spaces_changed(&mut self);
 }

@@ -9,7 +9,7 @@
 //! (counted as an A/D update), a read-only one faults.
 
 use super::{Stop, Translator};
-use crate::host::Host;
+use crate::host::{Host, NO_ROOT};
 use crate::stats::{Report, Stats};
 use crate::system::System;
 use crate::SimError;
@@ -29,6 +29,8 @@ const MAX_ATTEMPTS: u8 = 3;
 /// Counters of one stage-1 translator.
 #[derive(Clone, Debug, Default)]
 struct WalkCounters {
+    /// References by kind, indexed by `AccessKind as usize`.
+    kinds: [u64; 3],
     /// Instruction fetches not translated because no TLB level serves instructions.
     ifetches_untranslated: u64,
     /// Hardware walks (a faulting walk and the walk after the fault count as two).
@@ -56,6 +58,8 @@ pub struct Stage1 {
     has_instr_path: bool,
     cost: WalkCost,
     counters: WalkCounters,
+    /// Host-side speed helpers of this core (never change a result).
+    host: Host,
 }
 
 impl Stage1 {
@@ -69,15 +73,25 @@ impl Stage1 {
         pwc_entries: &[usize],
         cost: WalkCost,
     ) -> Stage1 {
+        let tlbs = Hierarchy::new(tlbs, data_entry, instr_entry.unwrap_or(data_entry));
+        let host = Host::new(fmt, tlbs.is_lru_pow2());
         Stage1 {
-            tlbs: Hierarchy::new(tlbs, data_entry, instr_entry.unwrap_or(data_entry)),
+            tlbs,
             pwc: Pwc::new(fmt, pwc_entries),
             fmt,
             va_bits: fmt.va_bits(),
             has_instr_path: instr_entry.is_some(),
             cost,
             counters: WalkCounters::default(),
+            host,
         }
+    }
+
+    /// Prefetches into the host cache what a walk of `r` would read (no simulated
+    /// effect).
+    #[inline]
+    pub(crate) fn prefetch(&self, r: &MemRef) {
+        self.host.prefetch(r);
     }
 
     /// Walks so far.
@@ -89,26 +103,20 @@ impl Stage1 {
     /// The full lookup of one reference along its TLB path, the walk after a full
     /// miss, and the fills (see the module documentation for the order of events):
     /// one copy specialised for TLB levels that are all LRU with power-of-two set
-    /// counts (`host.tlb_lru_pow2`), one for any others. (The choice is made here, out
+    /// counts (`Host::tlb_lru_pow2`), one for any others. (The choice is made here, out
     /// of line, rather than in the run loop, whose code it would otherwise crowd.)
     #[inline(never)]
-    fn access_miss(&mut self, sys: &mut System, host: &mut Host, r: &MemRef, instr: bool) -> Result<(), Stop> {
-        if host.tlb_lru_pow2 {
-            self.access_miss_as::<true>(sys, host, r, instr)
+    fn access_miss(&mut self, sys: &mut System, r: &MemRef, instr: bool) -> Result<(), Stop> {
+        if self.host.tlb_lru_pow2 {
+            self.access_miss_as::<true>(sys, r, instr)
         } else {
-            self.access_miss_as::<false>(sys, host, r, instr)
+            self.access_miss_as::<false>(sys, r, instr)
         }
     }
 
     /// [`Stage1::access_miss`] for one shape of TLB levels (`FAST`: see there).
     #[inline(always)]
-    fn access_miss_as<const FAST: bool>(
-        &mut self,
-        sys: &mut System,
-        host: &mut Host,
-        r: &MemRef,
-        instr: bool,
-    ) -> Result<(), Stop> {
+    fn access_miss_as<const FAST: bool>(&mut self, sys: &mut System, r: &MemRef, instr: bool) -> Result<(), Stop> {
         let tlbs = &mut self.tlbs;
         let look = tlbs.lookup_as::<FAST>(r.addr, r.asid, instr);
         match look.hit {
@@ -136,8 +144,8 @@ impl Stage1 {
             }
             // Control references (the exit marker, unmap markers) all lie at or above
             // the exit address: one compare on the common path.
-            None if r.addr >= crate::background::EXIT_ADDR => self.marker_or_walk(sys, host, r, instr, look.len),
-            None => self.walk_fill::<FAST>(sys, host, r, instr, look.len),
+            None if r.addr >= crate::background::EXIT_ADDR => self.marker_or_walk(sys, r, instr, look.len),
+            None => self.walk_fill::<FAST>(sys, r, instr, look.len),
         }
     }
 
@@ -145,19 +153,12 @@ impl Stage1 {
     /// machine handles it), else an ordinary address (walked as any other).
     #[cold]
     #[inline(never)]
-    fn marker_or_walk(
-        &mut self,
-        sys: &mut System,
-        host: &mut Host,
-        r: &MemRef,
-        instr: bool,
-        upto: usize,
-    ) -> Result<(), Stop> {
+    fn marker_or_walk(&mut self, sys: &mut System, r: &MemRef, instr: bool, upto: usize) -> Result<(), Stop> {
         const _: () = assert!(crate::background::EXIT_ADDR <= mmulab_trace::control::UNMAP_TAG);
         if r.addr == crate::background::EXIT_ADDR || is_unmap_marker(r.addr) {
             Err(Stop::Control)
         } else {
-            self.walk_fill::<false>(sys, host, r, instr, upto)
+            self.walk_fill::<false>(sys, r, instr, upto)
         }
     }
 
@@ -179,7 +180,7 @@ impl Stage1 {
         let hit_level = path[path.len() - 1] as usize;
         if !t.attrs.has(Attrs::WRITABLE) {
             return Err(Stop::Fault {
-                upto: path.len(),
+                upto: path.len() as u8,
                 attempt: 0,
             });
         }
@@ -207,7 +208,6 @@ impl Stage1 {
     fn walk_fill<const FAST: bool>(
         &mut self,
         sys: &mut System,
-        host: &mut Host,
         r: &MemRef,
         instr: bool,
         upto: usize,
@@ -215,9 +215,9 @@ impl Stage1 {
         if r.addr >> self.va_bits != 0 {
             return Err(self.beyond_va(r).into());
         }
-        let root = match host.root_cache {
+        let root = match self.host.root_cache {
             (asid, root) if asid == r.asid as u32 => root,
-            _ => root_of(sys, host, r.asid)?,
+            _ => root_of(sys, &mut self.host, r.asid)?,
         };
         let res = translate(&mut sys.mem, self.fmt, root, r.asid, r.addr, &mut self.pwc);
         // The walk is counted on each branch rather than before them: then the fast
@@ -229,12 +229,12 @@ impl Stage1 {
                 Attrs::ACCESSED
             };
             if t.attrs.has(need) {
-                self.count_walk(host, r, &res);
+                self.count_walk(r, &res);
                 self.tlbs.fill_path_inline::<FAST>(instr, upto, &t, r.addr);
                 return Ok(());
             }
         }
-        self.count_walk(host, r, &res);
+        self.count_walk(r, &res);
         self.walk_slow(sys, r, res, instr, upto, 0)
     }
 
@@ -252,13 +252,13 @@ impl Stage1 {
     /// Counts walk `res` of `r` (walks, reads, start level; the report derives the
     /// cycles from them) and remembers where its leaf is in the host's walk memo.
     #[inline(always)]
-    fn count_walk(&mut self, host: &mut Host, r: &MemRef, res: &WalkResult) {
+    fn count_walk(&mut self, r: &MemRef, res: &WalkResult) {
         let c = &mut self.counters;
         c.walks += 1;
         c.walk_reads += res.reads;
         c.start_levels[res.start_level & 7] += 1;
         if let Some((_, _, level)) = res.leaf_at {
-            host.remember_leaf(r, res.leaf_host, level);
+            self.host.remember_leaf(r, res.leaf_host, level);
         }
     }
 
@@ -285,7 +285,7 @@ impl Stage1 {
         };
         let Some(t) = t else {
             return Err(Stop::Fault {
-                upto,
+                upto: upto as u8,
                 attempt: attempt + 1,
             });
         };
@@ -327,8 +327,9 @@ impl Translator for Stage1 {
     /// of references to one page) — is inlined into the run loop; everything else is
     /// in `Stage1::access_miss`.
     #[inline(always)]
-    fn access(&mut self, sys: &mut System, host: &mut Host, r: &MemRef) -> Result<(), Stop> {
+    fn access(&mut self, sys: &mut System, r: &MemRef) -> Result<(), Stop> {
         let kind = r.kind;
+        self.counters.kinds[kind as usize] += 1;
         let instr = kind == AccessKind::IFetch;
         if instr && !self.has_instr_path {
             self.counters.ifetches_untranslated += 1;
@@ -343,15 +344,16 @@ impl Translator for Stage1 {
             // A store to a clean entry: undo the count and take the full path.
             entry.undo_mru_hit();
         }
-        self.access_miss(sys, host, r, instr)
+        self.access_miss(sys, r, instr)
     }
 
     /// Attempt 0: the walk after a permission fault on a TLB hit, afresh with the
     /// whole retry budget; later attempts: the walk after a faulting walk.
-    fn resume(&mut self, sys: &mut System, host: &mut Host, r: &MemRef, upto: usize, attempt: u8) -> Result<(), Stop> {
+    fn resume(&mut self, sys: &mut System, r: &MemRef, upto: u8, attempt: u8) -> Result<(), Stop> {
         let instr = r.kind == AccessKind::IFetch;
+        let upto = upto as usize;
         if attempt == 0 {
-            return self.walk_fill::<false>(sys, host, r, instr, upto);
+            return self.walk_fill::<false>(sys, r, instr, upto);
         }
         if attempt >= MAX_ATTEMPTS {
             return Err(SimError::Model(mmulab_model::ModelError::Conflict(format!(
@@ -364,13 +366,17 @@ impl Translator for Stage1 {
         let si = sys.space(r.asid)?;
         let root = sys.root(si);
         let res = translate(&mut sys.mem, self.fmt, root, r.asid, r.addr, &mut self.pwc);
-        self.count_walk(host, r, &res);
+        self.count_walk(r, &res);
         self.walk_slow(sys, r, res, instr, upto, attempt)
     }
 
     fn invalidate_range(&mut self, asid: Asid, start: u64, end: u64) {
         self.tlbs.invalidate_range(asid, start, end);
         self.pwc.invalidate_range(asid, start, end);
+    }
+
+    fn spaces_changed(&mut self) {
+        self.host.root_cache = NO_ROOT;
     }
 }
 
@@ -382,6 +388,9 @@ impl Report for Stage1 {
     fn report(&self, s: &mut Stats) {
         let w = &self.counters;
         let c = &mut s.counters;
+        for (n, k) in c.kinds.iter_mut().zip(w.kinds) {
+            *n += k;
+        }
         c.ifetches_untranslated += w.ifetches_untranslated;
         c.walks += w.walks;
         c.walk_reads += w.walk_reads;
