@@ -443,10 +443,13 @@ fn tail(s: &str) -> String {
     lines[lines.len().saturating_sub(25)..].join("\n")
 }
 
+/// A block's index, report lines and failures.
+type BlockOutcome = (usize, Vec<String>, Vec<String>);
+
 /// Runs blocks on two threads; returns (report, failures) in document order.
 fn run_all(blocks: &[Block], max_refs: u64) -> (Vec<String>, Vec<String>) {
     let next = Mutex::new(0usize);
-    let results: Mutex<Vec<(usize, Vec<String>, Vec<String>)>> = Mutex::new(Vec::new());
+    let results: Mutex<Vec<BlockOutcome>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| loop {
