@@ -270,6 +270,21 @@ pub fn mutate(root: &mut toml::Value, r: &mut Rng) -> String {
                 }
                 did.push(format!("unknown key under {}", show(parent)));
             }
+            _ if r.chance(10) => {
+                // Many cores times a large level: host memory grows with the product. (Sizes
+                // either fit easily or far exceed the worker's limit, so a case is quick.)
+                let tlb = r.below(3);
+                let cores = *r.pick(&[16i64, 4096]);
+                let entries = *r.pick(&[1i64 << 10, 1 << 20, 1 << 24]);
+                for (path, v) in [
+                    ("machine.cores".to_string(), cores),
+                    (format!("tlb.{tlb}.entries"), entries),
+                    (format!("tlb.{tlb}.ways"), 4),
+                ] {
+                    did.push(format!("{path} = {v}"));
+                    set_path(root, &path, toml::Value::Integer(v));
+                }
+            }
             _ => {
                 let (path, v) = targeted(r);
                 did.push(format!("{path} = {v}"));
@@ -386,6 +401,8 @@ pub const PLAUSIBLE_SETS: &[&str] = &[
     "tlb.0.replacement=plru",
     "tlb.0.unsupported=bypass",
     "os.tick_interval=1",
+    "machine.cores=4096",
+    "tlb.0.entries=1048576",
     "os.khugepaged.enabled=true",
     "os.khugepaged.scan_period=1",
     "machine.seed=7",
