@@ -16,6 +16,9 @@
 //!   contains TEXT (`\"` for a quote), whitespace runs compared as one space;
 //!   `expect 2 "TEXT"` checks the block's second command. Figures the prose states get such
 //!   a marker.
+//! * `<!-- doc-test: output -->` on a block with `$ ` prompts: every line shown after a
+//!   command must appear in that command's output (whitespace runs compared as one space;
+//!   `...` or `…` in a shown line elides text: each piece between them must appear).
 //!
 //! Unknown markers are errors, so a typo cannot silently switch a check off.
 //!
@@ -55,6 +58,8 @@ struct Cmd {
     line: usize,
     shown: String,
     run: String,
+    /// The output lines shown after it (prompt blocks): (line, text).
+    output: Vec<(usize, String)>,
 }
 
 /// A fenced block with its commands and markers.
@@ -68,6 +73,8 @@ struct Block {
     skip: Option<String>,
     /// (1-based command index, or None for the last; expected text).
     expects: Vec<(Option<usize>, String)>,
+    /// Whether the shown output of each command is checked (`doc-test: output`).
+    check_output: bool,
     /// Marker errors (unknown marker, skip without reason, …).
     errors: Vec<String>,
 }
@@ -95,9 +102,11 @@ fn marker(b: &mut Block, body: &str, line: usize) {
                 .errors
                 .push(format!("{at}: `doc-test: expect` takes [N] \"TEXT\", not '{rest}'")),
         }
+    } else if body == "output" {
+        b.check_output = true;
     } else {
         b.errors.push(format!(
-            "{at}: unknown marker 'doc-test: {body}' (known: skip (REASON), expect [N] \"TEXT\")"
+            "{at}: unknown marker 'doc-test: {body}' (known: skip (REASON), expect [N] \"TEXT\", output)"
         ));
     }
 }
@@ -172,7 +181,12 @@ fn blocks(file: &str, text: &str) -> Vec<Block> {
             let l = if prompts {
                 match l.strip_prefix("$ ") {
                     Some(c) => c.to_string(),
-                    None => continue, // shown output
+                    None => {
+                        if let Some(c) = b.cmds.last_mut() {
+                            c.output.push((n, l));
+                        }
+                        continue;
+                    }
                 }
             } else {
                 l
@@ -185,6 +199,7 @@ fn blocks(file: &str, text: &str) -> Vec<Block> {
                     line: n,
                     shown: l.clone(),
                     run,
+                    output: Vec::new(),
                 }),
                 None if shell && invokes_mmulab(&l) => b.unrunnable.push((n, l)),
                 None => {}
@@ -422,6 +437,30 @@ fn run_block(b: &Block, tag: &str, max_refs: u64) -> (Vec<String>, Vec<String>) 
         }
         outputs.push(format!("{stdout}\n{stderr}"));
     }
+    if b.check_output {
+        if b.cmds.iter().all(|c| c.output.is_empty()) {
+            fails.push(format!(
+                "{}:{}: `doc-test: output` on a block that shows no output after a `$ ` command",
+                b.file, b.line
+            ));
+        }
+        for (c, out) in b.cmds.iter().zip(&outputs) {
+            let out = squash(out);
+            for (n, shown) in &c.output {
+                let missing = shown
+                    .split("...")
+                    .flat_map(|p| p.split('…'))
+                    .map(squash)
+                    .find(|p| !p.is_empty() && !out.contains(p.as_str()));
+                if let Some(p) = missing {
+                    fails.push(format!(
+                        "{}:{n}: the shown output of `{}` has \"{p}\", which the command no longer prints",
+                        b.file, c.shown
+                    ));
+                }
+            }
+        }
+    }
     for (n, text) in &b.expects {
         let k = n.unwrap_or(b.cmds.len());
         let Some(out) = outputs.get(k - 1) else { continue };
@@ -507,7 +546,7 @@ fn documented_commands_run_and_print_what_the_text_says() {
     println!("{}", log.join("\n"));
     let skipped = log.iter().filter(|l| l.starts_with("SKIP")).count();
     println!(
-        "docs_run: {commands} documented commands in {} blocks, {skipped} skipped by marker, {} failures, {:.1} s",
+        "docs_run: {commands} mmulab commands in {} blocks, {skipped} command lines skipped by marker, {} failures, {:.1} s",
         all.len(),
         fails.len(),
         t.elapsed().as_secs_f64()
@@ -562,9 +601,23 @@ mmulab machines
 ```
 <!-- doc-test: skip -->
 <!-- doc-test: expcet "x" -->
+
+```
+$ mmulab machines
+name         arch ... description
+cortex-a9    armv7     32   32     128 + 4  ...
+```
+<!-- doc-test: output -->
+
+```
+$ mmulab machines
+cortex-a9    armv7     32   32     129  ...
+```
+<!-- doc-test: output -->
 "#;
     let bs = blocks("t.md", md);
-    assert_eq!(bs.len(), 7, "{bs:#?}");
+    assert_eq!(bs.len(), 9, "{bs:#?}");
+    assert_eq!(bs[7].cmds[0].output.len(), 2);
     assert_eq!(bs[3].cmds.len(), 2);
     assert_eq!(bs[3].cmds[0].run, "mmulab sim --workload seq:size=64K");
     assert_eq!(bs[2].cmds.len(), 1, "shown output is not a command");
@@ -601,6 +654,8 @@ mmulab machines
         "{:?}",
         outcome[6].1
     );
+    assert!(outcome[7].1.is_empty(), "{:?}", outcome[7].1);
+    assert!(outcome[8].1.iter().any(|f| f.contains("129")), "{:?}", outcome[8].1);
 }
 
 #[test]
