@@ -20,7 +20,9 @@
 //!   command must appear in that command's output (whitespace runs compared as one space;
 //!   `...` or `…` in a shown line elides text: each piece between them must appear).
 //!
-//! Unknown markers are errors, so a typo cannot silently switch a check off.
+//! Unknown markers are errors, so a typo cannot silently switch a check off. Inline code in
+//! prose is not run: a command whose output or figures the text quotes belongs in a fenced
+//! block with a marker.
 //!
 //! How it runs: each block in its own scratch copy of the repository's documentation
 //! inputs (README.md, docs/, machines/, experiments/, tests/data/), so a command that
