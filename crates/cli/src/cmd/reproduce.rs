@@ -9,10 +9,20 @@ use mmulab_probe::tlb_test;
 
 /// Reproduce an experiment of the source documents (experiments/*.toml).
 #[derive(clap::Args)]
+#[command(after_help = "Forms:
+  mmulab reproduce freebsd [--plot F.svg] [--json]
+      seed 001's superpage-policy experiments (experiments/freebsd.toml, or the built-in copy
+      when that file is not in the current directory): tables of the seed's figures against
+      mmulab's; --plot draws huge-page coverage over time as SVG only.
+  mmulab reproduce FILE.toml [--plot F.png|F.svg] [--json]
+      an experiment file: a tlb_test experiment (experiments/cortex-a15-tlb-test.toml) prints
+      its table and --plot draws PNG or SVG; a policy experiment (with [[workload]] and
+      [[machine]] tables, like experiments/freebsd.toml) runs as `freebsd` does (SVG only).")]
 pub struct Args {
-    /// The experiment file.
+    /// `freebsd` (seed 001, built in) or an experiment file (experiments/*.toml).
+    #[arg(value_name = "freebsd|FILE")]
     pub file: PathBuf,
-    /// Draw the result to FILE (.png or .svg).
+    /// Draw the result to FILE: .svg for every experiment; .png also for tlb_test files.
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
     /// Print one JSON object instead of the table.

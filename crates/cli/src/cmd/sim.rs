@@ -1,9 +1,10 @@
 //! `mmulab sim`: one machine, one trace or workload, statistics out.
 
+use super::convert::ReadOpts;
 use crate::progress::ProgressLine;
 use anyhow::{bail, Context, Result};
 use mmulab_sim::{config, report, Machine, Stats};
-use mmulab_trace::{open_trace, workload, Format, TraceSource};
+use mmulab_trace::{open_trace, open_trace_with, workload, Format, TraceOptions, TraceSource};
 use std::path::PathBuf;
 
 /// Simulate a trace or a synthetic workload on a machine.
@@ -20,9 +21,22 @@ pub struct Args {
     /// Trace file to replay.
     #[arg(long, short, conflicts_with = "workload", required_unless_present = "workload")]
     pub trace: Option<PathBuf>,
-    /// Trace format (default: detected from content and name).
-    #[arg(long, default_value = "auto")]
+    /// Trace format: din, lackey, mlt, drmemtrace, champsim, cloudsuite or auto (detected
+    /// from content and name).
+    #[arg(long, visible_alias = "from", default_value = "auto")]
     pub format: String,
+    /// drmemtrace: deliver prefetch records as loads (default: ignore them;
+    /// docs/trace-format.md §2.1). Only with --trace.
+    #[arg(long, conflicts_with = "workload")]
+    pub prefetches: bool,
+    /// drmemtrace: map threads to cores by their `cpu` markers (default) or one core per
+    /// `thread`. Only with --trace.
+    #[arg(long, value_parser = ["cpu", "thread"], conflicts_with = "workload")]
+    pub cores: Option<String>,
+    /// drmemtrace directories: interleave threads by `timestamp` markers (default) or
+    /// `rr:N` (round-robin, N references per turn). Only with --trace.
+    #[arg(long, value_name = "timestamp|rr:N", conflicts_with = "workload")]
+    pub interleave: Option<String>,
     /// Synthetic workload spec, e.g. `gups:table=1GiB,refs=100M` (docs/workloads.md).
     #[arg(long, short)]
     pub workload: Option<String>,
@@ -49,6 +63,18 @@ pub fn source(trace: Option<&PathBuf>, format: &str, workload: Option<&str>) -> 
         (None, Some(spec)) => workload::parse(spec)?,
         (None, None) => bail!("give --trace FILE or --workload SPEC"),
     })
+}
+
+/// The trace reader options of `sim`: the same meaning and parsing as `convert`'s and
+/// `trace-info`'s (`ReadOpts`), defaults `cpu` and `timestamp`.
+fn read_options(a: &Args) -> Result<TraceOptions> {
+    ReadOpts {
+        from: a.format.clone(),
+        prefetches: a.prefetches,
+        cores: a.cores.clone().unwrap_or_else(|| "cpu".into()),
+        interleave: a.interleave.clone().unwrap_or_else(|| "timestamp".into()),
+    }
+    .options()
 }
 
 /// Runs `src` on a machine built from `spec`, with progress; returns the statistics,
@@ -104,7 +130,10 @@ pub fn run(a: Args) -> Result<()> {
         None => config::load(a.config.as_deref(), &a.sets),
     }
     .context("invalid machine config")?;
-    let mut src = source(a.trace.as_ref(), &a.format, a.workload.as_deref())?;
+    let mut src = match &a.trace {
+        Some(path) => open_trace_with(path, &read_options(&a)?)?,
+        None => source(None, &a.format, a.workload.as_deref())?,
+    };
     let what = src.describe();
     let title = format!(
         "mmulab sim: {what} on {} ({} core{}), OS policy {}",

@@ -1,0 +1,58 @@
+//! Regression (issue 18, item 7): `reproduce --help` describes every accepted form, and what
+//! it says about each (`freebsd` draws SVG only; a tlb_test file draws PNG or SVG) holds.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn mmulab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mmulab"))
+        .current_dir(root())
+        .args(args)
+        .output()
+        .expect("run mmulab")
+}
+
+#[test]
+fn reproduce_help_names_each_form_and_its_plot_formats() {
+    let help = String::from_utf8(mmulab(&["reproduce", "--help"]).stdout).unwrap();
+    for needle in [
+        "<freebsd|FILE>",
+        "mmulab reproduce freebsd [--plot F.svg]",
+        "mmulab reproduce FILE.toml [--plot F.png|F.svg]",
+        "SVG only",
+    ] {
+        assert!(help.contains(needle), "reproduce --help lacks '{needle}':\n{help}");
+    }
+}
+
+#[test]
+fn reproduce_plot_formats_are_as_the_help_says() {
+    let dir = std::env::temp_dir().join(format!("mmulab-reproduce-help-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // freebsd: a PNG is refused before anything runs.
+    let png = dir.join("f.png");
+    let out = mmulab(&["reproduce", "freebsd", "--plot", png.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(".svg"));
+    assert!(!png.exists());
+    // A tlb_test file draws PNG and SVG.
+    for name in ["t.png", "t.svg"] {
+        let p = dir.join(name);
+        let out = mmulab(&[
+            "reproduce",
+            "experiments/cortex-a15-tlb-test.toml",
+            "--plot",
+            p.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            std::fs::metadata(&p).map(|m| m.len() > 100).unwrap_or(false),
+            "{name} not written"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
