@@ -15,7 +15,7 @@ mod stats;
 
 pub use background::{Sample, EXIT_ADDR};
 pub use machine::{Core, Machine};
-pub use run::{run, Progress};
+pub use run::{references_simulated, request_stop, run, stop_requested, Progress};
 pub use stats::{Counters, LevelStats, Stats};
 
 /// Anything that can stop a simulation.

@@ -109,6 +109,10 @@ pub struct Stats {
     pub touched_bytes: Option<u64>,
     /// Frames pinned by `memory.age`.
     pub pinned_frames: u64,
+    /// False when the statistics cover only part of the input (the run was stopped by
+    /// [`crate::request_stop`] or by an error); the JSON then carries `"complete": false`
+    /// (a finished run's JSON has no `complete` key, so its bytes stay as they were).
+    pub complete: bool,
 }
 
 impl Stats {
@@ -173,6 +177,7 @@ impl Stats {
             free_2m_share: crate::background::free_share(&m.mem),
             touched_bytes: m.bg.track_touched.then(|| m.bg.touched_bytes()),
             pinned_frames: m.bg.pinned_frames,
+            complete: true,
         }
     }
 
@@ -208,7 +213,7 @@ impl Stats {
                 pages.insert(p.to_string(), json!(self.mapped[p.index()]));
             }
         }
-        json!({
+        let mut v = json!({
             "references": c.references,
             "loads": c.loads(),
             "stores": c.stores(),
@@ -256,7 +261,11 @@ impl Stats {
                 "os_cycles": self.os.os_cycles,
                 "events": self.os.events,
             },
-        })
+        });
+        if !self.complete {
+            v["complete"] = json!(false);
+        }
+        v
     }
 }
 
