@@ -17,6 +17,7 @@
 //! interval may be missed; the samples are stored verbatim in the `vmas` metadata section,
 //! each headed `# sample N t_ms=T pid=P` (format: docs/trace-format.md).
 
+use crate::output::OutputFile;
 use crate::progress::ProgressLine;
 use anyhow::{bail, Context, Result};
 use mmulab_trace::format::lackey::parse_line;
@@ -109,14 +110,18 @@ fn sample_maps(pid: u32, every: Duration, stop: Arc<AtomicBool>, out: Arc<Mutex<
 
 pub fn run(a: Args) -> Result<()> {
     let version = check_valgrind()?;
+    // Ctrl-C reaches Valgrind too (same process group) and ends the program; mmulab then
+    // stays to close a valid trace of what was recorded, and exits with 130.
+    crate::signals::stop_on_interrupt();
     if a.output.extension().and_then(|e| e.to_str()) != Some("mlt") {
         eprintln!(
             "mmulab record: note: {} does not end in .mlt; writing mmulab's .mlt format anyway",
             a.output.display()
         );
     }
-    let file = File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
-    let mut w = MltWriter::new(BufWriter::with_capacity(1 << 20, file), a.level)?;
+    // Written beside the output and renamed when complete (crate::output).
+    let output = OutputFile::new(&a.output)?;
+    let mut w = MltWriter::new(BufWriter::with_capacity(1 << 20, output.open()?), a.level)?;
     let (rd, wr) = lackey_pipe()?;
     let mut cmd = Command::new("valgrind");
     cmd.arg("--tool=lackey")
@@ -182,11 +187,9 @@ pub fn run(a: Args) -> Result<()> {
     let _ = sampler.join();
     let elapsed = t0.elapsed().as_secs_f64();
     if let Some(e) = read_err {
-        let _ = std::fs::remove_file(&a.output);
         return Err(anyhow::Error::new(e).context("Lackey's output could not be parsed; recording abandoned"));
     }
     if w.refs() == 0 && !status.success() {
-        let _ = std::fs::remove_file(&a.output);
         for m in &messages {
             eprintln!("{m}");
         }
@@ -217,6 +220,7 @@ pub fn run(a: Args) -> Result<()> {
     }
     let refs = w.refs();
     w.finish()?;
+    output.commit()?;
     let bytes = std::fs::metadata(&a.output).map(|m| m.len()).unwrap_or(0);
     let summary = serde_json::json!({
         "output": a.output.display().to_string(),

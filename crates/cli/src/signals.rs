@@ -1,0 +1,87 @@
+//! Signals. A closed pipe ends the process quietly, as it ends `cat` or `grep`; Ctrl-C
+//! (SIGINT) and SIGTERM ask long commands to stop at their next batch and report what they
+//! did, and a second one ends the process at once.
+//!
+//! Why libc and not a crate such as `ctrlc`: libc is already a dependency, the handler
+//! needs nothing but two atomic stores (async-signal-safe), and `sigaction` gives the two
+//! details wanted here directly — `SA_RESETHAND` (the second Ctrl-C kills, the usual
+//! contract of a command that stops gracefully) and keeping a signal that the parent
+//! ignored (`nohup`, a shell's background job) ignored.
+
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// The signal that asked to stop, 0 if none.
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+/// Gives SIGPIPE its default action back (the Rust runtime ignores it, so a write to a
+/// closed pipe fails with EPIPE and `println!` panics): the process then ends silently,
+/// killed by SIGPIPE (status 141 in a shell), when its reader goes away —
+/// `mmulab machines | head -1`. Also unblocks SIGPIPE in case the parent blocked it.
+pub fn default_sigpipe() {
+    // SAFETY: signal(2) and pthread_sigmask(3) with valid arguments; the set is
+    // initialised by sigemptyset before use. Called at the start of main, before any
+    // other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+extern "C" fn on_stop_signal(sig: libc::c_int) {
+    // Only atomic stores: async-signal-safe.
+    SIGNAL.store(sig, Ordering::Relaxed);
+    mmulab_sim::request_stop();
+}
+
+/// From now on SIGINT and SIGTERM stop the simulation loops at their next batch
+/// ([`mmulab_sim::request_stop`]) instead of killing the process; the command checks
+/// [`mmulab_sim::stop_requested`], reports what it did and `main` exits with 128 + the
+/// signal number. A second signal kills the process as usual. Only commands that check
+/// the flag call this, so that Ctrl-C keeps working everywhere else.
+pub fn stop_on_interrupt() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: sigaction(2) with zero-initialised structs whose mask is set by
+        // sigemptyset; the handler only performs atomic stores.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN {
+                continue; // Ignored by whoever started us: leave it ignored.
+            }
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            sa.sa_flags = libc::SA_RESETHAND | libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// The signal that asked the command to stop (SIGINT or SIGTERM), if one did.
+pub fn interrupted() -> Option<i32> {
+    match SIGNAL.load(Ordering::Relaxed) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+/// "SIGINT" / "SIGTERM".
+pub fn name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        _ => "a signal",
+    }
+}
+
+/// The line a command prints below partial results: "incomplete: interrupted by SIGINT
+/// after N references".
+pub fn incomplete_line(references: u64) -> String {
+    format!(
+        "incomplete: interrupted by {} after {} references; the figures above cover those only",
+        interrupted().map_or("a stop request", name),
+        references
+    )
+}
