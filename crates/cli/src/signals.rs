@@ -1,17 +1,20 @@
 //! Signals. A closed pipe ends the process quietly, as it ends `cat` or `grep`; Ctrl-C
 //! (SIGINT) and SIGTERM ask long commands to stop at their next batch and report what they
-//! did, and a second one ends the process at once.
+//! did, and another one a second or more later ends the process at once.
 //!
 //! Why libc and not a crate such as `ctrlc`: libc is already a dependency, the handler
-//! needs nothing but two atomic stores (async-signal-safe), and `sigaction` gives the two
-//! details wanted here directly — `SA_RESETHAND` (the second Ctrl-C kills, the usual
-//! contract of a command that stops gracefully) and keeping a signal that the parent
-//! ignored (`nohup`, a shell's background job) ignored.
+//! needs only async-signal-safe calls (atomics, clock_gettime, signal, raise), and
+//! `sigaction` lets a signal that the parent ignored (`nohup`, a shell's background job)
+//! stay ignored. Signals within a second of the first count as the same request:
+//! `timeout` sends its signal to the command and then to the command's process group,
+//! so the command receives it twice.
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 
 /// The signal that asked to stop, 0 if none.
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
+/// When it came (CLOCK_MONOTONIC, milliseconds).
+static FIRST_MS: AtomicI64 = AtomicI64::new(0);
 
 /// Gives SIGPIPE its default action back (the Rust runtime ignores it, so a write to a
 /// closed pipe fails with EPIPE and `println!` panics): the process then ends silently,
@@ -30,17 +33,35 @@ pub fn default_sigpipe() {
     }
 }
 
+/// Milliseconds of CLOCK_MONOTONIC (async-signal-safe).
+fn now_ms() -> i64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime(2) fills the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as i64 * 1000 + t.tv_nsec as i64 / 1_000_000
+}
+
 extern "C" fn on_stop_signal(sig: libc::c_int) {
-    // Only atomic stores: async-signal-safe.
-    SIGNAL.store(sig, Ordering::Relaxed);
-    mmulab_sim::request_stop();
+    // Only async-signal-safe calls.
+    if SIGNAL.load(Ordering::Relaxed) == 0 {
+        FIRST_MS.store(now_ms(), Ordering::Relaxed);
+        SIGNAL.store(sig, Ordering::Relaxed);
+        mmulab_sim::request_stop();
+    } else if now_ms() - FIRST_MS.load(Ordering::Relaxed) >= 1000 {
+        // Asked again: the default action (the process ends, killed by the signal).
+        // SAFETY: signal(2) and raise(3) are async-signal-safe.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+            libc::raise(sig);
+        }
+    }
 }
 
 /// From now on SIGINT and SIGTERM stop the simulation loops at their next batch
 /// ([`mmulab_sim::request_stop`]) instead of killing the process; the command checks
 /// [`mmulab_sim::stop_requested`], reports what it did and `main` exits with 128 + the
-/// signal number. A second signal kills the process as usual. Only commands that check
-/// the flag call this, so that Ctrl-C keeps working everywhere else.
+/// signal number. Another signal a second or more later kills the process as usual. Only
+/// commands that check the flag call this, so that Ctrl-C keeps working everywhere else.
 pub fn stop_on_interrupt() {
     for sig in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: sigaction(2) with zero-initialised structs whose mask is set by
@@ -52,7 +73,7 @@ pub fn stop_on_interrupt() {
             }
             let mut sa: libc::sigaction = std::mem::zeroed();
             sa.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            sa.sa_flags = libc::SA_RESETHAND | libc::SA_RESTART;
+            sa.sa_flags = libc::SA_RESTART;
             libc::sigemptyset(&mut sa.sa_mask);
             libc::sigaction(sig, &sa, std::ptr::null_mut());
         }

@@ -178,7 +178,10 @@ pub fn run(a: Args) -> Result<()> {
     // What happens to OUT: a temporary file is dropped (removed) unless committed below;
     // stdout or a special file keeps what was written.
     let kept = if output.in_place() {
-        format!("the {n} references written to {} are incomplete", a.output.display())
+        format!(
+            "{} is incomplete: written in place, it holds the {n} references read before the stop",
+            a.output.display()
+        )
     } else {
         format!("{} was not written", a.output.display())
     };

@@ -84,11 +84,30 @@ fn check_valgrind() -> Result<String> {
 }
 
 /// Samples /proc/PID/maps until `stop`; returns the stored samples as section text.
-fn sample_maps(pid: u32, every: Duration, stop: Arc<AtomicBool>, out: Arc<Mutex<Vec<(u64, String)>>>) {
+/// Also passes a stop signal on to the child while `running` (see the loop).
+fn sample_maps(
+    pid: u32,
+    every: Duration,
+    stop: Arc<AtomicBool>,
+    running: Arc<Mutex<bool>>,
+    out: Arc<Mutex<Vec<(u64, String)>>>,
+) {
     let t0 = Instant::now();
     let path = format!("/proc/{pid}/maps");
     let mut last = String::new();
+    let mut forwarded = false;
     loop {
+        // Ctrl-C reaches Valgrind with us; a SIGTERM sent to mmulab alone is passed on,
+        // so that the program ends and the trace of what it did is closed.
+        if let (Some(sig), false) = (crate::signals::interrupted(), forwarded) {
+            let alive = running.lock().expect("child state lock");
+            if *alive {
+                // SAFETY: kill(2) on the pid of our child: `running` is true, so the main
+                // thread has not reaped it (it clears the flag under this lock first).
+                unsafe { libc::kill(pid as libc::pid_t, sig) };
+            }
+            forwarded = true;
+        }
         let done = stop.load(Ordering::Relaxed);
         if let Ok(text) = std::fs::read_to_string(&path) {
             if !text.is_empty() && text != last {
@@ -137,10 +156,11 @@ pub fn run(a: Args) -> Result<()> {
     let pid = child.id();
     let stop = Arc::new(AtomicBool::new(false));
     let samples = Arc::new(Mutex::new(Vec::new()));
+    let running = Arc::new(Mutex::new(true));
     let sampler = {
-        let (stop, samples) = (stop.clone(), samples.clone());
+        let (stop, running, samples) = (stop.clone(), running.clone(), samples.clone());
         let every = Duration::from_millis(a.maps_interval_ms.max(1));
-        std::thread::spawn(move || sample_maps(pid, every, stop, samples))
+        std::thread::spawn(move || sample_maps(pid, every, stop, running, samples))
     };
 
     let pipe_name = Path::new("(valgrind lackey pipe)");
@@ -182,6 +202,7 @@ pub fn run(a: Args) -> Result<()> {
     if read_err.is_some() {
         let _ = child.kill();
     }
+    *running.lock().expect("child state lock") = false;
     let status = child.wait().context("waiting for valgrind")?;
     stop.store(true, Ordering::Relaxed);
     let _ = sampler.join();
