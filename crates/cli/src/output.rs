@@ -78,12 +78,18 @@ impl OutputFile {
             }
             Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot write {}", path.display()))),
         };
-        let temp = create_temp(&target).with_context(|| {
-            format!(
-                "cannot write {}: no temporary file can be created beside it",
-                path.display()
-            )
-        })?;
+        let temp =
+            create_temp(&target).with_context(|| match target.parent().filter(|d| !d.as_os_str().is_empty()) {
+                Some(d) if !d.is_dir() => format!(
+                    "cannot write {}: directory {} does not exist",
+                    path.display(),
+                    d.display()
+                ),
+                _ => format!(
+                    "cannot write {}: no temporary file can be created beside it",
+                    path.display()
+                ),
+            })?;
         Ok(OutputFile {
             shown,
             target,

@@ -225,6 +225,38 @@ fn convert_interrupted_leaves_no_output() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn sigint_during_trace_info_reports_what_was_read() {
+    let dir = scratch("info-int");
+    let input = dir.join("in.din");
+    mkfifo(&input);
+    let mut child = mmulab()
+        .arg("trace-info")
+        .arg(&input)
+        .args(["--from", "din", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut feed = std::fs::OpenOptions::new().write(true).open(&input).unwrap();
+    let lines: String = (0..100_000u64).map(|i| format!("0 {:x}\n", 0x1000 + i * 64)).collect();
+    feed.write_all(lines.as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(100));
+    let _ = feed.write_all(lines.as_bytes());
+    drop(feed);
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("not one JSON object ({e}): {out}"));
+    assert_eq!(v["complete"], Value::Bool(false), "{out}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("SIGINT"), "{out}");
+    assert!(v["references"].as_u64().unwrap() >= 65536, "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Spawns a long simulation, sends `sig` after `after`, and returns (status, stdout,
 /// stderr).
 fn interrupt(args: &[&str], after: Duration, sig: i32) -> (ExitStatus, String, String) {
