@@ -34,6 +34,7 @@ pub fn default_sigpipe() {
 }
 
 /// Milliseconds of CLOCK_MONOTONIC (async-signal-safe).
+#[allow(clippy::unnecessary_cast)] // time_t and c_long are 32 bits on some targets
 fn now_ms() -> i64 {
     let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime(2) fills the timespec it is given.

@@ -106,7 +106,9 @@ fn planned_refs(e: &Experiment) -> Vec<(String, String, u64)> {
                 .ok()
                 .and_then(|s| s.progress())
                 .map_or(0, |p| p.1);
-            v.extend(std::iter::repeat((m.name.clone(), w.id.clone(), n)).take(m.policies.len()));
+            for _ in &m.policies {
+                v.push((m.name.clone(), w.id.clone(), n));
+            }
         }
     }
     v
