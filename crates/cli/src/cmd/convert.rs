@@ -10,7 +10,7 @@
 //! (crate::output): an error, a failed write or Ctrl-C leaves OUT as it was. `-` (stdout)
 //! and special files are written in place and never removed.
 
-use crate::output::OutputFile;
+use crate::output::{Counted, OutputFile};
 use crate::progress::ProgressLine;
 use anyhow::{bail, Context, Result};
 use mmulab_trace::format::din::write_din;
@@ -121,8 +121,8 @@ fn out_format(a: &Args) -> Result<OutFormat> {
 }
 
 enum Sink {
-    Mlt(MltWriter<BufWriter<File>>),
-    Text(BufWriter<File>, OutFormat),
+    Mlt(MltWriter<BufWriter<Counted<File>>>),
+    Text(BufWriter<Counted<File>>, OutFormat),
 }
 
 /// Why the copy ended.
@@ -168,7 +168,7 @@ pub fn run(a: Args) -> Result<()> {
         bail!("{}: input and output are the same file", a.output.display());
     }
     let output = OutputFile::new(&a.output)?;
-    let out = BufWriter::with_capacity(1 << 20, output.open()?);
+    let out = BufWriter::with_capacity(1 << 20, Counted::new(output.open()?));
     let mut sink = match to {
         OutFormat::Mlt => Sink::Mlt(MltWriter::new(out, a.level)?),
         t => Sink::Text(out, t),
@@ -269,15 +269,14 @@ fn finish(sink: Sink, src: &dyn TraceSource, a: &Args, err: Option<&TraceError>,
             for (name, body) in meta.sections.iter().filter(|(n, _)| n != "markers" && n != "source") {
                 w.section(name, body)?;
             }
-            let bytes = w.bytes_written();
             let mut out = w.finish()?;
             out.flush()?;
-            Ok(out.get_ref().metadata().map(|m| m.len()).unwrap_or(bytes))
+            Ok(out.get_ref().bytes())
         }
         Sink::Text(mut w, _) => {
             let _ = to;
             w.flush()?;
-            Ok(w.get_ref().metadata().map(|m| m.len()).unwrap_or(0))
+            Ok(w.get_ref().bytes())
         }
     }
 }

@@ -17,7 +17,7 @@
 //! interval may be missed; the samples are stored verbatim in the `vmas` metadata section,
 //! each headed `# sample N t_ms=T pid=P` (format: docs/trace-format.md).
 
-use crate::output::OutputFile;
+use crate::output::{Counted, OutputFile};
 use crate::progress::ProgressLine;
 use anyhow::{bail, Context, Result};
 use mmulab_trace::format::lackey::parse_line;
@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 /// Record a program's memory references (through Valgrind Lackey) into an .mlt trace.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Output trace (.mlt).
+    /// Output trace (.mlt); `-` writes it to stdout.
     #[arg(short, long)]
     pub output: PathBuf,
     /// zstd level of the output (1–22).
@@ -128,11 +128,14 @@ fn sample_maps(
 }
 
 pub fn run(a: Args) -> Result<()> {
+    if a.json && a.output.as_os_str() == "-" {
+        bail!("-o - writes the trace to stdout, where --json would print its summary too: give a file or drop --json");
+    }
     let version = check_valgrind()?;
     // Ctrl-C reaches Valgrind too (same process group) and ends the program; mmulab then
     // stays to close a valid trace of what was recorded, and exits with 130.
     crate::signals::stop_on_interrupt();
-    if a.output.extension().and_then(|e| e.to_str()) != Some("mlt") {
+    if a.output.extension().and_then(|e| e.to_str()) != Some("mlt") && a.output.as_os_str() != "-" {
         eprintln!(
             "mmulab record: note: {} does not end in .mlt; writing mmulab's .mlt format anyway",
             a.output.display()
@@ -140,7 +143,7 @@ pub fn run(a: Args) -> Result<()> {
     }
     // Written beside the output and renamed when complete (crate::output).
     let output = OutputFile::new(&a.output)?;
-    let mut w = MltWriter::new(BufWriter::with_capacity(1 << 20, output.open()?), a.level)?;
+    let mut w = MltWriter::new(BufWriter::with_capacity(1 << 20, Counted::new(output.open()?)), a.level)?;
     let (rd, wr) = lackey_pipe()?;
     let mut cmd = Command::new("valgrind");
     cmd.arg("--tool=lackey")
@@ -240,9 +243,8 @@ pub fn run(a: Args) -> Result<()> {
         w.section("vmas", vmas.as_bytes())?;
     }
     let refs = w.refs();
-    w.finish()?;
+    let bytes = w.finish()?.get_ref().bytes();
     output.commit()?;
-    let bytes = std::fs::metadata(&a.output).map(|m| m.len()).unwrap_or(0);
     let summary = serde_json::json!({
         "output": a.output.display().to_string(),
         "references": refs,
