@@ -1,6 +1,5 @@
 //! `mmulab sim`: one machine, one trace or workload, statistics out.
 
-use crate::output::OutputFile;
 use crate::progress::ProgressLine;
 use anyhow::{bail, Context, Result};
 use mmulab_sim::{config, report, Machine, Stats};
@@ -52,15 +51,15 @@ pub fn source(trace: Option<&PathBuf>, format: &str, workload: Option<&str>) -> 
     })
 }
 
-/// Runs `src` on a machine built from `spec`, with progress; returns the statistics
-/// (`complete: false` if Ctrl-C stopped the run), or a [`Stopped`] error that carries
-/// the statistics gathered before the error.
+/// Runs `src` on a machine built from `spec`, with progress; returns the statistics,
+/// or an error that carries the statistics gathered before it.
 pub fn simulate(spec: config::MachineSpec, src: &mut dyn TraceSource, label: &str) -> Result<Stats> {
     simulate_with(spec, src, label, None, &[])
 }
 
-/// A run that stopped on an error: the statistics of the references simulated before
-/// it (`complete: false`), what was simulated, and the error.
+/// The error of [`simulate`] when a run stopped on an error: the statistics of the
+/// references simulated before it (`complete: false`), what was simulated, and the
+/// error. (A run stopped by Ctrl-C is no error: its statistics say `complete: false`.)
 #[derive(Debug)]
 pub struct Stopped {
     pub stats: Box<Stats>,
@@ -95,7 +94,7 @@ pub fn simulate_with(
         if interval == 0 {
             bail!("--interval must be positive");
         }
-        let out = OutputFile::new(path).context("cannot create the time series")?;
+        let out = crate::output::OutputFile::new(path).context("cannot create the time series")?;
         m.set_series(interval, Box::new(out.open()?));
         series_file = Some(out);
     }
