@@ -2,7 +2,9 @@
 //! `cmd/NAME.rs` with its clap `Args` and a `run` function.
 
 mod cmd;
+mod output;
 mod progress;
+mod signals;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -40,6 +42,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    signals::default_sigpipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(a) => cmd::demo::run(a),
@@ -52,11 +55,17 @@ fn main() -> ExitCode {
         Command::Machines(a) => cmd::machines::run(a),
         Command::Reproduce(a) => cmd::reproduce::run(a),
     };
+    if let Err(e) = &result {
+        eprintln!("mmulab: error: {e:#}");
+    }
+    // Stopped by Ctrl-C or SIGTERM (signals.rs): the command printed what it did; the
+    // status says it was interrupted, as a shell reports a process killed by the signal.
+    if let Some(sig) = signals::interrupted() {
+        eprintln!("mmulab: interrupted by {}", signals::name(sig));
+        return ExitCode::from(128 + sig as u8);
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("mmulab: error: {e:#}");
-            ExitCode::from(2)
-        }
+        Err(_) => ExitCode::from(2),
     }
 }

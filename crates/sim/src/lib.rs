@@ -18,7 +18,7 @@ mod translator;
 
 pub use background::{Sample, EXIT_ADDR};
 pub use machine::Machine;
-pub use run::{run, Progress};
+pub use run::{references_simulated, request_stop, run, stop_requested, Progress};
 pub use stats::{Counters, LevelStats, Report, Stats};
 pub use system::System;
 pub use translator::Stage1;

@@ -1,5 +1,6 @@
 use crate::{Machine, SimError, Stats};
 use mmulab_trace::{MemRef, TraceSource};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// References read per batch.
 pub const BATCH: usize = 8192;
@@ -10,16 +11,45 @@ const AHEAD: usize = 8;
 /// A progress callback: (references so far, source progress (done, total) if known).
 pub type Progress<'a> = &'a mut dyn FnMut(u64, Option<(u64, u64)>);
 
-/// Feeds `src` through `m` to its end. On a trace or model error the machine keeps the
-/// statistics of every reference simulated before it, so the caller can still report
-/// them ([`Stats::collect`]).
+/// Set by [`request_stop`]: every run loop of the process stops at its next batch.
+static STOP: AtomicBool = AtomicBool::new(false);
+/// References simulated by every run of the process, added once per batch.
+static SIMULATED: AtomicU64 = AtomicU64::new(0);
+
+/// Asks every [`run`] in this process to stop before its next batch and return the
+/// statistics of what it simulated, marked incomplete ([`Stats::complete`]). One atomic
+/// store: a signal handler (Ctrl-C) may call it.
+pub fn request_stop() {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// True once [`request_stop`] was called.
+pub fn stop_requested() -> bool {
+    STOP.load(Ordering::Relaxed)
+}
+
+/// References simulated so far by every [`run`] in this process (updated once per
+/// batch): progress for callers that run several simulations at once.
+pub fn references_simulated() -> u64 {
+    SIMULATED.load(Ordering::Relaxed)
+}
+
+/// Feeds `src` through `m` to its end, or until [`request_stop`] (checked once per batch
+/// of [`BATCH`] references); the statistics then say `complete: false`. On a trace or
+/// model error the machine keeps the statistics of every reference simulated before it,
+/// so the caller can still report them ([`Stats::collect`]).
 pub fn run(m: &mut Machine, src: &mut dyn TraceSource, progress: Option<Progress<'_>>) -> Result<Stats, SimError> {
     let mut buf: Vec<MemRef> = Vec::with_capacity(BATCH);
     let mut progress = progress;
     let mut batches = 0u64;
     let mut walk_heavy = false;
     let mut walks_before = m.walks();
+    let mut stopped = false;
     loop {
+        if STOP.load(Ordering::Relaxed) {
+            stopped = true;
+            break;
+        }
         buf.clear();
         let n = src.next_batch(&mut buf, BATCH)?;
         if n == 0 {
@@ -41,11 +71,18 @@ pub fn run(m: &mut Machine, src: &mut dyn TraceSource, progress: Option<Progress
         walk_heavy = (walks - walks_before) * 16 > n as u64;
         walks_before = walks;
         batches += 1;
+        SIMULATED.fetch_add(n as u64, Ordering::Relaxed);
         if batches % 64 == 0 {
             if let Some(p) = progress.as_mut() {
                 p(m.references(), src.progress());
             }
         }
+    }
+    if stopped {
+        // Markers left open are the interruption's doing, not the trace's.
+        let mut s = Stats::collect(m);
+        s.complete = false;
+        return Ok(s);
     }
     m.check_markers_closed()?;
     Ok(Stats::collect(m))

@@ -110,6 +110,10 @@ pub struct Stats {
     pub touched_bytes: Option<u64>,
     /// Frames pinned by `memory.age`.
     pub pinned_frames: u64,
+    /// False when the statistics cover only part of the input (the run was stopped by
+    /// [`crate::request_stop`] or by an error); the JSON then carries `"complete": false`
+    /// (a finished run's JSON has no `complete` key, so its bytes stay as they were).
+    pub complete: bool,
 }
 
 /// What every component of a machine implements to report its counters: it adds
@@ -147,6 +151,7 @@ impl Stats {
             free_2m_share: 0.0,
             touched_bytes: None,
             pinned_frames: 0,
+            complete: true,
         }
     }
 
@@ -187,7 +192,7 @@ impl Stats {
                 pages.insert(p.to_string(), json!(self.mapped[p.index()]));
             }
         }
-        json!({
+        let mut v = json!({
             "references": c.references,
             "loads": c.loads(),
             "stores": c.stores(),
@@ -235,7 +240,11 @@ impl Stats {
                 "os_cycles": self.os.os_cycles,
                 "events": self.os.events,
             },
-        })
+        });
+        if !self.complete {
+            v["complete"] = json!(false);
+        }
+        v
     }
 }
 

@@ -67,6 +67,8 @@ pub fn run(a: Args) -> anyhow::Result<()> {
 fn run_linux(a: Args) -> anyhow::Result<()> {
     use mmulab_probe::bench::{self, compare, parse_size, Pages};
     let size = parse_size(&a.size)?;
+    // The benchmarks have no progress callback: a line every few seconds says they run.
+    let ticker = crate::progress::Ticker::start(&format!("bench {:?}", a.which), Box::new(|| None));
     let one = |p: Pages, seed: u64| -> mmulab_probe::Result<bench::BenchResult> {
         match a.which {
             Which::Gups => bench::gups::run(p, size, seed),
@@ -95,6 +97,7 @@ fn run_linux(a: Args) -> anyhow::Result<()> {
             eprintln!("bench: {:?} with {} (run {seed})", a.which, p.label());
             one(p, seed)
         })?;
+        drop(ticker);
         check_gups(&c.runs)?;
         if a.json {
             println!("{}", serde_json::to_string(&c)?);
@@ -114,6 +117,7 @@ fn run_linux(a: Args) -> anyhow::Result<()> {
     }
     let p = Pages::parse(&a.pages)?;
     let r = one(p, 1)?;
+    drop(ticker);
     check_gups(std::slice::from_ref(&r))?;
     if a.json {
         println!("{}", serde_json::to_string(&r)?);

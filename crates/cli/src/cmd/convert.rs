@@ -4,10 +4,13 @@
 //!
 //! Contract: streaming (constant memory); the markers and metadata sections the input
 //! carries (page size, VMAs, …) are written into an `.mlt` output. A damaged input is an
-//! error and the partial output is removed, unless `--salvage` asks to keep the references
-//! read before the damage (then the output is complete and valid, and says so in its
-//! `source` section).
+//! error and nothing is written, unless `--salvage` asks to keep the references read
+//! before the damage (then the output is complete and valid, and says so in its `source`
+//! section). The output goes to a temporary file beside OUT, renamed to OUT when complete
+//! (crate::output): an error, a failed write or Ctrl-C leaves OUT as it was. `-` (stdout)
+//! and special files are written in place and never removed.
 
+use crate::output::{Counted, OutputFile};
 use crate::progress::ProgressLine;
 use anyhow::{bail, Context, Result};
 use mmulab_trace::format::din::write_din;
@@ -72,7 +75,8 @@ impl ReadOpts {
 pub struct Args {
     /// Input trace (file, or drmemtrace directory).
     pub input: PathBuf,
-    /// Output file; `.mlt`, `.din` or `.lackey` picks the format unless --to is given.
+    /// Output file; `.mlt`, `.din` or `.lackey` picks the format unless --to is given;
+    /// `-` writes to stdout (give --to).
     pub output: PathBuf,
     #[command(flatten)]
     pub read: ReadOpts,
@@ -117,8 +121,20 @@ fn out_format(a: &Args) -> Result<OutFormat> {
 }
 
 enum Sink {
-    Mlt(MltWriter<BufWriter<File>>),
-    Text(BufWriter<File>, OutFormat),
+    Mlt(MltWriter<BufWriter<Counted<File>>>),
+    Text(BufWriter<Counted<File>>, OutFormat),
+}
+
+/// Why the copy ended.
+enum End {
+    /// The input's end.
+    Done,
+    /// The input is damaged (`--salvage` keeps what came before).
+    Input(TraceError),
+    /// The output could not be written (never kept).
+    Output(std::io::Error),
+    /// Ctrl-C or SIGTERM (never kept).
+    Interrupted,
 }
 
 impl Sink {
@@ -144,30 +160,50 @@ pub fn markers_text(meta: &TraceMeta) -> String {
 }
 
 pub fn run(a: Args) -> Result<()> {
+    crate::signals::stop_on_interrupt();
     let to = out_format(&a)?;
     let opts = a.read.options()?;
     let mut src = open_trace_with(&a.input, &opts)?;
     if a.input.canonicalize().ok() == a.output.canonicalize().ok() && a.output.exists() {
         bail!("{}: input and output are the same file", a.output.display());
     }
-    let file = File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
-    let out = BufWriter::with_capacity(1 << 20, file);
+    let output = OutputFile::new(&a.output)?;
+    let out = BufWriter::with_capacity(1 << 20, Counted::new(output.open()?));
     let mut sink = match to {
         OutFormat::Mlt => Sink::Mlt(MltWriter::new(out, a.level)?),
         t => Sink::Text(out, t),
     };
     let t0 = Instant::now();
-    let (n, err) = pump(&mut *src, &mut sink, &a.input);
-    let result = finish(sink, &*src, &a, err.as_ref(), to);
-    let elapsed = t0.elapsed().as_secs_f64();
-    if let Some(e) = err.filter(|_| !a.salvage) {
-        let _ = std::fs::remove_file(&a.output);
-        return Err(anyhow::Error::new(e).context(format!(
-            "conversion stopped; {} removed (pass --salvage to keep the references read before the damage)",
+    let (n, end) = pump(&mut *src, &mut sink, &a.input);
+    // What happens to OUT: a temporary file is dropped (removed) unless committed below;
+    // stdout or a special file keeps what was written.
+    let kept = if output.in_place() {
+        format!(
+            "{} is incomplete: written in place, it holds the {n} references read before the stop",
             a.output.display()
-        )));
-    }
-    let bytes = result?;
+        )
+    } else {
+        format!("{} was not written", a.output.display())
+    };
+    let err = match end {
+        End::Done => None,
+        End::Input(e) if a.salvage => Some(e),
+        End::Input(e) => {
+            return Err(anyhow::Error::new(e).context(format!(
+                "conversion stopped; {kept} (pass --salvage to keep the references read before the damage)"
+            )))
+        }
+        End::Output(e) => {
+            return Err(anyhow::Error::new(e).context(format!("cannot write {}; {kept}", a.output.display())))
+        }
+        End::Interrupted => {
+            eprintln!("mmulab convert: interrupted after {n} references; {kept}");
+            return Ok(());
+        }
+    };
+    let bytes = finish(sink, &*src, &a, err.as_ref(), to).with_context(|| format!("writing {}", a.output.display()))?;
+    output.commit()?;
+    let elapsed = t0.elapsed().as_secs_f64();
     let in_bytes = dir_or_file_size(&a.input);
     eprintln!(
         "mmulab convert: {n} references from {} ({} bytes) to {} ({bytes} bytes, {:.2} bytes/reference) in {elapsed:.2} s ({:.1} M refs/s)",
@@ -185,29 +221,30 @@ pub fn run(a: Args) -> Result<()> {
     Ok(())
 }
 
-/// Copies every reference; returns the count and the input error that stopped it, if any.
-fn pump(src: &mut dyn TraceSource, sink: &mut Sink, input: &Path) -> (u64, Option<TraceError>) {
+/// Copies every reference until the input ends, fails, or Ctrl-C; returns the count
+/// and why it ended.
+fn pump(src: &mut dyn TraceSource, sink: &mut Sink, input: &Path) -> (u64, End) {
     let mut p = ProgressLine::new(&format!("convert {}", input.display()));
     let mut buf = Vec::with_capacity(1 << 16);
     let mut n = 0u64;
-    let err = loop {
+    let end = loop {
+        if mmulab_sim::stop_requested() {
+            break End::Interrupted;
+        }
         buf.clear();
         let r = src.next_batch(&mut buf, 1 << 16);
         if let Err(e) = sink.push(&buf) {
-            break Some(TraceError::Io {
-                path: PathBuf::from("(output)"),
-                source: e,
-            });
+            break End::Output(e);
         }
         n += buf.len() as u64;
         match r {
-            Ok(0) => break None,
+            Ok(0) => break End::Done,
             Ok(_) => p.update(n, src.progress()),
-            Err(e) => break Some(e),
+            Err(e) => break End::Input(e),
         }
     };
     p.finish();
-    (n, err)
+    (n, end)
 }
 
 /// Writes the metadata and closes the output; returns its size in bytes.
@@ -232,15 +269,14 @@ fn finish(sink: Sink, src: &dyn TraceSource, a: &Args, err: Option<&TraceError>,
             for (name, body) in meta.sections.iter().filter(|(n, _)| n != "markers" && n != "source") {
                 w.section(name, body)?;
             }
-            let bytes = w.bytes_written();
             let mut out = w.finish()?;
             out.flush()?;
-            Ok(out.get_ref().metadata().map(|m| m.len()).unwrap_or(bytes))
+            Ok(out.get_ref().bytes())
         }
         Sink::Text(mut w, _) => {
             let _ = to;
             w.flush()?;
-            Ok(w.get_ref().metadata().map(|m| m.len()).unwrap_or(0))
+            Ok(w.get_ref().bytes())
         }
     }
 }

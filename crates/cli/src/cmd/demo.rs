@@ -31,6 +31,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<()> {
+    crate::signals::stop_on_interrupt();
     let workloads: Vec<String> = if a.workload.is_empty() {
         WORKLOADS.iter().map(|s| s.to_string()).collect()
     } else {
@@ -41,21 +42,31 @@ pub fn run(a: Args) -> Result<()> {
         ("2M", vec!["os.policy=fixed".into(), "os.page_size=2M".into()]),
     ];
     let mut results: Vec<(String, &str, Stats)> = Vec::new();
-    for w in &workloads {
+    // Ctrl-C stops the current run; the runs done so far and that one are reported.
+    'all: for w in &workloads {
         for (label, sets) in &sizes {
             let spec = config::load(a.config.as_deref(), sets)?;
             let mut src = source(None, "auto", Some(w))?;
             eprintln!("mmulab demo: {w} with {label} pages");
             let stats = simulate(spec, &mut src, &format!("{w} ({label})"))?;
+            let stopped = !stats.complete;
             results.push((w.clone(), label, stats));
+            if stopped {
+                break 'all;
+            }
         }
     }
+    let interrupted = results.last().is_some_and(|r| !r.2.complete);
     if a.json {
         let rows: Vec<_> = results
             .iter()
             .map(|(w, p, s)| serde_json::json!({"workload": w, "pages": p, "stats": s.to_json()}))
             .collect();
-        println!("{}", serde_json::to_string(&serde_json::json!({ "runs": rows }))?);
+        let mut v = serde_json::json!({ "runs": rows });
+        if interrupted {
+            v["complete"] = serde_json::Value::Bool(false);
+        }
+        println!("{}", serde_json::to_string(&v)?);
         return Ok(());
     }
     let level_names: Vec<String> = results
@@ -94,5 +105,9 @@ pub fn run(a: Args) -> Result<()> {
     println!("mmulab demo: translation on the default machine (machines/default.toml), 4 KiB vs 2 MiB pages");
     println!("(4K/2M = translation cycles with 4 KiB pages / with 2 MiB pages; higher means huge pages help more)\n");
     print!("{}", t.render());
+    if interrupted {
+        let refs: u64 = results.iter().map(|r| r.2.counters.references).sum();
+        println!("\n{}", crate::signals::incomplete_line(refs));
+    }
     Ok(())
 }

@@ -1,10 +1,9 @@
 //! `mmulab probe`: measure this machine's data-TLB levels from behaviour, or — with
 //! `--machine` — a simulated core's, with the same probe code.
 
-use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use mmulab_probe::probe::{self, HugeChoice, ProbeConfig};
 
 /// Measure the data TLBs of this machine: entries per level (4 KiB pages) and whether each
@@ -123,24 +122,12 @@ fn run_linux(a: Args) -> anyhow::Result<()> {
         }
     }
     let mut target = mmulab_probe::target::native::NativeTarget::new(!a.no_counters);
-    let tty = std::io::stderr().is_terminal();
-    let mut last_phase = String::new();
-    let mut progress = |phase: &str, f: f64| {
-        if tty {
-            eprint!("\r\x1b[2K[{:3.0}%] {phase}", f * 100.0);
-            let _ = std::io::stderr().flush();
-        } else if phase != last_phase {
-            eprintln!("probe: {phase}");
-        }
-        last_phase = phase.to_string();
-    };
-    let report = probe::run(&mut target, &cfg, &mut progress);
-    if tty {
-        eprintln!();
-    }
+    let mut line = crate::progress::ProgressLine::new("probe");
+    let report = probe::run(&mut target, &cfg, &mut |phase, f| line.phase(phase, Some(f)));
+    line.finish();
     let report = report?;
     if let Some(p) = &a.plot {
-        probe::plot::write_plot(&report, p).with_context(|| format!("writing plot {}", p.display()))?;
+        crate::output::write_with(p, |path| probe::plot::write_plot(&report, path))?;
     }
     if let Some(p) = &a.emit_machine {
         if report.levels.is_empty() {
@@ -149,7 +136,7 @@ fn run_linux(a: Args) -> anyhow::Result<()> {
                 p.display()
             );
         }
-        std::fs::write(p, probe::machine::machine_toml(&report)).with_context(|| format!("writing {}", p.display()))?;
+        crate::output::write(p, probe::machine::machine_toml(&report).as_bytes())?;
     }
     if a.json {
         println!("{}", serde_json::to_string(&report)?);

@@ -39,7 +39,10 @@ fn probe_one(name: &str, o: &Options) -> Result<Probed> {
     let arch = spec.format.arch_name().to_string();
     let mut t = SimTarget::new(&label, spec);
     let huge = t.huge_size();
-    let report = probe::run(&mut t, &o.cfg, &mut |_, _| {}).with_context(|| format!("probing simulated '{name}'"))?;
+    let mut line = crate::progress::ProgressLine::new(&format!("probe {label}"));
+    let report = probe::run(&mut t, &o.cfg, &mut |phase, f| line.phase(phase, Some(f)))
+        .with_context(|| format!("probing simulated '{name}'"))?;
+    line.finish();
     Ok(Probed {
         name: label,
         arch,
@@ -68,11 +71,10 @@ pub fn run(machine: &str, o: &Options) -> Result<()> {
         probed.push(probe_one(n, o)?);
     }
     if let (Some(p), Some(one)) = (&o.plot, probed.first()) {
-        probe::plot::write_plot(&one.report, p).with_context(|| format!("writing plot {}", p.display()))?;
+        crate::output::write_with(p, |path| probe::plot::write_plot(&one.report, path))?;
     }
     if let (Some(p), Some(one)) = (&o.emit_machine, probed.first()) {
-        std::fs::write(p, probe::machine::machine_toml(&one.report))
-            .with_context(|| format!("writing {}", p.display()))?;
+        crate::output::write(p, probe::machine::machine_toml(&one.report).as_bytes())?;
     }
     if o.table {
         print!("{}", table(&probed));

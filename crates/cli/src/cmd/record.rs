@@ -17,6 +17,7 @@
 //! interval may be missed; the samples are stored verbatim in the `vmas` metadata section,
 //! each headed `# sample N t_ms=T pid=P` (format: docs/trace-format.md).
 
+use crate::output::{Counted, OutputFile};
 use crate::progress::ProgressLine;
 use anyhow::{bail, Context, Result};
 use mmulab_trace::format::lackey::parse_line;
@@ -36,7 +37,7 @@ use std::time::{Duration, Instant};
 /// Record a program's memory references (through Valgrind Lackey) into an .mlt trace.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Output trace (.mlt).
+    /// Output trace (.mlt); `-` writes it to stdout.
     #[arg(short, long)]
     pub output: PathBuf,
     /// zstd level of the output (1–22).
@@ -83,11 +84,30 @@ fn check_valgrind() -> Result<String> {
 }
 
 /// Samples /proc/PID/maps until `stop`; returns the stored samples as section text.
-fn sample_maps(pid: u32, every: Duration, stop: Arc<AtomicBool>, out: Arc<Mutex<Vec<(u64, String)>>>) {
+/// Also passes a stop signal on to the child while `running` (see the loop).
+fn sample_maps(
+    pid: u32,
+    every: Duration,
+    stop: Arc<AtomicBool>,
+    running: Arc<Mutex<bool>>,
+    out: Arc<Mutex<Vec<(u64, String)>>>,
+) {
     let t0 = Instant::now();
     let path = format!("/proc/{pid}/maps");
     let mut last = String::new();
+    let mut forwarded = false;
     loop {
+        // Ctrl-C reaches Valgrind with us; a SIGTERM sent to mmulab alone is passed on,
+        // so that the program ends and the trace of what it did is closed.
+        if let (Some(sig), false) = (crate::signals::interrupted(), forwarded) {
+            let alive = running.lock().expect("child state lock");
+            if *alive {
+                // SAFETY: kill(2) on the pid of our child: `running` is true, so the main
+                // thread has not reaped it (it clears the flag under this lock first).
+                unsafe { libc::kill(pid as libc::pid_t, sig) };
+            }
+            forwarded = true;
+        }
         let done = stop.load(Ordering::Relaxed);
         if let Ok(text) = std::fs::read_to_string(&path) {
             if !text.is_empty() && text != last {
@@ -108,15 +128,22 @@ fn sample_maps(pid: u32, every: Duration, stop: Arc<AtomicBool>, out: Arc<Mutex<
 }
 
 pub fn run(a: Args) -> Result<()> {
+    if a.json && a.output.as_os_str() == "-" {
+        bail!("-o - writes the trace to stdout, where --json would print its summary too: give a file or drop --json");
+    }
     let version = check_valgrind()?;
-    if a.output.extension().and_then(|e| e.to_str()) != Some("mlt") {
+    // Ctrl-C reaches Valgrind too (same process group) and ends the program; mmulab then
+    // stays to close a valid trace of what was recorded, and exits with 130.
+    crate::signals::stop_on_interrupt();
+    if a.output.extension().and_then(|e| e.to_str()) != Some("mlt") && a.output.as_os_str() != "-" {
         eprintln!(
             "mmulab record: note: {} does not end in .mlt; writing mmulab's .mlt format anyway",
             a.output.display()
         );
     }
-    let file = File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
-    let mut w = MltWriter::new(BufWriter::with_capacity(1 << 20, file), a.level)?;
+    // Written beside the output and renamed when complete (crate::output).
+    let output = OutputFile::new(&a.output)?;
+    let mut w = MltWriter::new(BufWriter::with_capacity(1 << 20, Counted::new(output.open()?)), a.level)?;
     let (rd, wr) = lackey_pipe()?;
     let mut cmd = Command::new("valgrind");
     cmd.arg("--tool=lackey")
@@ -132,10 +159,11 @@ pub fn run(a: Args) -> Result<()> {
     let pid = child.id();
     let stop = Arc::new(AtomicBool::new(false));
     let samples = Arc::new(Mutex::new(Vec::new()));
+    let running = Arc::new(Mutex::new(true));
     let sampler = {
-        let (stop, samples) = (stop.clone(), samples.clone());
+        let (stop, running, samples) = (stop.clone(), running.clone(), samples.clone());
         let every = Duration::from_millis(a.maps_interval_ms.max(1));
-        std::thread::spawn(move || sample_maps(pid, every, stop, samples))
+        std::thread::spawn(move || sample_maps(pid, every, stop, running, samples))
     };
 
     let pipe_name = Path::new("(valgrind lackey pipe)");
@@ -177,16 +205,15 @@ pub fn run(a: Args) -> Result<()> {
     if read_err.is_some() {
         let _ = child.kill();
     }
+    *running.lock().expect("child state lock") = false;
     let status = child.wait().context("waiting for valgrind")?;
     stop.store(true, Ordering::Relaxed);
     let _ = sampler.join();
     let elapsed = t0.elapsed().as_secs_f64();
     if let Some(e) = read_err {
-        let _ = std::fs::remove_file(&a.output);
         return Err(anyhow::Error::new(e).context("Lackey's output could not be parsed; recording abandoned"));
     }
     if w.refs() == 0 && !status.success() {
-        let _ = std::fs::remove_file(&a.output);
         for m in &messages {
             eprintln!("{m}");
         }
@@ -216,8 +243,8 @@ pub fn run(a: Args) -> Result<()> {
         w.section("vmas", vmas.as_bytes())?;
     }
     let refs = w.refs();
-    w.finish()?;
-    let bytes = std::fs::metadata(&a.output).map(|m| m.len()).unwrap_or(0);
+    let bytes = w.finish()?.get_ref().bytes();
+    output.commit()?;
     let summary = serde_json::json!({
         "output": a.output.display().to_string(),
         "references": refs,

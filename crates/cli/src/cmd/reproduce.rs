@@ -46,9 +46,12 @@ pub fn run(a: Args) -> Result<()> {
         return r;
     }
     let x = tlb_test::load(&a.file)?;
-    let r = tlb_test::run(&x, a.file.parent()).with_context(|| format!("running {}", a.file.display()))?;
+    let ticker = crate::progress::Ticker::start(&format!("reproduce {}", a.file.display()), Box::new(|| None));
+    let r = tlb_test::run(&x, a.file.parent()).with_context(|| format!("running {}", a.file.display()));
+    drop(ticker);
+    let r = r?;
     if let Some(p) = &a.plot {
-        tlb_test::plot(&r, p).with_context(|| format!("writing plot {}", p.display()))?;
+        crate::output::write_with(p, |path| tlb_test::plot(&r, path))?;
     }
     if a.json {
         println!("{}", serde_json::to_string(&r)?);

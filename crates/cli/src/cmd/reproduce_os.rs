@@ -50,16 +50,68 @@ fn run(text: &str, origin: &str, plot: Option<&Path>, json: bool) -> Result<()> 
         e.name,
         e.machine.iter().map(|m| m.policies.len()).sum::<usize>() * e.workload.len()
     );
-    let results = reproduce::run_all(&e, threads).with_context(|| format!("running {origin}"))?;
+    // Ctrl-C stops every run at its next batch; the tables then cover what ran.
+    crate::signals::stop_on_interrupt();
+    let totals = planned_refs(&e);
+    let total: u64 = totals.iter().map(|(_, _, n)| n).sum();
+    let start = mmulab_sim::references_simulated();
+    let ticker = crate::progress::Ticker::start(
+        &format!("reproduce {}", e.name),
+        Box::new(move || {
+            let done = mmulab_sim::references_simulated() - start;
+            Some((done, (total > 0).then_some((done.min(total), total))))
+        }),
+    );
+    let results = reproduce::run_all(&e, threads).with_context(|| format!("running {origin}"));
+    drop(ticker);
+    let results = results?;
+    // A run is complete when it simulated every reference its workload has.
+    let complete = |r: &RunResult| {
+        !mmulab_sim::stop_requested()
+            || totals
+                .iter()
+                .any(|(m, w, n)| *m == r.machine && *w == r.workload && r.refs >= *n)
+    };
+    let interrupted = results.iter().any(|r| !complete(r));
     if let Some(p) = plot {
-        std::fs::write(p, svg(&e, &results)).with_context(|| format!("writing plot {}", p.display()))?;
+        crate::output::write(p, svg(&e, &results).as_bytes())?;
     }
     if json {
-        println!("{}", serde_json::to_string(&results)?);
+        let mut v = serde_json::to_value(&results)?;
+        if let Some(rows) = v.as_array_mut() {
+            for (row, r) in rows.iter_mut().zip(&results) {
+                if !complete(r) {
+                    row["complete"] = serde_json::Value::Bool(false);
+                }
+            }
+        }
+        println!("{}", serde_json::to_string(&v)?);
     } else {
         print!("{}", reproduce::tables(&e, &results));
+        if interrupted {
+            let refs = results.iter().map(|r| r.refs).sum();
+            println!("\n{}", crate::signals::incomplete_line(refs));
+        }
     }
     Ok(())
+}
+
+/// (machine, workload, references) of every run of `e`: its workload's length.
+fn planned_refs(e: &Experiment) -> Vec<(String, String, u64)> {
+    let mut v = Vec::new();
+    for m in &e.machine {
+        for w in &e.workload {
+            let spec = if m.bits == 32 { &w.spec32 } else { &w.spec64 };
+            let n = mmulab_trace::workload::parse(spec)
+                .ok()
+                .and_then(|s| s.progress())
+                .map_or(0, |p| p.1);
+            for _ in &m.policies {
+                v.push((m.name.clone(), w.id.clone(), n));
+            }
+        }
+    }
+    v
 }
 
 /// Coverage (share of resident memory in pages above 4 KiB) over references, one panel

@@ -83,8 +83,27 @@ pub fn simulate(spec: config::MachineSpec, src: &mut dyn TraceSource, label: &st
     simulate_with(spec, src, label, None, &[])
 }
 
+/// The error of [`simulate`] when a run stopped on an error: the statistics of the
+/// references simulated before it (`complete: false`), what was simulated, and the
+/// error. (A run stopped by Ctrl-C is no error: its statistics say `complete: false`.)
+#[derive(Debug)]
+pub struct Stopped {
+    pub stats: Box<Stats>,
+    pub source: String,
+    pub error: anyhow::Error,
+}
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#}", self.error)
+    }
+}
+
+impl std::error::Error for Stopped {}
+
 /// [`simulate`] with an optional time series (`interval` references, JSON lines to a
-/// file) and the VMAs the trace carries (docs/policies.md).
+/// file) and the VMAs the trace carries (docs/policies.md). The time series of a run
+/// that stopped early covers the references simulated and is kept.
 pub fn simulate_with(
     spec: config::MachineSpec,
     src: &mut dyn TraceSource,
@@ -96,35 +115,75 @@ pub fn simulate_with(
     if !vmas.is_empty() {
         m.set_trace_vmas(vmas);
     }
+    let mut series_file = None;
     if let Some((interval, path)) = series {
         if interval == 0 {
             bail!("--interval must be positive");
         }
-        let f = std::fs::File::create(path).with_context(|| format!("cannot create time series {}", path.display()))?;
-        m.set_series(interval, Box::new(f));
+        let out = crate::output::OutputFile::new(path).context("cannot create the time series")?;
+        m.set_series(interval, Box::new(out.open()?));
+        series_file = Some(out);
     }
     let mut p = ProgressLine::new(label);
     let res = mmulab_sim::run(&mut m, src, Some(&mut |n, f| p.update(n, f)));
     p.finish();
+    // The time series is kept even when the run stopped early: it covers what ran.
+    let series_done = series_file.map(|out| {
+        m.finish_series()
+            .map_err(anyhow::Error::from)
+            .and_then(|_| out.commit())
+    });
     match res {
-        Ok(_) if series.is_some() => {
-            m.finish_series()?;
-            Ok(Stats::collect(&m))
-        }
-        Ok(s) => Ok(s),
+        Ok(s) => match series_done {
+            Some(done) => {
+                done?;
+                let mut now = Stats::collect(&m);
+                now.complete = s.complete;
+                Ok(now)
+            }
+            None => Ok(s),
+        },
         Err(e) => {
-            let partial = Stats::collect(&m);
+            let mut partial = Stats::collect(&m);
+            partial.complete = false;
             eprintln!(
                 "mmulab: the run stopped early; statistics of the {} references simulated before the error:",
                 partial.counters.references
             );
             eprintln!("{}", report::single(&partial, "partial results"));
-            Err(e.into())
+            Err(anyhow::Error::new(Stopped {
+                stats: Box::new(partial),
+                source: label.to_string(),
+                error: e.into(),
+            }))
         }
     }
 }
 
+/// Runs `mmulab sim`. With `--json`, stdout holds exactly one JSON object whatever
+/// happens: the statistics, or on a failure the partial statistics (if the run had
+/// started) with `"complete": false` and an `error` object.
 pub fn run(a: Args) -> Result<()> {
+    crate::signals::stop_on_interrupt();
+    let json = a.json;
+    let result = run_to_end(a);
+    if let (true, Err(e)) = (json, &result) {
+        let mut v = match e.downcast_ref::<Stopped>() {
+            Some(s) => {
+                let mut v = s.stats.to_json();
+                v["source"] = serde_json::Value::String(s.source.clone());
+                v
+            }
+            None => serde_json::json!({}),
+        };
+        v["complete"] = serde_json::Value::Bool(false);
+        v["error"] = serde_json::json!({ "message": format!("{e:#}") });
+        println!("{}", serde_json::to_string(&v)?);
+    }
+    result
+}
+
+fn run_to_end(a: Args) -> Result<()> {
     let spec = match &a.machine {
         Some(m) => config::load_machine(m, a.config.as_deref(), &a.sets),
         None => config::load(a.config.as_deref(), &a.sets),
@@ -176,6 +235,9 @@ pub fn run(a: Args) -> Result<()> {
         println!("{}", serde_json::to_string(&v)?);
     } else {
         print!("{}", report::single(&stats, &title));
+        if !stats.complete {
+            println!("{}", crate::signals::incomplete_line(stats.counters.references));
+        }
     }
     Ok(())
 }

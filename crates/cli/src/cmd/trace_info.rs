@@ -170,7 +170,14 @@ fn print_table(v: &Value) {
         "references   {}{}",
         g("references"),
         if v["complete"] == json!(false) {
-            "  (read before the damage)"
+            if v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("interrupted"))
+            {
+                "  (read before the interruption)"
+            } else {
+                "  (read before the damage)"
+            }
         } else {
             ""
         }
@@ -235,6 +242,8 @@ fn print_table(v: &Value) {
 }
 
 pub fn run(a: Args) -> Result<()> {
+    // Ctrl-C stops the pass; the report then covers what was read (`complete: false`).
+    crate::signals::stop_on_interrupt();
     let opts = a.read.options()?;
     let mut src = match open_trace_with(&a.file, &opts) {
         Ok(s) => s,
@@ -257,6 +266,9 @@ pub fn run(a: Args) -> Result<()> {
     let mut buf = Vec::with_capacity(1 << 16);
     let mut p = ProgressLine::new(&format!("trace-info {}", a.file.display()));
     let err = loop {
+        if mmulab_sim::stop_requested() {
+            break None;
+        }
         buf.clear();
         let r = src.next_batch(&mut buf, 1 << 16);
         s.add(&buf);
@@ -268,7 +280,11 @@ pub fn run(a: Args) -> Result<()> {
     };
     p.finish();
     let meta = src.meta().unwrap_or_default();
-    let v = to_json(&a.file.display().to_string(), &format, &s, &meta, err.as_ref());
+    let mut v = to_json(&a.file.display().to_string(), &format, &s, &meta, err.as_ref());
+    if let (None, Some(sig)) = (&err, crate::signals::interrupted()) {
+        v["complete"] = json!(false);
+        v["error"] = json!({"message": format!("interrupted by {}", crate::signals::name(sig))});
+    }
     if a.json {
         println!("{}", serde_json::to_string(&v)?);
     } else {
