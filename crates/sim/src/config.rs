@@ -487,6 +487,11 @@ pub fn load(path: Option<&Path>, sets: &[String]) -> Result<MachineSpec, SimErro
     let text = match path {
         Some(p) => std::fs::read_to_string(p)
             .map_err(|e| SimError::Config(format!("cannot read config {}: {e}", p.display())))?,
+        // `--set machine.name=X` without a file: machine X, as `--machine X` (the
+        // built-in default's keys laid over X would hide it).
+        None if sets.iter().any(|s| s.split_once('=').is_some_and(|(k, _)| k.trim() == "machine.name")) => {
+            return from_table(toml::Table::new(), None, sets);
+        }
         None => DEFAULT_TOML.to_string(),
     };
     from_toml(&text, path, sets)
@@ -528,6 +533,14 @@ pub fn from_toml(text: &str, path: Option<&Path>, sets: &[String]) -> Result<Mac
 /// Resolves a parsed config's `[machine] name` (merging the named machine under it),
 /// applies `sets`, validates.
 pub fn from_table(table: toml::Table, path: Option<&Path>, sets: &[String]) -> Result<MachineSpec, SimError> {
+    // `--set machine.name=…` chooses the machine to start from, so it applies before the
+    // named machine is merged in (after, it would be a key nobody reads); the other
+    // overrides apply to the merged result.
+    let names_machine = |s: &&String| s.split_once('=').is_some_and(|(k, _)| k.trim() == "machine.name");
+    let mut table = table;
+    for s in sets.iter().filter(names_machine) {
+        apply_set(&mut table, s)?;
+    }
     let named = table
         .get("machine")
         .and_then(|m| m.get("name"))
@@ -538,7 +551,7 @@ pub fn from_table(table: toml::Table, path: Option<&Path>, sets: &[String]) -> R
         _ => origin(path),
     };
     let mut table = crate::catalog::expand(table, path)?;
-    for s in sets {
+    for s in sets.iter().filter(|s| !names_machine(s)) {
         apply_set(&mut table, s)?;
     }
     let config: Config = Config::deserialize(toml::Value::Table(table)).map_err(|e| {
@@ -583,6 +596,7 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
             format.max_pa() >> 30
         ));
     }
+    crate::limits::check_config(&config, format)?;
     if config.walk.pwc_entries.len() >= format.levels().len() {
         return Err(format!(
             "walk.pwc_entries has {} values; {} has {} upper levels",

@@ -7,6 +7,7 @@ mod background;
 pub mod catalog;
 pub mod config;
 mod config_os;
+pub mod limits;
 mod machine;
 pub mod report;
 pub mod reproduce;

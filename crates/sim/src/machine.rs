@@ -101,6 +101,7 @@ fn memo_tag(va: u64, asid: Asid, shift: u32) -> u64 {
 impl Machine {
     /// Builds a machine.
     pub fn new(spec: MachineSpec) -> Result<Machine, SimError> {
+        crate::limits::check_host(&spec)?;
         let mem = Memory::new(spec.memory_bytes)?;
         let instr = spec.instr_entry.unwrap_or(spec.data_entry);
         let cores: Vec<Core> = (0..spec.cores)
