@@ -13,6 +13,7 @@
 use crate::config::{Config, MachineSpec};
 use crate::SimError;
 use mmulab_model::pt::Format;
+use mmulab_trace::units::parse_size;
 
 /// Most entries of one page-walk-cache level (real walk caches hold tens; the bound keeps
 /// the cache's 32-bit links and its host memory in range).
@@ -34,8 +35,32 @@ const AGE_BYTES_PER_FRAME: u64 = 9;
 /// Fixed cost of the program and its buffers (assumed: a generous round figure).
 const BASE_BYTES: u64 = 32 << 20;
 
-/// Checks the numeric keys whose range the structures depend on (config resolution).
-pub(crate) fn check_config(config: &Config, format: Format) -> Result<(), String> {
+/// True for a `--set` assignment of `machine.name` (applied before the named machine is
+/// merged, config::from_table).
+pub(crate) fn sets_machine_name(assignment: &str) -> bool {
+    assignment
+        .split_once('=')
+        .is_some_and(|(k, _)| k.trim() == "machine.name")
+}
+
+/// Checks the numeric keys whose range the structures depend on (config resolution) and
+/// returns `memory.size` in bytes.
+pub(crate) fn check_config(config: &Config, format: Format) -> Result<u64, String> {
+    let memory_bytes = parse_size(&config.memory.size).map_err(|e| format!("memory.size: {e}"))?;
+    if memory_bytes < 1 << 20 || memory_bytes % 4096 != 0 || memory_bytes > 1 << 44 {
+        return Err(format!(
+            "memory.size = \"{}\" must be a multiple of 4 KiB between 1 MiB and 16 TiB",
+            config.memory.size
+        ));
+    }
+    if memory_bytes > format.max_pa() {
+        return Err(format!(
+            "memory.size = \"{}\" is more than {} page tables can address ({} GiB)",
+            config.memory.size,
+            format.arch_name(),
+            format.max_pa() >> 30
+        ));
+    }
     for (i, &e) in config.walk.pwc_entries.iter().enumerate() {
         if e > MAX_PWC_ENTRIES {
             return Err(format!(
@@ -58,7 +83,7 @@ pub(crate) fn check_config(config: &Config, format: Format) -> Result<(), String
             return Err(format!("{key} = {v} is out of range: 0 to {MAX_LATENCY} cycles"));
         }
     }
-    Ok(())
+    Ok(memory_bytes)
 }
 
 /// What a machine needs of host memory, by part.
@@ -82,7 +107,10 @@ fn array_bytes(entries: u64, ways: u64) -> u64 {
 pub fn host_need(spec: &MachineSpec) -> HostNeed {
     let frames = spec.memory_bytes / 4096;
     let mut parts = vec![(
-        format!("memory.size = {}: {frames} frames × {BYTES_PER_FRAME} bytes", spec.config.memory.size),
+        format!(
+            "memory.size = {}: {frames} frames × {BYTES_PER_FRAME} bytes",
+            spec.config.memory.size
+        ),
         frames * BYTES_PER_FRAME,
     )];
     if spec.config.memory.age.is_some() {
@@ -92,7 +120,11 @@ pub fn host_need(spec: &MachineSpec) -> HostNeed {
         ));
     }
     let cores = spec.cores as u64;
-    let tlb: u64 = spec.tlbs.iter().map(|t| array_bytes(t.entries as u64, t.ways as u64)).sum();
+    let tlb: u64 = spec
+        .tlbs
+        .iter()
+        .map(|t| array_bytes(t.entries as u64, t.ways as u64))
+        .sum();
     let entries: usize = spec.tlbs.iter().map(|t| t.entries).sum();
     parts.push((
         format!("TLBs: {cores} core(s) × {entries} entries"),
@@ -118,7 +150,7 @@ pub fn host_need(spec: &MachineSpec) -> HostNeed {
 /// if set, else `MemAvailable` of /proc/meminfo; `None` if neither is known.
 pub fn host_available() -> Result<Option<(u64, String)>, SimError> {
     if let Ok(v) = std::env::var(HOST_MEMORY_ENV) {
-        let bytes = mmulab_trace::units::parse_size(&v)
+        let bytes = parse_size(&v)
             .map_err(|e| SimError::Config(format!("{HOST_MEMORY_ENV} = '{v}': {e} (give a size such as 64GiB)")))?;
         return Ok(Some((bytes, format!("{HOST_MEMORY_ENV}={v}"))));
     }
@@ -144,7 +176,10 @@ pub fn check_host(spec: &MachineSpec) -> Result<(), SimError> {
     }
     let mut parts: Vec<&(String, u64)> = need.parts.iter().filter(|p| p.1 >= 1 << 20).collect();
     parts.sort_by(|a, b| b.1.cmp(&a.1));
-    let parts: Vec<String> = parts.iter().map(|(what, b)| format!("{} for {what}", gib(*b))).collect();
+    let parts: Vec<String> = parts
+        .iter()
+        .map(|(what, b)| format!("{} for {what}", gib(*b)))
+        .collect();
     Err(SimError::Config(format!(
         "this machine needs about {} of host memory ({}), but the host has {} available ({source}); \
          lower memory.size, machine.cores or the TLB/walk-cache entries, or set {HOST_MEMORY_ENV}=SIZE to state \
@@ -170,11 +205,15 @@ mod tests {
 
     #[test]
     fn frame_bookkeeping_is_sixteen_bytes_a_frame() {
-        let spec = crate::config::from_toml(crate::config::DEFAULT_TOML, None, &["memory.size=\"1TiB\"".into()])
-            .unwrap();
+        let spec =
+            crate::config::from_toml(crate::config::DEFAULT_TOML, None, &["memory.size=\"1TiB\"".into()]).unwrap();
         let need = host_need(&spec);
         // 1 TiB / 4 KiB = 2^28 frames × 16 bytes = 4 GiB.
         assert_eq!(need.parts[0].1, 4 << 30);
-        assert!(need.total > 4 << 30 && need.total < (4 << 30) + (64 << 20), "{}", need.total);
+        assert!(
+            need.total > 4 << 30 && need.total < (4 << 30) + (64 << 20),
+            "{}",
+            need.total
+        );
     }
 }

@@ -38,7 +38,10 @@ fn mosmodel_inputs_match_levels_on_every_catalog_machine() {
         let fixed = ["os.policy=fixed".to_string(), format!("os.page_size={huge}")];
         let runs = [
             (vec![], "chase:pages=600,refs=30K,base=0x40000000"),
-            (fixed.iter().map(String::as_str).collect::<Vec<_>>(), "chase:pages=600,refs=30K,page=1M,base=0x40000000"),
+            (
+                fixed.iter().map(String::as_str).collect::<Vec<_>>(),
+                "chase:pages=600,refs=30K,page=1M,base=0x40000000",
+            ),
         ];
         for (sets, w) in runs {
             let (spec, s) = sim(name, &sets, w);
@@ -55,9 +58,15 @@ fn mosmodel_inputs_match_levels_on_every_catalog_machine() {
             assert_eq!(s.stlb_hits(), hits, "{what}: STLB hits");
             assert_eq!(s.stlb_misses(), misses, "{what}: STLB misses");
             // Every lookup that reaches an STLB hits in one of its parts or misses all.
-            let heads = stlb.iter().filter(|&&i| !stlb.iter().any(|&j| spec.tlbs[j].next == Some(i)));
+            let heads = stlb
+                .iter()
+                .filter(|&&i| !stlb.iter().any(|&j| spec.tlbs[j].next == Some(i)));
             let entered: u64 = heads.map(|&i| s.levels[i].counts.accesses).sum();
-            assert_eq!(s.stlb_hits() + s.stlb_misses(), entered, "{what}: lookups entering the STLB");
+            assert_eq!(
+                s.stlb_hits() + s.stlb_misses(),
+                entered,
+                "{what}: lookups entering the STLB"
+            );
             // The chase reuses its pages 50 times: an STLB that holds them all hits.
             let entries: usize = stlb.iter().map(|&i| spec.tlbs[i].entries).sum();
             if entries >= 600 && sets.is_empty() {
@@ -66,7 +75,11 @@ fn mosmodel_inputs_match_levels_on_every_catalog_machine() {
             // A last-level miss walks; a first touch faults and walks again.
             let c = &s.counters;
             assert_eq!(c.walks, s.stlb_misses() + c.faults, "{what}: walks");
-            let pwc = if spec.pwc_entries.iter().any(|&e| e > 0) { spec.cost.pwc_latency as u64 } else { 0 };
+            let pwc = if spec.pwc_entries.iter().any(|&e| e > 0) {
+                spec.cost.pwc_latency as u64
+            } else {
+                0
+            };
             let cycles = (c.walk_reads + c.dirty_writes) * spec.cost.mem_latency as u64 + c.walks * pwc;
             assert_eq!(c.walk_cycles, cycles, "{what}: walk cycles");
             assert_eq!(s.to_json()["mosmodel"]["stlb_hits"], s.stlb_hits(), "{what}");
