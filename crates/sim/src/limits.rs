@@ -24,6 +24,12 @@ pub const MAX_PWC_ENTRIES: usize = 1 << 20;
 /// 64-bit cycle counts of long runs from overflowing.
 pub const MAX_LATENCY: u32 = 1_000_000;
 
+/// Most cycles of one OS cost key (`os.thp.*_cycles*`, `os.khugepaged.copy_cycles_per_page`,
+/// `os.mthp.zero_cycles_per_page`, `os.reclaim.swap_*_cycles*`): 10^7, 10 ms at 1 GHz,
+/// far above the defaults (at most 200,000) and any real per-event cost, so the OS cycle
+/// totals of long runs stay in 64 bits.
+pub const MAX_OS_CYCLES: u64 = 10_000_000;
+
 /// The environment variable that states the host memory mmulab may use (a size such as
 /// `64GiB`), replacing `MemAvailable` of /proc/meminfo in [`check_host`].
 pub const HOST_MEMORY_ENV: &str = "MMULAB_HOST_MEMORY";
@@ -81,6 +87,23 @@ pub(crate) fn check_config(config: &Config, format: Format) -> Result<u64, Strin
     for (key, v) in latencies {
         if v > MAX_LATENCY {
             return Err(format!("{key} = {v} is out of range: 0 to {MAX_LATENCY} cycles"));
+        }
+    }
+    let os = &config.os;
+    for (key, v) in [
+        ("os.thp.compaction_cycles", os.thp.compaction_cycles),
+        ("os.thp.migrate_cycles_per_page", os.thp.migrate_cycles_per_page),
+        ("os.thp.zero_cycles_per_page", os.thp.zero_cycles_per_page),
+        ("os.khugepaged.copy_cycles_per_page", os.khugepaged.copy_cycles_per_page),
+        ("os.mthp.zero_cycles_per_page", os.mthp.zero_cycles_per_page),
+        ("os.reclaim.swap_in_cycles", os.reclaim.swap_in_cycles),
+        (
+            "os.reclaim.swap_out_cycles_per_page",
+            os.reclaim.swap_out_cycles_per_page,
+        ),
+    ] {
+        if v > MAX_OS_CYCLES {
+            return Err(format!("{key} = {v} is out of range: 0 to {MAX_OS_CYCLES} cycles"));
         }
     }
     Ok(memory_bytes)

@@ -35,7 +35,7 @@ fn set_machine_name_is_applied_or_rejected() {
 }
 
 #[test]
-fn pwc_entries_beyond_range_are_refused_with_range() {
+fn walk_cache_sizes_and_cycle_keys_beyond_range_are_refused_with_range() {
     let e = err(&["walk.pwc_entries=[4, 8, 4294967295]"]);
     assert!(e.contains("walk.pwc_entries[2]") && e.contains("1048576"), "{e}");
     assert!(load(None, &sets(&["walk.pwc_entries=[0, 0, 1048576]"])).is_ok());
@@ -43,6 +43,15 @@ fn pwc_entries_beyond_range_are_refused_with_range() {
     assert!(e.contains("walk.mem_latency") && e.contains("1000000"), "{e}");
     let e = err(&["tlb.l2.latency=2000000"]);
     assert!(e.contains("tlb[l2].latency"), "{e}");
+    // OS cycle keys: their totals stay in 64 bits (they wrapped to 18446744073709550592).
+    let e = err(&["os.policy=thp", "os.thp.zero_cycles_per_page=9223372036854775807"]);
+    assert!(
+        e.contains("os.thp.zero_cycles_per_page") && e.contains("10000000"),
+        "{e}"
+    );
+    let e = err(&["os.reclaim.swap_in_cycles=10000001"]);
+    assert!(e.contains("os.reclaim.swap_in_cycles"), "{e}");
+    assert!(load(None, &sets(&["os.reclaim.swap_in_cycles=10000000"])).is_ok());
 }
 
 #[test]
