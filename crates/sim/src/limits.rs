@@ -198,7 +198,7 @@ pub fn check_host(spec: &MachineSpec) -> Result<(), SimError> {
         return Ok(());
     }
     let mut parts: Vec<&(String, u64)> = need.parts.iter().filter(|p| p.1 >= 1 << 20).collect();
-    parts.sort_by(|a, b| b.1.cmp(&a.1));
+    parts.sort_by_key(|p| std::cmp::Reverse(p.1));
     let parts: Vec<String> = parts
         .iter()
         .map(|(what, b)| format!("{} for {what}", gib(*b)))
