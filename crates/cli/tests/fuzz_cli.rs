@@ -60,37 +60,9 @@ const HOST_LIMIT_KB: u64 = 2 * 1024 * 1024;
 /// Known findings, to be fixed on another branch: (what it is and whose, the key whose
 /// value must be large in the case's description, the digits that make it large,
 /// substring of the outcome). They are
-/// printed but do not fail the test. EMPTY THIS LIST after merging the fixes (branch h2:
-/// issue 18 items 4 and 5); what then still fails is a finding nobody has fixed.
-const KNOWN: &[(&str, &str, usize, &str)] = &[
-    // h2, issue 18 item 4: page-walk-cache sizes are unbounded (a panic in Machine::new
-    // over its limit, a host allocation abort for 10^9 entries).
-    ("h2: unbounded pwc sizes", "pwc_entries", 7, "page-walk-cache size"),
-    ("h2: unbounded pwc sizes", "pwc_entries", 7, "abort:"),
-    // h2, issue 18 item 4: memory.size=16TiB allocates 32 GiB of host memory and aborts.
-    ("h2: host memory of memory.size not checked", "memory.size", 7, "abort:"),
-    // h2, issue 18 item 4: cores × entries is unchecked (4096 cores of a 2^20-entry level
-    // abort allocating host memory). Matched by 10 or more cores.
-    ("h2: cores x entries unchecked", "machine.cores", 2, "abort:"),
-    ("h2: cores x entries unchecked", "machine.cores", 2, "hang:"),
-    // Not in h2's list as given to h3 (reported to the lead): `chase` allocates two u32
-    // vectors of `pages` entries (8 bytes of host memory per page, up to 32 GiB for the
-    // accepted 2^32-1 pages) before checking the rest of the spec, without stating or
-    // checking that memory; pages=1G aborts under the harness's 2 GiB address-space limit
-    // (and takes many seconds of Sattolo shuffling without it).
-    (
-        "chase: host memory of pages not checked (trace/src/workload/chase.rs)",
-        "chase:pages",
-        7,
-        "abort:",
-    ),
-    (
-        "chase: host memory of pages not checked (trace/src/workload/chase.rs)",
-        "chase:pages",
-        7,
-        "hang:",
-    ),
-];
+/// printed but do not fail the test. Empty since the limit fixes of issue 18 (items 4
+/// and 5) landed: anything the fuzzer finds now fails the test.
+const KNOWN: &[(&str, &str, usize, &str)] = &[];
 
 /// Whether `desc` gives `key` a large value (at least `min_digits` digits or `1eN` with N ≥
 /// `min_digits`, a long hex number, or a count or size with a G/T/P/E suffix) in the same

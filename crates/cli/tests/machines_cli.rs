@@ -86,8 +86,16 @@ fn addresses_beyond_the_format_are_refused_not_aliased() {
         "--machine",
         "cortex-a15",
         "--workload",
-        "chase:pages=10,refs=100",
+        "chase:pages=10,refs=100,base=0x600000000000",
     ]);
+    assert!(!ok);
+    // (A default base is moved to fit, with a note; a given one is refused.)
+    assert!(err.contains("32-bit") && err.contains("address space"), "{err}");
+    // A trace's addresses are checked by the machine.
+    let p = std::env::temp_dir().join(format!("mmulab-beyond-{}.lackey", std::process::id()));
+    std::fs::write(&p, " L 600000000000,8\n").unwrap();
+    let (ok, _, err) = mmulab(&["sim", "--machine", "cortex-a15", "--trace", p.to_str().unwrap()]);
+    std::fs::remove_file(&p).ok();
     assert!(!ok);
     assert!(err.contains("32-bit virtual address space"), "{err}");
 }

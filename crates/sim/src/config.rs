@@ -2,13 +2,13 @@
 //! applied to the TOML tree, unknown keys rejected, then validated and resolved once
 //! into a [`MachineSpec`] the machine is built from. docs/config.md documents every key.
 
+use crate::limits::sets_machine_name;
 use crate::SimError;
 use mmulab_model::addr::PageSize;
 use mmulab_model::cost::WalkCost;
 use mmulab_model::pt::Format;
 use mmulab_model::replacement::Policy;
 use mmulab_model::tlb::{Serves, TlbSpec, Unsupported};
-use mmulab_trace::units::parse_size;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -487,6 +487,11 @@ pub fn load(path: Option<&Path>, sets: &[String]) -> Result<MachineSpec, SimErro
     let text = match path {
         Some(p) => std::fs::read_to_string(p)
             .map_err(|e| SimError::Config(format!("cannot read config {}: {e}", p.display())))?,
+        // `--set machine.name=X` without a file: machine X, as `--machine X` (the
+        // built-in default's keys laid over X would hide it).
+        None if sets.iter().any(|s| sets_machine_name(s)) => {
+            return from_table(toml::Table::new(), None, sets);
+        }
         None => DEFAULT_TOML.to_string(),
     };
     from_toml(&text, path, sets)
@@ -528,6 +533,13 @@ pub fn from_toml(text: &str, path: Option<&Path>, sets: &[String]) -> Result<Mac
 /// Resolves a parsed config's `[machine] name` (merging the named machine under it),
 /// applies `sets`, validates.
 pub fn from_table(table: toml::Table, path: Option<&Path>, sets: &[String]) -> Result<MachineSpec, SimError> {
+    // `--set machine.name=…` chooses the machine to start from, so it applies before the
+    // named machine is merged in (after, it would be a key nobody reads); the other
+    // overrides apply to the merged result.
+    let mut table = table;
+    for s in sets.iter().filter(|s| sets_machine_name(s)) {
+        apply_set(&mut table, s)?;
+    }
     let named = table
         .get("machine")
         .and_then(|m| m.get("name"))
@@ -538,7 +550,7 @@ pub fn from_table(table: toml::Table, path: Option<&Path>, sets: &[String]) -> R
         _ => origin(path),
     };
     let mut table = crate::catalog::expand(table, path)?;
-    for s in sets {
+    for s in sets.iter().filter(|s| !sets_machine_name(s)) {
         apply_set(&mut table, s)?;
     }
     let config: Config = Config::deserialize(toml::Value::Table(table)).map_err(|e| {
@@ -568,21 +580,7 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
             config.machine.cores
         ));
     }
-    let memory_bytes = parse_size(&config.memory.size).map_err(|e| format!("memory.size: {e}"))?;
-    if memory_bytes < 1 << 20 || memory_bytes % 4096 != 0 || memory_bytes > 1 << 44 {
-        return Err(format!(
-            "memory.size = \"{}\" must be a multiple of 4 KiB between 1 MiB and 16 TiB",
-            config.memory.size
-        ));
-    }
-    if memory_bytes > format.max_pa() {
-        return Err(format!(
-            "memory.size = \"{}\" is more than {} page tables can address ({} GiB)",
-            config.memory.size,
-            format.arch_name(),
-            format.max_pa() >> 30
-        ));
-    }
+    let memory_bytes = crate::limits::check_config(&config, format)?;
     if config.walk.pwc_entries.len() >= format.levels().len() {
         return Err(format!(
             "walk.pwc_entries has {} values; {} has {} upper levels",

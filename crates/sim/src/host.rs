@@ -9,6 +9,8 @@ use mmulab_trace::MemRef;
 
 /// Entries of the walk memo.
 const MEMO_ENTRIES: usize = 4096;
+/// Host bytes of one translator's walk memo (the host-memory estimate counts it).
+pub(crate) const MEMO_BYTES: u64 = (MEMO_ENTRIES * std::mem::size_of::<WalkMemo>()) as u64;
 
 /// The root cache when empty.
 pub(crate) const NO_ROOT: (u32, u64) = (u32::MAX, 0);

@@ -41,6 +41,7 @@ pub struct Machine {
 impl Machine {
     /// Builds a machine.
     pub fn new(spec: MachineSpec) -> Result<Machine, SimError> {
+        crate::limits::check_host(&spec)?;
         let mut mem = Memory::new(spec.memory_bytes)?;
         let cpus: Vec<Stage1> = (0..spec.cores)
             .map(|_| {

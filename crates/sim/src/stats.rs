@@ -78,6 +78,11 @@ pub struct LevelStats {
     pub name: String,
     /// True for a last-level TLB (no `next`): its misses start walks.
     pub last_level: bool,
+    /// True for a part of the STLB Mosmodel counts (its H and M): a last level, or a
+    /// level whose `next` chain reaches a last level through same-cycle parts only
+    /// (`latency = 0`, docs/catalog.md), like Skylake's `stlb` before `stlb-1g`.
+    #[serde(skip)]
+    pub stlb: bool,
     /// Counts.
     #[serde(flatten)]
     pub counts: TlbStats,
@@ -135,9 +140,11 @@ impl Stats {
             levels: spec
                 .tlbs
                 .iter()
-                .map(|t| LevelStats {
+                .enumerate()
+                .map(|(i, t)| LevelStats {
                     name: t.name.clone(),
                     last_level: t.next.is_none(),
+                    stlb: in_stlb(&spec.tlbs, i),
                     counts: TlbStats::default(),
                 })
                 .collect(),
@@ -169,9 +176,11 @@ impl Stats {
             .sum()
     }
 
-    /// Hits of last-level TLBs (Mosmodel's H).
+    /// Hits of the STLB (Mosmodel's H): of every last-level TLB and of the same-cycle
+    /// parts looked up before it (a split STLB such as Skylake's `stlb` + `stlb-1g` or
+    /// the Cortex-A73's `l2` + `l2-huge` hits in either part).
     pub fn stlb_hits(&self) -> u64 {
-        self.levels.iter().filter(|l| l.last_level).map(|l| l.counts.hits).sum()
+        self.levels.iter().filter(|l| l.stlb).map(|l| l.counts.hits).sum()
     }
 
     /// Translation cycles: TLB lookups plus walks.
@@ -246,6 +255,20 @@ impl Stats {
         }
         v
     }
+}
+
+/// Whether level `i` is part of an STLB: every level after it on its `next` chain is a
+/// same-cycle part (latency 0) and the chain ends (a last level). The chain is acyclic
+/// (config validation).
+pub(crate) fn in_stlb(tlbs: &[mmulab_model::tlb::TlbSpec], i: usize) -> bool {
+    let mut cur = tlbs[i].next;
+    while let Some(j) = cur {
+        if tlbs[j].latency != 0 {
+            return false;
+        }
+        cur = tlbs[j].next;
+    }
+    true
 }
 
 /// A per-size counter array as a JSON object of its non-zero entries.

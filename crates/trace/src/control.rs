@@ -50,6 +50,13 @@ pub fn is_unmap_marker(addr: u64) -> bool {
     addr >> 48 == UNMAP_TAG >> 48
 }
 
+/// True if `addr` is a control reference (exit or either end of an unmap): an OS event,
+/// not a memory access, so summaries leave it out of loads, stores and footprints.
+#[inline]
+pub fn is_control(addr: u64) -> bool {
+    addr == EXIT_ADDR || is_unmap_marker(addr)
+}
+
 /// Decodes an unmap marker (`None` if `addr` is not in the window).
 pub fn decode_unmap(addr: u64) -> Option<UnmapMarker> {
     if !is_unmap_marker(addr) {

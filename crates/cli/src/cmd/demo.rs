@@ -46,7 +46,7 @@ pub fn run(a: Args) -> Result<()> {
     'all: for w in &workloads {
         for (label, sets) in &sizes {
             let spec = config::load(a.config.as_deref(), sets)?;
-            let mut src = source(None, "auto", Some(w))?;
+            let mut src = source(None, "auto", Some(w), spec.format.va_bits())?;
             eprintln!("mmulab demo: {w} with {label} pages");
             let stats = simulate(spec, &mut src, &format!("{w} ({label})"))?;
             let stopped = !stats.complete;

@@ -56,11 +56,23 @@ pub struct Args {
     pub interval: u64,
 }
 
-/// Opens the reference stream the arguments name.
-pub fn source(trace: Option<&PathBuf>, format: &str, workload: Option<&str>) -> Result<Box<dyn TraceSource + Send>> {
+/// Opens the reference stream the arguments name, a workload laid out for a machine
+/// whose virtual addresses are `va_bits` wide (defaults it chose are printed as notes).
+pub fn source(
+    trace: Option<&PathBuf>,
+    format: &str,
+    workload: Option<&str>,
+    va_bits: u32,
+) -> Result<Box<dyn TraceSource + Send>> {
     Ok(match (trace, workload) {
         (Some(path), _) => open_trace(path, Format::parse(format)?)?,
-        (None, Some(spec)) => workload::parse(spec)?,
+        (None, Some(spec)) => {
+            let (src, notes) = workload::parse_for(spec, va_bits)?;
+            for n in notes {
+                eprintln!("mmulab: note: {n}");
+            }
+            src
+        }
         (None, None) => bail!("give --trace FILE or --workload SPEC"),
     })
 }
@@ -191,7 +203,7 @@ fn run_to_end(a: Args) -> Result<()> {
     .context("invalid machine config")?;
     let mut src = match &a.trace {
         Some(path) => open_trace_with(path, &read_options(&a)?)?,
-        None => source(None, &a.format, a.workload.as_deref())?,
+        None => source(None, &a.format, a.workload.as_deref(), spec.format.va_bits())?,
     };
     let what = src.describe();
     let title = format!(

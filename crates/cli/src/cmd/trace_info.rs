@@ -87,11 +87,23 @@ pub struct Summary {
     /// References per access size (index = size).
     sizes: Vec<u64>,
     last_page: [(u16, u64); 3],
+    /// Control references (mmulab_trace::control): exits and unmap ends, OS events
+    /// counted apart from loads, stores and the footprint.
+    control_exit: u64,
+    control_unmap: u64,
 }
 
 impl Summary {
     fn add(&mut self, refs: &[mmulab_trace::MemRef]) {
         for r in refs {
+            if mmulab_trace::control::is_control(r.addr) {
+                if r.addr == mmulab_trace::control::EXIT_ADDR {
+                    self.control_exit += 1;
+                } else {
+                    self.control_unmap += 1;
+                }
+                continue;
+            }
             let k = r.kind as usize;
             self.by_kind[k] += 1;
             self.range = Some(match self.range {
@@ -143,6 +155,7 @@ fn to_json(path: &str, format: &str, s: &Summary, meta: &TraceMeta, err: Option<
         },
         "sizes": s.sizes.iter().enumerate().filter(|(_, &n)| n > 0).map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
         "markers": meta.markers,
+        "control": {"exit": s.control_exit, "unmap": s.control_unmap},
         "records_skipped": meta.counts,
         "sections": meta.sections.iter().map(|(n, b)| json!({"name": n, "bytes": b.len()})).collect::<Vec<_>>(),
         "vmas": meta.vmas().len(),
@@ -217,6 +230,13 @@ fn print_table(v: &Value) {
             sizes.join(" ")
         }
     );
+    let c = &v["control"];
+    if c["exit"] != json!(0) || c["unmap"] != json!(0) {
+        println!(
+            "control      {} exits, {} unmap markers (OS events: not in the counts or footprint above)",
+            c["exit"], c["unmap"]
+        );
+    }
     for (key, title) in [("markers", "markers"), ("records_skipped", "not refs")] {
         if let Some(m) = v[key].as_object().filter(|m| !m.is_empty()) {
             println!(

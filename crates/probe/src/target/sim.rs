@@ -107,7 +107,13 @@ impl SimTarget {
 
 /// The page size the probe's 2 MiB backings get on the machine's format.
 pub fn huge_size(spec: &MachineSpec) -> Option<PageSize> {
-    let sizes = spec.format.page_sizes();
+    huge_size_of(spec.format)
+}
+
+/// The page size the probe's 2 MiB backings get on a page-table format: its 2 MiB leaf,
+/// else its largest leaf between 64 KiB and 2 MiB (the ARMv7 1 MiB section).
+pub fn huge_size_of(format: mmulab_model::pt::Format) -> Option<PageSize> {
+    let sizes = format.page_sizes();
     if sizes.contains(&PageSize::M2) {
         return Some(PageSize::M2);
     }

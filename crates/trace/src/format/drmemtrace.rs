@@ -303,6 +303,15 @@ fn open_thread(path: &Path) -> Result<(Thread, Progress), TraceError> {
             path: path.into(),
             source,
         })?;
+        if zc.has_no_members() {
+            return Err(TraceError::Corrupt {
+                path: path.into(),
+                offset: 0,
+                line: None,
+                what: "the zip archive holds no chunk.NNNN member (a drmemtrace .trace.zip keeps its records in chunk.0000, chunk.0001, …), so it holds no trace".into(),
+                refs_before: 0,
+            });
+        }
         return Ok((Thread::new(Box::new(zc), path), Progress::default()));
     }
     let progress = input.progress.clone();

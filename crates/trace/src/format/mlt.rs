@@ -450,6 +450,19 @@ impl<R: Read> MltReader<R> {
             if res.map_err(|w| self.corrupt(at, w))? {
                 return Ok(true);
             }
+            if self.ended {
+                // The end frame closes the file: anything after it (a second file
+                // appended, damage) would otherwise be dropped without a word.
+                let mut more = [0u8; 1];
+                let end = self.pos;
+                if read_full(&mut self.inner, &mut more).map_err(|e| self.corrupt(end, format!("read error: {e}")))? > 0
+                {
+                    return Err(self.corrupt(
+                        end,
+                        "data after the end frame (two files joined, or a damaged file): the references before it were read; cut the file at this offset or re-convert it".into(),
+                    ));
+                }
+            }
         }
         Ok(false)
     }

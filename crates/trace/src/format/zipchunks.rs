@@ -120,6 +120,12 @@ impl ZipChunks {
         Ok(zc)
     }
 
+    /// True if the archive holds no selected member and no damage explains why (the
+    /// reader would end at once, as a clean empty stream).
+    pub fn has_no_members(&self) -> bool {
+        self.members.is_empty() && self.scan_error.is_none()
+    }
+
     /// The name of the member being read (for error messages).
     pub fn current_member(&self) -> Option<&str> {
         self.current.as_ref().map(|(m, _, _)| m.name.as_str())

@@ -87,17 +87,35 @@ impl Build {
     pub(crate) fn from_args(a: &mut Args) -> Result<Build, TraceError> {
         let procs = a.count("procs", Some(200))?;
         let refs = a.count("refs", Some(200_000))?;
+        a.positive("refs", refs)?;
         let jobs = a.count("jobs", Some(2))?;
         let small = a.count("small", Some(64))?;
         let large = a.count("large", Some(2))?;
         let large_size = a.size("large_size", Some(4 << 20))?;
         let unmap = a.count("unmap", Some(0))?;
         let seed = a.count("seed", Some(0))?;
-        let layout = match a.count("bits", Some(47))? {
+        // `bits` follows the machine's address space unless given.
+        let given = a.kv.contains_key("bits");
+        let default_bits = if a.va_bits <= 32 { 32 } else { 47 };
+        let layout = match a.count("bits", Some(default_bits))? {
+            47 if a.va_bits <= 32 => {
+                return Err(a.err(format!(
+                    "bits = 47 lays processes out above 4 GiB, beyond the {}-bit address space of this machine: use bits=32",
+                    a.va_bits
+                )))
+            }
             47 => LAYOUT_47,
             32 => LAYOUT_32,
             b => return Err(a.err(format!("bits = {b}: use 32 or 47"))),
         };
+        if !given && default_bits == 32 {
+            let note = format!(
+                "workload '{}': bits=32 chosen (processes laid out below 4 GiB) for the {}-bit address space of this machine",
+                a.spec(),
+                a.va_bits
+            );
+            a.notes.push(note);
+        }
         a.positive("procs", procs)?;
         a.positive("refs", refs)?;
         a.positive("jobs", jobs)?;
@@ -118,6 +136,7 @@ impl Build {
         if large_size > limit || large > 64 || small > 1 << 20 {
             return Err(a.err("large_size ≤ 16GiB (256MiB with bits=32), large ≤ 64 and small ≤ 1M".into()));
         }
+        check_bounds(a, &layout, procs, refs, jobs, small, large, large_size, unmap)?;
         Ok(Build {
             spec: a.spec().to_string(),
             procs,
@@ -190,6 +209,57 @@ impl Build {
     fn total(&self) -> u64 {
         self.procs * (self.refs + 1 + 2 * self.unmap)
     }
+}
+
+/// The bounds that keep a build finite and its layout inside its address space: every
+/// reference counted (≤ [`super::MAX_REFS`]), the processes alive at once and their
+/// objects in host memory, the heap below the arrays and the arrays below the stack.
+#[allow(clippy::too_many_arguments)]
+fn check_bounds(
+    a: &Args,
+    l: &Layout,
+    procs: u64,
+    refs: u64,
+    jobs: u64,
+    small: u64,
+    large: u64,
+    large_size: u64,
+    unmap: u64,
+) -> Result<(), TraceError> {
+    let total = refs
+        .checked_add(1 + 2 * unmap)
+        .and_then(|per| per.checked_mul(procs))
+        .filter(|&t| t <= super::MAX_REFS);
+    if total.is_none() {
+        return Err(a.err(format!(
+            "procs × refs = {procs} × {refs} references is out of range: at most {} (100G) in all",
+            super::MAX_REFS
+        )));
+    }
+    if jobs > 4096 || jobs.min(procs).saturating_mul(small) > 1 << 24 {
+        return Err(a.err(format!(
+            "jobs = {jobs} is out of range: 1 to 4096, and jobs × small ≤ 16M objects alive at once (16 bytes of host memory each)"
+        )));
+    }
+    // Small objects are at most 64 KiB each, from the heap start up; array slots (the
+    // replacements of freed arrays after the first `large`) start at the mmap base, each
+    // `large_size` + gap + up to 2 MiB of offset.
+    let heap_end = l.heap + small * (64 << 10);
+    let gap: u64 = if l.mmap == LAYOUT_32.mmap { 4 << 20 } else { 64 << 20 };
+    let arrays_end = l.mmap + (large + unmap) * (large_size.div_ceil(4096) * 4096 + gap + (2 << 20));
+    let stack_low = l.stack - (64 << 10);
+    if heap_end > l.mmap || arrays_end > stack_low {
+        return Err(a.err(format!(
+            "small = {small}, large = {large} (+ unmap = {unmap}) arrays of {large_size} bytes do not fit the {} layout (heap {:#x}..{:#x}, arrays {:#x}..{:#x}, stack below {:#x}): use fewer or smaller",
+            if l.mmap == LAYOUT_32.mmap { "bits=32" } else { "bits=47" },
+            l.heap,
+            l.mmap,
+            l.mmap,
+            stack_low,
+            l.stack
+        )));
+    }
+    Ok(())
 }
 
 fn next_ref(p: &mut Proc) -> MemRef {

@@ -1,6 +1,10 @@
 use super::{emit, Args, SplitMix64};
 use crate::{AccessKind, MemRef, TraceError, TraceSource};
 
+/// Most pages of a chase (2^27: 512 GiB of 4 KiB pages; the cycle's two arrays take
+/// 1 GiB of host memory).
+pub const MAX_PAGES: u64 = 1 << 27;
+
 /// A dependent pointer chase: N pages linked in one random cycle (Sattolo's algorithm),
 /// one 64-byte line per page; the line index rotates with the page's position in the
 /// cycle so consecutive lines fall in different cache sets.
@@ -18,23 +22,22 @@ impl Chase {
     pub(crate) fn from_args(a: &mut Args) -> Result<Chase, TraceError> {
         let pages = a.count("pages", None)?;
         a.positive("pages", pages)?;
-        if pages > u32::MAX as u64 {
+        if pages > MAX_PAGES {
             return Err(TraceError::Spec(format!(
-                "workload '{}': at most 2^32-1 pages",
+                "workload '{}': pages = {pages} is out of range: 1 to {MAX_PAGES} (the cycle takes 8 bytes of host memory a page)",
                 a.spec()
             )));
         }
         let page = a.size("page", Some(4096))?;
-        let refs = a.count("refs", Some(pages))?;
+        let refs = a.refs(pages)?;
         let seed = a.count("seed", Some(0))?;
-        let base = a.addr("base", 0x6000_0000_0000)?;
-        a.positive("refs", refs)?;
         if page < 64 || !page.is_power_of_two() {
             return Err(TraceError::Spec(format!(
                 "workload '{}': page must be a power of two >= 64",
                 a.spec()
             )));
         }
+        let base = a.base(0x6000_0000_0000, pages.checked_mul(page))?;
         let n = pages as usize;
         let mut order: Vec<u32> = (0..n as u32).collect();
         let mut rng = SplitMix64::new(seed ^ 0xc4a5e);

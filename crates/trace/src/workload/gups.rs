@@ -71,11 +71,10 @@ impl Gups {
             )));
         }
         let words = table / 8;
-        let updates = a.count("updates", Some(4 * words))?;
-        let refs = a.count("refs", Some(updates * 2))?;
+        let updates = a.count("updates", Some(words.saturating_mul(4)))?;
+        let refs = a.refs(updates.saturating_mul(2))?;
         let seed = a.count("seed", Some(0))?;
-        let base = a.addr("base", 0x7f00_0000_0000)?;
-        a.positive("refs", refs)?;
+        let base = a.base(0x7f00_0000_0000, Some(table))?;
         Ok(Gups {
             spec: a.spec().to_string(),
             base,

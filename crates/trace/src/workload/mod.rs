@@ -35,9 +35,33 @@ use std::collections::BTreeMap;
 /// The workload names [`parse`] accepts.
 pub const NAMES: [&str; 5] = ["gups", "chase", "stride", "seq", "build"];
 
-/// Parses a workload spec and returns its reference stream.
+/// Most references a workload may generate (`refs`, given or by default): 10^11, which
+/// a run finishes in tens of minutes; above it a spec is refused up front rather than
+/// accepted and never finished.
+pub const MAX_REFS: u64 = 100_000_000_000;
+
+/// The default base on a machine whose address space is 32 bits wide (1 GiB: above the
+/// low code and heap of a 32-bit process, room for 3 GiB).
+pub const BASE_32: u64 = 0x4000_0000;
+
+/// A workload's references and the defaults chosen for the user that they should know
+/// of (a base moved to fit the address space, `bits` following the architecture), one
+/// sentence each, for the front end to print ([`parse_for`]).
+pub type Parsed = (Box<dyn TraceSource + Send>, Vec<String>);
+
+/// Parses a workload spec for a 48-bit address space (x86-64, AArch64) and returns its
+/// reference stream ([`parse_for`] for other widths and the notes).
 pub fn parse(spec: &str) -> Result<Box<dyn TraceSource + Send>, TraceError> {
+    parse_for(spec, 48).map(|(src, _)| src)
+}
+
+/// Parses a workload spec for a machine whose virtual addresses are `va_bits` wide:
+/// every address the workload generates must fit (a `base` that wraps around or ends
+/// beyond the space is an error); on a 32-bit space a default base that does not fit
+/// is replaced by [`BASE_32`] and `build` defaults to `bits=32`, each with a note.
+pub fn parse_for(spec: &str, va_bits: u32) -> Result<Parsed, TraceError> {
     let mut args = Args::parse(spec)?;
+    args.va_bits = va_bits;
     let src: Box<dyn TraceSource + Send> = match args.name.as_str() {
         "gups" => Box::new(Gups::from_args(&mut args)?),
         "chase" => Box::new(Chase::from_args(&mut args)?),
@@ -51,8 +75,9 @@ pub fn parse(spec: &str) -> Result<Box<dyn TraceSource + Send>, TraceError> {
             )))
         }
     };
+    let notes = std::mem::take(&mut args.notes);
     args.finish()?;
-    Ok(src)
+    Ok((src, notes))
 }
 
 /// Key-value arguments of a spec; each key must be consumed or [`Args::finish`] fails.
@@ -60,6 +85,10 @@ pub(crate) struct Args {
     spec: String,
     name: String,
     kv: BTreeMap<String, String>,
+    /// Width of the machine's virtual addresses.
+    pub(crate) va_bits: u32,
+    /// Defaults chosen for the user ([`parse_for`]).
+    pub(crate) notes: Vec<String>,
 }
 
 impl Args {
@@ -78,6 +107,8 @@ impl Args {
             spec: spec.to_string(),
             name: name.trim().to_string(),
             kv,
+            va_bits: 48,
+            notes: Vec::new(),
         })
     }
 
@@ -110,6 +141,67 @@ impl Args {
             }
             None => Ok(default),
         }
+    }
+
+    /// `refs` (or `default`, computed by the caller with saturating arithmetic), in
+    /// 1..=[`MAX_REFS`].
+    pub(crate) fn refs(&mut self, default: u64) -> Result<u64, TraceError> {
+        let given = self.kv.contains_key("refs");
+        let refs = self.count("refs", Some(default))?;
+        self.positive("refs", refs)?;
+        if refs > MAX_REFS {
+            let how = if given { "" } else { " (the default for this spec)" };
+            return Err(self.err(format!(
+                "refs = {refs}{how} is out of range: 1 to {MAX_REFS} (100G) references; give a smaller refs="
+            )));
+        }
+        Ok(refs)
+    }
+
+    /// The base address (`base=` or `default`) of a workload whose addresses span
+    /// `extent` bytes from it: the span must end inside the `va_bits` address space
+    /// without wrapping around. On a 32-bit space a default that does not fit becomes
+    /// [`BASE_32`], with a note.
+    pub(crate) fn base(&mut self, default: u64, extent: Option<u64>) -> Result<u64, TraceError> {
+        let space = 1u128 << self.va_bits;
+        let given = self.kv.contains_key("base");
+        let fits = |b: u64| extent.is_some_and(|e| b as u128 + e as u128 <= space);
+        let mut base = self.addr("base", default)?;
+        if !given && !fits(base) && self.va_bits <= 32 && fits(BASE_32) {
+            self.notes.push(format!(
+                "workload '{}': base {BASE_32:#x} chosen: the default {default:#x} is beyond the {}-bit address space of this machine (give base= to choose)",
+                self.spec, self.va_bits
+            ));
+            base = BASE_32;
+        }
+        let Some(extent) = extent else {
+            return Err(self.err(format!(
+                "the workload's addresses span more than 2^64 bytes, beyond any {}-bit address space",
+                self.va_bits
+            )));
+        };
+        if extent as u128 > space {
+            return Err(self.err(format!(
+                "the workload's addresses span {extent:#x} bytes, more than the {}-bit address space of the machine",
+                self.va_bits
+            )));
+        }
+        if !fits(base) {
+            let end = base as u128 + extent as u128;
+            let what = if end > u64::MAX as u128 {
+                "wrap around past 2^64".to_string()
+            } else {
+                format!("end at {end:#x}")
+            };
+            return Err(self.err(format!(
+                "base {base:#x} + {extent:#x} bytes of addresses {what}, beyond the {}-bit address space of the machine (top {:#x}){}; give a smaller size or a base of at most {:#x}",
+                self.va_bits,
+                space - 1,
+                if given { "" } else { " with the default base" },
+                space.saturating_sub(extent as u128)
+            )));
+        }
+        Ok(base)
     }
 
     pub(crate) fn positive(&self, key: &str, v: u64) -> Result<u64, TraceError> {

@@ -21,9 +21,9 @@ impl Seq {
         a.positive("stride", stride)?;
         let slots = size / stride;
         a.positive("size / stride", slots)?;
-        let refs = a.count("refs", Some(slots))?;
-        let base = a.addr("base", 0x4000_0000_0000)?;
-        a.positive("refs", refs)?;
+        let refs = a.refs(slots)?;
+        // 8-byte loads at slot × stride, slot < slots.
+        let base = a.base(0x4000_0000_0000, Some((slots - 1) * stride + 8))?;
         Ok(Seq {
             spec: a.spec().to_string(),
             base,

@@ -19,9 +19,12 @@ impl Stride {
         let pages = a.count("pages", None)?;
         a.positive("pages", pages)?;
         let offset = a.size("offset", Some(16))?;
-        let refs = a.count("refs", Some(pages))?;
-        let base = a.addr("base", 0x5000_0000_0000)?;
-        a.positive("refs", refs)?;
+        let refs = a.refs(pages)?;
+        // Loads of 4 bytes at i × (4096 + offset), i < pages.
+        let extent = (pages - 1)
+            .checked_mul(offset.saturating_add(4096))
+            .and_then(|e| e.checked_add(4));
+        let base = a.base(0x5000_0000_0000, extent)?;
         Ok(Stride {
             spec: a.spec().to_string(),
             base,
