@@ -121,7 +121,7 @@ fn out_format(a: &Args) -> Result<OutFormat> {
 }
 
 enum Sink {
-    Mlt(MltWriter<BufWriter<Counted<File>>>),
+    Mlt(Box<MltWriter<BufWriter<Counted<File>>>>),
     Text(BufWriter<Counted<File>>, OutFormat),
 }
 
@@ -170,7 +170,7 @@ pub fn run(a: Args) -> Result<()> {
     let output = OutputFile::new(&a.output)?;
     let out = BufWriter::with_capacity(1 << 20, Counted::new(output.open()?));
     let mut sink = match to {
-        OutFormat::Mlt => Sink::Mlt(MltWriter::new(out, a.level)?),
+        OutFormat::Mlt => Sink::Mlt(Box::new(MltWriter::new(out, a.level)?)),
         t => Sink::Text(out, t),
     };
     let t0 = Instant::now();

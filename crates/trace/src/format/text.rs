@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 /// this, so a file without line breaks is never buffered whole.
 pub const MAX_LINE: usize = 1 << 16;
 
-/// Reads a text trace line by line with one reused buffer of at most [`MAX_LINE`] bytes,
+/// Reads a text trace line by line with one reused buffer of at most `MAX_LINE` (64 KiB) bytes,
 /// tracking the byte offset and line number of the current line for error messages.
 pub struct LineReader<R> {
     inner: R,
