@@ -35,7 +35,7 @@ pub fn references_simulated() -> u64 {
 }
 
 /// Feeds `src` through `m` to its end, or until [`request_stop`] (checked once per batch
-/// of [`BATCH`] references); the statistics then say `complete: false`. On a trace or
+/// of `BATCH` (8192) references); the statistics then say `complete: false`. On a trace or
 /// model error the machine keeps the statistics of every reference simulated before it,
 /// so the caller can still report them ([`Stats::collect`]).
 pub fn run(m: &mut Machine, src: &mut dyn TraceSource, progress: Option<Progress<'_>>) -> Result<Stats, SimError> {
