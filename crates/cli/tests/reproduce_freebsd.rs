@@ -17,6 +17,7 @@ fn mmulab(args: &[&str]) -> (bool, String, String) {
 }
 
 const SMALL: &str = r#"
+kind = "os_policies"
 name = "small"
 title = "small reproduction"
 seed = "test"
@@ -136,4 +137,27 @@ fn vmas_recorded_in_an_mlt_trace_limit_huge_pages() {
     assert_eq!(v["memory"]["resident_by_size"]["2M"], 2 << 20, "{}", v["memory"]);
     assert_eq!(v["memory"]["resident_by_size"]["4K"], 2 << 20, "{}", v["memory"]);
     std::fs::remove_file(&p).ok();
+}
+
+/// Experiment files declare their kind instead of being sniffed: a file without one, or
+/// with an unknown one, is refused naming the file and the kinds there are.
+#[test]
+fn experiment_files_declare_their_kind() {
+    let dir = std::env::temp_dir().join(format!("mmulab-kind-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let none = dir.join("none.toml");
+    std::fs::write(&none, SMALL.replace("kind = \"os_policies\"\n", "")).unwrap();
+    let (ok, _, err) = mmulab(&["reproduce", none.to_str().unwrap()]);
+    assert!(
+        !ok && err.contains("none.toml") && err.contains("declares no kind"),
+        "{err}"
+    );
+    let odd = dir.join("odd.toml");
+    std::fs::write(&odd, SMALL.replace("kind = \"os_policies\"", "kind = \"gpu\"")).unwrap();
+    let (ok, _, err) = mmulab(&["reproduce", odd.to_str().unwrap()]);
+    assert!(
+        !ok && err.contains("\"gpu\"") && err.contains("os_policies, tlb_test"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -19,6 +19,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Experiment {
+    /// The experiment kind: `"os_policies"` ([`KIND`]).
+    pub kind: String,
     /// Short name (`freebsd`).
     pub name: String,
     /// One line saying what is reproduced.
@@ -108,15 +110,41 @@ pub struct RunResult {
     pub samples: Vec<Sample>,
 }
 
-/// True if `text` is a TOML experiment of this kind (`[[workload]]` and `[[machine]]`).
-pub fn is_policy_experiment(text: &str) -> bool {
-    toml::from_str::<toml::Table>(text).is_ok_and(|t| t.contains_key("workload") && t.contains_key("machine"))
+/// The kind this module runs, as experiment files declare it (`kind = "os_policies"`).
+pub const KIND: &str = "os_policies";
+
+/// The kinds `mmulab reproduce` knows, for messages.
+pub const KINDS: [&str; 2] = [KIND, "tlb_test"];
+
+/// The kind an experiment file declares: a top-level `kind` (policy experiments) or
+/// `[experiment] kind` (tlb_test). A file that declares none, or one that is not TOML,
+/// is an error naming `origin` and what to add.
+pub fn experiment_kind(text: &str, origin: &str) -> Result<String, SimError> {
+    let t: toml::Table =
+        toml::from_str(text).map_err(|e| SimError::Config(format!("{origin}: {}", e.to_string().trim_end())))?;
+    let kind = t
+        .get("kind")
+        .or_else(|| t.get("experiment").and_then(|e| e.get("kind")))
+        .ok_or_else(|| {
+            SimError::Config(format!(
+                "{origin}: the experiment declares no kind: add `kind = \"{KIND}\"` (a [[workload]] × [[machine]] policy experiment, like experiments/freebsd.toml) or `[experiment] kind = \"tlb_test\"` (like experiments/cortex-a15-tlb-test.toml)"
+            ))
+        })?;
+    kind.as_str()
+        .map(str::to_string)
+        .ok_or_else(|| SimError::Config(format!("{origin}: kind must be a string, one of {}", KINDS.join(", "))))
 }
 
 /// Parses an experiment file's text (`origin` names it in errors).
 pub fn parse(text: &str, origin: &str) -> Result<Experiment, SimError> {
     let e: Experiment =
         toml::from_str(text).map_err(|e| SimError::Config(format!("{origin}: {}", e.to_string().trim_end())))?;
+    if e.kind != KIND {
+        return Err(SimError::Config(format!(
+            "{origin}: kind = \"{}\" is not a policy experiment (kind = \"{KIND}\")",
+            e.kind
+        )));
+    }
     for m in &e.machine {
         if m.policies.first().map(String::as_str) != Some("base") {
             return Err(SimError::Config(format!(

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use mmulab_probe::tlb_test;
+use mmulab_sim::reproduce;
 
 /// Reproduce an experiment of the source documents (experiments/*.toml).
 #[derive(clap::Args)]
@@ -16,8 +17,9 @@ use mmulab_probe::tlb_test;
       mmulab's; --plot draws huge-page coverage over time as SVG only.
   mmulab reproduce FILE.toml [--plot F.png|F.svg] [--json]
       an experiment file: a tlb_test experiment (experiments/cortex-a15-tlb-test.toml) prints
-      its table and --plot draws PNG or SVG; a policy experiment (with [[workload]] and
-      [[machine]] tables, like experiments/freebsd.toml) runs as `freebsd` does (SVG only).")]
+      its table and --plot draws PNG or SVG; a policy experiment (kind = \"os_policies\", with
+      [[workload]] and [[machine]] tables, like experiments/freebsd.toml) runs as `freebsd`
+      does (SVG only). Every file declares its kind.")]
 pub struct Args {
     /// `freebsd` (seed 001, built in) or an experiment file (experiments/*.toml).
     #[arg(value_name = "freebsd|FILE")]
@@ -41,9 +43,20 @@ pub fn run(a: Args) -> Result<()> {
             bail!("--plot {}: the file name must end in .svg or .png", p.display());
         }
     }
-    // `freebsd` and other superpage-policy experiments (seed 001): cmd/reproduce_os.rs.
-    if let Some(r) = super::reproduce_os::try_run(&a.file, a.plot.as_deref(), a.json) {
-        return r;
+    // `freebsd` (seed 001, built in) unless a file of that name exists.
+    if a.file.as_os_str() == "freebsd" && !a.file.exists() {
+        return super::reproduce_os::run_freebsd(a.plot.as_deref(), a.json);
+    }
+    // An experiment file runs as the kind it declares.
+    let origin = a.file.display().to_string();
+    let text = std::fs::read_to_string(&a.file).with_context(|| format!("cannot read experiment file {origin}"))?;
+    match reproduce::experiment_kind(&text, &origin)?.as_str() {
+        reproduce::KIND => return super::reproduce_os::run_text(&text, &origin, a.plot.as_deref(), a.json),
+        "tlb_test" => {}
+        other => bail!(
+            "{origin}: experiment kind \"{other}\" is not known; use one of {}",
+            reproduce::KINDS.join(", ")
+        ),
     }
     let x = tlb_test::load(&a.file)?;
     let ticker = crate::progress::Ticker::start(&format!("reproduce {}", a.file.display()), Box::new(|| None));

@@ -10,23 +10,19 @@ use std::path::Path;
 /// The built-in copy of experiments/freebsd.toml (used when no such file is found).
 const FREEBSD: &str = include_str!("../../../../experiments/freebsd.toml");
 
-/// Runs the experiment if `file` names an OS-policy experiment (the name `freebsd`, or a
-/// TOML file with `[[workload]]` and `[[machine]]` tables); `None` if it is another kind.
-pub fn try_run(file: &Path, plot: Option<&Path>, json: bool) -> Option<Result<()>> {
-    let (text, origin) = if file.as_os_str() == "freebsd" && !file.exists() {
-        let local = Path::new("experiments/freebsd.toml");
-        match std::fs::read_to_string(local) {
-            Ok(t) => (t, local.display().to_string()),
-            Err(_) => (FREEBSD.to_string(), "built-in experiments/freebsd.toml".to_string()),
-        }
-    } else {
-        let t = std::fs::read_to_string(file).ok()?;
-        if !reproduce::is_policy_experiment(&t) {
-            return None;
-        }
-        (t, file.display().to_string())
-    };
-    Some(run(&text, &origin, plot, json))
+/// Runs `freebsd`: experiments/freebsd.toml in the current directory if there is one,
+/// else the built-in copy.
+pub fn run_freebsd(plot: Option<&Path>, json: bool) -> Result<()> {
+    let local = Path::new("experiments/freebsd.toml");
+    match std::fs::read_to_string(local) {
+        Ok(t) => run(&t, &local.display().to_string(), plot, json),
+        Err(_) => run(FREEBSD, "built-in experiments/freebsd.toml", plot, json),
+    }
+}
+
+/// Runs a policy experiment (`kind = "os_policies"`) from its file's text.
+pub fn run_text(text: &str, origin: &str, plot: Option<&Path>, json: bool) -> Result<()> {
+    run(text, origin, plot, json)
 }
 
 fn run(text: &str, origin: &str, plot: Option<&Path>, json: bool) -> Result<()> {
