@@ -131,12 +131,12 @@ pub struct Background {
 impl Background {
     /// From the spec; ages `mem` if `[memory.age]` asks.
     pub fn new(spec: &MachineSpec, mem: &mut Memory) -> Background {
-        let pinned_frames = match &spec.config.memory.age {
+        let pinned_frames = match &spec.age {
             Some(a) => mem.age_movable(a.used, a.target_free_2m_share, a.seed, a.movable),
             None => 0,
         };
         Background {
-            tick_interval: spec.config.os.tick_interval.max(1),
+            tick_interval: spec.tick_interval.max(1),
             series: None,
             samples: Vec::new(),
             track_touched: false,

@@ -232,7 +232,7 @@ mod tests {
         );
         assert!(spec.tlbs.iter().all(|t| t.name != "l1i"));
         assert_eq!(spec.tlbs.len(), a15.tlbs.len() - 1);
-        assert_eq!(spec.config.walk.mem_latency, a15.config.walk.mem_latency);
+        assert_eq!(spec.cost.mem_latency, a15.cost.mem_latency);
         // Unknown machines and removals of missing levels are errors naming the problem.
         let e = crate::config::from_toml("[machine]\nname = \"cortex-z9\"\n", None, &[])
             .unwrap_err()

@@ -416,8 +416,16 @@ pub struct MachineSpec {
     pub cost: WalkCost,
     /// OS policy.
     pub os: OsSpec,
-    /// The config as resolved (for reports).
-    pub config: Config,
+    /// The policy's config name (`os.policy`, for reports).
+    pub policy_name: String,
+    /// Reclaim under memory pressure (`[os.reclaim]`, validated).
+    pub reclaim: mmulab_model::os::ReclaimConfig,
+    /// References between calls of the policy's background work (`os.tick_interval`).
+    pub tick_interval: u64,
+    /// `memory.size` as written (for messages).
+    pub memory_size: String,
+    /// Reproducible fragmentation before the run (`[memory.age]`), if any.
+    pub age: Option<AgeSection>,
 }
 
 /// Where a config came from, for error messages.
@@ -657,8 +665,12 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
             pwc_latency: config.walk.pwc_latency,
             fault_latency: config.os.fault_latency,
         },
+        reclaim: crate::config_os::reclaim_config(&config.os)?,
+        policy_name: config.os.policy.clone(),
+        tick_interval: config.os.tick_interval,
+        memory_size: config.memory.size.clone(),
+        age: config.memory.age.clone(),
         os,
-        config,
     })
 }
 

@@ -132,11 +132,11 @@ pub fn host_need(spec: &MachineSpec) -> HostNeed {
     let mut parts = vec![(
         format!(
             "memory.size = {}: {frames} frames × {BYTES_PER_FRAME} bytes",
-            spec.config.memory.size
+            spec.memory_size
         ),
         frames * BYTES_PER_FRAME,
     )];
-    if spec.config.memory.age.is_some() {
+    if spec.age.is_some() {
         parts.push((
             format!("memory.age: {frames} frames × {AGE_BYTES_PER_FRAME} bytes"),
             frames * AGE_BYTES_PER_FRAME,

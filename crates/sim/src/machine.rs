@@ -63,8 +63,7 @@ impl Machine {
             OsSpec::Khugepaged(ref k) => Os::Thp(Thp::khugepaged_only(k.clone())),
             OsSpec::Mthp(ref c) => Os::Mthp(Mthp::new(c.clone())),
         };
-        os.set_reclaim(crate::config_os::reclaim_config(&spec.config.os).map_err(SimError::Config)?)
-            .map_err(SimError::Config)?;
+        os.set_reclaim(spec.reclaim).map_err(SimError::Config)?;
         let bg = crate::background::Background::new(&spec, &mut mem);
         Ok(Machine {
             cpus,
