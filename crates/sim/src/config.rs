@@ -207,7 +207,7 @@ pub struct OsSection {
     pub mthp: MthpSection,
     /// `[os.reclaim]` (memory pressure: policies `base`, `thp`, `khugepaged`, `mthp`).
     #[serde(default)]
-    pub reclaim: crate::config_os::ReclaimSection,
+    pub reclaim: mmulab_model::os::ReclaimConfig,
 }
 
 fn default_tick() -> u64 {

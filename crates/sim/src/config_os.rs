@@ -5,63 +5,6 @@ use crate::config::{Config, OsSection, OsSpec};
 use mmulab_model::addr::PageSize;
 use mmulab_model::os::{Defrag, Enabled, KhugepagedConfig, MthpConfig, ReclaimConfig, ReservationConfig, ThpConfig};
 use mmulab_model::pt::Format;
-use serde::{Deserialize, Serialize};
-
-/// `[os.reclaim]`: memory pressure (docs/config.md).
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReclaimSection {
-    /// Reclaim (THP shrinker, clock swap-out) when memory runs out; off (default): out
-    /// of memory is an error.
-    #[serde(default)]
-    pub enabled: bool,
-    /// Free frames below which a fault reclaims first.
-    #[serde(default = "d_min_free")]
-    pub min_free_pages: u64,
-    /// Frames one reclaim run tries to free.
-    #[serde(default = "d_batch")]
-    pub batch_pages: u64,
-    /// Cycles of a major fault (one page read back from swap).
-    #[serde(default = "d_swap_in")]
-    pub swap_in_cycles: u64,
-    /// Cycles to write one page to swap.
-    #[serde(default = "d_swap_out")]
-    pub swap_out_cycles_per_page: u64,
-    /// The THP shrinker splits a khugepaged page with at least this many subpages empty
-    /// at collapse (1..=511).
-    #[serde(default = "d_underused")]
-    pub thp_underused_empty: u64,
-}
-
-fn d_min_free() -> u64 {
-    ReclaimConfig::default().min_free_pages
-}
-fn d_batch() -> u64 {
-    ReclaimConfig::default().batch_pages
-}
-fn d_swap_in() -> u64 {
-    ReclaimConfig::default().swap_in_cycles
-}
-fn d_swap_out() -> u64 {
-    ReclaimConfig::default().swap_out_cycles_per_page
-}
-fn d_underused() -> u64 {
-    ReclaimConfig::default().thp_underused_empty
-}
-
-impl Default for ReclaimSection {
-    fn default() -> Self {
-        let d = ReclaimConfig::default();
-        ReclaimSection {
-            enabled: d.enabled,
-            min_free_pages: d.min_free_pages,
-            batch_pages: d.batch_pages,
-            swap_in_cycles: d.swap_in_cycles,
-            swap_out_cycles_per_page: d.swap_out_cycles_per_page,
-            thp_underused_empty: d.thp_underused_empty,
-        }
-    }
-}
 
 /// The validated reclaim settings of `[os.reclaim]`.
 pub fn reclaim_config(os: &OsSection) -> Result<ReclaimConfig, String> {
@@ -75,14 +18,7 @@ pub fn reclaim_config(os: &OsSection) -> Result<ReclaimConfig, String> {
             r.thp_underused_empty
         ));
     }
-    Ok(ReclaimConfig {
-        enabled: r.enabled,
-        min_free_pages: r.min_free_pages,
-        batch_pages: r.batch_pages,
-        swap_in_cycles: r.swap_in_cycles,
-        swap_out_cycles_per_page: r.swap_out_cycles_per_page,
-        thp_underused_empty: r.thp_underused_empty,
-    })
+    Ok(*r)
 }
 
 /// The policies `os.policy` accepts.

@@ -38,6 +38,13 @@ fn bad_os_and_memory_keys_are_named() {
     assert!(e.contains("memory.age.movable"), "{e}");
     let e = spec(&["os.reclaim.batch_pages=0"]).unwrap_err();
     assert!(e.contains("os.reclaim.batch_pages"), "{e}");
+    // [os.reclaim] is the model's ReclaimConfig itself: unknown keys still refused.
+    let e = spec(&["os.reclaim.colour=1"]).unwrap_err();
+    assert!(e.contains("colour"), "{e}");
+    let r = spec(&["os.reclaim.enabled=true", "os.reclaim.batch_pages=7"])
+        .unwrap()
+        .reclaim;
+    assert!(r.enabled && r.batch_pages == 7 && r.min_free_pages == 64, "{r:?}");
     let e = spec(&["os.reclaim.thp_underused_empty=512"]).unwrap_err();
     assert!(e.contains("os.reclaim.thp_underused_empty"), "{e}");
     let e = spec(&["os.reclaim.swapiness=60"]).unwrap_err();

@@ -32,8 +32,10 @@ use crate::pt::{Format, Pte};
 use crate::translation::Attrs;
 use crate::walk::{group_of, unmap_leaf, walk, Action, Visit, Visitor, WalkCounts, WalkFlags};
 
-/// Reclaim settings (`[os.reclaim]`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Reclaim settings: the `[os.reclaim]` config section itself (docs/config.md; every
+/// key optional, defaulting to [`ReclaimConfig::default`]), validated by the sim crate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct ReclaimConfig {
     /// Reclaim under memory pressure; off (the default, so runs that fit in memory and
     /// the out-of-memory contract stay as they were): an allocation failure is an error
