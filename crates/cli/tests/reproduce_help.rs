@@ -1,20 +1,9 @@
 //! Regression (issue 18, item 7): `reproduce --help` describes every accepted form, and what
 //! it says about each (`freebsd` draws SVG only; a tlb_test file draws PNG or SVG) holds.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn mmulab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mmulab"))
-        .current_dir(root())
-        .args(args)
-        .output()
-        .expect("run mmulab")
-}
+use common::mmulab_at_root as mmulab;
 
 #[test]
 fn reproduce_help_names_each_form_and_its_plot_formats() {

@@ -3,20 +3,9 @@
 //! meaning `convert` and `trace-info` give them, and rejects them with `--workload`.
 
 use serde_json::Value;
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn mmulab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mmulab"))
-        .current_dir(root())
-        .args(args)
-        .output()
-        .expect("run mmulab")
-}
+use common::mmulab_at_root as mmulab;
 
 const TRACE: &str = "tests/data/drmemtrace/x86_64-threadsig";
 

@@ -1,9 +1,11 @@
 //! Helpers shared by the CLI test files.
 
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 /// The DynamoRIO samples committed in the repository (`tests/data/drmemtrace`, BSD
 /// licence beside them): the same files as the project's shared traces.
+#[allow(dead_code)] // not every test file that includes this module reads the samples
 pub fn shared_drmemtrace() -> PathBuf {
     let dr = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/drmemtrace");
     assert!(
@@ -12,4 +14,15 @@ pub fn shared_drmemtrace() -> PathBuf {
         dr.display()
     );
     dr
+}
+
+/// Runs the built `mmulab` with `args` from the repository root (so relative paths such
+/// as `tests/data/…` and `experiments/…` resolve).
+#[allow(dead_code)] // not every test file that includes this module runs the binary this way
+pub fn mmulab_at_root(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mmulab"))
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .args(args)
+        .output()
+        .expect("run mmulab")
 }

@@ -16,21 +16,7 @@ impl super::OsPolicy for Base {
         "base"
     }
 
-    fn stats(&self) -> &OsStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut OsStats {
-        &mut self.stats
-    }
-
-    fn reclaim(&self) -> Option<&super::ReclaimConfig> {
-        Some(&self.reclaim)
-    }
-
-    fn reclaim_mut(&mut self) -> Option<&mut super::ReclaimConfig> {
-        Some(&mut self.reclaim)
-    }
+    super::policy_fields!(stats, reclaim);
 
     /// Maps a fresh base page at the faulting address.
     fn fault(&mut self, mut ctx: FaultCtx<'_>) -> Result<(), ModelError> {

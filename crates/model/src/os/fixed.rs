@@ -27,13 +27,7 @@ impl super::OsPolicy for Fixed {
         "fixed"
     }
 
-    fn stats(&self) -> &OsStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut OsStats {
-        &mut self.stats
-    }
+    super::policy_fields!(stats);
 
     fn unmap_align(&self) -> PageSize {
         self.page_size

@@ -144,6 +144,33 @@ pub trait OsPolicy {
     }
 }
 
+/// The [`OsPolicy`] hooks of a policy whose counters are its `stats` field (and, with
+/// `reclaim`, whose reclaim settings are its `reclaim` field): one copy instead of the
+/// same accessors in every policy's file.
+macro_rules! policy_fields {
+    (stats) => {
+        fn stats(&self) -> &$crate::os::OsStats {
+            &self.stats
+        }
+
+        fn stats_mut(&mut self) -> &mut $crate::os::OsStats {
+            &mut self.stats
+        }
+    };
+    (stats, reclaim) => {
+        $crate::os::policy_fields!(stats);
+
+        fn reclaim(&self) -> Option<&$crate::os::ReclaimConfig> {
+            Some(&self.reclaim)
+        }
+
+        fn reclaim_mut(&mut self) -> Option<&mut $crate::os::ReclaimConfig> {
+            Some(&mut self.reclaim)
+        }
+    };
+}
+pub(crate) use policy_fields;
+
 /// One table defines the closed set of policies: the [`Os`] enum and the static
 /// dispatch of every [`OsPolicy`] hook to its variant.
 macro_rules! policies {

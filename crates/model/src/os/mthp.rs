@@ -63,21 +63,7 @@ impl super::OsPolicy for Mthp {
         "mthp"
     }
 
-    fn stats(&self) -> &OsStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut OsStats {
-        &mut self.stats
-    }
-
-    fn reclaim(&self) -> Option<&super::ReclaimConfig> {
-        Some(&self.reclaim)
-    }
-
-    fn reclaim_mut(&mut self) -> Option<&mut super::ReclaimConfig> {
-        Some(&mut self.reclaim)
-    }
+    super::policy_fields!(stats, reclaim);
 
     /// Handles a fault.
     fn fault(&mut self, ctx: FaultCtx<'_>) -> Result<(), ModelError> {

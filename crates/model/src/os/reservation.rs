@@ -301,13 +301,7 @@ impl super::OsPolicy for Reservation {
         "reservation"
     }
 
-    fn stats(&self) -> &OsStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut OsStats {
-        &mut self.stats
-    }
+    super::policy_fields!(stats);
 
     fn exit_space(&mut self, mem: &mut Memory, asid: Asid) {
         self.drop_space(mem, asid);

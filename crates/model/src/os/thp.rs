@@ -304,21 +304,7 @@ impl Visitor for FindTables {
 }
 
 impl super::OsPolicy for Thp {
-    fn stats(&self) -> &OsStats {
-        &self.stats
-    }
-
-    fn stats_mut(&mut self) -> &mut OsStats {
-        &mut self.stats
-    }
-
-    fn reclaim(&self) -> Option<&super::ReclaimConfig> {
-        Some(&self.reclaim)
-    }
-
-    fn reclaim_mut(&mut self) -> Option<&mut super::ReclaimConfig> {
-        Some(&mut self.reclaim)
-    }
+    super::policy_fields!(stats, reclaim);
 
     fn shrink(
         &mut self,
