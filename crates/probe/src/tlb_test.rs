@@ -67,6 +67,15 @@ pub struct TlbTestResult {
     pub experiment: TlbTest,
     /// Every run, backing by backing, in page order.
     pub runs: Vec<Run>,
+    /// False when a stop request (`mmulab_sim::request_stop`, Ctrl-C) ended the
+    /// experiment between runs: `runs` holds the runs finished before it. Serialized
+    /// only when false.
+    #[serde(skip_serializing_if = "is_true")]
+    pub complete: bool,
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 impl TlbTestResult {
@@ -119,7 +128,8 @@ pub fn run(x: &TlbTest, dir: Option<&Path>) -> Result<TlbTestResult> {
     table.insert("machine".into(), toml::Value::Table(m));
     let spec = config::from_table(table, cfg_path.as_deref(), &[]).map_err(|e| ProbeError::Invalid(e.to_string()))?;
     let mut runs = Vec::new();
-    for backing in &x.backings {
+    let mut complete = true;
+    'all: for backing in &x.backings {
         let size = if backing == "huge" {
             huge_size(&spec).ok_or_else(|| {
                 ProbeError::Unavailable(format!("{} has no huge page of 1 or 2 MiB", spec.format.arch_name()))
@@ -128,6 +138,12 @@ pub fn run(x: &TlbTest, dir: Option<&Path>) -> Result<TlbTestResult> {
             spec.format.page_sizes()[0]
         };
         for &n in &x.pages {
+            // A stop request (Ctrl-C) ends the experiment between runs, keeping the
+            // runs done.
+            if mmulab_sim::stop_requested() {
+                complete = false;
+                break 'all;
+            }
             let mut s = spec.clone();
             s.os = OsSpec::Fixed(size);
             let mut machine = Machine::new(s).map_err(|e| ProbeError::Invalid(e.to_string()))?;
@@ -160,6 +176,7 @@ pub fn run(x: &TlbTest, dir: Option<&Path>) -> Result<TlbTestResult> {
     Ok(TlbTestResult {
         experiment: x.clone(),
         runs,
+        complete,
     })
 }
 

@@ -59,6 +59,7 @@ pub fn run(a: Args) -> Result<()> {
         ),
     }
     let x = tlb_test::load(&a.file)?;
+    crate::signals::stop_on_interrupt();
     let ticker = crate::progress::Ticker::start(&format!("reproduce {}", a.file.display()), Box::new(|| None));
     let r = tlb_test::run(&x, a.file.parent()).with_context(|| format!("running {}", a.file.display()));
     drop(ticker);
@@ -70,6 +71,11 @@ pub fn run(a: Args) -> Result<()> {
         println!("{}", serde_json::to_string(&r)?);
     } else {
         print!("{}", tlb_test::table(&r));
+        if !r.complete {
+            // Each run: a warm-up lap of twice its pages, then the timed loads.
+            let refs = r.runs.iter().map(|run| 2 * run.pages as u64 + x.loads as u64).sum();
+            println!("\n{}", crate::signals::incomplete_line(refs));
+        }
     }
     Ok(())
 }
