@@ -39,7 +39,7 @@ mod fuzz_inputs;
 
 use fuzz_inputs::{case, Case};
 use mmulab_sim::{config, Machine};
-use mmulab_trace::{workload, MemRef, TraceError, TraceMeta, TraceSource};
+use mmulab_trace::{workload, Batch, TraceError, TraceMeta, TraceSource};
 use std::io::{BufRead, BufReader};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::process::{Command, Stdio};
@@ -97,12 +97,12 @@ struct Capped {
 }
 
 impl TraceSource for Capped {
-    fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
+    fn next_batch(&mut self, buf: &mut Batch, max: usize) -> Result<usize, TraceError> {
         if self.left == 0 {
             return Ok(0);
         }
         let n = self.inner.next_batch(buf, max.min(self.left as usize))?;
-        self.left -= n as u64;
+        self.left = self.left.saturating_sub(n as u64);
         Ok(n)
     }
     fn describe(&self) -> String {

@@ -19,7 +19,6 @@ use std::io::Write;
 
 /// The exit marker: a reference to this address ends its address space (see
 /// docs/policies.md; the `build` workload emits one at the end of each process).
-pub use mmulab_trace::workload::EXIT_ADDR;
 
 /// A multiplicative hasher for page numbers (SipHash per reference would dominate).
 #[derive(Default)]

@@ -17,7 +17,7 @@ mod stats;
 mod system;
 mod translator;
 
-pub use background::{Sample, EXIT_ADDR};
+pub use background::Sample;
 pub use machine::Machine;
 pub use run::{references_simulated, request_stop, run, stop_requested, Progress};
 pub use stats::{Counters, LevelStats, Report, Stats};

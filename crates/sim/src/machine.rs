@@ -3,9 +3,10 @@
 //! validated [`MachineSpec`] and fed references one at a time.
 //!
 //! Requesters today are CPU cores, each with a [`Stage1`] translator (TLB hierarchy,
-//! page-walk caches, walker). A translator raises faults and control references to the
-//! machine ([`Stop`]); the machine lets the OS act, applies its shootdowns to every
-//! requester and resumes the translator. Background work (the OS policy's tick,
+//! page-walk caches, walker). A translator raises faults to the machine ([`Stop`]); the
+//! machine lets the OS act, applies its shootdowns to every requester and resumes the
+//! translator. Trace events (an exit, an unmap) come between references, typed
+//! ([`Machine::event`]). Background work (the OS policy's tick,
 //! time-series samples) runs between references on the reference clock. Host-side speed
 //! helpers live apart from simulated state, in each translator's `Host`, and never
 //! change a result.
@@ -18,8 +19,7 @@ use crate::SimError;
 use mmulab_model::addr::Asid;
 use mmulab_model::mem::Memory;
 use mmulab_model::os::{Base, Fixed, Mthp, Os, OsPolicy, Reservation, Thp};
-use mmulab_trace::control::{decode_unmap, UnmapMarker};
-use mmulab_trace::MemRef;
+use mmulab_trace::{Event, MemRef};
 
 /// A simulated machine.
 pub struct Machine {
@@ -34,8 +34,6 @@ pub struct Machine {
     /// `tick` runs; the hot path compares against it and nothing else.
     next_tick: u64,
     pub(crate) bg: crate::background::Background,
-    /// An unmap range opened by its start marker: (asid, start).
-    unmap_open: Option<(Asid, u64)>,
 }
 
 impl Machine {
@@ -71,7 +69,6 @@ impl Machine {
             references: 0,
             next_tick: bg.next_tick(0),
             bg,
-            unmap_open: None,
             spec,
         })
     }
@@ -144,7 +141,7 @@ impl Machine {
         }
     }
 
-    /// A translator stopped: an error, a control reference, or a fault the OS handles
+    /// A translator stopped: an error, or a fault the OS handles
     /// before the translator resumes (as often as it faults again).
     #[cold]
     #[inline(never)]
@@ -152,7 +149,6 @@ impl Machine {
         loop {
             match stop {
                 Stop::Error(e) => return Err(*e),
-                Stop::Control => return self.control(r),
                 Stop::Fault { upto, attempt } => {
                     self.fault(r)?;
                     match self.cpus[core].resume(&mut self.sys, r, upto, attempt) {
@@ -217,17 +213,18 @@ impl Machine {
         Ok(())
     }
 
-    /// A control reference: the exit marker or an unmap marker.
-    #[cold]
-    fn control(&mut self, r: &MemRef) -> Result<(), SimError> {
-        if r.addr == crate::background::EXIT_ADDR {
-            self.exit(r.asid)
-        } else {
-            self.unmap_marker(r)
+    /// A trace event, between two references. Every kind is named here: a new
+    /// [`Event`] variant does not compile until the machine handles it.
+    pub fn event(&mut self, e: &Event) -> Result<(), SimError> {
+        e.check()
+            .map_err(|w| SimError::Model(mmulab_model::ModelError::Conflict(format!("asid {}: {w}", e.asid()))))?;
+        match *e {
+            Event::Exit { asid } => self.exit(asid),
+            Event::Unmap { asid, start, end } => self.unmap(asid, start, end),
         }
     }
 
-    /// Ends address space `asid` (the exit marker reference): the OS frees its memory
+    /// Ends address space `asid` (an exit event): the OS frees its memory
     /// and every core drops its translations.
     #[cold]
     fn exit(&mut self, asid: Asid) -> Result<(), SimError> {
@@ -240,51 +237,6 @@ impl Machine {
             self.bg.forget(asid);
         }
         Ok(())
-    }
-
-    /// An unmap marker (mmulab_trace::control): a start opens the range, the end marker
-    /// of the same address space unmaps it; malformed or unpaired markers are errors.
-    #[cold]
-    fn unmap_marker(&mut self, r: &MemRef) -> Result<(), SimError> {
-        let bad = |what: String| {
-            SimError::Model(mmulab_model::ModelError::Conflict(format!(
-                "unmap marker {:#x} (asid {}): {what}",
-                r.addr, r.asid
-            )))
-        };
-        match (decode_unmap(r.addr), self.unmap_open) {
-            (Some(UnmapMarker::Start(start)), None) => {
-                self.unmap_open = Some((r.asid, start));
-                Ok(())
-            }
-            (Some(UnmapMarker::Start(_)), Some((a, s))) => Err(bad(format!(
-                "a second start while the range from {s:#x} of asid {a} is open"
-            ))),
-            (Some(UnmapMarker::End(_)), None) => Err(bad("an end marker without its start marker".into())),
-            (Some(UnmapMarker::End(end)), Some((asid, start))) => {
-                self.unmap_open = None;
-                if asid != r.asid {
-                    return Err(bad(format!("the open range belongs to asid {asid}")));
-                }
-                if end <= start {
-                    return Err(bad(format!("the range [{start:#x}, {end:#x}) is empty or inverted")));
-                }
-                self.unmap(asid, start, end)
-            }
-            _ => Err(bad("the low 12 bits must be 0 (start) or 1 (end)".into())),
-        }
-    }
-
-    /// At the end of a trace: an unmap range opened by its start marker and never closed
-    /// means the trace was cut between the two markers (or written wrongly); that is an
-    /// error rather than a silently skipped unmap.
-    pub fn check_markers_closed(&self) -> Result<(), SimError> {
-        match self.unmap_open {
-            None => Ok(()),
-            Some((asid, start)) => Err(SimError::Model(mmulab_model::ModelError::Conflict(format!(
-                "the trace ended inside an unmap marker pair: the range from {start:#x} of asid {asid} has a start marker but no end marker (is the trace truncated? see docs/trace-format.md, control references)"
-            )))),
-        }
     }
 
     /// Unmaps `[start, end)` of `asid` (munmap): the OS frees the range and every core

@@ -1,5 +1,5 @@
 use crate::{Machine, SimError, Stats};
-use mmulab_trace::{MemRef, TraceSource};
+use mmulab_trace::{Batch, MemRef, TraceSource};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// References read per batch.
@@ -39,7 +39,7 @@ pub fn references_simulated() -> u64 {
 /// model error the machine keeps the statistics of every reference simulated before it,
 /// so the caller can still report them ([`Stats::collect`]).
 pub fn run(m: &mut Machine, src: &mut dyn TraceSource, progress: Option<Progress<'_>>) -> Result<Stats, SimError> {
-    let mut buf: Vec<MemRef> = Vec::with_capacity(BATCH);
+    let mut buf = Batch::with_capacity(BATCH);
     let mut progress = progress;
     let mut batches = 0u64;
     let mut walk_heavy = false;
@@ -61,12 +61,17 @@ pub fn run(m: &mut Machine, src: &mut dyn TraceSource, progress: Option<Progress
         }
         // When the previous batch walked often (more than one reference in 16), prefetch
         // the page-table descriptors of the reference AHEAD positions ahead, so host cache
-        // misses on big simulated page tables overlap. Results are unaffected.
-        if m.plain_for(buf.len()) {
-            feed::<true>(m, &buf, walk_heavy)?;
+        // misses on big simulated page tables overlap. Results are unaffected. Events
+        // (exits, unmaps) are applied between the runs of references they separate.
+        if buf.events.is_empty() {
+            feed_run(m, &buf.refs, walk_heavy)?;
         } else {
-            feed::<false>(m, &buf, walk_heavy)?;
+            buf.for_each_run(|x| match x {
+                Ok(run) => feed_run(m, run, walk_heavy),
+                Err(e) => m.event(e),
+            })?;
         }
+        let n = buf.refs.len();
         let walks = m.walks();
         walk_heavy = (walks - walks_before) * 16 > n as u64;
         walks_before = walks;
@@ -79,13 +84,21 @@ pub fn run(m: &mut Machine, src: &mut dyn TraceSource, progress: Option<Progress
         }
     }
     if stopped {
-        // Markers left open are the interruption's doing, not the trace's.
         let mut s = Stats::collect(m);
         s.complete = false;
         return Ok(s);
     }
-    m.check_markers_closed()?;
     Ok(Stats::collect(m))
+}
+
+/// Feeds a run of references (no event among them).
+#[inline(always)]
+fn feed_run(m: &mut Machine, refs: &[MemRef], prefetch: bool) -> Result<(), SimError> {
+    if m.plain_for(refs.len()) {
+        feed::<true>(m, refs, prefetch)
+    } else {
+        feed::<false>(m, refs, prefetch)
+    }
 }
 
 /// Feeds one batch to `m`, with [`Machine::access_plain`] if `PLAIN` (the caller checked

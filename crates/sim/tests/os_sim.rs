@@ -212,10 +212,9 @@ fn trace_vmas_decide_where_thp_may_use_huge_pages() {
 }
 
 #[test]
-fn unmap_markers_drop_the_range_from_every_tlb_and_fault_again() {
+fn unmap_events_drop_the_range_from_every_tlb_and_fault_again() {
     use mmulab_sim::Stats;
-    use mmulab_trace::control::unmap_refs;
-    use mmulab_trace::{AccessKind, MemRef};
+    use mmulab_trace::{AccessKind, Event, MemRef};
     const BASE: u64 = 0x4000_0000;
     let load = |addr| MemRef {
         addr,
@@ -236,10 +235,18 @@ fn unmap_markers_drop_the_range_from_every_tlb_and_fault_again() {
     // The warm pages hit: no walk.
     m.access(&load(BASE + 4096)).unwrap();
     assert_eq!(Stats::collect(&m).counters.walks, before.counters.walks);
-    for r in unmap_refs(1, BASE + 4096, BASE + 2 * 4096) {
-        m.access(&r).unwrap();
-    }
+    m.event(&Event::Unmap {
+        asid: 1,
+        start: BASE + 4096,
+        end: BASE + 2 * 4096,
+    })
+    .unwrap();
     let after = Stats::collect(&m);
+    assert_eq!(
+        after.counters.references,
+        before.counters.references + 1,
+        "an event is no reference"
+    );
     assert_eq!(after.os.count(OsEvent::Munmaps), 1);
     assert_eq!(after.os.count(OsEvent::MunmapSplits), 1);
     assert!(after.counters.shootdowns >= 2, "split range and unmapped range");
@@ -256,9 +263,9 @@ fn unmap_markers_drop_the_range_from_every_tlb_and_fault_again() {
 }
 
 #[test]
-fn malformed_unmap_markers_are_clear_errors() {
-    use mmulab_trace::control::{unmap_refs, UNMAP_TAG};
-    use mmulab_trace::{AccessKind, MemRef};
+fn malformed_events_and_legacy_markers_are_clear_errors() {
+    use mmulab_trace::event::{LegacyMarkers, UNMAP_TAG};
+    use mmulab_trace::{AccessKind, Event, MemRef};
     let r = |addr, asid| MemRef {
         addr,
         size: 0,
@@ -267,38 +274,38 @@ fn malformed_unmap_markers_are_clear_errors() {
         asid,
     };
     let machine = || Machine::new(spec(&["os.policy=base"]).unwrap()).unwrap();
-    let [start, end] = unmap_refs(1, 0x4000_0000, 0x4000_2000);
-    let e = machine().access(&end).unwrap_err().to_string();
-    assert!(e.contains("without its start"), "{e}");
+    for (start, end) in [
+        (0x4000_2000, 0x4000_0000),
+        (0x4000_0000, 0x4000_0000),
+        (0x4000_0800, 0x4000_2000),
+    ] {
+        let e = machine()
+            .event(&Event::Unmap { asid: 1, start, end })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("asid 1") && e.contains("4 KiB-aligned, non-empty"), "{e}");
+    }
+    // Through the legacy decoder (old traces), a trace that ends between the two
+    // markers of an unmap is an error, not a skipped unmap; a complete pair unmaps.
     let mut m = machine();
-    m.access(&start).unwrap();
-    let e = m.access(&start).unwrap_err().to_string();
-    assert!(e.contains("second start"), "{e}");
-    let mut m = machine();
-    m.access(&r(UNMAP_TAG | 0x4000_2000, 1)).unwrap();
-    let e = m.access(&r(UNMAP_TAG | 0x4000_0000 | 1, 1)).unwrap_err().to_string();
-    assert!(e.contains("inverted"), "{e}");
-    let mut m = machine();
-    m.access(&start).unwrap();
-    let e = m.access(&r(end.addr, 2)).unwrap_err().to_string();
-    assert!(e.contains("asid 1"), "{e}");
-    let e = machine()
-        .access(&r(UNMAP_TAG | 0x4000_0008, 1))
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("low 12 bits"), "{e}");
-    // A trace that ends between the two markers is an error, not a skipped unmap.
-    let mut m = machine();
-    m.access(&r(0x4000_0000, 1)).unwrap();
-    m.access(&start).unwrap();
-    let e = m.check_markers_closed().unwrap_err().to_string();
-    assert!(e.contains("no end marker") && e.contains("0x40000000"), "{e}");
-    let mut m = machine();
-    let mut src = Refs(vec![r(0x4000_0000, 1), start]);
+    let mut src = LegacyMarkers::new(Refs(vec![r(0x4000_0000, 1), r(UNMAP_TAG | 0x4000_0000, 1)]));
     let e = run(&mut m, &mut src, None).unwrap_err().to_string();
-    assert!(e.contains("truncated"), "{e}");
-    m.access(&end).unwrap();
-    m.check_markers_closed().unwrap();
+    assert!(e.contains("truncated") && e.contains("0x40000000"), "{e}");
+    let mut m = machine();
+    let pair = Event::Unmap {
+        asid: 1,
+        start: 0x4000_0000,
+        end: 0x4000_2000,
+    }
+    .legacy_refs();
+    let mut src = LegacyMarkers::new(Refs(vec![r(0x4000_0000, 1), pair[0], pair[1], r(0x4000_0000, 1)]));
+    let st = run(&mut m, &mut src, None).unwrap();
+    assert_eq!(st.os.count(OsEvent::Munmaps), 1);
+    assert_eq!(
+        (st.counters.references, st.counters.faults),
+        (2, 2),
+        "the markers are not references"
+    );
 }
 
 #[test]
@@ -309,6 +316,11 @@ fn build_workload_with_unmap_frees_arrays_mid_life() {
         let free0 = m.memory().buddy.free_frames();
         let mut src = workload::parse("build:procs=6,refs=40K,jobs=2,large_size=3MiB,unmap=2").unwrap();
         let st = run(&mut m, &mut src, None).unwrap();
+        assert_eq!(
+            st.counters.references,
+            6 * 40_000,
+            "{policy}: events are not references"
+        );
         assert_eq!(st.os.count(OsEvent::Munmaps), 12, "{policy}");
         assert_eq!(st.os.count(OsEvent::Exits), 6, "{policy}");
         assert_eq!(st.resident_bytes, 0, "{policy}");
@@ -320,13 +332,9 @@ fn build_workload_with_unmap_frees_arrays_mid_life() {
 struct Refs(Vec<mmulab_trace::MemRef>);
 
 impl mmulab_trace::TraceSource for Refs {
-    fn next_batch(
-        &mut self,
-        buf: &mut Vec<mmulab_trace::MemRef>,
-        max: usize,
-    ) -> Result<usize, mmulab_trace::TraceError> {
+    fn next_batch(&mut self, buf: &mut mmulab_trace::Batch, max: usize) -> Result<usize, mmulab_trace::TraceError> {
         let n = self.0.len().min(max);
-        buf.extend(self.0.drain(..n));
+        buf.refs.extend(self.0.drain(..n));
         Ok(n)
     }
     fn describe(&self) -> String {

@@ -20,7 +20,7 @@
 //! memory: no file system, just frame checks, zstd and the column decoder.
 
 use mmulab_trace::format::mlt::{MltReader, MltWriter};
-use mmulab_trace::{open_trace_with, workload, Format, MemRef, TraceOptions, TraceSource};
+use mmulab_trace::{open_trace_with, workload, Batch, Format, TraceOptions, TraceSource};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -51,7 +51,7 @@ fn cpu_ns() -> Option<u64> {
 /// system reports it, else wall time.
 fn drain(src: &mut dyn TraceSource) -> (u64, f64) {
     let c0 = cpu_ns();
-    let mut buf: Vec<MemRef> = Vec::with_capacity(BATCH);
+    let mut buf = Batch::with_capacity(BATCH);
     let t = Instant::now();
     let mut n = 0u64;
     let mut sink = 0u64;
@@ -62,7 +62,7 @@ fn drain(src: &mut dyn TraceSource) -> (u64, f64) {
             break;
         }
         n += k as u64;
-        sink = sink.wrapping_add(buf[k - 1].addr);
+        sink = sink.wrapping_add(buf.refs.last().map_or(0, |r| r.addr));
     }
     std::hint::black_box(sink);
     match (c0, cpu_ns()) {
@@ -113,13 +113,13 @@ fn generate(dir: &Path, spec: &str, refs: u64, text_refs: u64) -> Vec<(String, P
     )
     .unwrap();
     let mut src = workload::parse(&format!("{spec},refs={refs}")).unwrap();
-    let mut buf = Vec::with_capacity(1 << 16);
+    let mut buf = Batch::with_capacity(1 << 16);
     while {
         buf.clear();
         src.next_batch(&mut buf, 1 << 16).unwrap()
     } > 0
     {
-        w.push_all(&buf).unwrap();
+        w.push_batch(&buf).unwrap();
     }
     w.finish().unwrap();
     eprintln!(
@@ -153,7 +153,7 @@ fn generate(dir: &Path, spec: &str, refs: u64, text_refs: u64) -> Vec<(String, P
         src.next_batch(&mut buf, 1 << 16).unwrap()
     } > 0
     {
-        for r in &buf {
+        for r in &buf.refs {
             writeln!(fd, "{} {:x}", r.kind as u8, r.addr).unwrap();
             writeln!(fl, " {} {:08x},{}", ["L", "S", "I"][r.kind as usize], r.addr, r.size).unwrap();
             rec(r.kind as u16, r.size, r.addr, &mut fr);
@@ -259,13 +259,13 @@ fn main() {
             let mlt = dir.join(format!("{d}.mlt"));
             let mut w = MltWriter::new(BufWriter::new(std::fs::File::create(&mlt).unwrap()), 3).unwrap();
             let mut src = open_trace_with(&p, &opts).unwrap();
-            let mut buf = Vec::new();
+            let mut buf = Batch::default();
             while {
                 buf.clear();
                 src.next_batch(&mut buf, 1 << 16).unwrap()
             } > 0
             {
-                w.push_all(&buf).unwrap();
+                w.push_batch(&buf).unwrap();
             }
             w.finish().unwrap();
             let mo = TraceOptions {

@@ -26,6 +26,16 @@ pub enum TraceError {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// The trace's events are malformed (e.g. an unmap marker without its end).
+    #[error("{trace}: {what}, after {refs_before} references")]
+    Event {
+        /// The trace (its description).
+        trace: String,
+        /// References delivered before the bad event.
+        refs_before: u64,
+        /// What is wrong.
+        what: String,
+    },
     /// A workload spec or format option is invalid.
     #[error("{0}")]
     Spec(String),
@@ -35,7 +45,7 @@ impl TraceError {
     /// References delivered before the error, when known.
     pub fn refs_before(&self) -> Option<u64> {
         match self {
-            TraceError::Corrupt { refs_before, .. } => Some(*refs_before),
+            TraceError::Corrupt { refs_before, .. } | TraceError::Event { refs_before, .. } => Some(*refs_before),
             _ => None,
         }
     }

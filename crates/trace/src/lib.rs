@@ -11,8 +11,8 @@
 //! detection rule, and a golden test on a tiny file in `tests/data/`.
 #![deny(missing_docs)]
 
-pub mod control;
 mod error;
+pub mod event;
 pub mod format;
 mod memref;
 pub mod meta;
@@ -21,17 +21,20 @@ pub mod units;
 pub mod workload;
 
 pub use error::TraceError;
+pub use event::{Batch, Event, EventAt};
 pub use memref::{AccessKind, MemRef};
 pub use meta::{TraceMeta, Vma};
 pub use open::{open_trace, open_trace_with, CoreMap, Format, Interleave, TraceOptions};
 
 /// A stream of memory references, read in batches.
 pub trait TraceSource {
-    /// Appends up to `max` references to `buf` and returns how many were appended.
-    /// Returns `Ok(0)` only at the end of the trace. On an error, references this call
-    /// appended before the damage stay in `buf`, and the error's `refs_before` counts every
-    /// reference appended to the caller's buffers so far, these included.
-    fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError>;
+    /// Appends up to `max` references to `buf.refs`, and the events that come between
+    /// them to `buf.events` ([`Batch`]), and returns how many items (references and
+    /// events) were appended. Returns `Ok(0)` only at the end of the trace. On an error,
+    /// items this call appended before the damage stay in `buf`, and the error's
+    /// `refs_before` counts every reference appended to the caller's buffers so far,
+    /// these included.
+    fn next_batch(&mut self, buf: &mut Batch, max: usize) -> Result<usize, TraceError>;
 
     /// A short human-readable description (file name or workload spec).
     fn describe(&self) -> String;
@@ -49,7 +52,7 @@ pub trait TraceSource {
 }
 
 impl<T: TraceSource + ?Sized> TraceSource for Box<T> {
-    fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
+    fn next_batch(&mut self, buf: &mut Batch, max: usize) -> Result<usize, TraceError> {
         (**self).next_batch(buf, max)
     }
     fn describe(&self) -> String {

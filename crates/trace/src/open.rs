@@ -2,6 +2,7 @@
 //! first (after looking through gzip / xz / zstd), then from the file name, then by sniffing
 //! text. A directory is a drmemtrace per-thread trace directory.
 
+use crate::event::LegacyMarkers;
 use crate::format::champsim::{self, ChampSimReader, Variant};
 use crate::format::drmemtrace::{self, DrDirReader, DrOptions, DrReader};
 use crate::format::input::{open_input, sniff, Container, WithProgress};
@@ -221,19 +222,21 @@ pub fn open_trace_with(path: &Path, opts: &TraceOptions) -> Result<Box<dyn Trace
     }
     let progress = input.progress.clone();
     let reader = input.reader;
+    // The formats mmulab writes (mlt, din, Lackey) may hold events in the legacy
+    // encoding of older versions (crate::event): they are read through its decoder.
     let src: Box<dyn TraceSource + Send> = match format {
-        Format::Din => Box::new(WithProgress {
+        Format::Din => Box::new(LegacyMarkers::new(WithProgress {
             inner: DinReader::new(LineReader::new(reader, path, None)),
             progress,
-        }),
-        Format::Lackey => Box::new(WithProgress {
+        })),
+        Format::Lackey => Box::new(LegacyMarkers::new(WithProgress {
             inner: LackeyReader::new(LineReader::new(reader, path, None)),
             progress,
-        }),
-        Format::Mlt => Box::new(WithProgress {
+        })),
+        Format::Mlt => Box::new(LegacyMarkers::new(WithProgress {
             inner: MltReader::new(reader, path, None)?,
             progress,
-        }),
+        })),
         Format::ChampSim => Box::new(WithProgress {
             inner: ChampSimReader::new(Box::new(reader), path, Variant::Standard),
             progress,

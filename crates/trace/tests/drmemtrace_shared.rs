@@ -62,9 +62,9 @@ fn count_by_hand(file: &Path) -> Counts {
 
 fn read_all(path: &Path, opts: TraceOptions) -> (Vec<MemRef>, mmulab_trace::TraceMeta) {
     let mut src = open_trace_with(path, &opts).unwrap_or_else(|e| panic!("{e}"));
-    let mut v = Vec::new();
+    let mut v = mmulab_trace::Batch::default();
     while src.next_batch(&mut v, 4096).unwrap_or_else(|e| panic!("{e}")) > 0 {}
-    (v, src.meta().unwrap())
+    (v.refs, src.meta().unwrap())
 }
 
 fn count_refs(v: &[MemRef]) -> Counts {

@@ -9,12 +9,12 @@ use std::path::Path;
 
 fn read(path: &Path, opts: TraceOptions) -> Result<Vec<MemRef>, (Vec<MemRef>, TraceError)> {
     let mut src = open_trace_with(path, &opts).map_err(|e| (Vec::new(), e))?;
-    let mut v = Vec::new();
+    let mut v = mmulab_trace::Batch::default();
     loop {
         match src.next_batch(&mut v, 3) {
-            Ok(0) => return Ok(v),
+            Ok(0) => return Ok(v.refs),
             Ok(n) => assert!(n <= 3),
-            Err(e) => return Err((v, e)),
+            Err(e) => return Err((v.refs, e)),
         }
     }
 }

@@ -124,21 +124,21 @@ fn read_checked(path: &Path, opts: TraceOptions, name: &str) {
             return;
         }
     };
-    let mut buf = Vec::new();
+    let mut buf = mmulab_trace::Batch::default();
     let mut total = 0usize;
     loop {
         buf.clear();
         match src.next_batch(&mut buf, 997) {
             Ok(0) => break,
             Ok(n) => {
-                assert_eq!(n, buf.len());
+                assert_eq!(n, buf.refs.len() + buf.events.len());
                 assert!(n <= 997);
                 total += n;
                 assert!(total < 5_000_000, "{name}: reader does not stop");
             }
             Err(e) => {
                 // References appended by the failing call stay in the buffer and count.
-                total += buf.len();
+                total += buf.refs.len();
                 let s = e.to_string();
                 assert!(s.contains(name), "error without the file name: {s}");
                 assert!(
@@ -165,9 +165,9 @@ fn mutated_inputs_never_panic_and_errors_name_the_file() {
         // The unmutated sample reads cleanly.
         let p = write(&d, name, &data);
         let mut src = open_trace_with(&p, &TraceOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let mut v = Vec::new();
+        let mut v = mmulab_trace::Batch::default();
         while src.next_batch(&mut v, 1000).unwrap_or_else(|e| panic!("{name}: {e}")) > 0 {}
-        assert!(!v.is_empty(), "{name}");
+        assert!(!v.refs.is_empty(), "{name}");
         for round in 0..rounds {
             let m = mutate(&mut r, &data);
             let fname = format!("m{round}-{name}");

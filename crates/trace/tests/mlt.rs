@@ -2,7 +2,7 @@
 //! the file, the offset and the references read before it.
 
 use mmulab_trace::format::mlt::{read_sections, MltReader, MltWriter, BLOCK_REFS};
-use mmulab_trace::{AccessKind, MemRef, TraceError, TraceSource};
+use mmulab_trace::{AccessKind, Batch, Event, MemRef, TraceError, TraceSource};
 use std::path::Path;
 
 /// A small deterministic generator (xorshift64*), so tests need no extra crate.
@@ -48,7 +48,13 @@ fn encode(refs: &[MemRef], sections: &[(&str, &[u8])]) -> Vec<u8> {
 }
 
 fn decode(bytes: &[u8]) -> (Vec<MemRef>, Result<(), TraceError>) {
-    let mut v = Vec::new();
+    let (b, res) = decode_batch(bytes);
+    assert!(b.events.is_empty());
+    (b.refs, res)
+}
+
+fn decode_batch(bytes: &[u8]) -> (Batch, Result<(), TraceError>) {
+    let mut v = Batch::default();
     let mut r = match MltReader::new(bytes, Path::new("t.mlt"), None) {
         Ok(r) => r,
         Err(e) => return (v, Err(e)),
@@ -94,7 +100,7 @@ fn extreme_values_round_trip() {
 fn empty_trace_and_sections() {
     let bytes = encode(&[], &[("markers", b"page_size 4096\n"), ("vmas", &[b'x'; 1000])]);
     let mut r = MltReader::new(bytes.as_slice(), Path::new("e.mlt"), None).unwrap();
-    let mut v = Vec::new();
+    let mut v = Batch::default();
     assert_eq!(r.next_batch(&mut v, 10).unwrap(), 0);
     let m = r.meta().unwrap();
     assert_eq!(m.markers.get("page_size"), Some(&4096));
@@ -163,22 +169,114 @@ fn not_an_mlt_file() {
     assert!(e.to_string().contains("bad magic"), "{e}");
 }
 
+/// Every item of `src`, in trace order.
+fn items(b: &Batch) -> Vec<Result<MemRef, Event>> {
+    b.items().map(|x| x.copied().map_err(|e| *e)).collect()
+}
+
 #[test]
-fn unmap_markers_of_the_build_workload_survive_a_round_trip() {
-    use mmulab_trace::control::{decode_unmap, UnmapMarker};
+fn events_of_the_build_workload_survive_a_round_trip_in_place() {
     let mut src = mmulab_trace::workload::parse("build:procs=3,refs=5000,large=2,large_size=1MiB,unmap=2").unwrap();
-    let mut refs = Vec::new();
-    while src.next_batch(&mut refs, 1000).unwrap() > 0 {}
-    let (back, res) = decode(&encode(&refs, &[]));
+    let mut b = Batch::default();
+    while src.next_batch(&mut b, 1000).unwrap() > 0 {}
+    let mut w = MltWriter::new(Vec::new(), 3).unwrap();
+    w.push_batch(&b).unwrap();
+    assert_eq!(w.events(), 3 + 6);
+    let (back, res) = decode_batch(&w.finish().unwrap());
     res.unwrap();
-    assert_eq!(back, refs);
-    let starts = back
+    assert_eq!(items(&back), items(&b));
+    let unmaps = back
+        .events
         .iter()
-        .filter(|r| matches!(decode_unmap(r.addr), Some(UnmapMarker::Start(_))))
+        .filter(|e| matches!(e.event, Event::Unmap { .. }))
         .count();
-    let ends = back
-        .iter()
-        .filter(|r| matches!(decode_unmap(r.addr), Some(UnmapMarker::End(_))))
-        .count();
-    assert_eq!((starts, ends), (6, 6), "two arrays freed by each of three processes");
+    assert_eq!(unmaps, 6, "two arrays freed by each of three processes");
+    assert_eq!(back.events.len(), 9, "and three exits");
+}
+
+#[test]
+fn a_version_1_file_with_marker_references_reads_as_events() {
+    // What an older mmulab wrote for: two references, unmap [0x4000_0000, 0x4020_0000) of
+    // asid 2, one more reference, exit of asid 2. A version-1 file is a version-2 file
+    // without event frames, whose end frame has no event count.
+    let r = |addr| MemRef {
+        addr,
+        size: 8,
+        kind: AccessKind::Load,
+        core: 0,
+        asid: 2,
+    };
+    let refs = [
+        r(0x1000),
+        r(0x2000),
+        r(0xfffe_0000_4000_0000),
+        r(0xfffe_0000_4020_0001),
+        r(0x3000),
+        r(0x7fff_ffff_f000),
+    ];
+    let mut w = MltWriter::new(Vec::new(), 3).unwrap();
+    w.push_all(&refs).unwrap();
+    let mut bytes = w.finish().unwrap();
+    bytes[8] = 1; // version 1
+    let end = bytes.len() - 44; // the end frame: a 20-byte header, a 24-byte body
+    assert_eq!(&bytes[end..end + 2], b"EN");
+    bytes.truncate(end + 20 + 16);
+    bytes[end + 8..end + 12].copy_from_slice(&16u32.to_le_bytes()); // raw length
+    bytes[end + 12..end + 16].copy_from_slice(&16u32.to_le_bytes()); // stored length
+    let crc = {
+        let mut h = crc32fast::Hasher::new();
+        h.update(&bytes[end..end + 16]);
+        h.update(&bytes[end + 20..]);
+        h.finalize()
+    };
+    bytes[end + 16..end + 20].copy_from_slice(&crc.to_le_bytes());
+    let dir = std::env::temp_dir().join(format!("mmulab-mlt-v1-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("old.mlt");
+    std::fs::write(&p, &bytes).unwrap();
+    let mut src = mmulab_trace::open_trace(&p, None).unwrap();
+    let mut b = Batch::default();
+    while src.next_batch(&mut b, 2).unwrap() > 0 {}
+    assert_eq!(
+        items(&b),
+        vec![
+            Ok(r(0x1000)),
+            Ok(r(0x2000)),
+            Err(Event::Unmap {
+                asid: 2,
+                start: 0x4000_0000,
+                end: 0x4020_0000
+            }),
+            Ok(r(0x3000)),
+            Err(Event::Exit { asid: 2 }),
+        ]
+    );
+    assert_eq!(src.meta().unwrap().markers.get("mlt_version"), Some(&1));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_damaged_event_frame_is_reported_with_its_offset() {
+    let mut w = MltWriter::new(Vec::new(), 3).unwrap();
+    w.push_all(&random_refs(10, 1)).unwrap();
+    w.push_event(&Event::Exit { asid: 1 }).unwrap();
+    w.push_all(&random_refs(10, 2)).unwrap();
+    let mut bytes = w.finish().unwrap();
+    let at = bytes.windows(2).position(|x| x == b"EV").unwrap();
+    bytes[at + 20] = 7; // the record's type
+    let (b, res) = decode_batch(&bytes);
+    let e = res.unwrap_err().to_string();
+    assert!(e.contains(&format!("offset {at}")) && e.contains("checksum"), "{e}");
+    assert_eq!(b.refs.len(), 10, "the references before the damage are delivered");
+    assert!(w_rejects_bad_range());
+}
+
+fn w_rejects_bad_range() -> bool {
+    let mut w = MltWriter::new(Vec::new(), 3).unwrap();
+    w.push_event(&Event::Unmap {
+        asid: 0,
+        start: 0x3000,
+        end: 0x1000,
+    })
+    .is_err()
 }

@@ -16,7 +16,7 @@ use anyhow::{bail, Context, Result};
 use mmulab_trace::format::din::write_din;
 use mmulab_trace::format::mlt::MltWriter;
 use mmulab_trace::{
-    open_trace_with, CoreMap, Format, Interleave, MemRef, TraceError, TraceMeta, TraceOptions, TraceSource,
+    open_trace_with, Batch, CoreMap, Format, Interleave, MemRef, TraceError, TraceMeta, TraceOptions, TraceSource,
 };
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -138,7 +138,20 @@ enum End {
 }
 
 impl Sink {
-    fn push(&mut self, refs: &[MemRef]) -> std::io::Result<()> {
+    /// Writes a batch: into `.mlt` with its events as event frames; into din or Lackey
+    /// text (no event records) with its events in the legacy encoding
+    /// (mmulab_trace::event), which every reader decodes back into events.
+    fn push(&mut self, b: &Batch) -> std::io::Result<()> {
+        match self {
+            Sink::Mlt(w) => w.push_batch(b),
+            Sink::Text(..) => b.for_each_run(|x| match x {
+                Ok(refs) => self.push_refs(refs),
+                Err(e) => self.push_refs(&e.legacy_refs()),
+            }),
+        }
+    }
+
+    fn push_refs(&mut self, refs: &[MemRef]) -> std::io::Result<()> {
         match self {
             Sink::Mlt(w) => w.push_all(refs),
             Sink::Text(w, OutFormat::Din) => refs.iter().try_for_each(|r| write_din(w, r)),
@@ -225,7 +238,7 @@ pub fn run(a: Args) -> Result<()> {
 /// and why it ended.
 fn pump(src: &mut dyn TraceSource, sink: &mut Sink, input: &Path) -> (u64, End) {
     let mut p = ProgressLine::new(&format!("convert {}", input.display()));
-    let mut buf = Vec::with_capacity(1 << 16);
+    let mut buf = Batch::with_capacity(1 << 16);
     let mut n = 0u64;
     let end = loop {
         if mmulab_sim::stop_requested() {
@@ -236,7 +249,7 @@ fn pump(src: &mut dyn TraceSource, sink: &mut Sink, input: &Path) -> (u64, End) 
         if let Err(e) = sink.push(&buf) {
             break End::Output(e);
         }
-        n += buf.len() as u64;
+        n += buf.refs.len() as u64;
         match r {
             Ok(0) => break End::Done,
             Ok(_) => p.update(n, src.progress()),

@@ -87,23 +87,21 @@ pub struct Summary {
     /// References per access size (index = size).
     sizes: Vec<u64>,
     last_page: [(u16, u64); 3],
-    /// Control references (mmulab_trace::control): exits and unmap ends, OS events
-    /// counted apart from loads, stores and the footprint.
+    /// Trace events (mmulab_trace::event): exits and unmaps, counted apart from loads,
+    /// stores and the footprint.
     control_exit: u64,
     control_unmap: u64,
 }
 
 impl Summary {
-    fn add(&mut self, refs: &[mmulab_trace::MemRef]) {
-        for r in refs {
-            if mmulab_trace::control::is_control(r.addr) {
-                if r.addr == mmulab_trace::control::EXIT_ADDR {
-                    self.control_exit += 1;
-                } else {
-                    self.control_unmap += 1;
-                }
-                continue;
+    fn add(&mut self, batch: &mmulab_trace::Batch) {
+        for e in &batch.events {
+            match e.event {
+                mmulab_trace::Event::Exit { .. } => self.control_exit += 1,
+                mmulab_trace::Event::Unmap { .. } => self.control_unmap += 1,
             }
+        }
+        for r in &batch.refs {
             let k = r.kind as usize;
             self.by_kind[k] += 1;
             self.range = Some(match self.range {
@@ -283,7 +281,7 @@ pub fn run(a: Args) -> Result<()> {
             .unwrap_or_default(),
     };
     let mut s = Summary::default();
-    let mut buf = Vec::with_capacity(1 << 16);
+    let mut buf = mmulab_trace::Batch::with_capacity(1 << 16);
     let mut p = ProgressLine::new(&format!("trace-info {}", a.file.display()));
     let err = loop {
         if mmulab_sim::stop_requested() {

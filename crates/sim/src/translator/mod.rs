@@ -45,9 +45,6 @@ pub(crate) enum Stop {
         /// Walk attempts already made (at most 3 per access).
         attempt: u8,
     },
-    /// A control reference (exit or unmap marker) that missed every TLB: the machine
-    /// handles it.
-    Control,
     /// An error (boxed: `Result<(), Stop>` then fits in two registers, which the
     /// per-reference path returns and tests).
     Error(Box<SimError>),

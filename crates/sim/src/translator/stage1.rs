@@ -19,7 +19,6 @@ use mmulab_model::pt::Format;
 use mmulab_model::tlb::{Hierarchy, TlbSpec};
 use mmulab_model::translation::{Attrs, Translation};
 use mmulab_model::walk::{set_leaf_attrs, translate, Pwc, WalkResult};
-use mmulab_trace::control::is_unmap_marker;
 use mmulab_trace::{AccessKind, MemRef};
 
 /// Walk attempts one access may make (a fault between each) before the policy is
@@ -142,23 +141,7 @@ impl Stage1 {
                 }
                 Ok(())
             }
-            // Control references (the exit marker, unmap markers) all lie at or above
-            // the exit address: one compare on the common path.
-            None if r.addr >= crate::background::EXIT_ADDR => self.marker_or_walk(sys, r, instr, look.len),
             None => self.walk_fill::<FAST>(sys, r, instr, look.len),
-        }
-    }
-
-    /// A full miss at or above the exit address: the exit or an unmap marker (the
-    /// machine handles it), else an ordinary address (walked as any other).
-    #[cold]
-    #[inline(never)]
-    fn marker_or_walk(&mut self, sys: &mut System, r: &MemRef, instr: bool, upto: usize) -> Result<(), Stop> {
-        const _: () = assert!(crate::background::EXIT_ADDR <= mmulab_trace::control::UNMAP_TAG);
-        if r.addr == crate::background::EXIT_ADDR || is_unmap_marker(r.addr) {
-            Err(Stop::Control)
-        } else {
-            self.walk_fill::<false>(sys, r, instr, upto)
         }
     }
 

@@ -119,7 +119,8 @@ impl ChampSimReader {
 }
 
 impl TraceSource for ChampSimReader {
-    fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
+    fn next_batch(&mut self, batch: &mut crate::Batch, max: usize) -> Result<usize, TraceError> {
+        let buf = &mut batch.refs;
         let rs = self.variant.record_size();
         let (dst_at, dsts, src_at, srcs) = self.variant.layout();
         let first = buf.len();

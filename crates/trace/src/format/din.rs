@@ -20,7 +20,8 @@ impl<R: BufRead> DinReader<R> {
 }
 
 impl<R: BufRead> TraceSource for DinReader<R> {
-    fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
+    fn next_batch(&mut self, batch: &mut crate::Batch, max: usize) -> Result<usize, TraceError> {
+        let buf = &mut batch.refs;
         let start = buf.len();
         while buf.len() - start < max {
             let refs = self.refs + (buf.len() - start) as u64;
@@ -71,9 +72,9 @@ mod tests {
     fn read(s: &str) -> Result<Vec<MemRef>, TraceError> {
         let lr = LineReader::new(s.as_bytes(), Path::new("t.din"), None);
         let mut r = DinReader::new(lr);
-        let mut v = Vec::new();
+        let mut v = crate::Batch::default();
         while r.next_batch(&mut v, 2)? > 0 {}
-        Ok(v)
+        Ok(v.refs)
     }
 
     #[test]

@@ -356,7 +356,8 @@ impl DrReader {
 }
 
 impl TraceSource for DrReader {
-    fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
+    fn next_batch(&mut self, batch: &mut crate::Batch, max: usize) -> Result<usize, TraceError> {
+        let buf = &mut batch.refs;
         let start = buf.len();
         self.thread.fill(buf, max, false, &mut self.sh, self.delivered)?;
         let n = buf.len() - start;
@@ -464,7 +465,8 @@ impl DrDirReader {
 }
 
 impl TraceSource for DrDirReader {
-    fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
+    fn next_batch(&mut self, batch: &mut crate::Batch, max: usize) -> Result<usize, TraceError> {
+        let buf = &mut batch.refs;
         let start = buf.len();
         while buf.len() - start < max {
             if !self.live[self.cur] {

@@ -5,7 +5,7 @@
 //! Progress is measured in bytes of the *file* (compressed bytes), so a progress bar over a
 //! `.gz` trace ends at 100 %.
 
-use crate::{MemRef, TraceError, TraceMeta, TraceSource};
+use crate::{TraceError, TraceMeta, TraceSource};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -157,7 +157,7 @@ pub struct WithProgress<S> {
 }
 
 impl<S: TraceSource> TraceSource for WithProgress<S> {
-    fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
+    fn next_batch(&mut self, buf: &mut crate::Batch, max: usize) -> Result<usize, TraceError> {
         self.inner.next_batch(buf, max)
     }
     fn describe(&self) -> String {

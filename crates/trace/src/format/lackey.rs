@@ -44,7 +44,8 @@ pub fn parse_line(line: &str) -> Result<Option<MemRef>, String> {
 }
 
 impl<R: BufRead> TraceSource for LackeyReader<R> {
-    fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
+    fn next_batch(&mut self, batch: &mut crate::Batch, max: usize) -> Result<usize, TraceError> {
+        let buf = &mut batch.refs;
         let start = buf.len();
         while buf.len() - start < max {
             let refs = self.refs + (buf.len() - start) as u64;

@@ -8,12 +8,12 @@
 //! (sequential sweeps), and a stack. References per process: `refs`; mix: 25% code, 40%
 //! small objects (30% stores), 30% large arrays (50% stores), 5% stack (stores).
 //! `jobs` processes run at once, interleaved in slices of 4096 references (like `make
-//! -j`). A process ends with one reference to [`EXIT_ADDR`], which the simulator
-//! treats as exit: its address space and memory are freed.
+//! -j`). A process ends with an [`Event::Exit`]: the simulator frees its address space
+//! and memory.
 //!
 //! `unmap=N` (default 0) makes each process free its first `N` large arrays half-way
-//! through its life, as a compiler frees big buffers: the pair of unmap markers of
-//! [`crate::control`] for each array's whole 4 KiB-aligned range, then a fresh array of
+//! through its life, as a compiler frees big buffers: an [`Event::Unmap`] of each
+//! array's whole 4 KiB-aligned range, then a fresh array of
 //! the same size at a new mmap address (after the last slot, at a new unaligned offset)
 //! takes its place for the second half. `N ≤ large`.
 //!
@@ -23,12 +23,9 @@
 //! Spec: `build:procs=200,refs=200K,jobs=2,small=64,large=2,large_size=4MiB,unmap=0,seed=0,bits=47`.
 
 use super::{Args, SplitMix64};
+use crate::event::{Batch, Event};
 use crate::{AccessKind, MemRef, TraceError, TraceSource};
 use std::collections::VecDeque;
-
-/// A reference to this address ends its address space (the last page of the 47-bit
-/// user address space, which no workload or real process maps).
-pub const EXIT_ADDR: u64 = 0x0000_7fff_ffff_f000;
 
 const SLICE: u64 = 4096;
 #[derive(Clone, Copy)]
@@ -80,83 +77,10 @@ pub struct Build {
     turn: usize,
     in_slice: u64,
     done: u64,
-    queued: VecDeque<MemRef>,
+    queued: VecDeque<Event>,
 }
 
 impl Build {
-    pub(crate) fn from_args(a: &mut Args) -> Result<Build, TraceError> {
-        let procs = a.count("procs", Some(200))?;
-        let refs = a.count("refs", Some(200_000))?;
-        a.positive("refs", refs)?;
-        let jobs = a.count("jobs", Some(2))?;
-        let small = a.count("small", Some(64))?;
-        let large = a.count("large", Some(2))?;
-        let large_size = a.size("large_size", Some(4 << 20))?;
-        let unmap = a.count("unmap", Some(0))?;
-        let seed = a.count("seed", Some(0))?;
-        // `bits` follows the machine's address space unless given.
-        let given = a.kv.contains_key("bits");
-        let default_bits = if a.va_bits <= 32 { 32 } else { 47 };
-        let layout = match a.count("bits", Some(default_bits))? {
-            47 if a.va_bits <= 32 => {
-                return Err(a.err(format!(
-                    "bits = 47 lays processes out above 4 GiB, beyond the {}-bit address space of this machine: use bits=32",
-                    a.va_bits
-                )))
-            }
-            47 => LAYOUT_47,
-            32 => LAYOUT_32,
-            b => return Err(a.err(format!("bits = {b}: use 32 or 47"))),
-        };
-        if !given && default_bits == 32 {
-            let note = format!(
-                "workload '{}': bits=32 chosen (processes laid out below 4 GiB) for the {}-bit address space of this machine",
-                a.spec(),
-                a.va_bits
-            );
-            a.notes.push(note);
-        }
-        a.positive("procs", procs)?;
-        a.positive("refs", refs)?;
-        a.positive("jobs", jobs)?;
-        a.positive("small", small)?;
-        if large > 0 {
-            a.positive("large_size", large_size)?;
-        }
-        if unmap > large {
-            return Err(a.err(format!(
-                "unmap = {unmap}: a process can free at most its `large` = {large} arrays"
-            )));
-        }
-        let limit = if layout.code == LAYOUT_32.code {
-            1 << 28
-        } else {
-            1 << 34
-        };
-        if large_size > limit || large > 64 || small > 1 << 20 {
-            return Err(a.err("large_size ≤ 16GiB (256MiB with bits=32), large ≤ 64 and small ≤ 1M".into()));
-        }
-        check_bounds(a, &layout, procs, refs, jobs, small, large, large_size, unmap)?;
-        Ok(Build {
-            spec: a.spec().to_string(),
-            procs,
-            refs,
-            jobs,
-            small,
-            large,
-            large_size: large_size.div_ceil(4096) * 4096,
-            unmap,
-            seed,
-            layout,
-            started: 0,
-            running: Vec::new(),
-            turn: 0,
-            in_slice: 0,
-            done: 0,
-            queued: VecDeque::new(),
-        })
-    }
-
     fn spawn(&mut self) -> Proc {
         let p = self.started;
         self.started += 1;
@@ -198,7 +122,11 @@ impl Build {
         for i in 0..n as usize {
             let (base, size, _) = self.running[p].arrays[i];
             let asid = self.running[p].asid;
-            self.queued.extend(crate::control::unmap_refs(asid, base, base + size));
+            self.queued.push_back(Event::Unmap {
+                asid,
+                start: base,
+                end: base + size,
+            });
             let mut rng = SplitMix64::new(self.running[p].rng.next_u64());
             let fresh = self.array_base(&l, large + i as u64, &mut rng);
             self.running[p].arrays[i] = (fresh, size, 0);
@@ -207,7 +135,7 @@ impl Build {
     }
 
     fn total(&self) -> u64 {
-        self.procs * (self.refs + 1 + 2 * self.unmap)
+        self.procs * self.refs
     }
 }
 
@@ -303,14 +231,90 @@ fn next_ref(p: &mut Proc) -> MemRef {
     }
 }
 
+impl super::Generator for Build {
+    const NAME: &'static str = "build";
+    fn from_args(a: &mut Args) -> Result<Build, TraceError> {
+        let procs = a.count("procs", Some(200))?;
+        let refs = a.count("refs", Some(200_000))?;
+        a.positive("refs", refs)?;
+        let jobs = a.count("jobs", Some(2))?;
+        let small = a.count("small", Some(64))?;
+        let large = a.count("large", Some(2))?;
+        let large_size = a.size("large_size", Some(4 << 20))?;
+        let unmap = a.count("unmap", Some(0))?;
+        let seed = a.count("seed", Some(0))?;
+        // `bits` follows the machine's address space unless given.
+        let given = a.kv.contains_key("bits");
+        let default_bits = if a.va_bits <= 32 { 32 } else { 47 };
+        let layout = match a.count("bits", Some(default_bits))? {
+            47 if a.va_bits <= 32 => {
+                return Err(a.err(format!(
+                    "bits = 47 lays processes out above 4 GiB, beyond the {}-bit address space of this machine: use bits=32",
+                    a.va_bits
+                )))
+            }
+            47 => LAYOUT_47,
+            32 => LAYOUT_32,
+            b => return Err(a.err(format!("bits = {b}: use 32 or 47"))),
+        };
+        if !given && default_bits == 32 {
+            let note = format!(
+                "workload '{}': bits=32 chosen (processes laid out below 4 GiB) for the {}-bit address space of this machine",
+                a.spec(),
+                a.va_bits
+            );
+            a.notes.push(note);
+        }
+        a.positive("procs", procs)?;
+        a.positive("refs", refs)?;
+        a.positive("jobs", jobs)?;
+        a.positive("small", small)?;
+        if large > 0 {
+            a.positive("large_size", large_size)?;
+        }
+        if unmap > large {
+            return Err(a.err(format!(
+                "unmap = {unmap}: a process can free at most its `large` = {large} arrays"
+            )));
+        }
+        let limit = if layout.code == LAYOUT_32.code {
+            1 << 28
+        } else {
+            1 << 34
+        };
+        if large_size > limit || large > 64 || small > 1 << 20 {
+            return Err(a.err("large_size ≤ 16GiB (256MiB with bits=32), large ≤ 64 and small ≤ 1M".into()));
+        }
+        check_bounds(a, &layout, procs, refs, jobs, small, large, large_size, unmap)?;
+        Ok(Build {
+            spec: a.spec().to_string(),
+            procs,
+            refs,
+            jobs,
+            small,
+            large,
+            large_size: large_size.div_ceil(4096) * 4096,
+            unmap,
+            seed,
+            layout,
+            started: 0,
+            running: Vec::new(),
+            turn: 0,
+            in_slice: 0,
+            done: 0,
+            queued: VecDeque::new(),
+        })
+    }
+}
+
 impl TraceSource for Build {
-    fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
+    fn next_batch(&mut self, buf: &mut Batch, max: usize) -> Result<usize, TraceError> {
         let mut n = 0;
+        let mut events = 0;
         while n < max {
-            if let Some(r) = self.queued.pop_front() {
-                buf.push(r);
-                n += 1;
-                self.done += 1;
+            if let Some(e) = self.queued.pop_front() {
+                buf.push_event(e);
+                events += 1;
                 continue;
             }
             while (self.running.len() as u64) < self.jobs && self.started < self.procs {
@@ -330,15 +334,8 @@ impl TraceSource for Build {
             let p = &mut self.running[self.turn];
             if p.left == 0 {
                 if !p.exited {
-                    buf.push(MemRef {
-                        addr: EXIT_ADDR,
-                        size: 8,
-                        kind: AccessKind::Load,
-                        core: 0,
-                        asid: p.asid,
-                    });
-                    n += 1;
-                    self.done += 1;
+                    buf.push_event(Event::Exit { asid: p.asid });
+                    events += 1;
                 }
                 self.running.remove(self.turn);
                 self.in_slice = 0;
@@ -354,7 +351,7 @@ impl TraceSource for Build {
                 self.turn += 1;
             }
         }
-        Ok(n)
+        Ok(n + events)
     }
     fn describe(&self) -> String {
         self.spec.clone()
@@ -368,66 +365,77 @@ impl TraceSource for Build {
 mod tests {
     use super::*;
 
+    /// Every reference and event of a spec, in order, read in batches of `step`.
+    fn read(spec: &str, step: usize) -> Vec<Result<MemRef, Event>> {
+        let mut b = super::super::parse(spec).unwrap();
+        let mut batch = Batch::default();
+        let mut all = Vec::new();
+        loop {
+            batch.clear();
+            if b.next_batch(&mut batch, step).unwrap() == 0 {
+                return all;
+            }
+            all.extend(batch.items().map(|x| x.copied().map_err(|e| *e)));
+        }
+    }
+
     #[test]
     fn every_process_exits_once_and_counts_add_up() {
-        let mut b = super::super::parse("build:procs=5,refs=10000,jobs=2,seed=3").unwrap();
-        let mut all = Vec::new();
-        while b.next_batch(&mut all, 777).unwrap() > 0 {}
-        assert_eq!(all.len() as u64, 5 * 10_001);
-        let exits: Vec<u16> = all.iter().filter(|r| r.addr == EXIT_ADDR).map(|r| r.asid).collect();
+        let all = read("build:procs=5,refs=10000,jobs=2,seed=3", 777);
+        assert_eq!(all.iter().filter(|x| x.is_ok()).count(), 5 * 10_000);
+        let exits: Vec<u16> = all
+            .iter()
+            .filter_map(|x| match x {
+                Err(Event::Exit { asid }) => Some(*asid),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(all.len(), 5 * 10_000 + exits.len());
         let mut sorted = exits.clone();
         sorted.sort();
         assert_eq!(sorted, vec![1, 2, 3, 4, 5]);
-        let mut b32 = super::super::parse("build:procs=2,refs=5000,bits=32,large_size=8MiB").unwrap();
-        let mut v = Vec::new();
-        while b32.next_batch(&mut v, 1000).unwrap() > 0 {}
-        assert!(v.iter().all(|r| r.addr < 1 << 32 || r.addr == EXIT_ADDR));
+        let v = read("build:procs=2,refs=5000,bits=32,large_size=8MiB", 1000);
+        assert!(v.iter().all(|x| x.map_or(true, |r| r.addr < 1 << 32)));
         assert!(super::super::parse("build:bits=36").is_err());
         assert!(
-            !all.iter().any(|r| crate::control::is_unmap_marker(r.addr)),
-            "unmap markers without unmap="
+            !all.iter().any(|x| matches!(x, Err(Event::Unmap { .. }))),
+            "unmaps without unmap="
         );
         // No reference of a process after its exit.
-        for (i, r) in all.iter().enumerate() {
-            if r.addr == EXIT_ADDR {
-                assert!(all[i + 1..].iter().all(|o| o.asid != r.asid));
+        for (i, x) in all.iter().enumerate() {
+            if let Err(Event::Exit { asid }) = x {
+                assert!(all[i + 1..].iter().all(|o| o.map_or(true, |o| o.asid != *asid)));
             }
         }
     }
 
     #[test]
     fn unmap_frees_arrays_half_way_and_never_touches_them_again() {
-        use crate::control::{decode_unmap, UnmapMarker};
         assert!(super::super::parse("build:large=1,unmap=2").is_err());
-        let mut b =
-            super::super::parse("build:procs=4,refs=20000,jobs=2,large=2,large_size=3MiB,unmap=1,seed=5").unwrap();
-        let mut all = Vec::new();
-        while b.next_batch(&mut all, 513).unwrap() > 0 {}
-        assert_eq!(all.len() as u64, 4 * (20_000 + 1 + 2));
+        let all = read(
+            "build:procs=4,refs=20000,jobs=2,large=2,large_size=3MiB,unmap=1,seed=5",
+            513,
+        );
+        assert_eq!(all.len() as u64, 4 * (20_000 + 1 + 1));
+        let refs_of = |range: &[Result<MemRef, Event>], asid: u16, lo: u64, hi: u64| {
+            range
+                .iter()
+                .filter(|o| o.map_or(false, |o| o.asid == asid && (lo..hi).contains(&o.addr)))
+                .count()
+        };
         let mut freed = 0;
-        for (i, r) in all.iter().enumerate() {
-            let Some(UnmapMarker::Start(start)) = decode_unmap(r.addr) else {
+        for (i, x) in all.iter().enumerate() {
+            let Err(Event::Unmap { asid, start, end }) = *x else {
                 continue;
             };
-            let Some(UnmapMarker::End(end)) = decode_unmap(all[i + 1].addr) else {
-                panic!("start marker not followed by its end")
-            };
-            assert_eq!(all[i + 1].asid, r.asid);
             assert_eq!(end - start, 3 << 20);
             assert_eq!(start % 4096, 0);
             assert_ne!(start % (2 << 20), 0, "arrays are not 2 MiB-aligned");
             // The array was swept before and is never touched after.
-            assert!(all[..i]
-                .iter()
-                .any(|o| o.asid == r.asid && (start..end).contains(&o.addr)));
-            assert!(!all[i + 2..]
-                .iter()
-                .any(|o| o.asid == r.asid && (start..end).contains(&o.addr)));
+            assert!(refs_of(&all[..i], asid, start, end) > 0);
+            assert_eq!(refs_of(&all[i + 1..], asid, start, end), 0);
             // Its place is taken: the process still sweeps large arrays afterwards.
-            let later = all[i + 2..]
-                .iter()
-                .filter(|o| o.asid == r.asid && o.addr >= LAYOUT_47.mmap && o.addr < LAYOUT_47.stack)
-                .count();
+            let later = refs_of(&all[i + 1..], asid, LAYOUT_47.mmap, LAYOUT_47.stack);
             assert!(later > 1000, "only {later} array references after the unmap");
             freed += 1;
         }

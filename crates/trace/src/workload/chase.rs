@@ -18,8 +18,9 @@ pub struct Chase {
     total: u64,
 }
 
-impl Chase {
-    pub(crate) fn from_args(a: &mut Args) -> Result<Chase, TraceError> {
+impl super::Generator for Chase {
+    const NAME: &'static str = "chase";
+    fn from_args(a: &mut Args) -> Result<Chase, TraceError> {
         let pages = a.count("pages", None)?;
         a.positive("pages", pages)?;
         if pages > MAX_PAGES {
@@ -63,7 +64,8 @@ impl Chase {
 }
 
 impl TraceSource for Chase {
-    fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
+    fn next_batch(&mut self, batch: &mut crate::Batch, max: usize) -> Result<usize, TraceError> {
+        let buf = &mut batch.refs;
         let (base, page, next) = (self.base, self.page, &self.next);
         let lines = page / 64;
         let cur = &mut self.cur;
@@ -88,9 +90,9 @@ mod tests {
     #[test]
     fn one_cycle_visits_every_page_once() {
         let mut c = parse("chase:pages=1000,refs=1000,seed=3").unwrap();
-        let mut buf = Vec::new();
+        let mut buf = crate::Batch::default();
         while c.next_batch(&mut buf, 100).unwrap() > 0 {}
-        let mut pages: Vec<u64> = buf.iter().map(|r| (r.addr - 0x6000_0000_0000) >> 12).collect();
+        let mut pages: Vec<u64> = buf.refs.iter().map(|r| (r.addr - 0x6000_0000_0000) >> 12).collect();
         pages.sort();
         pages.dedup();
         assert_eq!(pages.len(), 1000);

@@ -61,8 +61,9 @@ pub struct Gups {
     total: u64,
 }
 
-impl Gups {
-    pub(crate) fn from_args(a: &mut Args) -> Result<Gups, TraceError> {
+impl super::Generator for Gups {
+    const NAME: &'static str = "gups";
+    fn from_args(a: &mut Args) -> Result<Gups, TraceError> {
         let table = a.size("table", None)?;
         if table < 8 || !table.is_power_of_two() {
             return Err(TraceError::Spec(format!(
@@ -87,7 +88,8 @@ impl Gups {
 }
 
 impl TraceSource for Gups {
-    fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
+    fn next_batch(&mut self, batch: &mut crate::Batch, max: usize) -> Result<usize, TraceError> {
+        let buf = &mut batch.refs;
         // Even references load (after advancing the LFSR), odd ones store the same word:
         // whole pairs are written in one loop; a batch that starts or ends inside a pair
         // writes its half on its own.
@@ -165,25 +167,27 @@ mod tests {
         }
         for batch in [1, 2, 3, 333, 1000, 8192] {
             let mut g = crate::workload::parse("gups:table=1M,refs=2001").unwrap();
-            let mut got = Vec::new();
+            let mut b = crate::Batch::default();
             loop {
-                let before = got.len();
-                let n = g.next_batch(&mut got, batch).unwrap();
+                let before = b.refs.len();
+                let n = g.next_batch(&mut b, batch).unwrap();
+                let got = &b.refs;
                 assert_eq!(got.len() - before, n);
                 assert!(n <= batch);
                 if n == 0 {
                     break;
                 }
             }
-            assert_eq!(got, want, "batch {batch}");
+            assert_eq!(b.refs, want, "batch {batch}");
         }
     }
 
     #[test]
     fn pairs_load_then_store_same_word() {
         let mut g = crate::workload::parse("gups:table=1M,updates=1000").unwrap();
-        let mut buf = Vec::new();
-        while g.next_batch(&mut buf, 333).unwrap() > 0 {}
+        let mut b = crate::Batch::default();
+        while g.next_batch(&mut b, 333).unwrap() > 0 {}
+        let buf = b.refs;
         assert_eq!(buf.len(), 2000);
         for p in buf.chunks(2) {
             assert_eq!(p[0].kind, AccessKind::Load);

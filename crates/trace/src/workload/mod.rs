@@ -6,15 +6,19 @@
 //! | `chase:pages=N,refs=M` | a dependent pointer chase over N pages in one random cycle, one 64-byte line per page (the line rotates with the page's position so lines do not share a cache set). |
 //! | `stride:pages=N,offset=16,refs=M` | the tlb_test pattern: load `base + i*4096 + i*offset`, `i` wrapping at N. |
 //! | `seq:size=1GiB,refs=M[,stride=64]` | sequential loads every `stride` bytes, wrapping at `size`. |
-//! | `build:procs=200,refs=200K[,jobs=2,small=64,large=2,large_size=4MiB,unmap=0]` | a build-like mix: many short-lived processes (one address space each, ended by a reference to [`EXIT_ADDR`]) with small and large allocations; `unmap=N` frees N large arrays mid-life with the unmap markers of [`crate::control`]. |
+//! | `build:procs=200,refs=200K[,jobs=2,small=64,large=2,large_size=4MiB,unmap=0]` | a build-like mix: many short-lived processes (one address space each, ended by an exit event) with small and large allocations; `unmap=N` frees N large arrays mid-life with unmap events ([`crate::event`]). |
 //!
 //! Every workload also takes `seed=` (default 0; gups uses HPCC_starts(seed)), `base=`
 //! (virtual base address, hex or decimal, aligned to 1 GiB by default) and, where it is
 //! not listed, `refs=` (default: one pass, or 4 × table words for gups).
 //! Sizes take binary suffixes (`4K` = 4096); counts take decimal suffixes (`100M` = 10^8).
 //!
-//! Adding a workload: a file here with a struct implementing `TraceSource`, a row in
-//! [`parse`], and a line in the table above and in docs/workloads.md.
+//! Every workload implements [`Generator`] (its contract is there); the `workloads!` table
+//! below generates the closed set [`Workload`] with static dispatch and [`NAMES`].
+//!
+//! Adding a workload: a file here with a struct implementing [`Generator`] (and
+//! `TraceSource`), its name in the `workloads!` table, and a line in the table above and
+//! in docs/workloads.md.
 
 mod build;
 mod chase;
@@ -22,18 +26,89 @@ mod gups;
 mod seq;
 mod stride;
 
-pub use build::{Build, EXIT_ADDR};
+pub use build::Build;
 pub use chase::Chase;
 pub use gups::{hpcc_starts, hpcc_step, Gups};
 pub use seq::Seq;
 pub use stride::Stride;
 
 use crate::units::{parse_count, parse_size};
-use crate::{TraceError, TraceSource};
+use crate::{Batch, TraceError, TraceMeta, TraceSource};
 use std::collections::BTreeMap;
 
-/// The workload names [`parse`] accepts.
-pub const NAMES: [&str; 5] = ["gups", "chase", "stride", "seq", "build"];
+/// A synthetic workload generator.
+///
+/// Contract:
+/// - [`Generator::from_args`] takes every key it understands from the spec's [`Args`]
+///   (a key left over is an error naming it), checks each value (sizes, counts, `refs`
+///   within [`MAX_REFS`]), and places its addresses with [`Args::base`], so a workload
+///   whose addresses would not fit the machine's virtual address space is refused before
+///   it runs;
+/// - the stream is deterministic: the same spec (and `seed=`) gives the same references
+///   and events, on every host and release;
+/// - as a [`TraceSource`], it streams in batches without materialising the trace, and
+///   reports progress as (references done, references in all).
+pub trait Generator: TraceSource + Send + Sized + 'static {
+    /// The name a spec starts with (`gups` in `gups:table=1GiB`).
+    const NAME: &'static str;
+    /// Builds the generator from a spec's arguments.
+    fn from_args(args: &mut Args) -> Result<Self, TraceError>;
+}
+
+/// The table of workloads: generates [`Workload`] (the closed set, static dispatch),
+/// [`NAMES`] and the constructor [`parse_for`] uses.
+macro_rules! workloads {
+    ($($kind:ident),* $(,)?) => {
+        /// Every workload, chosen once from its spec ([`parse_for`]).
+        #[allow(clippy::large_enum_variant)]
+        pub enum Workload {
+            $(
+                #[doc = concat!("`", stringify!($kind), "`")]
+                $kind($kind),
+            )*
+        }
+
+        /// The workload names [`parse`] accepts.
+        pub const NAMES: &[&str] = &[$(<$kind as Generator>::NAME),*];
+
+        impl Workload {
+            /// The workload `name` built from `args`; `None` if no workload has that name.
+            fn build(name: &str, args: &mut Args) -> Option<Result<Workload, TraceError>> {
+                $(
+                    if name == <$kind as Generator>::NAME {
+                        return Some(<$kind as Generator>::from_args(args).map(Workload::$kind));
+                    }
+                )*
+                None
+            }
+        }
+
+        impl TraceSource for Workload {
+            fn next_batch(&mut self, buf: &mut Batch, max: usize) -> Result<usize, TraceError> {
+                match self {
+                    $(Workload::$kind(w) => w.next_batch(buf, max),)*
+                }
+            }
+            fn describe(&self) -> String {
+                match self {
+                    $(Workload::$kind(w) => w.describe(),)*
+                }
+            }
+            fn progress(&self) -> Option<(u64, u64)> {
+                match self {
+                    $(Workload::$kind(w) => w.progress(),)*
+                }
+            }
+            fn meta(&self) -> Option<TraceMeta> {
+                match self {
+                    $(Workload::$kind(w) => w.meta(),)*
+                }
+            }
+        }
+    };
+}
+
+workloads!(Gups, Chase, Stride, Seq, Build);
 
 /// Most references a workload may generate (`refs`, given or by default): 10^11, which
 /// a run finishes in tens of minutes; above it a spec is refused up front rather than
@@ -62,15 +137,12 @@ pub fn parse(spec: &str) -> Result<Box<dyn TraceSource + Send>, TraceError> {
 pub fn parse_for(spec: &str, va_bits: u32) -> Result<Parsed, TraceError> {
     let mut args = Args::parse(spec)?;
     args.va_bits = va_bits;
-    let src: Box<dyn TraceSource + Send> = match args.name.as_str() {
-        "gups" => Box::new(Gups::from_args(&mut args)?),
-        "chase" => Box::new(Chase::from_args(&mut args)?),
-        "stride" => Box::new(Stride::from_args(&mut args)?),
-        "seq" => Box::new(Seq::from_args(&mut args)?),
-        "build" => Box::new(Build::from_args(&mut args)?),
-        other => {
+    let name = args.name.clone();
+    let src = match Workload::build(&name, &mut args) {
+        Some(w) => Box::new(w?),
+        None => {
             return Err(TraceError::Spec(format!(
-                "unknown workload '{other}' in '{spec}'; known: {}",
+                "unknown workload '{name}' in '{spec}'; known: {}",
                 NAMES.join(", ")
             )))
         }
@@ -80,8 +152,9 @@ pub fn parse_for(spec: &str, va_bits: u32) -> Result<Parsed, TraceError> {
     Ok((src, notes))
 }
 
-/// Key-value arguments of a spec; each key must be consumed or [`Args::finish`] fails.
-pub(crate) struct Args {
+/// Key-value arguments of a spec; each key must be taken by the [`Generator`], else the
+/// spec is refused naming the key.
+pub struct Args {
     spec: String,
     name: String,
     kv: BTreeMap<String, String>,
@@ -116,21 +189,24 @@ impl Args {
         TraceError::Spec(format!("workload '{}': {msg}", self.spec))
     }
 
-    pub(crate) fn size(&mut self, key: &str, default: Option<u64>) -> Result<u64, TraceError> {
+    /// A size (`4K`, `1GiB`: binary units) under `key`, else `default` (`None`: required).
+    pub fn size(&mut self, key: &str, default: Option<u64>) -> Result<u64, TraceError> {
         match self.kv.remove(key) {
             Some(v) => parse_size(&v).map_err(|e| self.err(format!("{key}: {e}"))),
             None => default.ok_or_else(|| self.err(format!("missing required key '{key}'"))),
         }
     }
 
-    pub(crate) fn count(&mut self, key: &str, default: Option<u64>) -> Result<u64, TraceError> {
+    /// A count (`100M`: decimal units) under `key`, else `default` (`None`: required).
+    pub fn count(&mut self, key: &str, default: Option<u64>) -> Result<u64, TraceError> {
         match self.kv.remove(key) {
             Some(v) => parse_count(&v).map_err(|e| self.err(format!("{key}: {e}"))),
             None => default.ok_or_else(|| self.err(format!("missing required key '{key}'"))),
         }
     }
 
-    pub(crate) fn addr(&mut self, key: &str, default: u64) -> Result<u64, TraceError> {
+    /// An address (hex with `0x`, or decimal) under `key`, else `default`.
+    pub fn addr(&mut self, key: &str, default: u64) -> Result<u64, TraceError> {
         match self.kv.remove(key) {
             Some(v) => {
                 let parsed = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
@@ -145,7 +221,7 @@ impl Args {
 
     /// `refs` (or `default`, computed by the caller with saturating arithmetic), in
     /// 1..=[`MAX_REFS`].
-    pub(crate) fn refs(&mut self, default: u64) -> Result<u64, TraceError> {
+    pub fn refs(&mut self, default: u64) -> Result<u64, TraceError> {
         let given = self.kv.contains_key("refs");
         let refs = self.count("refs", Some(default))?;
         self.positive("refs", refs)?;
@@ -162,7 +238,7 @@ impl Args {
     /// `extent` bytes from it: the span must end inside the `va_bits` address space
     /// without wrapping around. On a 32-bit space a default that does not fit becomes
     /// [`BASE_32`], with a note.
-    pub(crate) fn base(&mut self, default: u64, extent: Option<u64>) -> Result<u64, TraceError> {
+    pub fn base(&mut self, default: u64, extent: Option<u64>) -> Result<u64, TraceError> {
         let space = 1u128 << self.va_bits;
         let given = self.kv.contains_key("base");
         let fits = |b: u64| extent.is_some_and(|e| b as u128 + e as u128 <= space);
@@ -204,7 +280,8 @@ impl Args {
         Ok(base)
     }
 
-    pub(crate) fn positive(&self, key: &str, v: u64) -> Result<u64, TraceError> {
+    /// `v` if it is positive, else an error naming `key`.
+    pub fn positive(&self, key: &str, v: u64) -> Result<u64, TraceError> {
         if v == 0 {
             Err(self.err(format!("'{key}' must be greater than 0")))
         } else {
@@ -219,7 +296,8 @@ impl Args {
         }
     }
 
-    pub(crate) fn spec(&self) -> &str {
+    /// The whole spec, for messages.
+    pub fn spec(&self) -> &str {
         &self.spec
     }
 }

@@ -14,8 +14,9 @@ pub struct Seq {
     total: u64,
 }
 
-impl Seq {
-    pub(crate) fn from_args(a: &mut Args) -> Result<Seq, TraceError> {
+impl super::Generator for Seq {
+    const NAME: &'static str = "seq";
+    fn from_args(a: &mut Args) -> Result<Seq, TraceError> {
         let size = a.size("size", None)?;
         let stride = a.size("stride", Some(64))?;
         a.positive("stride", stride)?;
@@ -37,7 +38,8 @@ impl Seq {
 }
 
 impl TraceSource for Seq {
-    fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
+    fn next_batch(&mut self, batch: &mut crate::Batch, max: usize) -> Result<usize, TraceError> {
+        let buf = &mut batch.refs;
         let (base, slots, stride) = (self.base, self.slots, self.stride);
         let slot = &mut self.slot;
         Ok(emit(&mut self.done, self.total, buf, max, |_| {

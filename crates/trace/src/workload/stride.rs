@@ -14,8 +14,9 @@ pub struct Stride {
     total: u64,
 }
 
-impl Stride {
-    pub(crate) fn from_args(a: &mut Args) -> Result<Stride, TraceError> {
+impl super::Generator for Stride {
+    const NAME: &'static str = "stride";
+    fn from_args(a: &mut Args) -> Result<Stride, TraceError> {
         let pages = a.count("pages", None)?;
         a.positive("pages", pages)?;
         let offset = a.size("offset", Some(16))?;
@@ -38,7 +39,8 @@ impl Stride {
 }
 
 impl TraceSource for Stride {
-    fn next_batch(&mut self, buf: &mut Vec<MemRef>, max: usize) -> Result<usize, TraceError> {
+    fn next_batch(&mut self, batch: &mut crate::Batch, max: usize) -> Result<usize, TraceError> {
+        let buf = &mut batch.refs;
         let (base, pages, offset) = (self.base, self.pages, self.offset);
         let page = &mut self.page;
         Ok(emit(&mut self.done, self.total, buf, max, |_| {
