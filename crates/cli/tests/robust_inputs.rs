@@ -97,7 +97,8 @@ fn builtin_workload_defaults_run_on_every_catalog_machine() {
 #[test]
 fn trace_info_ignores_control_markers() {
     // Two loads and a store on two pages of address space 0, then an unmap of the first
-    // page (two markers) and an exit: 3 references, 2 loads, footprint 2 pages.
+    // page (two legacy markers: one event) and an exit: 3 references, 2 loads, footprint
+    // 2 pages.
     let dir = std::env::temp_dir().join(format!("mmulab-robust-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("markers.lackey");
@@ -116,7 +117,7 @@ fn trace_info_ignores_control_markers() {
     assert_eq!(v["footprint"]["pages_2m"], 1);
     assert_eq!(v["address_range"]["max"], "0x40001000");
     assert_eq!(v["control"]["exit"], 1);
-    assert_eq!(v["control"]["unmap"], 2);
+    assert_eq!(v["control"]["unmap"], 1);
     std::fs::remove_dir_all(&dir).ok();
 }
 
