@@ -331,9 +331,13 @@ fn lookup_as<const FAST: bool>(tlbs: &mut Hierarchy, va: u64, asid: Asid, instr:
 /// [`Hierarchy::fill_path`] for one shape of levels (`FAST`: see [`lookup_as`]).
 #[inline(always)]
 fn fill_path_as<const FAST: bool>(tlbs: &mut Hierarchy, instr: bool, upto: usize, t: &Translation, va: u64) {
-    match tlbs.lru_pow2() {
-        Some(mut v) if FAST => v.fill_path(instr, upto, t, va),
-        _ => tlbs.fill_path(instr, upto, t, va),
+    if FAST {
+        match tlbs.lru_pow2() {
+            Some(mut v) => v.fill_path(instr, upto, t, va),
+            None => fill_general(tlbs, instr, upto, t, va),
+        }
+    } else {
+        tlbs.fill_path(instr, upto, t, va)
     }
 }
 
@@ -343,7 +347,7 @@ fn fill_path_inline_as<const FAST: bool>(tlbs: &mut Hierarchy, instr: bool, upto
     if FAST {
         match tlbs.lru_pow2() {
             Some(mut v) => v.fill_path_inline(instr, upto, t, va),
-            None => tlbs.fill_path(instr, upto, t, va),
+            None => fill_general(tlbs, instr, upto, t, va),
         }
     } else {
         tlbs.fill_path_inline(instr, upto, t, va)
@@ -356,6 +360,14 @@ fn fill_path_inline_as<const FAST: bool>(tlbs: &mut Hierarchy, instr: bool, upto
 #[inline(never)]
 fn lookup_general(tlbs: &mut Hierarchy, va: u64, asid: Asid, instr: bool) -> Lookup {
     tlbs.lookup(va, asid, instr)
+}
+
+/// The general fill where `FAST` was chosen for a hierarchy without the view (never, as
+/// for [`lookup_general`]).
+#[cold]
+#[inline(never)]
+fn fill_general(tlbs: &mut Hierarchy, instr: bool, upto: usize, t: &Translation, va: u64) {
+    tlbs.fill_path(instr, upto, t, va)
 }
 
 /// The root table of `asid` (its space created on first use), remembered in the host's
