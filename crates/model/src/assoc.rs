@@ -238,8 +238,9 @@ impl AssocArray {
     }
 
     /// True if the policy is LRU and the number of sets a power of two: the shape the
-    /// `FAST` variants of the lookup and the fill ([`AssocArray::find_prepared`],
-    /// [`AssocArray::insert_by`]) are specialised for.
+    /// `FAST` variants of the lookup and the fill (`find_prepared`, `insert_by`, private
+    /// to the model: reached through [`crate::tlb::Hierarchy::lru_pow2`]) are specialised
+    /// for.
     pub fn is_lru_pow2(&self) -> bool {
         self.repl.is_lru() && self.set_mask.is_some()
     }
@@ -351,7 +352,7 @@ impl AssocArray {
     /// TLB levels' lookup, with no range check (`set_of` is always in range). `FAST`:
     /// see `AssocArray::set_of_g`.
     #[inline(always)]
-    pub fn find_prepared<const FAST: bool>(&mut self, n: u64, p: &Prepared) -> Option<usize> {
+    pub(crate) fn find_prepared<const FAST: bool>(&mut self, n: u64, p: &Prepared) -> Option<usize> {
         let set = self.set_of_g::<FAST>(n);
         // SAFETY: set_of_g is below sets (a mask of at most sets - 1, or a remainder by
         // sets); search_tag returns a way below ways; `lru` is sized for every array.
@@ -398,7 +399,7 @@ impl AssocArray {
     /// range check of the set (`set_of` is always in range). `FAST`: see
     /// `AssocArray::set_of_g`.
     #[inline(always)]
-    pub fn insert_by<const FAST: bool>(&mut self, n: u64, p: &Prepared, data: u64) -> (usize, u64) {
+    pub(crate) fn insert_by<const FAST: bool>(&mut self, n: u64, p: &Prepared, data: u64) -> (usize, u64) {
         let set = self.set_of_g::<FAST>(n);
         // SAFETY: set_of_g is below sets.
         unsafe { self.insert_in_set::<FAST>(set, p, data) }
@@ -416,7 +417,7 @@ impl AssocArray {
     /// level that read is a host cache miss on most fills (cachegrind: one per GUPS
     /// update in the L2 TLB). Returns the slot.
     #[inline(always)]
-    pub fn replace_full_by<const FAST: bool>(&mut self, n: u64, p: &Prepared, data: u64) -> usize {
+    pub(crate) fn replace_full_by<const FAST: bool>(&mut self, n: u64, p: &Prepared, data: u64) -> usize {
         assert!(self.empty == 0, "replace_full_by on an array with empty ways");
         let set = self.set_of_g::<FAST>(n);
         // SAFETY: set_of_g is below sets, and `replace_in_range` returns a way below ways.

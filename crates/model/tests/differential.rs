@@ -329,7 +329,7 @@ impl RefHierarchy {
 }
 
 /// The specialised path of a hierarchy whose levels are all LRU with power-of-two set
-/// counts (`Hierarchy::lookup_as::<true>` and `fill_path::<true>`, which the simulator
+/// counts (`Hierarchy::lru_pow2`'s `lookup` and `fill_path`, which the simulator
 /// takes for such machines, e.g. the default one) against the reference model, over
 /// random geometries of that shape, page-size mixes, splintering and bypassing levels
 /// and invalidations; and its counters against the general path's on the same trace.
@@ -398,9 +398,9 @@ fn specialised_lru_power_of_two_hierarchy_matches_the_reference() {
             let want = reference.access(va, asid, &t);
             for (h, is_fast) in [(&mut fast, true), (&mut general, false)] {
                 let look = if is_fast {
-                    h.lookup_as::<true>(va, asid, false)
+                    h.lru_pow2().expect("LRU with 2^k sets").lookup(va, asid, false)
                 } else {
-                    h.lookup_as::<false>(va, asid, false)
+                    h.lookup(va, asid, false)
                 };
                 let got = look.hit.map(|(level, slot)| {
                     let e = h.entry(level, slot, asid);
@@ -416,9 +416,11 @@ fn specialised_lru_power_of_two_hierarchy_matches_the_reference() {
                 };
                 if upto > 0 {
                     if is_fast {
-                        h.fill_path::<true>(false, upto, &fill, va);
+                        h.lru_pow2()
+                            .expect("LRU with 2^k sets")
+                            .fill_path(false, upto, &fill, va);
                     } else {
-                        h.fill_path::<false>(false, upto, &fill, va);
+                        h.fill_path(false, upto, &fill, va);
                     }
                 }
             }
@@ -427,5 +429,36 @@ fn specialised_lru_power_of_two_hierarchy_matches_the_reference() {
             assert_eq!(a.stats(), b.stats(), "case {case}: counters of {}", a.spec().name);
             assert_eq!(a.occupancy(), b.occupancy(), "case {case}");
         }
+    }
+}
+
+/// The specialised path exists only for the shape it serves: every level LRU with a
+/// power-of-two number of sets.
+#[test]
+fn specialised_path_only_for_lru_with_power_of_two_sets() {
+    let level = |ways: usize, sets: usize, replacement: Policy, next: Option<usize>| TlbSpec {
+        name: "l".into(),
+        serves: Serves::Unified,
+        entries: sets * ways,
+        ways,
+        page_sizes: vec![PageSize::K4],
+        unsupported: Unsupported::Splinter,
+        replacement,
+        latency: 1,
+        next,
+        seed: 0,
+    };
+    for (l2_sets, l2_policy, has) in [
+        (4, Policy::Lru, true),
+        (1, Policy::Lru, true),
+        (3, Policy::Lru, false),
+        (4, Policy::Plru, false),
+        (4, Policy::Fifo, false),
+        (4, Policy::Random, false),
+    ] {
+        let specs = vec![level(4, 2, Policy::Lru, Some(1)), level(4, l2_sets, l2_policy, None)];
+        let mut h = Hierarchy::new(specs, 0, 0);
+        assert_eq!(h.lru_pow2().is_some(), has, "L2 of {l2_sets} sets, {l2_policy:?}");
+        assert_eq!(h.is_lru_pow2(), has);
     }
 }

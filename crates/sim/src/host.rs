@@ -39,9 +39,6 @@ pub(crate) struct Host {
     /// (creation, exit, OS faults, unmaps and background work), so it never outlives
     /// its space.
     pub(crate) root_cache: (u32, u64),
-    /// Every core's TLB levels are LRU with power-of-two set counts
-    /// (`Hierarchy::is_lru_pow2`): misses take the path specialised for that shape.
-    pub(crate) tlb_lru_pow2: bool,
     /// Where the leaf table of a recent walk lives in host memory, per region of
     /// `memo_shift` bits of address (direct-mapped by region), so [`Host::prefetch`] can
     /// prefetch a coming walk's leaf descriptor with no load but the memo entry's. A
@@ -56,7 +53,7 @@ pub(crate) struct Host {
 
 impl Host {
     /// Helpers for a machine of page-table format `fmt`.
-    pub(crate) fn new(fmt: Format, tlb_lru_pow2: bool) -> Host {
+    pub(crate) fn new(fmt: Format) -> Host {
         let l = fmt.levels();
         let mut level_index = [(0, 0); 8];
         for (i, g) in l.iter().enumerate().take(8) {
@@ -64,7 +61,6 @@ impl Host {
         }
         Host {
             root_cache: NO_ROOT,
-            tlb_lru_pow2,
             walk_memo: Box::new(
                 [WalkMemo {
                     tag: u64::MAX,

@@ -20,13 +20,17 @@
 //! writable page as writable-clean — the same scheme as ARMv8's DBM. Large pages and
 //! supersections decode with [`Attrs::CONTIG`] set, and a leaf encoded with it becomes
 //! one (every entry of the group holds the group's base address).
+//!
+//! ARMv7 LPAE ([`Armv7Lpae`]) is here too: its own levels over ARMv8's long descriptors
+//! (armv8.rs).
 
-use super::{LevelGeom, Pte};
+use super::{armv8, LevelGeom, PageTableFormat, Pte};
+use crate::addr::PageSize;
 use crate::translation::Attrs;
 
 /// First level (1 MiB per entry, sections and supersections) and second level (4 KiB
 /// per entry, small and large pages).
-pub(super) const LEVELS: [LevelGeom; 2] = [
+const LEVELS: [LevelGeom; 2] = [
     LevelGeom {
         shift: 20,
         bits: 12,
@@ -38,6 +42,93 @@ pub(super) const LEVELS: [LevelGeom; 2] = [
         leaf: true,
     },
 ];
+
+/// ARMv7 short descriptors (2 levels, 32-bit VA and PA; 40-bit PA for supersections):
+/// 4K small, 64K large, 1M section, 16M supersection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Armv7;
+
+impl PageTableFormat for Armv7 {
+    const ARCH_NAME: &'static str = "armv7";
+    const LEVELS: &'static [LevelGeom] = &LEVELS;
+    const MAX_PA: u64 = 1 << 32;
+    const REPEATED: bool = true;
+
+    #[inline]
+    fn decode(level: usize, raw: u64) -> Pte {
+        decode(level, raw)
+    }
+    #[inline]
+    fn encode_table(level: usize, pa: u64) -> u64 {
+        encode_table(level, pa)
+    }
+    #[inline]
+    fn encode_leaf(level: usize, pa: u64, attrs: Attrs) -> u64 {
+        encode_leaf(level, pa, attrs)
+    }
+    /// Large pages (16 × L2 → 64K) and supersections (16 × L1 → 16M).
+    #[inline]
+    fn contig(level: usize) -> Option<(usize, PageSize)> {
+        match level {
+            1 => Some((16, PageSize::K64)),
+            0 => Some((16, PageSize::M16)),
+            _ => None,
+        }
+    }
+}
+
+/// ARMv7 LPAE (long descriptors), 32-bit VA: L1 (4 entries, 1 GiB blocks), L2 (2 MiB
+/// blocks), L3 (4 KiB pages). Contiguous groups of 16: 64 KiB at L3, 32 MiB at L2.
+const LEVELS_LPAE: [LevelGeom; 3] = [
+    LevelGeom {
+        shift: 30,
+        bits: 2,
+        leaf: true,
+    },
+    LevelGeom {
+        shift: 21,
+        bits: 9,
+        leaf: true,
+    },
+    LevelGeom {
+        shift: 12,
+        bits: 9,
+        leaf: true,
+    },
+];
+
+/// ARMv7 LPAE long descriptors (3 levels, 32-bit VA, 40-bit PA): 4K, 2M, 1G;
+/// contiguous 64K (16 × L3) and 32M (16 × L2). The descriptors are ARMv8's
+/// (armv8.rs), over these levels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Armv7Lpae;
+
+impl PageTableFormat for Armv7Lpae {
+    const ARCH_NAME: &'static str = "armv7-lpae";
+    const LEVELS: &'static [LevelGeom] = &LEVELS_LPAE;
+    const MAX_PA: u64 = 1 << 40;
+
+    #[inline]
+    fn decode(level: usize, raw: u64) -> Pte {
+        armv8::decode(level, raw, &LEVELS_LPAE)
+    }
+    #[inline]
+    fn encode_table(level: usize, pa: u64) -> u64 {
+        armv8::encode_table(level, pa)
+    }
+    #[inline]
+    fn encode_leaf(level: usize, pa: u64, attrs: Attrs) -> u64 {
+        armv8::encode_leaf(level, pa, attrs, &LEVELS_LPAE)
+    }
+    #[inline]
+    fn contig(level: usize) -> Option<(usize, PageSize)> {
+        match level {
+            2 => Some((16, PageSize::K64)),
+            1 => Some((16, PageSize::M32)),
+            _ => None,
+        }
+    }
+}
 
 const SUPER: u64 = 1 << 18;
 
@@ -106,7 +197,7 @@ fn bits_of(attrs: Attrs, b: &Bits) -> u64 {
 }
 
 #[inline]
-pub(super) fn decode(level: usize, raw: u64) -> Pte {
+fn decode(level: usize, raw: u64) -> Pte {
     let raw = raw & 0xffff_ffff;
     if level == 0 {
         match raw & 0b11 {
@@ -139,12 +230,12 @@ pub(super) fn decode(level: usize, raw: u64) -> Pte {
     }
 }
 
-pub(super) fn encode_table(_level: usize, pa: u64) -> u64 {
+fn encode_table(_level: usize, pa: u64) -> u64 {
     debug_assert!(pa < 1 << 32, "ARMv7 short-descriptor tables live below 4 GiB");
     (pa & 0xffff_fc00) | 0b01
 }
 
-pub(super) fn encode_leaf(level: usize, pa: u64, attrs: Attrs) -> u64 {
+fn encode_leaf(level: usize, pa: u64, attrs: Attrs) -> u64 {
     let contig = attrs.has(Attrs::CONTIG);
     match (level, contig) {
         (0, true) => {

@@ -3,11 +3,11 @@
 //! (last level), 0b01 block (levels that allow blocks), else invalid. AF bit 10,
 //! AP[1] bit 6 (EL0 access), AP[2] bit 7 (read-only), DBM bit 51, Contiguous bit 52.
 //! Output address bits 12..47 (16..47 for the 64 KiB granule; the low bits of a page
-//! address are zero). The same long-descriptor encoding serves ARMv7 LPAE (its first
-//! level allows 1 GiB blocks), which is why the level geometry is passed in: a block is
+//! address are zero). The same long-descriptor encoding serves ARMv7 LPAE (armv7.rs; its
+//! first level allows 1 GiB blocks), which is why the level geometry is passed in: a block is
 //! legal at a level exactly when that level is a leaf level and not the last one.
 //!
-//! Contiguous bit: an aligned group of [`super::Format::contig`] entries that all carry
+//! Contiguous bit: an aligned group of [`PageTableFormat::contig`] entries that all carry
 //! it and map one aligned, physically contiguous range may be cached as one TLB entry;
 //! each entry still holds its own output address (unlike ARMv7 large pages).
 //!
@@ -15,12 +15,13 @@
 //! AP[2] = 1 means clean ("writable-clean"), AP[2] = 0 dirty. A read-only page has DBM
 //! clear and AP[2] = 1.
 
-use super::{LevelGeom, Pte};
+use super::{LevelGeom, PageTableFormat, Pte};
+use crate::addr::PageSize;
 use crate::translation::Attrs;
 
 /// 4 KiB granule, 48-bit VA: L0..L3; blocks at L1 (1 GiB) and L2 (2 MiB).
 /// Contiguous groups: 16 L3 entries (64 KiB), 16 L2 entries (32 MiB).
-pub(super) const LEVELS_4K: [LevelGeom; 4] = [
+const LEVELS_4K: [LevelGeom; 4] = [
     LevelGeom {
         shift: 39,
         bits: 9,
@@ -46,7 +47,7 @@ pub(super) const LEVELS_4K: [LevelGeom; 4] = [
 /// 16 KiB granule, 48-bit VA: L0 (1 index bit, two entries) .. L3; blocks only at L2
 /// (32 MiB) — L1 blocks (64 GiB) need FEAT_LPA2, not modelled. Contiguous groups: 128 L3
 /// entries (2 MiB), 32 L2 entries (1 GiB).
-pub(super) const LEVELS_16K: [LevelGeom; 4] = [
+const LEVELS_16K: [LevelGeom; 4] = [
     LevelGeom {
         shift: 47,
         bits: 1,
@@ -73,7 +74,7 @@ pub(super) const LEVELS_16K: [LevelGeom; 4] = [
 /// L2 (512 MiB) — L1 blocks (4 TiB) need 52-bit PAs, not modelled. Contiguous groups: 32
 /// L3 entries (2 MiB); 32 L2 entries would be 16 GiB, a size mmulab's TLBs do not hold,
 /// so such a group is treated as 32 separate 512 MiB blocks.
-pub(super) const LEVELS_64K: [LevelGeom; 3] = [
+const LEVELS_64K: [LevelGeom; 3] = [
     LevelGeom {
         shift: 42,
         bits: 6,
@@ -91,25 +92,59 @@ pub(super) const LEVELS_64K: [LevelGeom; 3] = [
     },
 ];
 
-/// ARMv7 LPAE (long descriptors), 32-bit VA: L1 (4 entries, 1 GiB blocks), L2 (2 MiB
-/// blocks), L3 (4 KiB pages). Contiguous groups of 16: 64 KiB at L3, 32 MiB at L2.
-pub(super) const LEVELS_LPAE: [LevelGeom; 3] = [
-    LevelGeom {
-        shift: 30,
-        bits: 2,
-        leaf: true,
-    },
-    LevelGeom {
-        shift: 21,
-        bits: 9,
-        leaf: true,
-    },
-    LevelGeom {
-        shift: 12,
-        bits: 9,
-        leaf: true,
-    },
-];
+/// The [`PageTableFormat`] of one ARMv8 granule: its levels, the shared long-descriptor
+/// encoding, its contiguous groups.
+macro_rules! granule {
+    ($(#[doc = $doc:literal])* $ty:ident, $name:literal, $aliases:expr, $levels:ident,
+     { $($level:literal => ($n:literal, $size:ident)),* }) => {
+        $(#[doc = $doc])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct $ty;
+
+        impl PageTableFormat for $ty {
+            const ARCH_NAME: &'static str = $name;
+            const ALIASES: &'static [&'static str] = $aliases;
+            const LEVELS: &'static [LevelGeom] = &$levels;
+            const MAX_PA: u64 = 1 << 48;
+
+            #[inline]
+            fn decode(level: usize, raw: u64) -> Pte {
+                decode(level, raw, &$levels)
+            }
+            #[inline]
+            fn encode_table(level: usize, pa: u64) -> u64 {
+                encode_table(level, pa)
+            }
+            #[inline]
+            fn encode_leaf(level: usize, pa: u64, attrs: Attrs) -> u64 {
+                encode_leaf(level, pa, attrs, &$levels)
+            }
+            #[inline]
+            fn contig(level: usize) -> Option<(usize, PageSize)> {
+                match level {
+                    $($level => Some(($n, PageSize::$size)),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+granule!(
+    /// ARMv8-A stage 1, 4 KiB granule, 48-bit VA: 4K pages, 2M and 1G blocks;
+    /// contiguous 64K (16 × L3) and 32M (16 × L2).
+    Armv8_4K, "aarch64", &["armv8", "aarch64-4k"], LEVELS_4K, { 3 => (16, K64), 2 => (16, M32) }
+);
+granule!(
+    /// ARMv8-A stage 1, 16 KiB granule, 48-bit VA: 16K pages, 32M blocks; contiguous 2M
+    /// (128 × L3) and 1G (32 × L2).
+    Armv8_16K, "aarch64-16k", &[], LEVELS_16K, { 3 => (128, M2), 2 => (32, G1) }
+);
+granule!(
+    /// ARMv8-A stage 1, 64 KiB granule, 48-bit VA (3 levels): 64K pages, 512M blocks;
+    /// contiguous 2M (32 × L3; the 16 GiB L2 group has no [`PageSize`]).
+    Armv8_64K, "aarch64-64k", &[], LEVELS_64K, { 2 => (32, M2) }
+);
 
 const TYPE_MASK: u64 = 0b11;
 const TYPE_TABLE_OR_PAGE: u64 = 0b11;

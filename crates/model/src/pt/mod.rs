@@ -10,13 +10,22 @@
 //! valid group as one translation of the group's size; the TLB decides whether it can
 //! hold that size.
 //!
-//! Adding a format: a file here with `LEVELS`, `decode`, `encode_table` and
-//! `encode_leaf`; a variant of [`Format`] dispatching to it (with its `contig` groups);
-//! the arch name in [`Format::from_arch_name`]; walker tests of its reference counts.
+//! Contract: [`PageTableFormat`], implemented by one unit type per format in its file
+//! (x86_64.rs; armv8.rs: the three granules; armv7.rs: short descriptors and LPAE).
+//!
+//! Adding a format: a unit type implementing [`PageTableFormat`] in a file here; a row in
+//! the `formats!` table below (which generates the config-chosen closed set [`Format`],
+//! its list [`Format::ALL`] and the static dispatch of every trait item to the format's
+//! type); walker tests of its reference counts (`tests/walker.rs`) and its row in
+//! `tests/pt_formats.rs`; its `machine.arch` name in docs/config.md.
 
 mod armv7;
 mod armv8;
 mod x86_64;
+
+pub use armv7::{Armv7, Armv7Lpae};
+pub use armv8::{Armv8_16K, Armv8_4K, Armv8_64K};
+pub use x86_64::X86_64;
 
 use crate::addr::PageSize;
 use crate::translation::Attrs;
@@ -66,9 +75,193 @@ pub enum Pte {
     },
 }
 
-/// A page-table format (closed set; static dispatch on the walk path).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
+/// Most levels a format has.
+pub const MAX_LEVELS: usize = 4;
+
+/// One page-table format: its level geometry and descriptor encoding.
+///
+/// Contract (`tests/pt_formats.rs` checks every format against it):
+/// * [`LEVELS`](Self::LEVELS), root first, at most [`MAX_LEVELS`]: the levels tile the
+///   virtual address (each level's `shift` is the next one's `shift + bits`), the last
+///   level is a leaf level, and every leaf level's span is a [`PageSize`]. The top
+///   level's `shift + bits` is the width of the virtual addresses the format translates
+///   ([`Format::va_bits`]).
+/// * [`decode`](Self::decode) of a raw descriptor read at `level`: 0 is
+///   [`Pte::Invalid`] at every level; a table pointer only above the last level; a leaf
+///   only at a leaf level. It is the walk's hot path: no allocation, no panics.
+/// * [`encode_table`](Self::encode_table) and [`encode_leaf`](Self::encode_leaf) are its
+///   inverses: `decode(l, encode_table(l, pa)) == Table(pa)` for a table-aligned `pa`
+///   below [`MAX_PA`](Self::MAX_PA) (ARMv7 short descriptors: below 4 GiB), and
+///   `decode(l, encode_leaf(l, pa, a)) == Leaf { pa, attrs: a }` at every leaf level for
+///   an aligned `pa` below `MAX_PA` and attributes of [`Attrs::USER`],
+///   [`Attrs::WRITABLE`], [`Attrs::ACCESSED`], [`Attrs::DIRTY`] (dirty only with
+///   writable), and [`Attrs::CONTIG`] at a level with a group. With `CONTIG` the leaf is
+///   one entry of a group: its own address ([`REPEATED`](Self::REPEATED) false), or the
+///   group's base (true).
+/// * [`contig`](Self::contig): the group a leaf at `level` may belong to, (entries,
+///   group size), with entries a power of two. Default: no groups.
+/// * [`ARCH_NAME`](Self::ARCH_NAME) and [`ALIASES`](Self::ALIASES): the `machine.arch`
+///   names, unique across formats (default: no aliases).
+///
+/// Every item is an associated constant or function without `self`: the trait cannot
+/// be a `dyn` object, so every use is monomorphised. The config chooses a [`Format`];
+/// [`Format::with`] runs a generic operation (the hardware walk) with its type.
+pub trait PageTableFormat {
+    /// The name configs give `machine.arch`.
+    const ARCH_NAME: &'static str;
+    /// Other names `machine.arch` accepts for this format. Default: none.
+    const ALIASES: &'static [&'static str] = &[];
+    /// The levels, root first.
+    const LEVELS: &'static [LevelGeom];
+    /// Largest physical address + 1 the descriptors can hold for every leaf kind.
+    const MAX_PA: u64;
+    /// True if every entry of a group holds the group's base address (ARMv7 large pages
+    /// and supersections); false if each holds its own (ARMv8 contiguous bit). Default:
+    /// false.
+    const REPEATED: bool = false;
+    /// Per level, the page size of one entry if it is a [`PageSize`] (derived from
+    /// `LEVELS`; a table lookup on the walk path instead of a search by shift). Not to be
+    /// overridden.
+    const LEVEL_SIZES: [Option<PageSize>; MAX_LEVELS] = level_sizes(Self::LEVELS);
+
+    /// Decodes a descriptor read at `level`.
+    fn decode(level: usize, raw: u64) -> Pte;
+    /// Encodes a pointer to the next-level table at `pa`.
+    fn encode_table(level: usize, pa: u64) -> u64;
+    /// Encodes a leaf at `level` mapping `pa` with `attrs` (see the contract for
+    /// [`Attrs::CONTIG`]).
+    fn encode_leaf(level: usize, pa: u64, attrs: Attrs) -> u64;
+    /// The group a leaf at `level` may belong to: (entries, group size). Default: none.
+    #[inline]
+    fn contig(_level: usize) -> Option<(usize, PageSize)> {
+        None
+    }
+    /// The page size of one entry's leaf at `level` (its span). Not to be overridden.
+    #[inline]
+    fn leaf_size(level: usize) -> PageSize {
+        Self::LEVEL_SIZES[level].expect("format leaf levels have known sizes")
+    }
+}
+
+/// An operation generic over the page-table format, run by [`Format::with`] with the
+/// configured format's type: one monomorphised copy per format, chosen by one `match`.
+pub trait WithFormat {
+    /// What the operation returns.
+    type Output;
+    /// Runs the operation for format `F`.
+    fn run<F: PageTableFormat>(self) -> Self::Output;
+}
+
+/// One table defines the closed set of formats: the enum [`Format`] a config chooses,
+/// [`Format::ALL`], and the static dispatch of every [`PageTableFormat`] item to the
+/// format's type (so no hand-written `match` can forget a format).
+macro_rules! formats {
+    ($($(#[doc = $doc:literal])* $variant:ident,)*) => {
+        /// A page-table format (closed set chosen from config; static dispatch).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Format {
+            $($(#[doc = $doc])* $variant,)*
+        }
+
+        impl Format {
+            /// Every format, in the order `mmulab` lists them.
+            pub const ALL: [Format; [$(Format::$variant,)*].len()] = [$(Format::$variant,)*];
+
+            /// Runs `op` with this format's type ([`WithFormat`]).
+            #[inline(always)]
+            pub fn with<W: WithFormat>(self, op: W) -> W::Output {
+                match self {
+                    $(Format::$variant => op.run::<$variant>(),)*
+                }
+            }
+
+            /// Name as configs spell the architecture.
+            pub fn arch_name(self) -> &'static str {
+                match self {
+                    $(Format::$variant => <$variant as PageTableFormat>::ARCH_NAME,)*
+                }
+            }
+
+            /// Other names configs may use for it.
+            pub fn aliases(self) -> &'static [&'static str] {
+                match self {
+                    $(Format::$variant => <$variant as PageTableFormat>::ALIASES,)*
+                }
+            }
+
+            /// Largest physical address + 1 the format's descriptors can hold for every
+            /// leaf kind (ARMv7 short descriptors: 4 GiB).
+            pub fn max_pa(self) -> u64 {
+                match self {
+                    $(Format::$variant => <$variant as PageTableFormat>::MAX_PA,)*
+                }
+            }
+
+            /// The levels, root first.
+            #[inline]
+            pub fn levels(self) -> &'static [LevelGeom] {
+                match self {
+                    $(Format::$variant => <$variant as PageTableFormat>::LEVELS,)*
+                }
+            }
+
+            /// Decodes a descriptor read at `level`.
+            #[inline]
+            pub fn decode(self, level: usize, raw: u64) -> Pte {
+                match self {
+                    $(Format::$variant => <$variant as PageTableFormat>::decode(level, raw),)*
+                }
+            }
+
+            /// Encodes a pointer to the next-level table at `pa`.
+            pub fn encode_table(self, level: usize, pa: u64) -> u64 {
+                match self {
+                    $(Format::$variant => <$variant as PageTableFormat>::encode_table(level, pa),)*
+                }
+            }
+
+            /// Encodes a leaf at `level` mapping `pa` with `attrs`. With [`Attrs::CONTIG`]
+            /// it is one entry of a group ([`Format::contig`]): ARMv8 sets the contiguous
+            /// bit (and `pa` is this entry's own address); ARMv7 writes a large page or
+            /// supersection (and `pa` is the group's base).
+            pub fn encode_leaf(self, level: usize, pa: u64, attrs: Attrs) -> u64 {
+                match self {
+                    $(Format::$variant => <$variant as PageTableFormat>::encode_leaf(level, pa, attrs),)*
+                }
+            }
+
+            /// The group a leaf at `level` may belong to: (entries, group size). ARMv8
+            /// contiguous bit (4K granule: 16 → 64K at L3, 16 → 32M at L2; 16K: 128 → 2M,
+            /// 32 → 1G; 64K: 32 → 2M at L3 — the 16 GiB L2 group has no [`PageSize`]);
+            /// ARMv7 large pages (16 → 64K) and supersections (16 → 16M); LPAE contiguous
+            /// 16 → 64K and 16 → 32M.
+            pub fn contig(self, level: usize) -> Option<(usize, PageSize)> {
+                match self {
+                    $(Format::$variant => <$variant as PageTableFormat>::contig(level),)*
+                }
+            }
+
+            /// True if every entry of a group holds the group's base address (ARMv7 large
+            /// pages and supersections); false if each holds its own (ARMv8 contiguous
+            /// bit).
+            pub fn repeated(self) -> bool {
+                match self {
+                    $(Format::$variant => <$variant as PageTableFormat>::REPEATED,)*
+                }
+            }
+
+            /// The page size of one entry's leaf at `level` (its span).
+            #[inline]
+            pub fn leaf_size(self, level: usize) -> PageSize {
+                match self {
+                    $(Format::$variant => <$variant as PageTableFormat>::leaf_size(level),)*
+                }
+            }
+        }
+    };
+}
+
+formats! {
     /// x86-64 4-level paging: 4K pages, 2M and 1G leaves (PS bit).
     X86_64,
     /// ARMv8-A stage 1, 4 KiB granule, 48-bit VA: 4K pages, 2M and 1G blocks;
@@ -88,95 +281,18 @@ pub enum Format {
 }
 
 impl Format {
-    /// Every format, in the order `mmulab` lists them.
-    pub const ALL: [Format; 6] = [
-        Format::X86_64,
-        Format::Armv8_4K,
-        Format::Armv8_16K,
-        Format::Armv8_64K,
-        Format::Armv7,
-        Format::Armv7Lpae,
-    ];
-
-    /// Name as configs spell the architecture.
-    pub fn arch_name(self) -> &'static str {
-        match self {
-            Format::X86_64 => "x86_64",
-            Format::Armv8_4K => "aarch64",
-            Format::Armv8_16K => "aarch64-16k",
-            Format::Armv8_64K => "aarch64-64k",
-            Format::Armv7 => "armv7",
-            Format::Armv7Lpae => "armv7-lpae",
-        }
-    }
-
-    /// The format a config's `machine.arch` names (`armv8` and `aarch64-4k` are aliases
-    /// of `aarch64`).
+    /// The format a config's `machine.arch` names: its arch name or one of its aliases
+    /// (`armv8` and `aarch64-4k` are aliases of `aarch64`).
     pub fn from_arch_name(name: &str) -> Option<Format> {
-        match name {
-            "armv8" | "aarch64-4k" => Some(Format::Armv8_4K),
-            _ => Format::ALL.into_iter().find(|f| f.arch_name() == name),
-        }
+        Format::ALL
+            .into_iter()
+            .find(|f| f.arch_name() == name || f.aliases().contains(&name))
     }
 
     /// Width of the virtual addresses the tables translate (48, or 32 for ARMv7).
     pub fn va_bits(self) -> u32 {
         let top = self.levels()[0];
         top.shift + top.bits
-    }
-
-    /// Largest physical address + 1 the format's descriptors can hold for every leaf
-    /// kind (ARMv7 short descriptors: 4 GiB).
-    pub fn max_pa(self) -> u64 {
-        match self {
-            Format::Armv7 => 1 << 32,
-            Format::Armv7Lpae => 1 << 40,
-            _ => 1 << 48,
-        }
-    }
-
-    /// The levels, root first.
-    #[inline]
-    pub fn levels(self) -> &'static [LevelGeom] {
-        match self {
-            Format::X86_64 => &x86_64::LEVELS,
-            Format::Armv8_4K => &armv8::LEVELS_4K,
-            Format::Armv8_16K => &armv8::LEVELS_16K,
-            Format::Armv8_64K => &armv8::LEVELS_64K,
-            Format::Armv7 => &armv7::LEVELS,
-            Format::Armv7Lpae => &armv8::LEVELS_LPAE,
-        }
-    }
-
-    /// Decodes a descriptor read at `level`.
-    #[inline]
-    pub fn decode(self, level: usize, raw: u64) -> Pte {
-        match self {
-            Format::X86_64 => x86_64::decode(level, raw),
-            Format::Armv7 => armv7::decode(level, raw),
-            f => armv8::decode(level, raw, f.levels()),
-        }
-    }
-
-    /// Encodes a pointer to the next-level table at `pa`.
-    pub fn encode_table(self, level: usize, pa: u64) -> u64 {
-        match self {
-            Format::X86_64 => x86_64::encode_table(level, pa),
-            Format::Armv7 => armv7::encode_table(level, pa),
-            _ => armv8::encode_table(level, pa),
-        }
-    }
-
-    /// Encodes a leaf at `level` mapping `pa` with `attrs`. With [`Attrs::CONTIG`] it is
-    /// one entry of a group ([`Format::contig`]): ARMv8 sets the contiguous bit (and `pa`
-    /// is this entry's own address); ARMv7 writes a large page or supersection (and `pa`
-    /// is the group's base).
-    pub fn encode_leaf(self, level: usize, pa: u64, attrs: Attrs) -> u64 {
-        match self {
-            Format::X86_64 => x86_64::encode_leaf(level, pa, attrs),
-            Format::Armv7 => armv7::encode_leaf(level, pa, attrs),
-            f => armv8::encode_leaf(level, pa, attrs, f.levels()),
-        }
     }
 
     /// The raw leaf descriptor `raw` of `level` with its permission and state bits
@@ -189,32 +305,6 @@ impl Format {
             }
             _ => raw,
         }
-    }
-
-    /// The group a leaf at `level` may belong to: (entries, group size). ARMv8 contiguous
-    /// bit (4K granule: 16 → 64K at L3, 16 → 32M at L2; 16K: 128 → 2M, 32 → 1G; 64K: 32 →
-    /// 2M at L3 — the 16 GiB L2 group has no [`PageSize`]); ARMv7 large pages (16 → 64K)
-    /// and supersections (16 → 16M); LPAE contiguous 16 → 64K and 16 → 32M.
-    pub fn contig(self, level: usize) -> Option<(usize, PageSize)> {
-        use PageSize::*;
-        match (self, level) {
-            (Format::Armv8_4K, 3) => Some((16, K64)),
-            (Format::Armv8_4K, 2) => Some((16, M32)),
-            (Format::Armv8_16K, 3) => Some((128, M2)),
-            (Format::Armv8_16K, 2) => Some((32, G1)),
-            (Format::Armv8_64K, 2) => Some((32, M2)),
-            (Format::Armv7, 1) => Some((16, K64)),
-            (Format::Armv7, 0) => Some((16, M16)),
-            (Format::Armv7Lpae, 2) => Some((16, K64)),
-            (Format::Armv7Lpae, 1) => Some((16, M32)),
-            _ => None,
-        }
-    }
-
-    /// True if every entry of a group holds the group's base address (ARMv7 large pages
-    /// and supersections); false if each holds its own (ARMv8 contiguous bit).
-    pub fn repeated(self) -> bool {
-        self == Format::Armv7
     }
 
     /// Page sizes a leaf at `level` can map: the entry's span, and its group size.
@@ -256,12 +346,6 @@ impl Format {
         (0..self.levels().len()).find(|&l| self.entries_for(l, size).is_some())
     }
 
-    /// The page size of one entry's leaf at `level` (its span).
-    #[inline]
-    pub fn leaf_size(self, level: usize) -> PageSize {
-        LEVEL_SIZES[self as usize][level].expect("format leaf levels have known sizes")
-    }
-
     /// The base page: one entry of the last level (4 KiB; 16 or 64 KiB with those
     /// granules).
     pub fn base_page(self) -> PageSize {
@@ -277,20 +361,7 @@ impl Format {
     }
 }
 
-/// Most levels a format has.
-const MAX_LEVELS: usize = 4;
-
-/// Per format (indexed by `Format as usize`) and level: the page size of one entry, if
-/// it is a [`PageSize`] (a table lookup on the walk path instead of a search by shift).
-static LEVEL_SIZES: [[Option<PageSize>; MAX_LEVELS]; 6] = [
-    level_sizes(&x86_64::LEVELS),
-    level_sizes(&armv8::LEVELS_4K),
-    level_sizes(&armv8::LEVELS_16K),
-    level_sizes(&armv8::LEVELS_64K),
-    level_sizes(&armv7::LEVELS),
-    level_sizes(&armv8::LEVELS_LPAE),
-];
-
+/// Per level of `levels`, the page size of one entry if it is a [`PageSize`].
 const fn level_sizes(levels: &[LevelGeom]) -> [Option<PageSize>; MAX_LEVELS] {
     let mut out = [None; MAX_LEVELS];
     let mut l = 0;
@@ -313,13 +384,18 @@ mod tests {
 
     #[test]
     fn level_size_table_follows_the_levels() {
-        for (i, f) in Format::ALL.into_iter().enumerate() {
-            assert_eq!(f as usize, i);
+        for f in Format::ALL {
             assert!(f.levels().len() <= MAX_LEVELS);
             for (l, g) in f.levels().iter().enumerate() {
-                assert_eq!(LEVEL_SIZES[i][l], PageSize::from_shift(g.shift), "{f:?} level {l}");
+                if g.leaf {
+                    assert_eq!(Some(f.leaf_size(l)), PageSize::from_shift(g.shift), "{f:?} level {l}");
+                }
             }
         }
+        assert_eq!(
+            X86_64::LEVEL_SIZES,
+            [None, Some(PageSize::G1), Some(PageSize::M2), Some(PageSize::K4)]
+        );
     }
 
     #[test]

@@ -2,10 +2,10 @@
 //! Bits: 0 present, 1 R/W, 2 U/S, 5 accessed, 6 dirty, 7 PS (leaf at PDPT/PD),
 //! physical address in bits 12..51.
 
-use super::{LevelGeom, Pte};
+use super::{LevelGeom, PageTableFormat, Pte};
 use crate::translation::Attrs;
 
-pub(super) const LEVELS: [LevelGeom; 4] = [
+const LEVELS: [LevelGeom; 4] = [
     LevelGeom {
         shift: 39,
         bits: 9,
@@ -27,6 +27,30 @@ pub(super) const LEVELS: [LevelGeom; 4] = [
         leaf: true,
     },
 ];
+
+/// x86-64 4-level paging: 4K pages, 2M and 1G leaves (PS bit); 48-bit VA, 52-bit PA
+/// (mmulab keeps physical addresses below 2^48).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct X86_64;
+
+impl PageTableFormat for X86_64 {
+    const ARCH_NAME: &'static str = "x86_64";
+    const LEVELS: &'static [LevelGeom] = &LEVELS;
+    const MAX_PA: u64 = 1 << 48;
+
+    #[inline]
+    fn decode(level: usize, raw: u64) -> Pte {
+        decode(level, raw)
+    }
+    #[inline]
+    fn encode_table(level: usize, pa: u64) -> u64 {
+        encode_table(level, pa)
+    }
+    #[inline]
+    fn encode_leaf(level: usize, pa: u64, attrs: Attrs) -> u64 {
+        encode_leaf(level, pa, attrs)
+    }
+}
 
 const P: u64 = 1 << 0;
 const RW: u64 = 1 << 1;
@@ -63,7 +87,7 @@ const LEAF_ATTRS: [u16; 64] = {
 };
 
 #[inline]
-pub(super) fn decode(level: usize, raw: u64) -> Pte {
+fn decode(level: usize, raw: u64) -> Pte {
     if raw & P == 0 {
         return Pte::Invalid;
     }
@@ -78,11 +102,11 @@ pub(super) fn decode(level: usize, raw: u64) -> Pte {
     }
 }
 
-pub(super) fn encode_table(_level: usize, pa: u64) -> u64 {
+fn encode_table(_level: usize, pa: u64) -> u64 {
     (pa & ADDR) | P | RW | US
 }
 
-pub(super) fn encode_leaf(level: usize, pa: u64, attrs: Attrs) -> u64 {
+fn encode_leaf(level: usize, pa: u64, attrs: Attrs) -> u64 {
     let mut raw = (pa & ADDR) | P;
     if level != 3 {
         raw |= PS;

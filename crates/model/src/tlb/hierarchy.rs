@@ -97,11 +97,24 @@ impl Hierarchy {
     }
 
     /// True if every level's replacement is LRU and its number of sets a power of two
-    /// (the common shape, e.g. the default machine's): then the `FAST` variants of
-    /// [`Hierarchy::lookup_as`] and the fills serve it with no per-level test of the
-    /// shape (one mask for the set, LRU reached directly).
+    /// (the common shape, e.g. the default machine's): then [`Hierarchy::lru_pow2`] gives
+    /// the path specialised for it.
     pub fn is_lru_pow2(&self) -> bool {
         self.lru_pow2
+    }
+
+    /// The lookup and fills specialised for a hierarchy whose levels are all LRU with a
+    /// power-of-two number of sets ([`Hierarchy::is_lru_pow2`]): one mask for the set and
+    /// LRU reached directly, with no per-level test of the shape. `None` for any other
+    /// hierarchy, so the specialised path cannot run on a shape it does not serve. Same
+    /// results and counters as [`Hierarchy::lookup`] and [`Hierarchy::fill_path`].
+    #[inline(always)]
+    pub fn lru_pow2(&mut self) -> Option<LruPow2<'_>> {
+        if self.lru_pow2 {
+            Some(LruPow2(self))
+        } else {
+            None
+        }
     }
 
     /// Updates the attribute bits of the entry in `slot` of level `level` (a store's
@@ -151,10 +164,10 @@ impl Hierarchy {
 
     /// [`Hierarchy::lookup`], with `FAST` specialised for a hierarchy that
     /// [`Hierarchy::is_lru_pow2`] (checked in debug builds). `FAST` on another hierarchy
-    /// is memory-safe but looks up the wrong sets: callers test the shape once and call
-    /// the matching variant.
+    /// is memory-safe but looks up the wrong sets: only [`LruPow2`], which exists for
+    /// that shape only, passes `true`.
     #[inline(always)]
-    pub fn lookup_as<const FAST: bool>(&mut self, va: u64, asid: Asid, instr: bool) -> Lookup {
+    fn lookup_as<const FAST: bool>(&mut self, va: u64, asid: Asid, instr: bool) -> Lookup {
         debug_assert!(
             !FAST || self.lru_pow2,
             "the FAST lookup on a hierarchy that is not LRU with 2^k sets"
@@ -216,17 +229,22 @@ impl Hierarchy {
     /// position `upto`, with `t` for an access to `va`.
     ///
     /// One out-of-line loop with each level's fill inlined into it: a miss fills two or
-    /// three levels, and one call costs less than one per level. `FAST`: see
-    /// [`Hierarchy::lookup_as`].
+    /// three levels, and one call costs less than one per level.
     #[inline(never)]
-    pub fn fill_path<const FAST: bool>(&mut self, instr: bool, upto: usize, t: &Translation, va: u64) {
-        self.fill_path_inline::<FAST>(instr, upto, t, va)
+    pub fn fill_path(&mut self, instr: bool, upto: usize, t: &Translation, va: u64) {
+        self.fill_path_as::<false>(instr, upto, t, va)
     }
 
     /// [`Hierarchy::fill_path`], inlined into its caller: the walk's common case fills
     /// with the translation still in registers.
     #[inline(always)]
-    pub fn fill_path_inline<const FAST: bool>(&mut self, instr: bool, upto: usize, t: &Translation, va: u64) {
+    pub fn fill_path_inline(&mut self, instr: bool, upto: usize, t: &Translation, va: u64) {
+        self.fill_path_as::<false>(instr, upto, t, va)
+    }
+
+    /// [`Hierarchy::fill_path_inline`] with `FAST` (see `Hierarchy::lookup_as`).
+    #[inline(always)]
+    fn fill_path_as<const FAST: bool>(&mut self, instr: bool, upto: usize, t: &Translation, va: u64) {
         debug_assert!(
             !FAST || self.lru_pow2,
             "the FAST fill on a hierarchy that is not LRU with 2^k sets"
@@ -265,5 +283,30 @@ impl Hierarchy {
             .iter_mut()
             .map(|t| t.invalidate_range(asid, start, end))
             .sum()
+    }
+}
+
+/// A [`Hierarchy`] known to be LRU with power-of-two set counts in every level (made by
+/// [`Hierarchy::lru_pow2`] only): its lookup and fills take the specialised path.
+#[derive(Debug)]
+pub struct LruPow2<'a>(&'a mut Hierarchy);
+
+impl LruPow2<'_> {
+    /// [`Hierarchy::lookup`], specialised.
+    #[inline(always)]
+    pub fn lookup(&mut self, va: u64, asid: Asid, instr: bool) -> Lookup {
+        self.0.lookup_as::<true>(va, asid, instr)
+    }
+
+    /// [`Hierarchy::fill_path`], specialised (out of line, as there).
+    #[inline(never)]
+    pub fn fill_path(&mut self, instr: bool, upto: usize, t: &Translation, va: u64) {
+        self.0.fill_path_as::<true>(instr, upto, t, va)
+    }
+
+    /// [`Hierarchy::fill_path_inline`], specialised.
+    #[inline(always)]
+    pub fn fill_path_inline(&mut self, instr: bool, upto: usize, t: &Translation, va: u64) {
+        self.0.fill_path_as::<true>(instr, upto, t, va)
     }
 }

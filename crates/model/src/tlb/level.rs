@@ -193,7 +193,7 @@ impl Tlb {
     }
 
     /// True if the level's replacement is LRU and its number of sets a power of two:
-    /// the shape the hierarchy's specialised path serves ([`super::Hierarchy::lookup_as`]).
+    /// the shape the hierarchy's specialised path serves ([`super::Hierarchy::lru_pow2`]).
     pub fn is_lru_pow2(&self) -> bool {
         self.array.is_lru_pow2()
     }

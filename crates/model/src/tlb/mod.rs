@@ -15,7 +15,7 @@
 mod hierarchy;
 mod level;
 
-pub use hierarchy::{Hierarchy, Lookup, MAX_DEPTH};
+pub use hierarchy::{Hierarchy, Lookup, LruPow2, MAX_DEPTH};
 pub use level::{Tlb, TlbStats};
 
 use crate::addr::PageSize;

@@ -25,7 +25,7 @@ pub use translate::{translate, translate_visitor, WalkResult};
 
 use crate::addr::PageSize;
 use crate::mem::PtMem;
-use crate::pt::{Format, Pte};
+use crate::pt::{Format, PageTableFormat, Pte, WithFormat};
 use crate::translation::Attrs;
 
 /// Which visits a walk makes and which levels it skips.
@@ -227,17 +227,50 @@ pub fn walk<V: Visitor>(
 /// The check reads the group's other entries without counting them: a TLB that caches
 /// groups relies on the contiguous-bit promise, it does not read the neighbours.
 pub fn group_of(pt: &PtMem, fmt: Format, table: u64, index: usize, level: usize, raw: u64) -> Option<(PageSize, u64)> {
-    let Pte::Leaf { pa, attrs } = fmt.decode(level, raw) else {
+    fmt.with(GroupOf {
+        pt,
+        table,
+        index,
+        level,
+        raw,
+    })
+}
+
+/// The arguments of one [`group_of`], run with the format's type.
+struct GroupOf<'a> {
+    pt: &'a PtMem,
+    table: u64,
+    index: usize,
+    level: usize,
+    raw: u64,
+}
+
+impl WithFormat for GroupOf<'_> {
+    type Output = Option<(PageSize, u64)>;
+    fn run<F: PageTableFormat>(self) -> Self::Output {
+        group_of_in::<F>(self.pt, self.table, self.index, self.level, self.raw)
+    }
+}
+
+/// [`group_of`] for format `F`.
+pub(crate) fn group_of_in<F: PageTableFormat>(
+    pt: &PtMem,
+    table: u64,
+    index: usize,
+    level: usize,
+    raw: u64,
+) -> Option<(PageSize, u64)> {
+    let Pte::Leaf { pa, attrs } = F::decode(level, raw) else {
         return None;
     };
     if !attrs.has(Attrs::CONTIG) {
         return None;
     }
-    let (n, gsize) = fmt.contig(level)?;
-    if fmt.repeated() {
+    let (n, gsize) = F::contig(level)?;
+    if F::REPEATED {
         return (pa & gsize.offset_mask() == 0).then_some((gsize, pa));
     }
-    let span = fmt.levels()[level].span();
+    let span = F::LEVELS[level].span();
     let first = index & !(n - 1);
     let gpa = pa.checked_sub((index - first) as u64 * span)?;
     if gpa & gsize.offset_mask() != 0 {
@@ -245,7 +278,7 @@ pub fn group_of(pt: &PtMem, fmt: Format, table: u64, index: usize, level: usize,
     }
     let loose = !(Attrs::ACCESSED | Attrs::DIRTY);
     for i in 0..n {
-        match fmt.decode(level, pt.read(table, first + i)) {
+        match F::decode(level, pt.read(table, first + i)) {
             Pte::Leaf { pa: p, attrs: a } if p == gpa + i as u64 * span && (a.0 ^ attrs.0) & loose == 0 => {}
             _ => return None,
         }

@@ -4,7 +4,7 @@
 use super::{walk, Action, Pwc, Visit, Visitor, WalkCounts, WalkFlags};
 use crate::addr::Asid;
 use crate::mem::Memory;
-use crate::pt::{Format, Pte};
+use crate::pt::{Format, PageTableFormat, Pte, WithFormat};
 use crate::translation::{Attrs, Translation};
 
 /// The outcome of a hardware walk.
@@ -80,21 +80,37 @@ impl Visitor for TranslateVisitor {
 pub fn translate(mem: &mut Memory, fmt: Format, root: u64, asid: Asid, va: u64, pwc: &mut Pwc) -> WalkResult {
     // One copy of the loop per format, each with its levels and descriptor decoder
     // known at compile time (no format dispatch per level).
-    match fmt {
-        Format::X86_64 => translate_in(mem, Format::X86_64, root, asid, va, pwc),
-        Format::Armv8_4K => translate_in(mem, Format::Armv8_4K, root, asid, va, pwc),
-        Format::Armv8_16K => translate_in(mem, Format::Armv8_16K, root, asid, va, pwc),
-        Format::Armv8_64K => translate_in(mem, Format::Armv8_64K, root, asid, va, pwc),
-        Format::Armv7 => translate_in(mem, Format::Armv7, root, asid, va, pwc),
-        Format::Armv7Lpae => translate_in(mem, Format::Armv7Lpae, root, asid, va, pwc),
+    fmt.with(Walk {
+        mem,
+        root,
+        asid,
+        va,
+        pwc,
+    })
+}
+
+/// The arguments of one [`translate`], run with the format's type.
+struct Walk<'a> {
+    mem: &'a mut Memory,
+    root: u64,
+    asid: Asid,
+    va: u64,
+    pwc: &'a mut Pwc,
+}
+
+impl WithFormat for Walk<'_> {
+    type Output = WalkResult;
+    #[inline(always)]
+    fn run<F: PageTableFormat>(self) -> WalkResult {
+        translate_in::<F>(self.mem, self.root, self.asid, self.va, self.pwc)
     }
 }
 
-/// [`translate`] for one format (`fmt` a constant at each call site).
+/// [`translate`] for format `F`.
 #[inline(always)]
-fn translate_in(mem: &mut Memory, fmt: Format, root: u64, asid: Asid, va: u64, pwc: &mut Pwc) -> WalkResult {
+fn translate_in<F: PageTableFormat>(mem: &mut Memory, root: u64, asid: Asid, va: u64, pwc: &mut Pwc) -> WalkResult {
     let (start_level, mut table) = pwc.lookup(va, asid).unwrap_or((0, root));
-    let levels = fmt.levels();
+    let levels = F::LEVELS;
     let mut level = start_level;
     let mut reads = 0;
     while level < levels.len() {
@@ -102,7 +118,7 @@ fn translate_in(mem: &mut Memory, fmt: Format, root: u64, asid: Asid, va: u64, p
         let descs = mem.pt.table(table);
         let raw = descs[index];
         reads += 1;
-        match fmt.decode(level, raw) {
+        match F::decode(level, raw) {
             Pte::Table(child) => {
                 pwc.fill(level, va, asid, child);
                 table = child;
@@ -111,13 +127,13 @@ fn translate_in(mem: &mut Memory, fmt: Format, root: u64, asid: Asid, va: u64, p
             Pte::Leaf { pa, attrs } => {
                 let span_va = va & !(levels[level].span() - 1);
                 let grouped = if attrs.has(Attrs::CONTIG) {
-                    super::group_of(&mem.pt, fmt, table, index, level, raw)
+                    super::group_of_in::<F>(&mem.pt, table, index, level, raw)
                 } else {
                     None
                 };
                 let (tva, tpa, size) = match grouped {
                     Some((gsize, gpa)) => (span_va & !gsize.offset_mask(), gpa, gsize),
-                    None => (span_va, pa, fmt.leaf_size(level)),
+                    None => (span_va, pa, F::leaf_size(level)),
                 };
                 return WalkResult {
                     leaf: Some(Translation {

@@ -16,7 +16,7 @@ use crate::SimError;
 use mmulab_model::addr::Asid;
 use mmulab_model::cost::WalkCost;
 use mmulab_model::pt::Format;
-use mmulab_model::tlb::{Hierarchy, TlbSpec};
+use mmulab_model::tlb::{Hierarchy, Lookup, TlbSpec};
 use mmulab_model::translation::{Attrs, Translation};
 use mmulab_model::walk::{set_leaf_attrs, translate, Pwc, WalkResult};
 use mmulab_trace::{AccessKind, MemRef};
@@ -73,7 +73,7 @@ impl Stage1 {
         cost: WalkCost,
     ) -> Stage1 {
         let tlbs = Hierarchy::new(tlbs, data_entry, instr_entry.unwrap_or(data_entry));
-        let host = Host::new(fmt, tlbs.is_lru_pow2());
+        let host = Host::new(fmt);
         Stage1 {
             tlbs,
             pwc: Pwc::new(fmt, pwc_entries),
@@ -102,11 +102,12 @@ impl Stage1 {
     /// The full lookup of one reference along its TLB path, the walk after a full
     /// miss, and the fills (see the module documentation for the order of events):
     /// one copy specialised for TLB levels that are all LRU with power-of-two set
-    /// counts (`Host::tlb_lru_pow2`), one for any others. (The choice is made here, out
-    /// of line, rather than in the run loop, whose code it would otherwise crowd.)
+    /// counts ([`Hierarchy::lru_pow2`]), one for any others. (The choice is made here, out
+    /// of line, rather than in the run loop, whose code it would otherwise crowd; the
+    /// copy's own test of the shape right after it folds into this one.)
     #[inline(never)]
     fn access_miss(&mut self, sys: &mut System, r: &MemRef, instr: bool) -> Result<(), Stop> {
-        if self.host.tlb_lru_pow2 {
+        if self.tlbs.is_lru_pow2() {
             self.access_miss_as::<true>(sys, r, instr)
         } else {
             self.access_miss_as::<false>(sys, r, instr)
@@ -117,7 +118,7 @@ impl Stage1 {
     #[inline(always)]
     fn access_miss_as<const FAST: bool>(&mut self, sys: &mut System, r: &MemRef, instr: bool) -> Result<(), Stop> {
         let tlbs = &mut self.tlbs;
-        let look = tlbs.lookup_as::<FAST>(r.addr, r.asid, instr);
+        let look = lookup_as::<FAST>(tlbs, r.addr, r.asid, instr);
         match look.hit {
             Some((level, slot)) => {
                 // Whether the hit was behind the entry level is taken first, right after
@@ -137,7 +138,7 @@ impl Stage1 {
                 }
                 if refill {
                     let t = tlbs.entry(level, slot, r.asid);
-                    tlbs.fill_path::<FAST>(instr, look.len - 1, &t, r.addr);
+                    fill_path_as::<FAST>(tlbs, instr, look.len - 1, &t, r.addr);
                 }
                 Ok(())
             }
@@ -213,7 +214,7 @@ impl Stage1 {
             };
             if t.attrs.has(need) {
                 self.count_walk(r, &res);
-                self.tlbs.fill_path_inline::<FAST>(instr, upto, &t, r.addr);
+                fill_path_inline_as::<FAST>(&mut self.tlbs, instr, upto, &t, r.addr);
                 return Ok(());
             }
         }
@@ -290,9 +291,66 @@ impl Stage1 {
             self.counters.ad_updates += 1;
             Translation { attrs, ..t }
         };
-        self.tlbs.fill_path::<false>(instr, upto, &t, r.addr);
+        self.tlbs.fill_path(instr, upto, &t, r.addr);
         Ok(())
     }
+}
+
+/// The TLB lookup for one shape of levels: with `FAST` (chosen by
+/// `Stage1::access_miss`) through the hierarchy's [`Hierarchy::lru_pow2`] view, which
+/// exists only for the shape it is specialised for; otherwise the general lookup.
+#[inline(always)]
+fn lookup_as<const FAST: bool>(tlbs: &mut Hierarchy, va: u64, asid: Asid, instr: bool) -> Lookup {
+    if FAST {
+        match tlbs.lru_pow2() {
+            Some(mut v) => v.lookup(va, asid, instr),
+            None => lookup_general(tlbs, va, asid, instr),
+        }
+    } else {
+        tlbs.lookup(va, asid, instr)
+    }
+}
+
+/// [`Hierarchy::fill_path`] for one shape of levels (`FAST`: see [`lookup_as`]).
+#[inline(always)]
+fn fill_path_as<const FAST: bool>(tlbs: &mut Hierarchy, instr: bool, upto: usize, t: &Translation, va: u64) {
+    if FAST {
+        match tlbs.lru_pow2() {
+            Some(mut v) => v.fill_path(instr, upto, t, va),
+            None => fill_general(tlbs, instr, upto, t, va),
+        }
+    } else {
+        tlbs.fill_path(instr, upto, t, va)
+    }
+}
+
+/// [`Hierarchy::fill_path_inline`] for one shape of levels (`FAST`: see [`lookup_as`]).
+#[inline(always)]
+fn fill_path_inline_as<const FAST: bool>(tlbs: &mut Hierarchy, instr: bool, upto: usize, t: &Translation, va: u64) {
+    if FAST {
+        match tlbs.lru_pow2() {
+            Some(mut v) => v.fill_path_inline(instr, upto, t, va),
+            None => fill_general(tlbs, instr, upto, t, va),
+        }
+    } else {
+        tlbs.fill_path_inline(instr, upto, t, va)
+    }
+}
+
+/// The general lookup where `FAST` was chosen for a hierarchy without the view (never:
+/// the choice is made from the same hierarchy's shape), kept out of the fast copy.
+#[cold]
+#[inline(never)]
+fn lookup_general(tlbs: &mut Hierarchy, va: u64, asid: Asid, instr: bool) -> Lookup {
+    tlbs.lookup(va, asid, instr)
+}
+
+/// The general fill where `FAST` was chosen for a hierarchy without the view (never, as
+/// for [`lookup_general`]).
+#[cold]
+#[inline(never)]
+fn fill_general(tlbs: &mut Hierarchy, instr: bool, upto: usize, t: &Translation, va: u64) {
+    tlbs.fill_path(instr, upto, t, va)
 }
 
 /// The root table of `asid` (its space created on first use), remembered in the host's
