@@ -52,7 +52,7 @@ pub use base::Base;
 pub use fixed::Fixed;
 pub use mthp::{Mthp, MthpConfig};
 pub use reclaim::ReclaimConfig;
-pub use reservation::{Reservation, ReservationConfig};
+pub use reservation::{MidSize, Reservation, ReservationConfig};
 pub use stats::{OsEvent, OsEvents, OsStats};
 pub use thp::{Defrag, Enabled, KhugepagedConfig, Thp, ThpConfig};
 
