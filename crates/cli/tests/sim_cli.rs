@@ -258,6 +258,65 @@ fn unknown_config_keys_name_the_key_and_file() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `[os]` takes only the chosen policy's sections: another policy's key is refused by
+/// name, naming the file; `--set os.policy` over a catalog machine and a config works.
+#[test]
+fn os_sections_of_another_policy_are_refused_naming_key_and_file() {
+    let dir = std::env::temp_dir().join(format!("mmulab-os-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tiny = std::fs::read_to_string(data("tiny.toml")).unwrap();
+    let path = dir.join("thp.toml");
+    let thp = tiny.replace(
+        "[os]\npolicy = \"base\"",
+        "[os]\npolicy = \"thp\"\n[os.thp]\nzero_cycles_per_page = 250\n[os.mthp]\nsizes = [\"64K\"]",
+    );
+    std::fs::write(&path, &thp).unwrap();
+    let cfg = path.to_str().unwrap();
+    let e = err_text(&["sim", "--config", cfg, "--workload", "seq:size=1M"]);
+    assert!(
+        e.contains("thp.toml")
+            && e.contains("os.mthp.sizes is set, but os.policy = \"thp\": [os.mthp] applies only to policy \"mthp\""),
+        "{e}"
+    );
+    // Without the stray section the file runs; changing the policy by --set then refuses
+    // the thp section by name, over a catalog machine too.
+    std::fs::write(&path, thp.replace("[os.mthp]\nsizes = [\"64K\"]", "")).unwrap();
+    json_ok(&["sim", "--config", cfg, "--workload", "seq:size=1M", "--json"]);
+    for args in [
+        vec!["sim", "--config", cfg],
+        vec!["sim", "--machine", "neoverse-n1", "--config", cfg],
+    ] {
+        let mut args = args.clone();
+        args.extend(["--workload", "seq:size=1M", "--set", "os.policy=mthp"]);
+        let e = err_text(&args);
+        assert!(
+            e.contains("thp.toml") && e.contains("os.thp.zero_cycles_per_page is set, but os.policy = \"mthp\""),
+            "{e}"
+        );
+    }
+    for policy in ["base", "reservation", "thp", "khugepaged", "mthp"] {
+        let set = format!("os.policy={policy}");
+        let v = json_ok(&[
+            "sim",
+            "--machine",
+            "cortex-a72",
+            "--workload",
+            "seq:size=4M",
+            "--set",
+            &set,
+            "--json",
+        ]);
+        assert_eq!(v["memory"]["policy"], policy, "{v}");
+    }
+    // A config with no [os] runs as policy base with every default: the same JSON.
+    let no_os = dir.join("no-os.toml");
+    std::fs::write(&no_os, tiny.replace("[os]\npolicy = \"base\"", "")).unwrap();
+    let run = |c: &str| json_ok(&["sim", "--config", c, "--trace", &data("tiny.din"), "--json"]);
+    let (a, b) = (run(no_os.to_str().unwrap()), run(&data("tiny.toml")));
+    assert_eq!(a, b);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn random_replacement_is_deterministic_per_seed() {
     let args = [

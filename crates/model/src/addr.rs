@@ -1,6 +1,6 @@
 //! Virtual and physical addresses, page sizes and address-space ids.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use std::fmt;
 
 /// An address-space id: which process's page table a reference uses.
@@ -16,7 +16,10 @@ pub const FRAME_SIZE: u64 = 1 << FRAME_SHIFT;
 /// 4K/2M/1G are x86-64 and ARMv8 4K-granule sizes; 16K, 64K, 32M and 512M come with the
 /// ARMv8 16K/64K granules and the contiguous bit; 1M and 16M are ARMv7 sections and
 /// supersections (and V3D super pages).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+///
+/// Serialized as its name (`"2M"`); deserialized by [`PageSize::parse`], so a config
+/// may also write `"2MiB"` or a byte count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[repr(u8)]
 pub enum PageSize {
     /// 4 KiB.
@@ -121,6 +124,13 @@ impl PageSize {
                 PageSize::ALL.map(|p| p.to_string()).join(", ")
             )
         })
+    }
+}
+
+impl<'de> Deserialize<'de> for PageSize {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        PageSize::parse(&s).map_err(serde::de::Error::custom)
     }
 }
 

@@ -17,16 +17,9 @@ use os_common::{Rng, Sys};
 fn policies(fmt: Format) -> Vec<Os> {
     let mut v = vec![Os::Base(Base::default())];
     let huge = fmt.leaf_level(PageSize::M2).is_some();
-    let res = if huge { PageSize::M2 } else { PageSize::M1 };
-    v.push(Os::Reservation(Reservation::new(ReservationConfig {
-        size: res,
-        mid: if fmt == Format::Armv8_4K {
-            Some(PageSize::K64)
-        } else {
-            None
-        },
-        ..ReservationConfig::default()
-    })));
+    // The default sizes for the format: 2M (1M on armv7), 64K groups inside on arm64 4K.
+    let resv = Reservation::new(ReservationConfig::default(), fmt).unwrap();
+    v.push(Os::Reservation(resv));
     v.push(Os::Mthp(Mthp::new(MthpConfig {
         sizes: if huge {
             vec![PageSize::K16, PageSize::K64, PageSize::M2]
@@ -45,6 +38,7 @@ fn policies(fmt: Format) -> Vec<Os> {
             },
         )));
         let k = KhugepagedConfig {
+            enabled: true,
             scan_period: 500,
             pages_to_scan: 8192,
             ..Default::default()
@@ -205,6 +199,7 @@ fn reclaiming_policies(fmt: Format) -> Vec<Os> {
             },
         )));
         let k = KhugepagedConfig {
+            enabled: true,
             scan_period: 500,
             pages_to_scan: 8192,
             ..Default::default()

@@ -14,11 +14,13 @@ use os_common::Sys;
 
 const BASE: u64 = 0x4000_0000;
 
-fn resv(_fmt: Format, size: PageSize) -> Os {
-    Os::Reservation(Reservation::new(ReservationConfig {
-        size,
+fn resv(fmt: Format, size: PageSize) -> Os {
+    let cfg = ReservationConfig {
+        size: Some(size),
+        mid_size: MidSize::Off,
         ..ReservationConfig::default()
-    }))
+    };
+    Os::Reservation(Reservation::new(cfg, fmt).unwrap())
 }
 
 fn leaf(sys: &mut Sys, va: u64) -> mmulab_model::walk::Mapping {
@@ -358,11 +360,12 @@ fn exit_returns_every_frame() {
 #[test]
 fn arm64_reservations_promote_64k_groups_first_then_2m() {
     let cfg = ReservationConfig {
-        size: PageSize::M2,
-        mid: Some(PageSize::K64),
+        size: Some(PageSize::M2),
+        mid_size: MidSize::Size(PageSize::K64),
         ..ReservationConfig::default()
     };
-    let mut sys = Sys::new(Format::Armv8_4K, 64 << 20, Os::Reservation(Reservation::new(cfg)));
+    let os = Os::Reservation(Reservation::new(cfg, Format::Armv8_4K).unwrap());
+    let mut sys = Sys::new(Format::Armv8_4K, 64 << 20, os);
     for i in 0..16 {
         sys.access(0, BASE + i * 4096, Store);
     }
@@ -406,11 +409,12 @@ fn arm64_reservations_promote_64k_groups_first_then_2m() {
 #[test]
 fn a_write_to_a_read_only_64k_group_demotes_only_that_group() {
     let cfg = ReservationConfig {
-        size: PageSize::M2,
-        mid: Some(PageSize::K64),
+        size: Some(PageSize::M2),
+        mid_size: MidSize::Size(PageSize::K64),
         ..ReservationConfig::default()
     };
-    let mut sys = Sys::new(Format::Armv8_4K, 64 << 20, Os::Reservation(Reservation::new(cfg)));
+    let os = Os::Reservation(Reservation::new(cfg, Format::Armv8_4K).unwrap());
+    let mut sys = Sys::new(Format::Armv8_4K, 64 << 20, os);
     for i in 0..32 {
         sys.access(0, BASE + i * 4096, Load);
     }

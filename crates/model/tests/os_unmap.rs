@@ -24,11 +24,13 @@ fn thp() -> Os {
     ))
 }
 
-fn resv(size: PageSize) -> Os {
-    Os::Reservation(Reservation::new(ReservationConfig {
-        size,
+fn resv(fmt: Format, size: PageSize) -> Os {
+    let cfg = ReservationConfig {
+        size: Some(size),
+        mid_size: MidSize::Off,
         ..ReservationConfig::default()
-    }))
+    };
+    Os::Reservation(Reservation::new(cfg, fmt).unwrap())
 }
 
 fn at(sys: &mut Sys, va: u64) -> mmulab_model::walk::Mapping {
@@ -136,7 +138,7 @@ fn touching_an_unmapped_address_faults_again_into_a_new_inferred_vma() {
 
 #[test]
 fn a_partly_unmapped_reservation_never_promotes_over_the_hole() {
-    let mut sys = Sys::new(Format::X86_64, 64 << 20, resv(PageSize::M2));
+    let mut sys = Sys::new(Format::X86_64, 64 << 20, resv(Format::X86_64, PageSize::M2));
     for i in 0..100 {
         sys.access(0, BASE + i * 4096, Store);
     }
@@ -171,7 +173,7 @@ fn a_partly_unmapped_reservation_never_promotes_over_the_hole() {
     assert_eq!(r.reservation_at(0, BASE), Some((pfn, 492)));
     sys.check();
     // Control: without the unmap the same touches promote.
-    let mut ctl = Sys::new(Format::X86_64, 64 << 20, resv(PageSize::M2));
+    let mut ctl = Sys::new(Format::X86_64, 64 << 20, resv(Format::X86_64, PageSize::M2));
     for i in 0..512 {
         ctl.access(0, BASE + i * 4096, Store);
     }
@@ -180,7 +182,7 @@ fn a_partly_unmapped_reservation_never_promotes_over_the_hole() {
 
 #[test]
 fn unmapping_part_of_a_promoted_reservation_demotes_it_and_emptying_it_frees_the_extent() {
-    let mut sys = Sys::new(Format::Armv7, 64 << 20, resv(PageSize::M1));
+    let mut sys = Sys::new(Format::Armv7, 64 << 20, resv(Format::Armv7, PageSize::M1));
     let base = 0x4010_0000;
     for i in 0..256 {
         sys.access(0, base + i * 4096, Store);

@@ -12,6 +12,8 @@ use mmulab_model::tlb::{Serves, TlbSpec, Unsupported};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+pub use crate::config_os::{key_policies, OsSection, OsSpec, POLICIES};
+
 /// The built-in default machine (machines/default.toml).
 pub const DEFAULT_TOML: &str = include_str!("../../../machines/default.toml");
 
@@ -29,8 +31,9 @@ pub struct Config {
     pub walk: WalkSection,
     /// `[[tlb]]` levels.
     pub tlb: Vec<TlbSection>,
-    /// `[os]`.
-    #[serde(default)]
+    /// `[os]`: parsed apart from the other sections (from the merged table, in
+    /// [`from_table`]), since which keys it accepts depends on `os.policy`.
+    #[serde(skip)]
     pub os: OsSection,
 }
 
@@ -176,225 +179,6 @@ fn default_policy() -> Policy {
     Policy::Lru
 }
 
-/// `[os]`.
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct OsSection {
-    /// `base` or `fixed`.
-    #[serde(default = "default_os")]
-    pub policy: String,
-    /// Page size of `fixed`.
-    #[serde(default)]
-    pub page_size: Option<String>,
-    /// Cycles the OS spends per fault (reported apart from translation cycles).
-    #[serde(default = "default_fault")]
-    pub fault_latency: u32,
-    /// References between calls of the policy's background work (`Os::tick`) and
-    /// time-series samples' granularity floor.
-    #[serde(default = "default_tick")]
-    pub tick_interval: u64,
-    /// `[os.reservation]` (policy `reservation`).
-    #[serde(default)]
-    pub reservation: ReservationSection,
-    /// `[os.thp]` (policy `thp`).
-    #[serde(default)]
-    pub thp: ThpSection,
-    /// `[os.khugepaged]` (policies `khugepaged`, and `thp` when enabled).
-    #[serde(default)]
-    pub khugepaged: KhugepagedSection,
-    /// `[os.mthp]` (policy `mthp`).
-    #[serde(default)]
-    pub mthp: MthpSection,
-    /// `[os.reclaim]` (memory pressure: policies `base`, `thp`, `khugepaged`, `mthp`).
-    #[serde(default)]
-    pub reclaim: mmulab_model::os::ReclaimConfig,
-}
-
-fn default_tick() -> u64 {
-    100_000
-}
-
-/// `[os.reservation]`.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReservationSection {
-    /// Reservation and superpage size (default: 2M; 1M on ARMv7 short descriptors).
-    #[serde(default)]
-    pub size: Option<String>,
-    /// Break partial reservations at a tick while free memory is below this share.
-    #[serde(default)]
-    pub low_watermark: Option<f64>,
-    /// Intermediate superpage promoted inside a reservation: `"64K"` or `"none"`
-    /// (default: 64K on arm64 with the 4K granule, none elsewhere).
-    #[serde(default)]
-    pub mid_size: Option<String>,
-}
-
-/// `[os.thp]`.
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct ThpSection {
-    /// `always`, `madvise` or `never`.
-    #[serde(default = "always")]
-    pub enabled: String,
-    /// `always`, `defer`, `defer+madvise`, `madvise` or `never`.
-    #[serde(default = "madvise")]
-    pub defrag: String,
-    /// Cycles of one direct-compaction attempt (the scanners).
-    #[serde(default = "default_compaction")]
-    pub compaction_cycles: u64,
-    /// Cycles to migrate one 4 KiB page during compaction.
-    #[serde(default = "default_migrate")]
-    pub migrate_cycles_per_page: u64,
-    /// Cycles to zero one 4 KiB page at fault (0 = not charged).
-    #[serde(default)]
-    pub zero_cycles_per_page: u64,
-}
-
-fn always() -> String {
-    "always".into()
-}
-fn madvise() -> String {
-    "madvise".into()
-}
-fn default_compaction() -> u64 {
-    200_000
-}
-fn default_migrate() -> u64 {
-    4_000
-}
-
-impl Default for ThpSection {
-    fn default() -> Self {
-        ThpSection {
-            enabled: always(),
-            defrag: madvise(),
-            compaction_cycles: default_compaction(),
-            migrate_cycles_per_page: default_migrate(),
-            zero_cycles_per_page: 0,
-        }
-    }
-}
-
-/// `[os.khugepaged]`.
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct KhugepagedSection {
-    /// Run the scanner with policy `thp` too (policy `khugepaged` always runs it).
-    #[serde(default)]
-    pub enabled: bool,
-    /// Base pages' worth of 2 MiB ranges scanned per wake-up.
-    #[serde(default = "default_pages_to_scan")]
-    pub pages_to_scan: u64,
-    /// References between wake-ups.
-    #[serde(default = "default_scan_period")]
-    pub scan_period: u64,
-    /// Collapse when at most this many PTEs of the range are empty (0..=511).
-    #[serde(default = "default_max_ptes_none")]
-    pub max_ptes_none: u64,
-    /// Cycles to copy one 4 KiB page at a collapse.
-    #[serde(default = "default_copy")]
-    pub copy_cycles_per_page: u64,
-    /// Direct compaction when a collapse finds no free 2 MiB block (Linux default: on).
-    #[serde(default = "yes")]
-    pub defrag: bool,
-}
-
-fn yes() -> bool {
-    true
-}
-
-fn default_pages_to_scan() -> u64 {
-    4096
-}
-fn default_scan_period() -> u64 {
-    1_000_000
-}
-fn default_max_ptes_none() -> u64 {
-    511
-}
-fn default_copy() -> u64 {
-    1000
-}
-
-impl Default for KhugepagedSection {
-    fn default() -> Self {
-        KhugepagedSection {
-            enabled: false,
-            pages_to_scan: default_pages_to_scan(),
-            scan_period: default_scan_period(),
-            max_ptes_none: default_max_ptes_none(),
-            copy_cycles_per_page: default_copy(),
-            defrag: true,
-        }
-    }
-}
-
-/// `[os.mthp]`.
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct MthpSection {
-    /// Enabled folio sizes, e.g. `["16K", "64K", "2M"]`.
-    #[serde(default = "default_mthp_sizes")]
-    pub sizes: Vec<String>,
-    /// Cycles to zero each 4 KiB page of a folio beyond the first (0 = not charged).
-    #[serde(default)]
-    pub zero_cycles_per_page: u64,
-}
-
-fn default_mthp_sizes() -> Vec<String> {
-    vec!["16K".into(), "64K".into(), "2M".into()]
-}
-
-impl Default for MthpSection {
-    fn default() -> Self {
-        MthpSection {
-            sizes: default_mthp_sizes(),
-            zero_cycles_per_page: 0,
-        }
-    }
-}
-
-fn default_os() -> String {
-    "base".into()
-}
-fn default_fault() -> u32 {
-    1000
-}
-
-impl Default for OsSection {
-    fn default() -> Self {
-        OsSection {
-            policy: default_os(),
-            page_size: None,
-            fault_latency: default_fault(),
-            tick_interval: default_tick(),
-            reservation: ReservationSection::default(),
-            thp: ThpSection::default(),
-            khugepaged: KhugepagedSection::default(),
-            mthp: MthpSection::default(),
-            reclaim: Default::default(),
-        }
-    }
-}
-
-/// The OS policy, resolved.
-#[derive(Clone, Debug, PartialEq)]
-pub enum OsSpec {
-    /// Every page 4 KiB.
-    Base,
-    /// Every page of one size.
-    Fixed(PageSize),
-    /// FreeBSD reservations.
-    Reservation(mmulab_model::os::ReservationConfig),
-    /// Linux THP at fault (with khugepaged if enabled).
-    Thp(mmulab_model::os::ThpConfig, mmulab_model::os::KhugepagedConfig),
-    /// khugepaged alone (4 KiB at fault).
-    Khugepaged(mmulab_model::os::KhugepagedConfig),
-    /// Linux multi-size THP.
-    Mthp(mmulab_model::os::MthpConfig),
-}
-
 /// A validated, resolved machine description.
 #[derive(Clone, Debug)]
 pub struct MachineSpec {
@@ -414,12 +198,10 @@ pub struct MachineSpec {
     pub pwc_entries: Vec<usize>,
     /// Walk latencies.
     pub cost: WalkCost,
-    /// OS policy.
+    /// OS policy with its settings (reclaim included: [`OsSpec::reclaim`]).
     pub os: OsSpec,
     /// The policy's config name (`os.policy`, for reports).
     pub policy_name: String,
-    /// Reclaim under memory pressure (`[os.reclaim]`, validated).
-    pub reclaim: mmulab_model::os::ReclaimConfig,
     /// References between calls of the policy's background work (`os.tick_interval`).
     pub tick_interval: u64,
     /// `memory.size` as written (for messages).
@@ -561,15 +343,23 @@ pub fn from_table(table: toml::Table, path: Option<&Path>, sets: &[String]) -> R
     for s in sets.iter().filter(|s| !sets_machine_name(s)) {
         apply_set(&mut table, s)?;
     }
-    let config: Config = Config::deserialize(toml::Value::Table(table)).map_err(|e| {
-        let how = if sets.is_empty() {
-            String::new()
-        } else {
-            " (after --set overrides)".into()
-        };
-        SimError::Config(format!("{src}{how}: {}", e.to_string().trim_end()))
-    })?;
+    let how = if sets.is_empty() {
+        ""
+    } else {
+        " (after --set overrides)"
+    };
+    let config = parse(table).map_err(|e| SimError::Config(format!("{src}{how}: {e}")))?;
     validate(config).map_err(|e| SimError::Config(format!("{src}: {e}")))
+}
+
+/// Parses a merged config table (its machine named, `--set` applied): `[os]` by
+/// [`OsSection`]'s rules (only the chosen policy's keys), the rest by serde.
+pub fn parse(mut table: toml::Table) -> Result<Config, String> {
+    let os = crate::config_os::take(&mut table)?;
+    let mut config =
+        Config::deserialize(toml::Value::Table(table)).map_err(|e| e.to_string().trim_end().to_string())?;
+    config.os = os;
+    Ok(config)
 }
 
 /// Checks a parsed config and resolves it.
@@ -618,40 +408,8 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
             ));
         }
     }
-    let os = match config.os.policy.as_str() {
-        "base" => {
-            if config.os.page_size.is_some() {
-                return Err("os.page_size only applies to policy = \"fixed\"".into());
-            }
-            OsSpec::Base
-        }
-        "fixed" => {
-            let s = config
-                .os
-                .page_size
-                .as_deref()
-                .ok_or("os.policy = \"fixed\" needs os.page_size (e.g. \"2M\")")?;
-            let size = PageSize::parse(s).map_err(|e| format!("os.page_size: {e}"))?;
-            if format.leaf_level(size).is_none() {
-                return Err(format!(
-                    "os.page_size = \"{s}\": {} page tables map {} leaves only",
-                    format.arch_name(),
-                    format
-                        .page_sizes()
-                        .iter()
-                        .map(|p| p.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-            }
-            if size.bytes() > memory_bytes {
-                return Err(format!("os.page_size = \"{s}\" is larger than memory.size"));
-            }
-            OsSpec::Fixed(size)
-        }
-        other => crate::config_os::resolve_policy(other, &config.os, format)?,
-    };
-    crate::config_os::check_common(&config, memory_bytes)?;
+    crate::config_os::check_policy(&config.os.policy, format, memory_bytes)?;
+    crate::config_os::check_common(&config)?;
     Ok(MachineSpec {
         format,
         cores: config.machine.cores,
@@ -665,12 +423,11 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
             pwc_latency: config.walk.pwc_latency,
             fault_latency: config.os.fault_latency,
         },
-        reclaim: crate::config_os::reclaim_config(&config.os)?,
-        policy_name: config.os.policy.clone(),
+        policy_name: config.os.policy.name().to_string(),
         tick_interval: config.os.tick_interval,
         memory_size: config.memory.size.clone(),
         age: config.memory.age.clone(),
-        os,
+        os: config.os.policy,
     })
 }
 

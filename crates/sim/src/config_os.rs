@@ -1,14 +1,230 @@
-//! Validation of the `[os]` policy sections and `[memory.age]` (kept apart from
-//! config.rs so the machine and TLB parts and the OS parts can change independently).
+//! `[os]`: parsed from the merged config table into the chosen policy's own variant
+//! ([`OsSpec`], holding the model's config types), and validated; also `[memory.age]`
+//! (kept apart from config.rs so the machine and TLB parts and the OS parts can change
+//! independently).
+//!
+//! Which keys `[os]` accepts depends on `os.policy`, so it is parsed by hand rather than
+//! by serde's internally tagged enums (which lose the key path of errors and do not
+//! combine with `deny_unknown_fields`): a section of another policy is refused by name,
+//! and each section of the chosen policy is deserialized straight into the model's type
+//! (`ThpConfig`, `MthpConfig`, …; serde defaults from its `Default`, unknown keys
+//! refused), under its full path so that errors name the key (`in os.thp.enabled`).
 
-use crate::config::{Config, OsSection, OsSpec};
+use crate::config::Config;
 use mmulab_model::addr::PageSize;
-use mmulab_model::os::{Defrag, Enabled, KhugepagedConfig, MthpConfig, ReclaimConfig, ReservationConfig, ThpConfig};
+use mmulab_model::os::{KhugepagedConfig, MthpConfig, ReclaimConfig, ReservationConfig, ThpConfig};
 use mmulab_model::pt::Format;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use std::collections::BTreeMap;
 
-/// The validated reclaim settings of `[os.reclaim]`.
-pub fn reclaim_config(os: &OsSection) -> Result<ReclaimConfig, String> {
-    let r = &os.reclaim;
+/// `[os]`, parsed: the keys every policy shares and the chosen policy with its sections.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OsSection {
+    /// `os.policy` and that policy's own sections.
+    pub policy: OsSpec,
+    /// Cycles the OS spends per fault (reported apart from translation cycles).
+    pub fault_latency: u32,
+    /// References between calls of the policy's background work (`Os::tick`) and
+    /// time-series samples' granularity floor.
+    pub tick_interval: u64,
+}
+
+impl Default for OsSection {
+    fn default() -> Self {
+        OsSection {
+            policy: OsSpec::Base {
+                reclaim: ReclaimConfig::default(),
+            },
+            fault_latency: 1000,
+            tick_interval: 100_000,
+        }
+    }
+}
+
+/// The OS policy (`os.policy`) with its own sections, as the model's config types.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OsSpec {
+    /// Every page 4 KiB.
+    Base {
+        /// `[os.reclaim]`.
+        reclaim: ReclaimConfig,
+    },
+    /// Every page of one size (`os.page_size`).
+    Fixed(PageSize),
+    /// FreeBSD reservations (`[os.reservation]`).
+    Reservation(ReservationConfig),
+    /// Linux THP at fault (with khugepaged if `khugepaged.enabled`).
+    Thp {
+        /// `[os.thp]`.
+        thp: ThpConfig,
+        /// `[os.khugepaged]`.
+        khugepaged: KhugepagedConfig,
+        /// `[os.reclaim]`.
+        reclaim: ReclaimConfig,
+    },
+    /// khugepaged alone (4 KiB at fault; the scanner always runs).
+    Khugepaged {
+        /// `[os.khugepaged]`.
+        khugepaged: KhugepagedConfig,
+        /// `[os.reclaim]`.
+        reclaim: ReclaimConfig,
+    },
+    /// Linux multi-size THP.
+    Mthp {
+        /// `[os.mthp]`.
+        mthp: MthpConfig,
+        /// `[os.reclaim]`.
+        reclaim: ReclaimConfig,
+    },
+}
+
+impl OsSpec {
+    /// The policy's config name (`os.policy`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            OsSpec::Base { .. } => "base",
+            OsSpec::Fixed(_) => "fixed",
+            OsSpec::Reservation(_) => "reservation",
+            OsSpec::Thp { .. } => "thp",
+            OsSpec::Khugepaged { .. } => "khugepaged",
+            OsSpec::Mthp { .. } => "mthp",
+        }
+    }
+
+    /// The reclaim settings (`[os.reclaim]`; the default, reclaim off, for `fixed` and
+    /// `reservation`, which take none).
+    pub fn reclaim(&self) -> ReclaimConfig {
+        match self {
+            OsSpec::Base { reclaim }
+            | OsSpec::Thp { reclaim, .. }
+            | OsSpec::Khugepaged { reclaim, .. }
+            | OsSpec::Mthp { reclaim, .. } => *reclaim,
+            OsSpec::Fixed(_) | OsSpec::Reservation(_) => ReclaimConfig::default(),
+        }
+    }
+}
+
+/// The policies `os.policy` accepts.
+pub const POLICIES: [&str; 6] = ["base", "fixed", "reservation", "thp", "khugepaged", "mthp"];
+
+/// Every key of `[os]` and the policies it applies to (`None`: all).
+const KEYS: [(&str, Option<&[&str]>); 9] = [
+    ("policy", None),
+    ("fault_latency", None),
+    ("tick_interval", None),
+    ("page_size", Some(&["fixed"])),
+    ("reservation", Some(&["reservation"])),
+    ("thp", Some(&["thp"])),
+    ("khugepaged", Some(&["thp", "khugepaged"])),
+    ("mthp", Some(&["mthp"])),
+    ("reclaim", Some(&["base", "thp", "khugepaged", "mthp"])),
+];
+
+/// The policies a config key (`os.mthp.sizes`, `os.page_size`) applies to, or `None`
+/// for a key every policy takes and any key outside `[os]`.
+pub fn key_policies(key: &str) -> Option<&'static [&'static str]> {
+    let mut parts = key.trim().split('.');
+    if parts.next() != Some("os") {
+        return None;
+    }
+    let section = parts.next()?;
+    KEYS.iter().find(|(k, _)| *k == section).and_then(|(_, p)| *p)
+}
+
+/// `"thp"`, `"thp" and "khugepaged"`, …: for messages.
+fn list(policies: &[&str]) -> String {
+    let q: Vec<String> = policies.iter().map(|p| format!("\"{p}\"")).collect();
+    match q.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("policies {} and {last}", rest.join(", ")),
+        _ => format!("policy {}", q.join("")),
+    }
+}
+
+/// Deserializes `os.KEY` into `T` (`None` if absent), under its full path so that serde's
+/// errors name it (`in os.thp.enabled`).
+fn get<T: DeserializeOwned>(os: &toml::Table, key: &str) -> Result<Option<T>, String> {
+    let Some(v) = os.get(key) else { return Ok(None) };
+    let inner = toml::Table::from_iter([(key.to_string(), v.clone())]);
+    let outer = toml::Table::from_iter([("os".to_string(), toml::Value::Table(inner))]);
+    let mut m = BTreeMap::<String, BTreeMap<String, T>>::deserialize(toml::Value::Table(outer))
+        .map_err(|e| e.to_string().trim_end().to_string())?;
+    Ok(m.remove("os").and_then(|mut s| s.remove(key)))
+}
+
+/// Takes `[os]` out of a merged config table and parses it: `os.policy` chooses the
+/// variant; a key of another policy is an error naming it; the chosen policy's
+/// sections become the model's config types (defaults where absent).
+pub(crate) fn take(table: &mut toml::Table) -> Result<OsSection, String> {
+    let os = match table.remove("os") {
+        None => toml::Table::new(),
+        Some(toml::Value::Table(t)) => t,
+        Some(v) => return Err(format!("os must be a table ([os]), found a {} value", v.type_str())),
+    };
+    let policy: String = get(&os, "policy")?.unwrap_or_else(|| "base".into());
+    let Some(&policy) = POLICIES.iter().find(|p| **p == policy) else {
+        return Err(format!(
+            "os.policy = \"{policy}\" is not known; use one of {}",
+            POLICIES.join(", ")
+        ));
+    };
+    for (k, v) in &os {
+        let Some((_, applies)) = KEYS.iter().find(|(name, _)| name == k) else {
+            let names: Vec<&str> = KEYS.iter().map(|(n, _)| *n).collect();
+            return Err(format!(
+                "os.{k} is not a key of [os]; use one of {} (docs/config.md)",
+                names.join(", ")
+            ));
+        };
+        match applies {
+            Some(ps) if !ps.contains(&policy) => {
+                let (key, what) = match v {
+                    toml::Value::Table(t) => (
+                        t.keys().next().map_or(format!("os.{k}"), |f| format!("os.{k}.{f}")),
+                        format!("[os.{k}]"),
+                    ),
+                    _ => (format!("os.{k}"), format!("os.{k}")),
+                };
+                return Err(format!(
+                    "{key} is set, but os.policy = \"{policy}\": {what} applies only to {} (remove it or change os.policy)",
+                    list(ps)
+                ));
+            }
+            _ => {}
+        }
+    }
+    let spec = match policy {
+        "base" => OsSpec::Base {
+            reclaim: get(&os, "reclaim")?.unwrap_or_default(),
+        },
+        "fixed" => {
+            OsSpec::Fixed(get(&os, "page_size")?.ok_or("os.policy = \"fixed\" needs os.page_size (e.g. \"2M\")")?)
+        }
+        "reservation" => OsSpec::Reservation(get(&os, "reservation")?.unwrap_or_default()),
+        "thp" => OsSpec::Thp {
+            thp: get(&os, "thp")?.unwrap_or_default(),
+            khugepaged: get(&os, "khugepaged")?.unwrap_or_default(),
+            reclaim: get(&os, "reclaim")?.unwrap_or_default(),
+        },
+        "khugepaged" => OsSpec::Khugepaged {
+            khugepaged: get(&os, "khugepaged")?.unwrap_or_default(),
+            reclaim: get(&os, "reclaim")?.unwrap_or_default(),
+        },
+        _ => OsSpec::Mthp {
+            mthp: get(&os, "mthp")?.unwrap_or_default(),
+            reclaim: get(&os, "reclaim")?.unwrap_or_default(),
+        },
+    };
+    let d = OsSection::default();
+    Ok(OsSection {
+        policy: spec,
+        fault_latency: get(&os, "fault_latency")?.unwrap_or(d.fault_latency),
+        tick_interval: get(&os, "tick_interval")?.unwrap_or(d.tick_interval),
+    })
+}
+
+/// Checks the ranges of the reclaim settings (`[os.reclaim]`).
+fn check_reclaim(r: &ReclaimConfig) -> Result<(), String> {
     if r.batch_pages == 0 {
         return Err("os.reclaim.batch_pages must be positive (frames one reclaim run tries to free)".into());
     }
@@ -18,142 +234,69 @@ pub fn reclaim_config(os: &OsSection) -> Result<ReclaimConfig, String> {
             r.thp_underused_empty
         ));
     }
-    Ok(*r)
+    Ok(())
 }
 
-/// The policies `os.policy` accepts.
-pub const POLICIES: [&str; 6] = ["base", "fixed", "reservation", "thp", "khugepaged", "mthp"];
-
-/// Resolves a policy other than `base`/`fixed`.
-pub(crate) fn resolve_policy(name: &str, os: &OsSection, format: Format) -> Result<OsSpec, String> {
-    if os.page_size.is_some() && name != "fixed" {
+fn check_khugepaged(k: &KhugepagedConfig) -> Result<(), String> {
+    if k.max_ptes_none > 511 {
         return Err(format!(
-            "os.page_size only applies to policy = \"fixed\" (policy is \"{name}\")"
+            "os.khugepaged.max_ptes_none = {} must be between 0 and 511",
+            k.max_ptes_none
         ));
     }
-    let k = &os.khugepaged;
-    let khuge = || -> Result<KhugepagedConfig, String> {
-        if k.max_ptes_none > 511 {
-            return Err(format!(
-                "os.khugepaged.max_ptes_none = {} must be between 0 and 511",
-                k.max_ptes_none
-            ));
-        }
-        if k.scan_period == 0 || k.pages_to_scan == 0 {
-            return Err("os.khugepaged.scan_period and pages_to_scan must be positive".into());
-        }
-        Ok(KhugepagedConfig {
-            enabled: k.enabled,
-            pages_to_scan: k.pages_to_scan,
-            scan_period: k.scan_period,
-            max_ptes_none: k.max_ptes_none,
-            copy_cycles_per_page: k.copy_cycles_per_page,
-            defrag: k.defrag,
-        })
-    };
-    let huge_ok = |what: &str| {
+    if k.scan_period == 0 || k.pages_to_scan == 0 {
+        return Err("os.khugepaged.scan_period and pages_to_scan must be positive".into());
+    }
+    Ok(())
+}
+
+/// Checks the policy's settings against the format and memory.
+pub(crate) fn check_policy(os: &OsSpec, format: Format, memory_bytes: u64) -> Result<(), String> {
+    let huge_ok = || {
         if format.leaf_level(PageSize::M2).is_none() {
             Err(format!(
-                "os.policy = \"{what}\" needs 2M leaves, which {} page tables do not have",
+                "os.policy = \"{}\" needs 2M leaves, which {} page tables do not have",
+                os.name(),
                 format.arch_name()
             ))
         } else {
             Ok(())
         }
     };
-    Ok(match name {
-        "reservation" => {
-            let r = &os.reservation;
-            let default = if format.leaf_level(PageSize::M2).is_some() {
-                PageSize::M2
-            } else {
-                PageSize::M1
-            };
-            let size = match &r.size {
-                Some(s) => PageSize::parse(s).map_err(|e| format!("os.reservation.size: {e}"))?,
-                None => default,
-            };
-            if size == PageSize::K4 || format.leaf_level(size).is_none() {
+    check_reclaim(&os.reclaim())?;
+    match os {
+        OsSpec::Base { .. } => {}
+        OsSpec::Fixed(size) => {
+            if format.leaf_level(*size).is_none() {
+                let sizes: Vec<String> = format.page_sizes().iter().map(|p| p.to_string()).collect();
                 return Err(format!(
-                    "os.reservation.size = \"{size}\": {} page tables have no {size} leaf above 4K",
-                    format.arch_name()
+                    "os.page_size = \"{size}\": {} page tables map {} leaves only",
+                    format.arch_name(),
+                    sizes.join(", ")
                 ));
             }
-            let low = r.low_watermark.unwrap_or(0.01);
-            if !(0.0..0.5).contains(&low) {
-                return Err(format!("os.reservation.low_watermark = {low} must be in [0, 0.5)"));
+            if size.bytes() > memory_bytes {
+                return Err(format!("os.page_size = \"{size}\" is larger than memory.size"));
             }
-            let mid = match r.mid_size.as_deref() {
-                None if format == Format::Armv8_4K && size == PageSize::M2 => Some(PageSize::K64),
-                None | Some("none") => None,
-                Some(s) => {
-                    let m = PageSize::parse(s).map_err(|e| format!("os.reservation.mid_size: {e}"))?;
-                    if m <= PageSize::K4 || m >= size || format.leaf_level(m).is_none() {
-                        return Err(format!(
-                            "os.reservation.mid_size = \"{s}\": must be a size {} maps, above 4K and below the reservation size {size}",
-                            format.arch_name()
-                        ));
-                    }
-                    Some(m)
-                }
-            };
-            OsSpec::Reservation(ReservationConfig {
-                size,
-                mid,
-                low_watermark: low,
-                ..ReservationConfig::default()
-            })
         }
-        "thp" => {
-            huge_ok("thp")?;
-            let t = &os.thp;
-            let enabled = match t.enabled.as_str() {
-                "always" => Enabled::Always,
-                "madvise" => Enabled::Madvise,
-                "never" => Enabled::Never,
-                o => {
-                    return Err(format!(
-                        "os.thp.enabled = \"{o}\": use \"always\", \"madvise\" or \"never\""
-                    ))
-                }
-            };
-            let defrag = match t.defrag.as_str() {
-                "always" => Defrag::Always,
-                "defer" => Defrag::Defer,
-                "defer+madvise" => Defrag::DeferMadvise,
-                "madvise" => Defrag::Madvise,
-                "never" => Defrag::Never,
-                o => {
-                    return Err(format!(
-                    "os.thp.defrag = \"{o}\": use \"always\", \"defer\", \"defer+madvise\", \"madvise\" or \"never\""
-                ))
-                }
-            };
-            OsSpec::Thp(
-                ThpConfig {
-                    enabled,
-                    defrag,
-                    compaction_cycles: t.compaction_cycles,
-                    migrate_cycles_per_page: t.migrate_cycles_per_page,
-                    zero_cycles_per_page: t.zero_cycles_per_page,
-                },
-                khuge()?,
-            )
+        OsSpec::Reservation(r) => {
+            r.sizes(format)?;
+            if !(0.0..0.5).contains(&r.low_watermark) {
+                return Err(format!(
+                    "os.reservation.low_watermark = {} must be in [0, 0.5)",
+                    r.low_watermark
+                ));
+            }
         }
-        "khugepaged" => {
-            huge_ok("khugepaged")?;
-            OsSpec::Khugepaged(KhugepagedConfig {
-                enabled: true,
-                ..khuge()?
-            })
+        OsSpec::Thp { khugepaged, .. } | OsSpec::Khugepaged { khugepaged, .. } => {
+            huge_ok()?;
+            check_khugepaged(khugepaged)?;
         }
-        "mthp" => {
-            let mut sizes = Vec::new();
-            for s in &os.mthp.sizes {
-                let p = PageSize::parse(s).map_err(|e| format!("os.mthp.sizes: {e}"))?;
+        OsSpec::Mthp { mthp, .. } => {
+            for &p in &mthp.sizes {
                 if p == PageSize::K4 || p > PageSize::M2 {
                     return Err(format!(
-                        "os.mthp.sizes: \"{s}\" is not an mTHP size (16K … 2M, above the 4K base page)"
+                        "os.mthp.sizes: \"{p}\" is not an mTHP size (16K … 2M, above the 4K base page)"
                     ));
                 }
                 if p == PageSize::M2 && format.leaf_level(p).is_none() {
@@ -162,31 +305,20 @@ pub(crate) fn resolve_policy(name: &str, os: &OsSection, format: Format) -> Resu
                         format.arch_name()
                     ));
                 }
-                sizes.push(p);
             }
-            if sizes.is_empty() {
+            if mthp.sizes.is_empty() {
                 return Err("os.mthp.sizes is empty; list at least one size, e.g. [\"64K\"]".into());
             }
-            OsSpec::Mthp(MthpConfig {
-                sizes,
-                zero_cycles_per_page: os.mthp.zero_cycles_per_page,
-            })
         }
-        other => {
-            return Err(format!(
-                "os.policy = \"{other}\" is not known; use one of {}",
-                POLICIES.join(", ")
-            ))
-        }
-    })
+    }
+    Ok(())
 }
 
-/// Checks keys shared by all policies.
-pub(crate) fn check_common(config: &Config, _memory_bytes: u64) -> Result<(), String> {
+/// Checks keys shared by all policies and `[memory.age]`.
+pub(crate) fn check_common(config: &Config) -> Result<(), String> {
     if config.os.tick_interval == 0 {
         return Err("os.tick_interval must be positive (references between background-work calls)".into());
     }
-    reclaim_config(&config.os)?;
     if let Some(a) = &config.memory.age {
         if !(0.0..=0.95).contains(&a.used) {
             return Err(format!("memory.age.used = {} must be between 0 and 0.95", a.used));

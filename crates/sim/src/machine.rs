@@ -54,14 +54,20 @@ impl Machine {
             })
             .collect();
         let mut os = match spec.os {
-            OsSpec::Base => Os::Base(Base::default()),
+            OsSpec::Base { .. } => Os::Base(Base::default()),
             OsSpec::Fixed(size) => Os::Fixed(Fixed::new(size)),
-            OsSpec::Reservation(ref c) => Os::Reservation(Reservation::new(c.clone())),
-            OsSpec::Thp(ref t, ref k) => Os::Thp(Thp::new(t.clone(), k.clone())),
-            OsSpec::Khugepaged(ref k) => Os::Thp(Thp::khugepaged_only(k.clone())),
-            OsSpec::Mthp(ref c) => Os::Mthp(Mthp::new(c.clone())),
+            OsSpec::Reservation(ref c) => {
+                Os::Reservation(Reservation::new(c.clone(), spec.format).map_err(SimError::Config)?)
+            }
+            OsSpec::Thp {
+                ref thp,
+                ref khugepaged,
+                ..
+            } => Os::Thp(Thp::new(thp.clone(), khugepaged.clone())),
+            OsSpec::Khugepaged { ref khugepaged, .. } => Os::Thp(Thp::khugepaged_only(khugepaged.clone())),
+            OsSpec::Mthp { ref mthp, .. } => Os::Mthp(Mthp::new(mthp.clone())),
         };
-        os.set_reclaim(spec.reclaim).map_err(SimError::Config)?;
+        os.set_reclaim(spec.os.reclaim()).map_err(SimError::Config)?;
         let bg = crate::background::Background::new(&spec, &mut mem);
         Ok(Machine {
             cpus,

@@ -14,6 +14,7 @@ use crate::config::{load_machine, MachineSpec};
 use crate::{run, Machine, Sample, SimError, Stats};
 use mmulab_model::addr::PageSize;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// An experiment file.
 #[derive(Clone, Debug, Deserialize)]
@@ -73,9 +74,26 @@ pub struct MachineCase {
     /// The policy compared with the seed's figure, if any.
     #[serde(default)]
     pub seed_policy: Option<String>,
-    /// Extra `--set` overrides.
+    /// Extra `--set` overrides for every policy of the machine (keys every policy
+    /// takes, such as `memory.size`).
     #[serde(default)]
     pub sets: Vec<String>,
+    /// Extra `--set` overrides for one policy (`policy_sets.mthp = ["os.mthp.sizes=…"]`),
+    /// applied after `sets`: a key of one policy's section (`os.mthp.*`) goes here,
+    /// since another policy refuses it.
+    #[serde(default)]
+    pub policy_sets: BTreeMap<String, Vec<String>>,
+}
+
+impl MachineCase {
+    /// The `--set` overrides of a run of `policy`: `sets`, that policy's `policy_sets`,
+    /// then `os.policy`.
+    pub fn sets_for(&self, policy: &str) -> Vec<String> {
+        let mut sets = self.sets.clone();
+        sets.extend(self.policy_sets.get(policy).into_iter().flatten().cloned());
+        sets.push(format!("os.policy={policy}"));
+        sets
+    }
 }
 
 /// The outcome of one run.
@@ -158,8 +176,49 @@ pub fn parse(text: &str, origin: &str) -> Result<Experiment, SimError> {
                 m.name, m.bits
             )));
         }
+        check_sets(m).map_err(|msg| SimError::Config(format!("{origin}: machine '{}': {msg}", m.name)))?;
     }
     Ok(e)
+}
+
+/// `sets` holds only keys every policy of the machine takes; `policy_sets` names
+/// policies the machine runs, each with keys that policy takes.
+fn check_sets(m: &MachineCase) -> Result<(), String> {
+    let key = |s: &str| s.split_once('=').map_or(s, |(k, _)| k).trim().to_string();
+    for s in &m.sets {
+        if let Some(takes) = crate::config::key_policies(&key(s)) {
+            if let Some(p) = m.policies.iter().find(|p| !takes.contains(&p.as_str())) {
+                let first = takes
+                    .iter()
+                    .find(|t| m.policies.iter().any(|p| p == *t))
+                    .unwrap_or(&takes[0]);
+                return Err(format!(
+                    "sets has \"{s}\", which policy \"{p}\" does not take ({} applies only to {}): put it in policy_sets, e.g. policy_sets.{first} = [\"{s}\"]",
+                    key(s),
+                    takes.join(", ")
+                ));
+            }
+        }
+    }
+    for (p, sets) in &m.policy_sets {
+        if !m.policies.contains(p) {
+            return Err(format!(
+                "policy_sets.{p}: \"{p}\" is not one of the machine's policies ({})",
+                m.policies.join(", ")
+            ));
+        }
+        for s in sets {
+            if let Some(takes) = crate::config::key_policies(&key(s)) {
+                if !takes.contains(&p.as_str()) {
+                    return Err(format!(
+                        "policy_sets.{p} has \"{s}\", which applies only to {}",
+                        takes.join(", ")
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn one(m: &MachineCase, w: &WorkloadCase, policy: &str, spec: MachineSpec) -> Result<RunResult, SimError> {
@@ -208,10 +267,9 @@ pub fn run_all(e: &Experiment, threads: usize) -> Result<Vec<RunResult>, SimErro
     for m in &e.machine {
         for w in &e.workload {
             for p in &m.policies {
-                let mut sets = m.sets.clone();
-                sets.push(format!("os.policy={p}"));
-                let spec = load_machine(&m.name, None, &sets)
-                    .map_err(|err| SimError::Config(format!("experiment {}: machine {}: {err}", e.name, m.name)))?;
+                let spec = load_machine(&m.name, None, &m.sets_for(p)).map_err(|err| {
+                    SimError::Config(format!("experiment {}: machine {}, policy {p}: {err}", e.name, m.name))
+                })?;
                 jobs.push((m, w, p.as_str(), spec));
             }
         }

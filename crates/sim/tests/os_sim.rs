@@ -43,15 +43,17 @@ fn bad_os_and_memory_keys_are_named() {
     assert!(e.contains("colour"), "{e}");
     let r = spec(&["os.reclaim.enabled=true", "os.reclaim.batch_pages=7"])
         .unwrap()
-        .reclaim;
+        .os
+        .reclaim();
     assert!(r.enabled && r.batch_pages == 7 && r.min_free_pages == 64, "{r:?}");
     let e = spec(&["os.reclaim.thp_underused_empty=512"]).unwrap_err();
     assert!(e.contains("os.reclaim.thp_underused_empty"), "{e}");
     let e = spec(&["os.reclaim.swapiness=60"]).unwrap_err();
     assert!(e.contains("swapiness"), "{e}");
-    let e = spec(&["os.khugepaged.defrag=maybe"]).unwrap_err();
-    assert!(e.contains("defrag"), "{e}");
+    let e = spec(&["os.policy=thp", "os.khugepaged.defrag=maybe"]).unwrap_err();
+    assert!(e.contains("os.khugepaged.defrag"), "{e}");
     assert!(spec(&[
+        "os.policy=thp",
         "os.thp.migrate_cycles_per_page=1",
         "os.reclaim.enabled=true",
         "os.khugepaged.defrag=false"
@@ -342,18 +344,21 @@ impl mmulab_trace::TraceSource for Refs {
     }
 }
 
-/// `[os.reclaim] enabled = true` under a policy that has no reclaim (FreeBSD
-/// reservations, fixed pages) was silently ignored; it is refused, naming the policy.
+/// `[os.reclaim]` under a policy that has no reclaim (FreeBSD reservations, fixed
+/// pages) was silently ignored; it is refused, naming the key and the policy.
 #[test]
 fn reclaim_on_a_policy_without_reclaim_is_refused() {
     for policy in ["reservation", "fixed"] {
-        let mut sets = vec![format!("os.policy={policy}"), "os.reclaim.enabled=true".to_string()];
-        if policy == "fixed" {
-            sets.push("os.page_size=2M".into());
+        for key in ["os.reclaim.enabled=true", "os.reclaim.batch_pages=7"] {
+            let mut sets = vec![format!("os.policy={policy}"), key.to_string()];
+            if policy == "fixed" {
+                sets.push("os.page_size=2M".into());
+            }
+            let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+            let e = spec(&sets).unwrap_err();
+            let name = key.split('=').next().unwrap();
+            assert!(e.contains(name) && e.contains(&format!("\"{policy}\"")), "{e}");
         }
-        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
-        let e = Machine::new(spec(&sets).unwrap()).err().expect("refused").to_string();
-        assert!(e.contains("os.reclaim.enabled") && e.contains(policy), "{e}");
     }
     for policy in ["base", "thp", "khugepaged", "mthp"] {
         let sets = [format!("os.policy={policy}"), "os.reclaim.enabled=true".to_string()];

@@ -34,7 +34,8 @@
 //! whichever hooks with defaults it needs: `tick`, `exit_space`, `shrink`, `unmap_frames`,
 //! `reclaim`…); a row in the `policies!` table below (which generates the closed [`Os`]
 //! enum and its static dispatch, so no hook can be forgotten by a hand-written match);
-//! the sim crate's `os.policy` config (config.rs `OsSpec`); a row in the contract
+//! the sim crate's `os.policy` config (config_os.rs: a variant of `OsSpec` holding the
+//! policy's config type, which derives `Deserialize`, and its keys); a row in the contract
 //! suite's list of policies; a section in docs/policies.md.
 
 mod base;
@@ -52,7 +53,7 @@ pub use base::Base;
 pub use fixed::Fixed;
 pub use mthp::{Mthp, MthpConfig};
 pub use reclaim::ReclaimConfig;
-pub use reservation::{Reservation, ReservationConfig};
+pub use reservation::{MidSize, Reservation, ReservationConfig};
 pub use stats::{OsEvent, OsEvents, OsStats};
 pub use thp::{Defrag, Enabled, KhugepagedConfig, Thp, ThpConfig};
 

@@ -16,8 +16,10 @@ use crate::addr::{PageSize, FRAME_SHIFT, FRAME_SIZE};
 use crate::error::ModelError;
 use crate::walk::map_leaf;
 
-/// mTHP settings.
-#[derive(Clone, Debug, PartialEq)]
+/// mTHP settings: the `[os.mthp]` config section itself (docs/config.md; every key
+/// optional, defaulting to [`MthpConfig::default`]), validated by the sim crate.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct MthpConfig {
     /// Enabled folio sizes (any of 16K … 2M), base size excluded.
     pub sizes: Vec<PageSize>,

@@ -32,34 +32,101 @@ use super::{free_leaf, free_run, fresh_attrs, order_of, FaultCtx, OsStats, TickC
 use crate::addr::{Asid, PageSize, FRAME_SHIFT, FRAME_SIZE};
 use crate::error::ModelError;
 use crate::mem::Memory;
+use crate::pt::Format;
 use crate::space::AddressSpace;
 use crate::translation::Attrs;
 use crate::walk::{lookup, map_leaf, set_leaf_attrs, Mapping};
 use std::collections::{BTreeMap, HashMap};
 
-/// Settings of the reservation policy.
-#[derive(Clone, Debug, PartialEq)]
+/// Settings of the reservation policy: the `[os.reservation]` config section itself
+/// (docs/config.md; every key optional, defaulting to [`ReservationConfig::default`]).
+/// The sizes' defaults depend on the page-table format: [`ReservationConfig::sizes`]
+/// resolves and checks them.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct ReservationConfig {
-    /// Reservation (and superpage) size.
-    pub size: PageSize,
+    /// Reservation (and superpage) size; `None` (the default): 2 MiB, or 1 MiB on a
+    /// format without 2 MiB leaves (ARMv7 short descriptors).
+    pub size: Option<PageSize>,
     /// An intermediate superpage size promoted inside a reservation (arm64 4K granule:
     /// 64 KiB contiguous-bit groups inside 2 MiB; ARMv7: 64 KiB large pages inside
     /// 1 MiB), or none.
-    pub mid: Option<PageSize>,
+    pub mid_size: MidSize,
     /// Break partial reservations at a tick while free memory is below this share.
     pub low_watermark: f64,
-    /// Cycles to scan one base-page descriptor when trying a promotion.
+    /// Cycles to scan one base-page descriptor when trying a promotion (not a config
+    /// key).
+    #[serde(skip)]
     pub scan_cycles_per_pte: u64,
 }
 
 impl Default for ReservationConfig {
     fn default() -> Self {
         ReservationConfig {
-            size: PageSize::M2,
-            mid: None,
+            size: None,
+            mid_size: MidSize::Auto,
             low_watermark: 0.01,
             scan_cycles_per_pte: 2,
         }
+    }
+}
+
+/// `os.reservation.mid_size`: a page size, `"none"`, or (key absent) the format's
+/// default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(try_from = "String")]
+pub enum MidSize {
+    /// 64 KiB inside a 2 MiB reservation on arm64 with the 4 KiB granule (the
+    /// contiguous-bit group), none elsewhere.
+    #[default]
+    Auto,
+    /// No intermediate size (`"none"`).
+    Off,
+    /// This size.
+    Size(PageSize),
+}
+
+impl TryFrom<String> for MidSize {
+    type Error = String;
+    fn try_from(s: String) -> Result<MidSize, String> {
+        match s.as_str() {
+            "none" => Ok(MidSize::Off),
+            _ => PageSize::parse(&s)
+                .map(MidSize::Size)
+                .map_err(|e| format!("{e}, or \"none\"")),
+        }
+    }
+}
+
+impl ReservationConfig {
+    /// The reservation size and the intermediate size, if any, on `format`; an error
+    /// names the key when a size does not fit the format.
+    pub fn sizes(&self, format: Format) -> Result<(PageSize, Option<PageSize>), String> {
+        let size = self.size.unwrap_or(if format.leaf_level(PageSize::M2).is_some() {
+            PageSize::M2
+        } else {
+            PageSize::M1
+        });
+        if size == PageSize::K4 || format.leaf_level(size).is_none() {
+            return Err(format!(
+                "os.reservation.size = \"{size}\": {} page tables have no {size} leaf above 4K",
+                format.arch_name()
+            ));
+        }
+        let mid = match self.mid_size {
+            MidSize::Auto if format == Format::Armv8_4K && size == PageSize::M2 => Some(PageSize::K64),
+            MidSize::Auto | MidSize::Off => None,
+            MidSize::Size(m) => {
+                if m <= PageSize::K4 || m >= size || format.leaf_level(m).is_none() {
+                    return Err(format!(
+                        "os.reservation.mid_size = \"{m}\": must be a size {} maps, above 4K and below the reservation size {size}",
+                        format.arch_name()
+                    ));
+                }
+                Some(m)
+            }
+        };
+        Ok((size, mid))
     }
 }
 
@@ -77,6 +144,10 @@ struct Resv {
 #[derive(Clone, Debug)]
 pub struct Reservation {
     cfg: ReservationConfig,
+    /// Reservation size (resolved from `cfg` for the format).
+    size: PageSize,
+    /// Intermediate size (resolved from `cfg` for the format).
+    mid: Option<PageSize>,
     resv: HashMap<(Asid, u64), Resv>,
     /// Partially populated reservations by last change (oldest first).
     lru: BTreeMap<u64, (Asid, u64)>,
@@ -86,19 +157,23 @@ pub struct Reservation {
 }
 
 impl Reservation {
-    /// A policy with `cfg`.
-    pub fn new(cfg: ReservationConfig) -> Reservation {
-        Reservation {
+    /// A policy with `cfg` on page tables of `format` (an error if a size in `cfg` does
+    /// not fit the format, see [`ReservationConfig::sizes`]).
+    pub fn new(cfg: ReservationConfig, format: Format) -> Result<Reservation, String> {
+        let (size, mid) = cfg.sizes(format)?;
+        Ok(Reservation {
             cfg,
+            size,
+            mid,
             resv: HashMap::new(),
             lru: BTreeMap::new(),
             clock: 0,
             stats: OsStats::default(),
-        }
+        })
     }
 
     fn pages(&self) -> u64 {
-        self.cfg.size.bytes() / FRAME_SIZE
+        self.size.bytes() / FRAME_SIZE
     }
 
     /// After page `idx` of the reservation at `key` changed: promote its intermediate
@@ -112,7 +187,7 @@ impl Reservation {
         shootdowns: &mut Vec<super::Shootdown>,
     ) {
         let r = &self.resv[&(space.asid, key)];
-        if let Some(mid) = self.cfg.mid {
+        if let Some(mid) = self.mid {
             let n = mid.bytes() / FRAME_SIZE;
             let g = idx & !(n - 1);
             if (g..g + n).all(|i| r.pop[(i / 64) as usize] & (1 << (i % 64)) != 0) {
@@ -120,7 +195,7 @@ impl Reservation {
             }
         }
         if self.resv[&(space.asid, key)].npop == self.pages() {
-            self.try_promote(mem, space, key, key, self.cfg.size, shootdowns);
+            self.try_promote(mem, space, key, key, self.size, shootdowns);
         }
     }
 
@@ -133,7 +208,7 @@ impl Reservation {
             if let Some(p) = mem.buddy.alloc(order) {
                 return Some(p);
             }
-            if order >= order_of(self.cfg.size) {
+            if order >= order_of(self.size) {
                 return None;
             }
             let (&stamp, &k) = self.lru.iter().next()?;
@@ -255,7 +330,7 @@ impl Reservation {
     /// The reservation covering `va` in `asid`: (first frame, pages populated).
     pub fn reservation_at(&self, asid: Asid, va: u64) -> Option<(u64, u64)> {
         self.resv
-            .get(&(asid, va & !self.cfg.size.offset_mask()))
+            .get(&(asid, va & !self.size.offset_mask()))
             .map(|r| (r.pfn, r.npop))
     }
 
@@ -318,7 +393,7 @@ impl super::OsPolicy for Reservation {
             shootdowns,
         } = ctx;
         let (fmt, root, asid) = (space.fmt, space.root, space.asid);
-        let size = self.cfg.size;
+        let size = self.size;
         let key = va & !size.offset_mask();
         if let Some(m) = lookup(mem, fmt, root, va) {
             // A protection fault: a store to a read-only page.
@@ -431,7 +506,7 @@ impl super::OsPolicy for Reservation {
     /// reservation never becomes fully populated again — it never promotes over the
     /// hole, and stays partial until it is broken, emptied or its space exits.
     fn unmap_frames(&mut self, mem: &mut Memory, asid: Asid, start: u64, end: u64, maps: &[Mapping]) {
-        let size = self.cfg.size;
+        let size = self.size;
         for m in maps {
             let key = m.va & !size.offset_mask();
             let Some(r) = self

@@ -42,8 +42,10 @@ use crate::translation::Attrs;
 use crate::walk::{map_leaf, walk, Action, Visit, Visitor, WalkCounts, WalkFlags};
 use std::collections::BTreeMap;
 
-/// `/sys/kernel/mm/transparent_hugepage/enabled`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// `/sys/kernel/mm/transparent_hugepage/enabled` (config `os.thp.enabled`: `"always"`,
+/// `"madvise"`, `"never"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Enabled {
     /// Huge pages wherever possible.
     Always,
@@ -53,14 +55,17 @@ pub enum Enabled {
     Never,
 }
 
-/// `/sys/kernel/mm/transparent_hugepage/defrag`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// `/sys/kernel/mm/transparent_hugepage/defrag` (config `os.thp.defrag`: `"always"`,
+/// `"defer"`, `"defer+madvise"`, `"madvise"`, `"never"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Defrag {
     /// Direct compaction on every huge fault that finds no free block.
     Always,
     /// Never stall; wake background compaction.
     Defer,
     /// Stall only in madvised VMAs, defer elsewhere.
+    #[serde(rename = "defer+madvise")]
     DeferMadvise,
     /// Stall only in madvised VMAs.
     Madvise,
@@ -68,8 +73,10 @@ pub enum Defrag {
     Never,
 }
 
-/// Fault-time THP settings.
-#[derive(Clone, Debug, PartialEq)]
+/// Fault-time THP settings: the `[os.thp]` config section itself (docs/config.md; every
+/// key optional, defaulting to [`ThpConfig::default`]), validated by the sim crate.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct ThpConfig {
     /// When huge pages are used at fault.
     pub enabled: Enabled,
@@ -95,10 +102,14 @@ impl Default for ThpConfig {
     }
 }
 
-/// khugepaged settings.
-#[derive(Clone, Debug, PartialEq)]
+/// khugepaged settings: the `[os.khugepaged]` config section itself (docs/config.md;
+/// every key optional, defaulting to [`KhugepagedConfig::default`]), validated by the
+/// sim crate.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct KhugepagedConfig {
-    /// Run the scanner.
+    /// Run the scanner with policy `thp` (off by default, as in the config);
+    /// [`Thp::khugepaged_only`] always runs it.
     pub enabled: bool,
     /// Base pages' worth of 2 MiB ranges scanned per wake-up.
     pub pages_to_scan: u64,
@@ -116,7 +127,7 @@ pub struct KhugepagedConfig {
 impl Default for KhugepagedConfig {
     fn default() -> Self {
         KhugepagedConfig {
-            enabled: true,
+            enabled: false,
             pages_to_scan: 4096,
             scan_period: 1_000_000,
             max_ptes_none: 511,
