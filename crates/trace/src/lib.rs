@@ -17,6 +17,7 @@ pub mod format;
 mod memref;
 pub mod meta;
 mod open;
+pub mod summary;
 pub mod units;
 pub mod workload;
 
