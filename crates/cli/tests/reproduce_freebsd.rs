@@ -65,6 +65,22 @@ fn reproduce_prints_the_seed_table_and_draws_coverage() {
     assert!(out.lines().any(|l| l.contains("skylake") && l.contains("thp")), "{out}");
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.starts_with("<svg") && text.contains("polyline") && text.contains("reservation"));
+    // One panel per (machine, workload), one line per policy (each with a legend sample).
+    for needle in [
+        "small: huge-page coverage over references",
+        "armada-xp · latency",
+        "skylake · latency",
+        "huge-page coverage",
+        "thp",
+    ] {
+        assert!(text.contains(needle), "{needle} missing from the plot");
+    }
+    assert_eq!(text.matches("stroke-width=\"2\" points=").count(), 4 * 2);
+    // The same picture as PNG.
+    let png = dir.join("cov.png");
+    let (ok, _, err) = mmulab(&["reproduce", file.to_str().unwrap(), "--plot", png.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
     let (ok, out, _) = mmulab(&["reproduce", file.to_str().unwrap(), "--json"]);
     assert!(ok);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();

@@ -8,10 +8,10 @@
 use std::path::Path;
 
 use mmulab_model::addr::PageSize;
+use mmulab_plot::{Axis, Figure, Panel, Series, Style, PALETTE};
 use mmulab_sim::config::{self, OsSpec};
 use mmulab_sim::{Machine, Stats};
 use mmulab_trace::{AccessKind, MemRef};
-use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ProbeError, Result};
@@ -207,112 +207,52 @@ pub fn table(r: &TlbTestResult) -> String {
     s
 }
 
-fn e<E: std::fmt::Debug>(x: E) -> ProbeError {
-    ProbeError::Plot(format!("{x:?}"))
-}
-
 /// Draws the runs as the readme's perf runs read: per page count, a bar per backing of
 /// cycles per load (top) and of data-TLB misses per load (bottom). PNG or SVG.
 pub fn plot(r: &TlbTestResult, path: &Path) -> Result<()> {
-    crate::probe::plot::register_font()?;
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    match ext.as_str() {
-        "png" => draw(BitMapBackend::new(path, (1100, 800)).into_drawing_area(), r),
-        "svg" => draw(SVGBackend::new(path, (1100, 800)).into_drawing_area(), r),
-        _ => Err(ProbeError::Invalid(format!(
-            "--plot {}: the file name must end in .svg or .png",
-            path.display()
-        ))),
-    }
+    figure(r).write(path).map_err(crate::probe::plot::plot_error)
 }
 
-fn draw<DB: DrawingBackend>(root: DrawingArea<DB, plotters::coord::Shift>, r: &TlbTestResult) -> Result<()> {
-    root.fill(&WHITE).map_err(e)?;
-    let (top, bottom) = root.split_vertically(460);
+/// The picture [`plot`] draws, as a figure.
+pub fn figure(r: &TlbTestResult) -> Figure {
     let pages = &r.experiment.pages;
-    let colors = [RGBColor(31, 119, 180), RGBColor(214, 39, 40)];
-    let n = pages.len();
-    let nb = r.experiment.backings.len().max(1) as f64;
-    let labels: Vec<String> = r
-        .experiment
-        .backings
-        .iter()
-        .map(|b| {
+    let names: Vec<String> = pages.iter().map(|p| p.to_string()).collect();
+    let panels = [
+        ("cycles per load", (|x: &Run| x.cycles_per_load) as fn(&Run) -> f64),
+        ("L1 data-TLB misses per load", |x: &Run| x.l1_misses_per_load),
+    ]
+    .into_iter()
+    .map(|(ylabel, val)| {
+        let ymax = r.runs.iter().map(val).fold(0.0, f64::max).max(1e-9) * 1.15;
+        let mut p = Panel::new(
+            "",
+            Axis::categories("pages touched (tlb_test N)", names.clone()),
+            Axis::linear(ylabel).range(0.0, ymax),
+        );
+        for (k, b) in r.experiment.backings.iter().enumerate() {
             let size = r
                 .runs
                 .iter()
                 .find(|x| &x.backing == b)
                 .map(|x| x.page_size.to_string())
                 .unwrap_or_default();
-            if b == "huge" {
+            let label = if b == "huge" {
                 format!("-huge ({size} pages)")
             } else {
                 format!("{size} pages")
-            }
-        })
-        .collect();
-    for (area, metric, ylabel, caption) in [
-        (&top, 0, "cycles per load", r.experiment.title.as_str()),
-        (&bottom, 1, "L1 data-TLB misses per load", ""),
-    ] {
-        let val = |x: &Run| {
-            if metric == 0 {
-                x.cycles_per_load
-            } else {
-                x.l1_misses_per_load
-            }
-        };
-        let ymax = r.runs.iter().map(val).fold(0.0, f64::max).max(1e-9) * 1.15;
-        let mut b = ChartBuilder::on(area);
-        b.margin(14).x_label_area_size(36).y_label_area_size(64);
-        if !caption.is_empty() {
-            b.caption(caption, ("sans-serif", 20));
+            };
+            // Group i is centred on x = i, where the axis names page count i.
+            let points = pages
+                .iter()
+                .enumerate()
+                .filter_map(|(i, &n)| Some((i as f64, val(r.get(b, n)?))))
+                .collect();
+            p.series.push(Series::new(label, Style::Bars, PALETTE[k % 2], points));
         }
-        // Group i is centred on x = i, so the mesh's integer key points label it.
-        let mut chart = b.build_cartesian_2d(-0.5f64..n as f64 - 0.5, 0f64..ymax).map_err(e)?;
-        let pages_c = pages.clone();
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(n + 1)
-            .x_label_formatter(&move |v| {
-                let i = v.round();
-                if (v - i).abs() < 0.05 && i >= 0.0 {
-                    pages_c.get(i as usize).map(|p| p.to_string()).unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
-            .x_desc("pages touched (tlb_test N)")
-            .y_desc(ylabel)
-            .draw()
-            .map_err(e)?;
-        for (k, b) in r.experiment.backings.iter().enumerate() {
-            let c = colors[k % colors.len()];
-            let w = 0.8 / nb;
-            let bars = pages.iter().enumerate().filter_map(|(i, &p)| {
-                let x = r.get(b, p)?;
-                let x0 = i as f64 - 0.4 + k as f64 * w;
-                Some(Rectangle::new([(x0, 0.0), (x0 + w * 0.95, val(x))], c.filled()))
-            });
-            chart
-                .draw_series(bars)
-                .map_err(e)?
-                .label(labels[k].clone())
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(e)?;
-    }
-    root.present().map_err(e)?;
-    Ok(())
+        p
+    })
+    .collect();
+    let mut f = Figure::new(r.experiment.title.clone(), (1100, 800), panels);
+    f.row_heights = vec![460, 340];
+    f
 }

@@ -16,6 +16,7 @@ mod run;
 mod stats;
 mod system;
 mod translator;
+mod vmas;
 
 pub use background::Sample;
 pub use machine::Machine;
@@ -23,6 +24,7 @@ pub use run::{references_simulated, request_stop, run, stop_requested, Progress}
 pub use stats::{Counters, LevelStats, Report, Stats};
 pub use system::System;
 pub use translator::Stage1;
+pub use vmas::{preload_vmas, trace_file_meta};
 
 /// Anything that can stop a simulation.
 #[derive(Debug, thiserror::Error)]

@@ -13,6 +13,7 @@
 use crate::config::{load_machine, MachineSpec};
 use crate::{run, Machine, Sample, SimError, Stats};
 use mmulab_model::addr::PageSize;
+use mmulab_plot::{Axis, Color, Figure, Panel, Series, Style};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -408,4 +409,51 @@ pub fn tables(e: &Experiment, results: &[RunResult]) -> String {
         .join("; ");
     out.push('\n');
     out
+}
+
+/// Huge-page coverage (share of resident memory in pages above 4 KiB) over references:
+/// one panel per (machine, workload), one line per policy (`base` first, in grey).
+pub fn coverage_figure(e: &Experiment, results: &[RunResult]) -> Figure {
+    const COLOURS: [Color; 6] = [
+        Color(0x44, 0x44, 0x44),
+        Color(0xd6, 0x27, 0x28),
+        Color(0x1f, 0x77, 0xb4),
+        Color(0x2c, 0xa0, 0x2c),
+        Color(0x94, 0x67, 0xbd),
+        Color(0xff, 0x7f, 0x0e),
+    ];
+    let mut panels = Vec::new();
+    for m in &e.machine {
+        for wl in &e.workload {
+            let runs: Vec<&RunResult> = results
+                .iter()
+                .filter(|r| r.machine == m.name && r.workload == wl.id)
+                .collect();
+            let xmax = runs.iter().map(|r| r.refs).max().unwrap_or(1).max(1) as f64;
+            let mut p = Panel::new(
+                format!("{} · {}", m.name, wl.id),
+                Axis::linear("references").range(0.0, xmax),
+                Axis::linear("huge-page coverage").range(0.0, 1.0).percent(),
+            );
+            for (i, r) in runs.iter().enumerate() {
+                let points = r.samples.iter().map(|s| (s.refs as f64, s.huge_coverage)).collect();
+                p.series.push(Series::new(
+                    r.policy.clone(),
+                    Style::Line,
+                    COLOURS[i % COLOURS.len()],
+                    points,
+                ));
+            }
+            panels.push(p);
+        }
+    }
+    let cols = e.workload.len().max(1);
+    let rows = e.machine.len().max(1) as u32;
+    let mut f = Figure::new(
+        format!("{}: huge-page coverage over references", e.name),
+        (cols as u32 * 420, rows * 300 + 40),
+        panels,
+    );
+    f.columns = cols;
+    f
 }

@@ -214,6 +214,26 @@ fn trace_vmas_decide_where_thp_may_use_huge_pages() {
 }
 
 #[test]
+fn preloaded_trace_vmas_are_the_last_sample_of_the_vmas_section() {
+    // The same run as above, with the VMA from a trace's metadata: the first sample (a
+    // 4 MiB VMA) is superseded by the last (3 MiB), which decides.
+    let text = "# sample 0 t_ms=0 pid=1\n40000000-40400000 rw-p 00000000 00:00 0\n\
+                # sample 1 t_ms=100 pid=1\n40000000-40300000 rw-p 00000000 00:00 0\n";
+    let meta = mmulab_trace::TraceMeta {
+        sections: vec![("vmas".into(), text.as_bytes().to_vec())],
+        ..Default::default()
+    };
+    let s = spec(&["os.policy=thp", "memory.size=256MiB"]).unwrap();
+    let mut m = Machine::new(s).unwrap();
+    assert_eq!(mmulab_sim::preload_vmas(&mut m, &mmulab_trace::TraceMeta::default()), 0);
+    assert_eq!(mmulab_sim::preload_vmas(&mut m, &meta), 1);
+    let mut src = workload::parse("seq:size=3MiB,refs=768,stride=4096,base=0x40000000").unwrap();
+    let st = run(&mut m, &mut src, None).unwrap();
+    assert_eq!(st.os.count(OsEvent::ThpFaultFallbackVmaEdge), 256);
+    assert!(mmulab_sim::trace_file_meta(std::path::Path::new("/nonexistent.mlt")).is_none());
+}
+
+#[test]
 fn unmap_events_drop_the_range_from_every_tlb_and_fault_again() {
     use mmulab_sim::Stats;
     use mmulab_trace::{AccessKind, Event, MemRef};

@@ -17,6 +17,8 @@ pub mod format;
 mod memref;
 pub mod meta;
 mod open;
+pub mod record;
+pub mod summary;
 pub mod units;
 pub mod workload;
 

@@ -112,14 +112,7 @@ fn run_linux(a: Args) -> anyhow::Result<()> {
     cfg.seed = a.seed;
     cfg.huge = huge_choice(&a.huge);
     if let Some(p) = &a.plot {
-        let ext = p
-            .extension()
-            .and_then(|e| e.to_str())
-            .unwrap_or("")
-            .to_ascii_lowercase();
-        if ext != "svg" && ext != "png" {
-            bail!("--plot {}: the file name must end in .svg or .png", p.display());
-        }
+        mmulab_plot::Format::of_path(p).map_err(|e| anyhow::anyhow!("--plot {e}"))?;
     }
     let mut target = mmulab_probe::target::native::NativeTarget::new(!a.no_counters);
     let mut line = crate::progress::ProgressLine::new("probe");

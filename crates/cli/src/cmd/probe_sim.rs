@@ -65,6 +65,9 @@ pub fn run(machine: &str, o: &Options) -> Result<()> {
     if names.len() > 1 && (o.plot.is_some() || o.emit_machine.is_some()) {
         bail!("--plot and --emit-machine take one machine, not `all`");
     }
+    if let Some(p) = &o.plot {
+        mmulab_plot::Format::of_path(p).map_err(|e| anyhow::anyhow!("--plot {e}"))?;
+    }
     let mut probed = Vec::new();
     for n in &names {
         eprintln!("probe: simulated {n}");

@@ -11,20 +11,20 @@ use mmulab_sim::reproduce;
 /// Reproduce an experiment of the source documents (experiments/*.toml).
 #[derive(clap::Args)]
 #[command(after_help = "Forms:
-  mmulab reproduce freebsd [--plot F.svg] [--json]
+  mmulab reproduce freebsd [--plot F.png|F.svg] [--json]
       seed 001's superpage-policy experiments (experiments/freebsd.toml, or the built-in copy
       when that file is not in the current directory): tables of the seed's figures against
-      mmulab's; --plot draws huge-page coverage over time as SVG only.
+      mmulab's; --plot draws huge-page coverage over time.
   mmulab reproduce FILE.toml [--plot F.png|F.svg] [--json]
       an experiment file: a tlb_test experiment (experiments/cortex-a15-tlb-test.toml) prints
       its table and --plot draws PNG or SVG; a policy experiment (kind = \"os_policies\", with
       [[workload]] and [[machine]] tables, like experiments/freebsd.toml) runs as `freebsd`
-      does (SVG only). Every file declares its kind.")]
+      does. Every file declares its kind.")]
 pub struct Args {
     /// `freebsd` (seed 001, built in) or an experiment file (experiments/*.toml).
     #[arg(value_name = "freebsd|FILE")]
     pub file: PathBuf,
-    /// Draw the result to FILE: .svg for every experiment; .png also for tlb_test files.
+    /// Draw the result to FILE (.svg or .png).
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
     /// Print one JSON object instead of the table.
@@ -34,14 +34,7 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<()> {
     if let Some(p) = &a.plot {
-        let ext = p
-            .extension()
-            .and_then(|e| e.to_str())
-            .unwrap_or("")
-            .to_ascii_lowercase();
-        if ext != "svg" && ext != "png" {
-            bail!("--plot {}: the file name must end in .svg or .png", p.display());
-        }
+        mmulab_plot::Format::of_path(p).map_err(|e| anyhow::anyhow!("--plot {e}"))?;
     }
     // `freebsd` (seed 001, built in) unless a file of that name exists.
     if a.file.as_os_str() == "freebsd" && !a.file.exists() {

@@ -1,10 +1,9 @@
 //! `mmulab reproduce freebsd` (or an experiments/*.toml file of the same kind): the
 //! superpage-policy experiments of seed 001 (crates/sim/src/reproduce.rs), printed as
-//! tables and optionally drawn as coverage over time (SVG).
+//! tables and optionally drawn as coverage over time (SVG or PNG).
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use mmulab_sim::reproduce::{self, Experiment, RunResult};
-use std::fmt::Write as _;
 use std::path::Path;
 
 /// The built-in copy of experiments/freebsd.toml (used when no such file is found).
@@ -27,17 +26,7 @@ pub fn run_text(text: &str, origin: &str, plot: Option<&Path>, json: bool) -> Re
 
 fn run(text: &str, origin: &str, plot: Option<&Path>, json: bool) -> Result<()> {
     if let Some(p) = plot {
-        if p.extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase)
-            .as_deref()
-            != Some("svg")
-        {
-            bail!(
-                "--plot {}: this experiment draws SVG; give a file name ending in .svg",
-                p.display()
-            );
-        }
+        mmulab_plot::Format::of_path(p).map_err(|e| anyhow::anyhow!("--plot {e}"))?;
     }
     let e = reproduce::parse(text, origin)?;
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(4);
@@ -70,7 +59,8 @@ fn run(text: &str, origin: &str, plot: Option<&Path>, json: bool) -> Result<()> 
     };
     let interrupted = results.iter().any(|r| !complete(r));
     if let Some(p) = plot {
-        crate::output::write(p, svg(&e, &results).as_bytes())?;
+        let figure = reproduce::coverage_figure(&e, &results);
+        crate::output::write_with(p, |path| figure.write(path))?;
     }
     if json {
         let mut v = serde_json::to_value(&results)?;
@@ -108,82 +98,4 @@ fn planned_refs(e: &Experiment) -> Vec<(String, String, u64)> {
         }
     }
     v
-}
-
-/// Coverage (share of resident memory in pages above 4 KiB) over references, one panel
-/// per (machine, workload), one line per policy.
-fn svg(e: &Experiment, results: &[RunResult]) -> String {
-    let colours = ["#444444", "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"];
-    let (pw, ph) = (300.0, 180.0);
-    let cols = e.workload.len();
-    let rows = e.machine.len();
-    let (w, h) = (cols as f64 * (pw + 60.0) + 40.0, rows as f64 * (ph + 70.0) + 60.0);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">"#
-    );
-    let _ = writeln!(
-        s,
-        r#"<rect width="100%" height="100%" fill="white"/><text x="20" y="20" font-size="14">{}: huge-page coverage over references</text>"#,
-        e.name
-    );
-    for (ri, m) in e.machine.iter().enumerate() {
-        for (ci, wl) in e.workload.iter().enumerate() {
-            let (x0, y0) = (50.0 + ci as f64 * (pw + 60.0), 50.0 + ri as f64 * (ph + 70.0));
-            let _ = writeln!(s, r#"<text x="{x0}" y="{}">{} · {}</text>"#, y0 - 6.0, m.name, wl.id);
-            let _ = writeln!(
-                s,
-                r#"<rect x="{x0}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="black"/>"#
-            );
-            let _ = writeln!(
-                s,
-                r#"<text x="{}" y="{}" text-anchor="end">100%</text><text x="{}" y="{}" text-anchor="end">0%</text>"#,
-                x0 - 4.0,
-                y0 + 10.0,
-                x0 - 4.0,
-                y0 + ph
-            );
-            let runs: Vec<&RunResult> = results
-                .iter()
-                .filter(|r| r.machine == m.name && r.workload == wl.id)
-                .collect();
-            let xmax = runs.iter().map(|r| r.refs).max().unwrap_or(1).max(1) as f64;
-            let _ = writeln!(
-                s,
-                r#"<text x="{}" y="{}" text-anchor="end">{:.1}M refs</text>"#,
-                x0 + pw,
-                y0 + ph + 14.0,
-                xmax / 1e6
-            );
-            for (pi, r) in runs.iter().enumerate() {
-                let c = colours[pi % colours.len()];
-                let pts: Vec<String> = r
-                    .samples
-                    .iter()
-                    .map(|p| {
-                        format!(
-                            "{:.1},{:.1}",
-                            x0 + pw * p.refs as f64 / xmax,
-                            y0 + ph * (1.0 - p.huge_coverage)
-                        )
-                    })
-                    .collect();
-                let _ = writeln!(
-                    s,
-                    r#"<polyline fill="none" stroke="{c}" stroke-width="1.5" points="{}"/>"#,
-                    pts.join(" ")
-                );
-                let _ = writeln!(
-                    s,
-                    r#"<text x="{}" y="{}" fill="{c}">{}</text>"#,
-                    x0 + 6.0,
-                    y0 + 14.0 + 12.0 * pi as f64,
-                    r.policy
-                );
-            }
-        }
-    }
-    s.push_str("</svg>\n");
-    s
 }

@@ -92,7 +92,7 @@ fn read_options(a: &Args) -> Result<TraceOptions> {
 /// Runs `src` on a machine built from `spec`, with progress; returns the statistics,
 /// or an error that carries the statistics gathered before it.
 pub fn simulate(spec: config::MachineSpec, src: &mut dyn TraceSource, label: &str) -> Result<Stats> {
-    simulate_with(spec, src, label, None, &[])
+    simulate_with(spec, src, label, None, None)
 }
 
 /// The error of [`simulate`] when a run stopped on an error: the statistics of the
@@ -114,18 +114,19 @@ impl std::fmt::Display for Stopped {
 impl std::error::Error for Stopped {}
 
 /// [`simulate`] with an optional time series (`interval` references, JSON lines to a
-/// file) and the VMAs the trace carries (docs/policies.md). The time series of a run
-/// that stopped early covers the references simulated and is kept.
+/// file) and the trace's metadata read up front, whose VMAs are preloaded
+/// (docs/policies.md). The time series of a run that stopped early covers the references
+/// simulated and is kept.
 pub fn simulate_with(
     spec: config::MachineSpec,
     src: &mut dyn TraceSource,
     label: &str,
     series: Option<(u64, &std::path::Path)>,
-    vmas: &[(u64, u64)],
+    meta: Option<&mmulab_trace::TraceMeta>,
 ) -> Result<Stats> {
     let mut m = Machine::new(spec)?;
-    if !vmas.is_empty() {
-        m.set_trace_vmas(vmas);
+    if let Some(meta) = meta {
+        mmulab_sim::preload_vmas(&mut m, meta);
     }
     let mut series_file = None;
     if let Some((interval, path)) = series {
@@ -219,27 +220,13 @@ fn run_to_end(a: Args) -> Result<()> {
     );
     // An .mlt trace may keep its VMA samples anywhere in the file: read them up front so
     // the policies see them from the first fault (other sources: the run loop looks).
-    let vmas: Vec<(u64, u64)> = a
-        .trace
-        .as_ref()
-        .and_then(|p| mmulab_trace::format::mlt::read_sections(p).ok())
-        .map(|sections| {
-            mmulab_trace::TraceMeta {
-                sections,
-                ..Default::default()
-            }
-            .vmas()
-        })
-        .unwrap_or_default()
-        .iter()
-        .map(|v| (v.start, v.end))
-        .collect();
+    let meta = a.trace.as_deref().and_then(mmulab_sim::trace_file_meta);
     let stats = simulate_with(
         spec,
         &mut src,
         &what,
         a.timeseries.as_deref().map(|p| (a.interval, p)),
-        &vmas,
+        meta.as_ref(),
     )?;
     if a.json {
         let mut v = stats.to_json();
