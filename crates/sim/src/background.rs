@@ -17,9 +17,6 @@ use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io::Write;
 
-/// The exit marker: a reference to this address ends its address space (see
-/// docs/policies.md; the `build` workload emits one at the end of each process).
-
 /// A multiplicative hasher for page numbers (SipHash per reference would dominate).
 #[derive(Default)]
 pub(crate) struct PageHasher(u64);

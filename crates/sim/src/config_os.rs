@@ -210,10 +210,15 @@ pub(crate) fn take(table: &mut toml::Table) -> Result<OsSection, String> {
             khugepaged: get(&os, "khugepaged")?.unwrap_or_default(),
             reclaim: get(&os, "reclaim")?.unwrap_or_default(),
         },
-        _ => OsSpec::Mthp {
+        "mthp" => OsSpec::Mthp {
             mthp: get(&os, "mthp")?.unwrap_or_default(),
             reclaim: get(&os, "reclaim")?.unwrap_or_default(),
         },
+        other => {
+            return Err(format!(
+                "os.policy = \"{other}\" is in POLICIES but has no section parser (a bug)"
+            ))
+        }
     };
     let d = OsSection::default();
     Ok(OsSection {

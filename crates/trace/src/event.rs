@@ -1,7 +1,7 @@
 //! Typed trace events: what happens to address spaces between references (a process
 //! exits, a range is unmapped), carried beside the references of a [`Batch`].
 //!
-//! A [`TraceSource`](crate::TraceSource) appends references to [`Batch::refs`] and events
+//! A [`TraceSource`] appends references to [`Batch::refs`] and events
 //! to [`Batch::events`]; each event records how many of the batch's references come
 //! before it ([`EventAt::before`]), so a consumer applies it exactly between the two
 //! references it fell between. Events are not references: they are not translated, and

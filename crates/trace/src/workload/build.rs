@@ -420,7 +420,7 @@ mod tests {
         let refs_of = |range: &[Result<MemRef, Event>], asid: u16, lo: u64, hi: u64| {
             range
                 .iter()
-                .filter(|o| o.map_or(false, |o| o.asid == asid && (lo..hi).contains(&o.addr)))
+                .filter(|o| o.is_ok_and(|o| o.asid == asid && (lo..hi).contains(&o.addr)))
                 .count()
         };
         let mut freed = 0;
