@@ -12,7 +12,9 @@
 
 use crate::config::Config;
 use mmulab_model::addr::PageSize;
-use mmulab_model::os::{KhugepagedConfig, MthpConfig, ReclaimConfig, ReservationConfig, ThpConfig};
+use mmulab_model::os::{
+    Base, Fixed, KhugepagedConfig, Mthp, MthpConfig, Os, ReclaimConfig, Reservation, ReservationConfig, Thp, ThpConfig,
+};
 use mmulab_model::pt::Format;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -102,6 +104,42 @@ impl OsSpec {
             | OsSpec::Mthp { reclaim, .. } => *reclaim,
             OsSpec::Fixed(_) | OsSpec::Reservation(_) => ReclaimConfig::default(),
         }
+    }
+
+    /// The model's policy for this spec on `format` (reclaim set), built once per machine.
+    pub fn build(&self, format: Format) -> Result<Os, String> {
+        let mut os = match self {
+            OsSpec::Base { .. } => Os::Base(Base::default()),
+            OsSpec::Fixed(size) => Os::Fixed(Fixed::new(*size)),
+            OsSpec::Reservation(c) => Os::Reservation(Reservation::new(c.clone(), format)?),
+            OsSpec::Thp { thp, khugepaged, .. } => Os::Thp(Thp::new(thp.clone(), khugepaged.clone())),
+            OsSpec::Khugepaged { khugepaged, .. } => Os::Thp(Thp::khugepaged_only(khugepaged.clone())),
+            OsSpec::Mthp { mthp, .. } => Os::Mthp(Mthp::new(mthp.clone())),
+        };
+        os.set_reclaim(self.reclaim())?;
+        Ok(os)
+    }
+
+    /// The policy's `…_cycles…` keys and values (reclaim's included), for the range check
+    /// every cycle key gets (crate::limits).
+    pub fn cycle_keys(&self) -> Vec<(&'static str, u64)> {
+        let mut cycles = match self {
+            OsSpec::Thp { thp, khugepaged, .. } => vec![
+                ("os.thp.compaction_cycles", thp.compaction_cycles),
+                ("os.thp.migrate_cycles_per_page", thp.migrate_cycles_per_page),
+                ("os.thp.zero_cycles_per_page", thp.zero_cycles_per_page),
+                ("os.khugepaged.copy_cycles_per_page", khugepaged.copy_cycles_per_page),
+            ],
+            OsSpec::Khugepaged { khugepaged, .. } => {
+                vec![("os.khugepaged.copy_cycles_per_page", khugepaged.copy_cycles_per_page)]
+            }
+            OsSpec::Mthp { mthp, .. } => vec![("os.mthp.zero_cycles_per_page", mthp.zero_cycles_per_page)],
+            OsSpec::Base { .. } | OsSpec::Fixed(_) | OsSpec::Reservation(_) => Vec::new(),
+        };
+        let reclaim = self.reclaim();
+        cycles.push(("os.reclaim.swap_in_cycles", reclaim.swap_in_cycles));
+        cycles.push(("os.reclaim.swap_out_cycles_per_page", reclaim.swap_out_cycles_per_page));
+        cycles
     }
 }
 

@@ -10,7 +10,7 @@
 //! Page tables and OS state grow with the trace's footprint, not with the config, and
 //! are not in the estimate.
 
-use crate::config::{Config, MachineSpec, OsSpec};
+use crate::config::{Config, MachineSpec};
 use crate::SimError;
 use mmulab_model::pt::Format;
 use mmulab_trace::units::parse_size;
@@ -89,23 +89,7 @@ pub(crate) fn check_config(config: &Config, format: Format) -> Result<u64, Strin
             return Err(format!("{key} = {v} is out of range: 0 to {MAX_LATENCY} cycles"));
         }
     }
-    let mut cycles = Vec::new();
-    match &config.os.policy {
-        OsSpec::Thp { thp, khugepaged, .. } => cycles.extend([
-            ("os.thp.compaction_cycles", thp.compaction_cycles),
-            ("os.thp.migrate_cycles_per_page", thp.migrate_cycles_per_page),
-            ("os.thp.zero_cycles_per_page", thp.zero_cycles_per_page),
-            ("os.khugepaged.copy_cycles_per_page", khugepaged.copy_cycles_per_page),
-        ]),
-        OsSpec::Khugepaged { khugepaged, .. } => {
-            cycles.push(("os.khugepaged.copy_cycles_per_page", khugepaged.copy_cycles_per_page))
-        }
-        OsSpec::Mthp { mthp, .. } => cycles.push(("os.mthp.zero_cycles_per_page", mthp.zero_cycles_per_page)),
-        OsSpec::Base { .. } | OsSpec::Fixed(_) | OsSpec::Reservation(_) => {}
-    }
-    let reclaim = config.os.policy.reclaim();
-    cycles.push(("os.reclaim.swap_in_cycles", reclaim.swap_in_cycles));
-    cycles.push(("os.reclaim.swap_out_cycles_per_page", reclaim.swap_out_cycles_per_page));
+    let cycles = config.os.policy.cycle_keys();
     for (key, v) in cycles {
         if v > MAX_OS_CYCLES {
             return Err(format!("{key} = {v} is out of range: 0 to {MAX_OS_CYCLES} cycles"));

@@ -11,14 +11,14 @@
 //! helpers live apart from simulated state, in each translator's `Host`, and never
 //! change a result.
 
-use crate::config::{MachineSpec, OsSpec};
+use crate::config::MachineSpec;
 use crate::stats::{Report, Stats};
 use crate::system::System;
 use crate::translator::{Stage1, Stop, Translator};
 use crate::SimError;
 use mmulab_model::addr::Asid;
 use mmulab_model::mem::Memory;
-use mmulab_model::os::{Base, Fixed, Mthp, Os, OsPolicy, Reservation, Thp};
+use mmulab_model::os::{Os, OsPolicy};
 use mmulab_trace::{Event, MemRef};
 
 /// A simulated machine.
@@ -53,21 +53,7 @@ impl Machine {
                 )
             })
             .collect();
-        let mut os = match spec.os {
-            OsSpec::Base { .. } => Os::Base(Base::default()),
-            OsSpec::Fixed(size) => Os::Fixed(Fixed::new(size)),
-            OsSpec::Reservation(ref c) => {
-                Os::Reservation(Reservation::new(c.clone(), spec.format).map_err(SimError::Config)?)
-            }
-            OsSpec::Thp {
-                ref thp,
-                ref khugepaged,
-                ..
-            } => Os::Thp(Thp::new(thp.clone(), khugepaged.clone())),
-            OsSpec::Khugepaged { ref khugepaged, .. } => Os::Thp(Thp::khugepaged_only(khugepaged.clone())),
-            OsSpec::Mthp { ref mthp, .. } => Os::Mthp(Mthp::new(mthp.clone())),
-        };
-        os.set_reclaim(spec.os.reclaim()).map_err(SimError::Config)?;
+        let os = spec.os.build(spec.format).map_err(SimError::Config)?;
         let bg = crate::background::Background::new(&spec, &mut mem);
         Ok(Machine {
             cpus,
