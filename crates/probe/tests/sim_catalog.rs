@@ -135,7 +135,10 @@ fn levels_with_equal_default_latency_are_told_apart_by_exact_counters() {
     let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/same-latency-tlbs.toml");
     let text = std::fs::read_to_string(file).unwrap();
     let spec = config::from_toml(&text, None, &[]).unwrap();
-    assert!(spec.tlbs.iter().all(|t| t.latency == 1), "the file must keep default latencies");
+    assert!(
+        spec.tlbs.iter().all(|t| t.latency == 1),
+        "the file must keep default latencies"
+    );
     let (r, exp) = probe_spec("same-latency", spec);
     let entries: Vec<usize> = r.levels.iter().map(|l| l.entries).collect();
     assert_eq!(entries, [16, 512], "{}", r.table());

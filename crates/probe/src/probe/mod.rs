@@ -20,6 +20,7 @@
 
 pub mod classify;
 pub mod counted;
+pub mod hypervisor;
 pub mod machine;
 pub mod plot;
 pub mod report;
@@ -534,6 +535,7 @@ pub fn run(t: &mut dyn Target, cfg: &ProbeConfig, progress: Progress) -> Result<
         untested,
         // What the host CPU says about itself is meaningless for a simulated core.
         reported: if simulated { Vec::new() } else { reported::reported() },
+        hypervisor: (!simulated).then(hypervisor::detect),
         series,
         config: cfg.clone(),
         elapsed_s: started.elapsed().as_secs_f64(),
