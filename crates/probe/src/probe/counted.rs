@@ -56,7 +56,7 @@ pub fn levels(
         // misses of level i to the last one before level i+1's misses appear, per miss.
         let next = a.counters.get(i + 1);
         let j = (f..a.x.len())
-            .take_while(|&j| next.map_or(true, |n| n[j] <= 0.0))
+            .take_while(|&j| !next.is_some_and(|n| n[j] > 0.0))
             .last()
             .unwrap_or(f);
         let before = if f == 0 { 0.0 } else { a.excess[f - 1] };
