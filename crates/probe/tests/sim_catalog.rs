@@ -126,3 +126,23 @@ fn random_tlb_trees_are_recovered_as_configured() {
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+/// Issue 25 item 4: levels that all keep the default latency of one cycle. Timing sees a
+/// 1-cycle step at 16 pages just before the walk's much larger rise at 512 and takes it
+/// for the rise's onset (one level); the exact miss counters find both levels.
+#[test]
+fn levels_with_equal_default_latency_are_told_apart_by_exact_counters() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/same-latency-tlbs.toml");
+    let text = std::fs::read_to_string(file).unwrap();
+    let spec = config::from_toml(&text, None, &[]).unwrap();
+    assert!(
+        spec.tlbs.iter().all(|t| t.latency == 1),
+        "the file must keep default latencies"
+    );
+    let (r, exp) = probe_spec("same-latency", spec);
+    let entries: Vec<usize> = r.levels.iter().map(|l| l.entries).collect();
+    assert_eq!(entries, [16, 512], "{}", r.table());
+    assert_eq!(r.method, "counters");
+    assert!(r.levels.iter().all(|l| l.method.starts_with("exact counters")));
+    assert_eq!(mismatch(&r, &exp), None);
+}

@@ -14,8 +14,13 @@
 //!    exercise the levels above it.
 //!
 //! Counters, when the target has them, are read along the 4K series and confirm knees.
+//! When they are exact per-level miss counts (a simulated core), they replace steps 2 and
+//! the knee refinement: each level's capacity is where its misses first appear
+//! ([`counted`]).
 
 pub mod classify;
+pub mod counted;
+pub mod hypervisor;
 pub mod machine;
 pub mod plot;
 pub mod report;
@@ -384,8 +389,20 @@ pub fn run(t: &mut dyn Target, cfg: &ProbeConfig, progress: Progress) -> Result<
     }
     let knees = kept;
     let mut levels = Vec::new();
+    let exact_counters = t.exact_counters() && !info.counters.is_empty();
     let nk = knees.len().max(1);
-    for (i, k) in knees.iter().enumerate() {
+    if exact_counters {
+        // Exact per-level miss counts decide the levels; the timing knees are not used
+        // (and their rejections would describe rules that were not applied).
+        rejected.clear();
+        levels = counted::levels(t, &a, cfg, &info.counters, info.unit, &mut |i| {
+            progress(
+                &format!("counting level {}", i + 1),
+                w_a + w_r * i as f64 / info.counters.len() as f64,
+            )
+        })?;
+    }
+    for (i, k) in knees.iter().enumerate().filter(|_| !exact_counters) {
         progress(&format!("refining knee {}", i + 1), w_a + w_r * i as f64 / nk as f64);
         // Refine on a threshold a quarter of the way up to the first high point, so a
         // partial miss rate just below capacity (other pages share the TLB) is not the knee.
@@ -410,7 +427,9 @@ pub fn run(t: &mut dyn Target, cfg: &ProbeConfig, progress: Progress) -> Result<
         let entries = refine(t, &kr, cfg, cfg.seed ^ (0x1000 + i as u64))?;
         levels.push(LevelResult::new(i + 1, entries, k, &info.unit));
     }
-    report::confirm_with_counters(&mut levels, &a, &info.counters);
+    if !exact_counters {
+        report::confirm_with_counters(&mut levels, &a, &info.counters);
+    }
 
     // 2 MiB backing.
     let mut untested = Vec::new();
@@ -499,7 +518,9 @@ pub fn run(t: &mut dyn Target, cfg: &ProbeConfig, progress: Progress) -> Result<
         }
     }
     progress("done", 1.0);
-    let method = if levels.iter().any(|l| l.method.contains("counters")) {
+    let method = if exact_counters {
+        "counters"
+    } else if levels.iter().any(|l| l.method.contains("counters")) {
         "timing+counters"
     } else {
         "timing"
@@ -514,6 +535,7 @@ pub fn run(t: &mut dyn Target, cfg: &ProbeConfig, progress: Progress) -> Result<
         untested,
         // What the host CPU says about itself is meaningless for a simulated core.
         reported: if simulated { Vec::new() } else { reported::reported() },
+        hypervisor: (!simulated).then(hypervisor::detect),
         series,
         config: cfg.clone(),
         elapsed_s: started.elapsed().as_secs_f64(),

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use super::hypervisor::Hypervisor;
 use super::reported::Reported;
 use super::{ProbeConfig, Series};
 use crate::knee::{self, Knee};
@@ -87,6 +88,9 @@ pub struct ProbeReport {
     pub untested: Vec<String>,
     /// TLB sizes the CPU reports about itself (CPUID), for comparison only — never used.
     pub reported: Vec<Reported>,
+    /// Hypervisor detection on a native target (`null` on a simulated one): a guest's
+    /// `caches_2m` describes its own 2 MiB mappings, not the TLB's entry sizes.
+    pub hypervisor: Option<Hypervisor>,
     /// The measured curves.
     pub series: Vec<Series>,
     /// Parameters of the run.
@@ -141,6 +145,14 @@ impl ProbeReport {
                 let _ = writeln!(s, "counters: {}", self.target.counters.join(", "));
             }
         }
+        if let Some(h) = &self.hypervisor {
+            let what = match (h.present, &h.vendor) {
+                (true, Some(v)) => format!("{v} (a guest)"),
+                (true, None) => "present, unnamed (a guest)".to_string(),
+                (false, _) => "none detected".to_string(),
+            };
+            let _ = writeln!(s, "hypervisor: {what}; {}", h.evidence.join("; "));
+        }
         let _ = writeln!(s);
         let _ = writeln!(s, "level  entries(4K)  sweep bracket   miss cost   caches 2M  method");
         for l in &self.levels {
@@ -191,6 +203,11 @@ impl ProbeReport {
                 l.caches_2m_how,
                 extra
             );
+        }
+        if let Some(note) = self.hypervisor.as_ref().and_then(|h| h.caches_2m_note.as_ref()) {
+            if !self.levels.is_empty() {
+                let _ = writeln!(s, "  caches 2M under a hypervisor: {note}");
+            }
         }
         for r in &self.rejected_knees {
             let _ = writeln!(

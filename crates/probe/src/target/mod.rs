@@ -163,4 +163,11 @@ pub trait Target {
     /// (`slots` ≤ the mapped count), `steps` dependent accesses per timed pass, and the
     /// matching dense baseline.
     fn measure(&mut self, slots: usize, steps: usize, seed: u64) -> Result<Measurement>;
+    /// True when counter `i` of [`TargetInfo::counters`] counts the misses of data-TLB
+    /// level `i + 1` exactly (no noise, no other events): the probe then takes each
+    /// level's capacity from where its misses first appear instead of from time steps.
+    /// Default `false` (hardware counters are approximate and not per level).
+    fn exact_counters(&self) -> bool {
+        false
+    }
 }

@@ -137,6 +137,11 @@ impl Target for SimTarget {
         self.page_size(backing).map(|_| ())
     }
 
+    /// The simulator's per-level statistics count every level's misses exactly.
+    fn exact_counters(&self) -> bool {
+        true
+    }
+
     fn map(&mut self, backing: Backing, stride: Stride, slots: usize, _seed: u64) -> Result<VerifiedBacking> {
         let size = self.page_size(backing).map_err(ProbeError::Unavailable)?;
         let mut spec = self.spec.clone();
