@@ -200,8 +200,6 @@ pub struct MachineSpec {
     pub cost: WalkCost,
     /// OS policy with its settings (reclaim included: [`OsSpec::reclaim`]).
     pub os: OsSpec,
-    /// The policy's config name (`os.policy`, for reports).
-    pub policy_name: String,
     /// References between calls of the policy's background work (`os.tick_interval`).
     pub tick_interval: u64,
     /// `memory.size` as written (for messages).
@@ -423,7 +421,6 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
             pwc_latency: config.walk.pwc_latency,
             fault_latency: config.os.fault_latency,
         },
-        policy_name: config.os.policy.name().to_string(),
         tick_interval: config.os.tick_interval,
         memory_size: config.memory.size.clone(),
         age: config.memory.age.clone(),

@@ -103,7 +103,7 @@ fn the_chosen_policy_s_keys_reach_the_model_types() {
     );
     let s = spec(&["os.policy=fixed", "os.page_size=2MiB"]).unwrap();
     assert_eq!(s.os, OsSpec::Fixed(PageSize::M2));
-    assert_eq!(s.policy_name, "fixed");
+    assert_eq!(s.os.name(), "fixed");
 }
 
 /// The defaults are the documented ones (docs/config.md), each written once: a config

@@ -216,7 +216,7 @@ fn run_to_end(a: Args) -> Result<()> {
         },
         spec.cores,
         if spec.cores == 1 { "" } else { "s" },
-        spec.policy_name
+        spec.os.name()
     );
     // An .mlt trace may keep its VMA samples anywhere in the file: read them up front so
     // the policies see them from the first fault (other sources: the run loop looks).
