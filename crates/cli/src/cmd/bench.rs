@@ -37,8 +37,13 @@ pub struct Args {
     /// Latency: bytes between pointers (default 64).
     #[arg(long, default_value_t = 64)]
     stride: usize,
-    /// Latency: sequential ring order instead of random page and line order.
-    #[arg(long)]
+    /// Latency: the ring's order: `pages` (random pages, random lines within each page,
+    /// as lat_mem_rd -t), `lines` (every load to a random line of the array, as lmbench's
+    /// and test-tlb's random modes) or `sequential`.
+    #[arg(long, default_value = "pages", value_name = "pages|lines|sequential")]
+    order: String,
+    /// Latency: the same as `--order sequential`.
+    #[arg(long, conflicts_with = "order")]
     sequential: bool,
     /// Latency: loads per timed pass.
     #[arg(long, default_value_t = 2_000_000)]
@@ -67,6 +72,11 @@ pub fn run(a: Args) -> anyhow::Result<()> {
 fn run_linux(a: Args) -> anyhow::Result<()> {
     use mmulab_probe::bench::{self, compare, parse_size, Pages};
     let size = parse_size(&a.size)?;
+    let order = if a.sequential {
+        bench::latency::Order::Sequential
+    } else {
+        bench::latency::Order::parse(&a.order)?
+    };
     // The benchmarks have no progress callback: a line every few seconds says they run.
     let ticker = crate::progress::Ticker::start(&format!("bench {:?}", a.which), Box::new(|| None));
     let one = |p: Pages, seed: u64| -> mmulab_probe::Result<bench::BenchResult> {
@@ -77,7 +87,7 @@ fn run_linux(a: Args) -> anyhow::Result<()> {
                 &bench::latency::Params {
                     max_bytes: size,
                     stride: a.stride,
-                    random: !a.sequential,
+                    order,
                     loads: a.loads,
                     ..Default::default()
                 },
@@ -108,8 +118,15 @@ fn run_linux(a: Args) -> anyhow::Result<()> {
             println!();
             for r in &c.ratios {
                 println!(
-                    "ratio {} {}/{}: {:.3} (min {:.3}, max {:.3}, {} interleaved repeats)",
-                    r.metric, r.pages, r.versus, r.median, r.min, r.max, r.n
+                    "ratio {} {}/{}: {:.3} (min {:.3}, max {:.3}, {} interleaved repeats): {}",
+                    r.metric,
+                    r.pages,
+                    r.versus,
+                    r.median,
+                    r.min,
+                    r.max,
+                    r.n,
+                    r.verdict()
                 );
             }
         }

@@ -1,8 +1,12 @@
 //! Memory latency as LMbench lat_mem_rd: a ring of pointers `stride` bytes apart over an
 //! array of a given size, walked by dependent loads (`p = *p`, unrolled); sizes swept by
 //! doubling up to the limit; the result per size is the minimum ns per load over passes.
-//! `random` visits pages in random order and the lines within each page in random order
-//! (lat_mem_rd `-t`), which defeats stride prefetchers.
+//! The ring's [`Order`]: `pages` (the default) visits pages in random order and the lines
+//! within each page in random order (lat_mem_rd `-t`), which defeats stride prefetchers
+//! and touches each page's lines back to back; `lines` sends every load to a random line
+//! of the whole array (as lmbench's and test-tlb's fully random modes), so nearly every
+//! load of an array beyond the TLB's reach is a TLB miss; `sequential` walks the ring in
+//! address order.
 
 use serde_json::json;
 
@@ -19,8 +23,8 @@ pub struct Params {
     pub min_bytes: usize,
     /// Distance between pointers, bytes (≥ 8, multiple of 8).
     pub stride: usize,
-    /// Random page and line order.
-    pub random: bool,
+    /// The ring's order.
+    pub order: Order,
     /// Loads per timed pass.
     pub loads: usize,
 }
@@ -31,10 +35,55 @@ impl Default for Params {
             max_bytes: 256 << 20,
             min_bytes: 4 << 10,
             stride: 64,
-            random: true,
+            order: Order::Pages,
             loads: 2_000_000,
         }
     }
+}
+
+/// The order in which the ring visits the array's lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    /// Address order.
+    Sequential,
+    /// Pages in random order, each page's lines in random order (lat_mem_rd `-t`).
+    Pages,
+    /// Every load to a random line of the whole array.
+    Lines,
+}
+
+impl Order {
+    /// Parses `sequential`, `pages` or `lines`.
+    pub fn parse(s: &str) -> Result<Order> {
+        match s {
+            "sequential" => Ok(Order::Sequential),
+            "pages" => Ok(Order::Pages),
+            "lines" => Ok(Order::Lines),
+            other => Err(ProbeError::Invalid(format!(
+                "latency order '{other}': use sequential, pages (random pages, random lines within each) or lines (every load a random line)"
+            ))),
+        }
+    }
+}
+
+/// The ring's visiting order for `n` lines of `stride` bytes: a permutation of `0..n`.
+pub fn ring_order(n: usize, stride: usize, order: Order, rng: &mut Rng) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..n).collect();
+    match order {
+        Order::Sequential => {}
+        Order::Pages => {
+            let per_page = (4096 / stride).max(1);
+            let mut pages_order: Vec<Vec<usize>> = idx.chunks(per_page).map(|c| c.to_vec()).collect();
+            rng.shuffle(&mut pages_order);
+            for c in pages_order.iter_mut() {
+                rng.shuffle(c);
+            }
+            idx = pages_order.concat();
+        }
+        Order::Lines => rng.shuffle(&mut idx),
+    }
+    idx
 }
 
 #[inline(never)]
@@ -66,17 +115,7 @@ pub fn run(pages: Pages, p: &Params, seed: u64) -> Result<BenchResult> {
     let mut last_counters = (Vec::new(), None);
     loop {
         let n = size / p.stride;
-        let mut idx: Vec<usize> = (0..n).collect();
-        if p.random {
-            // Random page order, random order within each page.
-            let per_page = (4096 / p.stride).max(1);
-            let mut pages_order: Vec<Vec<usize>> = idx.chunks(per_page).map(|c| c.to_vec()).collect();
-            rng.shuffle(&mut pages_order);
-            for c in pages_order.iter_mut() {
-                rng.shuffle(c);
-            }
-            idx = pages_order.concat();
-        }
+        let idx = ring_order(n, p.stride, p.order, &mut rng);
         for k in 0..n {
             let a = base + idx[k] * p.stride;
             let b = base + idx[(k + 1) % n] * p.stride;
@@ -116,11 +155,49 @@ pub fn run(pages: Pages, p: &Params, seed: u64) -> Result<BenchResult> {
         }],
         details: json!({
             "stride": p.stride,
-            "random": p.random,
+            "random": p.order != Order::Sequential,
+            "order": p.order,
             "largest_bytes": largest,
             "curve": curve.iter().map(|(s, n)| json!({"size_mb": *s as f64 / (1 << 20) as f64, "ns": n})).collect::<Vec<_>>(),
         }),
         counters: last_counters.0,
         counters_note: last_counters.1,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pages of 4 KiB visited by consecutive loads of a ring (the last load wraps to the
+    /// first): how many times the page changes.
+    fn page_changes(idx: &[usize], stride: usize) -> usize {
+        let page = |i: usize| idx[i % idx.len()] * stride / 4096;
+        (0..idx.len()).filter(|&i| page(i) != page(i + 1)).count()
+    }
+
+    #[test]
+    fn each_order_is_a_permutation_with_its_page_locality() {
+        // 64 pages of 64 lines.
+        let (n, stride) = (64 * 64, 64);
+        let mut rng = Rng::new(3);
+        for order in [Order::Sequential, Order::Pages, Order::Lines] {
+            let idx = ring_order(n, stride, order, &mut rng);
+            let mut sorted = idx.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..n).collect::<Vec<_>>(), "{order:?}");
+            let changes = page_changes(&idx, stride);
+            match order {
+                // One change per page: 63 forward steps and the wrap.
+                Order::Sequential => assert_eq!(changes, 64),
+                // Each page's lines back to back: one change per page.
+                Order::Pages => assert_eq!(changes, 64),
+                // Nearly every load changes page (a random next line is on the same
+                // page with probability 1/64).
+                Order::Lines => assert!(changes > n * 9 / 10, "{changes}"),
+            }
+        }
+        assert_eq!(Order::parse("lines").unwrap(), Order::Lines);
+        assert!(Order::parse("random").is_err());
+    }
 }

@@ -220,6 +220,33 @@ pub struct Ratio {
     pub max: f64,
     /// Repeats.
     pub n: usize,
+    /// True if every repeat's ratio lies on the same side of 1: the repeats agree which
+    /// page size is faster. False: their spread includes no change, so this many repeats
+    /// cannot resolve the effect ([`Ratio::verdict`]).
+    pub resolved: bool,
+}
+
+impl Ratio {
+    /// One sentence a person can act on: the effect, or that the spread cannot resolve it.
+    pub fn verdict(&self) -> String {
+        if self.resolved {
+            format!(
+                "resolved: all {} repeats put {} {} {}",
+                self.n,
+                self.pages,
+                if self.median > 1.0 { "above" } else { "below" },
+                self.versus
+            )
+        } else {
+            format!(
+                "not resolved: the {} repeats' ratios span {:.3}..{:.3}, which includes 1 (no change); the effect ({:+.1} %) is within the run-to-run spread; run more repeats (--repeats) on a quieter machine",
+                self.n,
+                self.min,
+                self.max,
+                (self.median - 1.0) * 100.0
+            )
+        }
+    }
 }
 
 /// Run `run(pages)` for each page size, `repeats` times, interleaved (the order rotates
@@ -250,14 +277,19 @@ pub fn compare(
             let v: Vec<f64> = (0..repeats)
                 .map(|r| per[i][r].metrics[m].value / per[0][r].metrics[m].value)
                 .collect();
+            let (min, max) = (
+                v.iter().copied().fold(f64::INFINITY, f64::min),
+                v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            );
             ratios.push(Ratio {
                 metric: per[0][0].metrics[m].name.clone(),
                 pages: pages[i].label(),
                 versus: pages[0].label(),
                 median: median(&v),
-                min: v.iter().copied().fold(f64::INFINITY, f64::min),
-                max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                min,
+                max,
                 n: repeats,
+                resolved: min > 1.0 || max < 1.0,
             });
         }
     }
@@ -271,6 +303,57 @@ pub fn compare(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A result whose one metric is `v`.
+    fn result(v: f64) -> BenchResult {
+        BenchResult {
+            kind: Kind::Gups,
+            pages: "x".into(),
+            backing: crate::os::mem::Backed {
+                kernel_page_bytes: 4096,
+                ok: true,
+                how: String::new(),
+                fraction: 1.0,
+            },
+            backing_note: String::new(),
+            bytes: 0,
+            metrics: vec![Metric {
+                name: "m".into(),
+                value: v,
+                unit: "u".into(),
+                higher_is_better: true,
+            }],
+            details: serde_json::Value::Null,
+            counters: Vec::new(),
+            counters_note: None,
+        }
+    }
+
+    #[test]
+    fn compare_says_when_the_spread_cannot_resolve_the_effect() {
+        // Base runs give 100; the other page size 108, 97, 110 in its three repeats:
+        // a +8 % median inside a spread that crosses 1.
+        let run = |values: Vec<f64>| {
+            let mut it = values.into_iter();
+            compare(&[Pages::Base, Pages::Thp], 3, move |p| {
+                Ok(result(if p == Pages::Base { 100.0 } else { it.next().unwrap() }))
+            })
+            .unwrap()
+            .ratios
+            .remove(0)
+        };
+        let r = run(vec![108.0, 97.0, 110.0]);
+        assert!((r.median - 1.08).abs() < 1e-9 && !r.resolved, "{r:?}");
+        assert!(
+            r.verdict().starts_with("not resolved") && r.verdict().contains("+8.0 %"),
+            "{}",
+            r.verdict()
+        );
+        let r = run(vec![108.0, 103.0, 110.0]);
+        assert!(r.resolved && r.verdict().contains("above"), "{}", r.verdict());
+        let r = run(vec![92.0, 95.0, 99.0]);
+        assert!(r.resolved && r.verdict().contains("below"), "{}", r.verdict());
+    }
     #[test]
     fn parses_pages_and_sizes() {
         assert_eq!(Pages::parse("4k").unwrap(), Pages::Base);
