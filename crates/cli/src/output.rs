@@ -152,34 +152,7 @@ impl Drop for OutputFile {
     }
 }
 
-/// A writer that counts the bytes it passes on: the size of an output that may be a
-/// pipe or a device.
-pub struct Counted<W> {
-    inner: W,
-    bytes: u64,
-}
-
-impl<W: Write> Counted<W> {
-    pub fn new(inner: W) -> Counted<W> {
-        Counted { inner, bytes: 0 }
-    }
-
-    /// Bytes written so far.
-    pub fn bytes(&self) -> u64 {
-        self.bytes
-    }
-}
-
-impl<W: Write> Write for Counted<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.bytes += n as u64;
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
+pub use mmulab_trace::format::Counted;
 
 /// Creates a new, empty temporary file beside `target`; fails rather than reuse a name.
 fn create_temp(target: &Path) -> std::io::Result<PathBuf> {

@@ -211,7 +211,7 @@ impl Recorder {
         forward: Box<dyn Fn() -> Option<i32> + Send>,
     ) -> Result<Recording, RecordError> {
         let mut w = MltWriter::new(
-            BufWriter::with_capacity(1 << 20, Counted { inner: out, bytes: 0 }),
+            BufWriter::with_capacity(1 << 20, crate::format::Counted::new(out)),
             opts.level,
         )?;
         let (rd, wr) = lackey_pipe()?;
@@ -333,7 +333,7 @@ impl Recorder {
         let references = w.refs();
         let mut inner = w.finish()?;
         inner.flush()?;
-        let bytes = inner.get_ref().bytes;
+        let bytes = inner.get_ref().bytes();
         Ok(Recording {
             references,
             loads: kinds[AccessKind::Load as usize],
@@ -345,22 +345,5 @@ impl Recorder {
             seconds,
             exit_status: status,
         })
-    }
-}
-
-/// A writer that counts the bytes it passes on (the output may be a pipe or a device).
-struct Counted<W> {
-    inner: W,
-    bytes: u64,
-}
-
-impl<W: Write> Write for Counted<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.bytes += n as u64;
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
     }
 }
