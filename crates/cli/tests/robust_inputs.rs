@@ -178,3 +178,17 @@ fn address_space_limit_is_checked_before_allocating() {
     assert!(e.contains("address-space limit") && e.contains("memory.size"), "{e}");
     assert!(!e.contains("panicked") && !e.contains("memory allocation"), "{e}");
 }
+
+#[test]
+fn a_missing_trace_is_named_once_with_its_reason_once() {
+    // The reason used to print twice: in the message and again as its source.
+    for cmd in [&["trace-info"][..], &["sim", "--trace"][..]] {
+        let mut args = cmd.to_vec();
+        args.push("/nonexistent/t.mlt");
+        let o = mmulab(&args, &[]);
+        assert!(!o.status.success());
+        let e = stderr(&o);
+        assert_eq!(e.matches("No such file or directory").count(), 1, "{cmd:?}: {e}");
+        assert!(e.contains("/nonexistent/t.mlt"), "{e}");
+    }
+}

@@ -19,12 +19,13 @@ pub enum TraceError {
         refs_before: u64,
     },
     /// The input could not be opened or read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
+        /// The underlying error: in the message, and not repeated as the error's
+        /// source (a chain printer such as anyhow's would print it twice).
+        error: std::io::Error,
     },
     /// The trace's events are malformed (e.g. an unmap marker without its end).
     #[error("{trace}: {what}, after {refs_before} references")]

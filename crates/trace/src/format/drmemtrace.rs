@@ -301,7 +301,7 @@ fn open_thread(path: &Path) -> Result<(Thread, Progress), TraceError> {
         drop(input);
         let zc = ZipChunks::open(path, is_chunk).map_err(|source| TraceError::Io {
             path: path.into(),
-            source,
+            error: source,
         })?;
         if zc.has_no_members() {
             return Err(TraceError::Corrupt {
@@ -383,7 +383,7 @@ pub fn thread_files(dir: &Path) -> Result<Vec<PathBuf>, TraceError> {
     let dir = if sub.is_dir() { sub } else { dir.to_path_buf() };
     let rd = std::fs::read_dir(&dir).map_err(|source| TraceError::Io {
         path: dir.clone(),
-        source,
+        error: source,
     })?;
     let mut files: Vec<PathBuf> = rd
         .filter_map(|e| e.ok().map(|e| e.path()))

@@ -85,7 +85,7 @@ pub struct Input {
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> TraceError + '_ {
     move |source| TraceError::Io {
         path: path.to_path_buf(),
-        source,
+        error: source,
     }
 }
 

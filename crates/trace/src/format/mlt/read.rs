@@ -54,7 +54,7 @@ impl<R: Read> MltReader<R> {
         let mut h = [0u8; HEADER_LEN];
         let got = read_full(&mut inner, &mut h).map_err(|source| TraceError::Io {
             path: path.into(),
-            source,
+            error: source,
         })?;
         let bad = |offset: u64, what: String| TraceError::Corrupt {
             path: path.into(),
@@ -83,14 +83,14 @@ impl<R: Read> MltReader<R> {
         let mut skip = vec![0u8; (hlen - HEADER_LEN as u64) as usize];
         if read_full(&mut inner, &mut skip).map_err(|source| TraceError::Io {
             path: path.into(),
-            source,
+            error: source,
         })? < skip.len()
         {
             return Err(bad(HEADER_LEN as u64, "truncated file header".into()));
         }
         let dec = zstd::bulk::Decompressor::new().map_err(|source| TraceError::Io {
             path: path.into(),
-            source,
+            error: source,
         })?;
         let mut meta = TraceMeta::default();
         meta.markers.insert("mlt_version".into(), version as u64);
@@ -436,7 +436,7 @@ pub fn read_sections(path: &Path) -> Result<Vec<(String, Vec<u8>)>, TraceError> 
     use std::io::{Seek, SeekFrom};
     let io = |source| TraceError::Io {
         path: path.into(),
-        source,
+        error: source,
     };
     let mut f = std::io::BufReader::new(std::fs::File::open(path).map_err(io)?);
     let mut pos = MltReader::new(&mut f, path, None)?.pos;
