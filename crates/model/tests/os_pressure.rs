@@ -304,7 +304,7 @@ fn the_clock_gives_recently_used_pages_a_second_chance() {
 fn the_thp_shrinker_splits_underused_collapsed_pages_before_swapping() {
     let k = KhugepagedConfig {
         scan_period: 1,
-        pages_to_scan: 1 << 20,
+        pages_to_scan: Some(1 << 20),
         ..Default::default()
     };
     let mut sys = Sys::new(Format::X86_64, 32 << 20, reclaiming(Os::Thp(Thp::khugepaged_only(k))));

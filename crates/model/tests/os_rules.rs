@@ -153,9 +153,9 @@ fn reservation_respects_vma_edges() {
 
 fn khuge(max_ptes_none: u64) -> Os {
     Os::Thp(Thp::khugepaged_only(KhugepagedConfig {
-        max_ptes_none,
+        max_ptes_none: Some(max_ptes_none),
         scan_period: 1,
-        pages_to_scan: 1 << 20,
+        pages_to_scan: Some(1 << 20),
         ..Default::default()
     }))
 }
@@ -279,7 +279,7 @@ fn thp_madvise_uses_huge_pages_only_in_marked_vmas_and_never_across_edges() {
 #[test]
 fn mthp_takes_the_largest_enabled_size_whose_range_is_empty() {
     let os = Os::Mthp(Mthp::new(MthpConfig {
-        sizes: vec![PageSize::K16, PageSize::K64],
+        sizes: Some(vec![PageSize::K16, PageSize::K64]),
         zero_cycles_per_page: 0,
     }));
     let mut sys = Sys::new(Format::Armv8_4K, 64 << 20, os);
@@ -308,7 +308,7 @@ fn mthp_takes_the_largest_enabled_size_whose_range_is_empty() {
     sys.check();
     // On x86-64 a 64K folio has no single-entry form: sixteen 4K entries.
     let os = Os::Mthp(Mthp::new(MthpConfig {
-        sizes: vec![PageSize::K64],
+        sizes: Some(vec![PageSize::K64]),
         zero_cycles_per_page: 0,
     }));
     let mut x = Sys::new(Format::X86_64, 64 << 20, os);
@@ -342,7 +342,7 @@ fn exit_returns_every_frame() {
     // Contiguous-bit groups are freed once, as whole folios (regression: clearing the
     // first entry of a group made the other fifteen look like single pages).
     let os = Os::Mthp(Mthp::new(MthpConfig {
-        sizes: vec![PageSize::K64],
+        sizes: Some(vec![PageSize::K64]),
         zero_cycles_per_page: 0,
     }));
     let mut sys = Sys::new(Format::Armv8_4K, 64 << 20, os);

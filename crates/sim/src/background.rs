@@ -128,7 +128,15 @@ impl Background {
     /// From the spec; ages `mem` if `[memory.age]` asks.
     pub fn new(spec: &MachineSpec, mem: &mut Memory) -> Background {
         let pinned_frames = match &spec.age {
-            Some(a) => mem.age_movable(a.used, a.target_free_2m_share, a.seed, a.movable),
+            // In the kernel's own pages: a 16 or 64 KiB granule's memory never
+            // fragments below its base page.
+            Some(a) => mem.age_pages(
+                a.used,
+                a.target_free_2m_share,
+                a.seed,
+                a.movable,
+                spec.format.base_page().bytes() / mmulab_model::addr::FRAME_SIZE,
+            ),
             None => 0,
         };
         Background {

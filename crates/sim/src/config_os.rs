@@ -12,6 +12,7 @@
 
 use crate::config::Config;
 use mmulab_model::addr::PageSize;
+use mmulab_model::os::granule;
 use mmulab_model::os::{
     Base, Fixed, KhugepagedConfig, Mthp, MthpConfig, Os, ReclaimConfig, Reservation, ReservationConfig, Thp, ThpConfig,
 };
@@ -267,27 +268,35 @@ pub(crate) fn take(table: &mut toml::Table) -> Result<OsSection, String> {
 }
 
 /// Checks the ranges of the reclaim settings (`[os.reclaim]`).
-fn check_reclaim(r: &ReclaimConfig) -> Result<(), String> {
+/// `HPAGE_PMD_NR` on `format` (base pages per THP), 512 where Linux has no THP.
+fn pmd_nr(format: Format) -> u64 {
+    granule::linux_pmd_size(format).map_or(512, |p| granule::pmd_nr(format, p))
+}
+
+fn check_reclaim(r: &ReclaimConfig, format: Format) -> Result<(), String> {
     if r.batch_pages == 0 {
         return Err("os.reclaim.batch_pages must be positive (frames one reclaim run tries to free)".into());
     }
-    if !(1..=511).contains(&r.thp_underused_empty) {
+    let most = pmd_nr(format) - 1;
+    if !(1..=most).contains(&r.thp_underused_empty) {
         return Err(format!(
-            "os.reclaim.thp_underused_empty = {} must be between 1 and 511",
-            r.thp_underused_empty
+            "os.reclaim.thp_underused_empty = {} must be between 1 and {most} (base pages of a huge page on {})",
+            r.thp_underused_empty,
+            format.arch_name()
         ));
     }
     Ok(())
 }
 
-fn check_khugepaged(k: &KhugepagedConfig) -> Result<(), String> {
-    if k.max_ptes_none > 511 {
+fn check_khugepaged(k: &KhugepagedConfig, format: Format) -> Result<(), String> {
+    let most = pmd_nr(format) - 1;
+    if let Some(n) = k.max_ptes_none.filter(|&n| n > most) {
         return Err(format!(
-            "os.khugepaged.max_ptes_none = {} must be between 0 and 511",
-            k.max_ptes_none
+            "os.khugepaged.max_ptes_none = {n} must be between 0 and {most} (HPAGE_PMD_NR - 1 on {})",
+            format.arch_name()
         ));
     }
-    if k.scan_period == 0 || k.pages_to_scan == 0 {
+    if k.scan_period == 0 || k.pages_to_scan == Some(0) {
         return Err("os.khugepaged.scan_period and pages_to_scan must be positive".into());
     }
     Ok(())
@@ -296,17 +305,11 @@ fn check_khugepaged(k: &KhugepagedConfig) -> Result<(), String> {
 /// Checks the policy's settings against the format and memory.
 pub(crate) fn check_policy(os: &OsSpec, format: Format, memory_bytes: u64) -> Result<(), String> {
     let huge_ok = || {
-        if format.leaf_level(PageSize::M2).is_none() {
-            Err(format!(
-                "os.policy = \"{}\" needs 2M leaves, which {} page tables do not have",
-                os.name(),
-                format.arch_name()
-            ))
-        } else {
-            Ok(())
-        }
+        granule::linux_pmd_size(format)
+            .map(|_| ())
+            .map_err(|e| format!("os.policy = \"{}\": {e}", os.name()))
     };
-    check_reclaim(&os.reclaim())?;
+    check_reclaim(&os.reclaim(), format)?;
     match os {
         OsSpec::Base { .. } => {}
         OsSpec::Fixed(size) => {
@@ -333,24 +336,16 @@ pub(crate) fn check_policy(os: &OsSpec, format: Format, memory_bytes: u64) -> Re
         }
         OsSpec::Thp { khugepaged, .. } | OsSpec::Khugepaged { khugepaged, .. } => {
             huge_ok()?;
-            check_khugepaged(khugepaged)?;
+            check_khugepaged(khugepaged, format)?;
         }
         OsSpec::Mthp { mthp, .. } => {
-            for &p in &mthp.sizes {
-                if p == PageSize::K4 || p > PageSize::M2 {
-                    return Err(format!(
-                        "os.mthp.sizes: \"{p}\" is not an mTHP size (16K … 2M, above the 4K base page)"
-                    ));
-                }
-                if p == PageSize::M2 && format.leaf_level(p).is_none() {
-                    return Err(format!(
-                        "os.mthp.sizes: {} page tables have no 2M leaf",
-                        format.arch_name()
-                    ));
-                }
+            huge_ok()?;
+            let sizes = mthp.sizes.as_deref().unwrap_or_default();
+            for &p in sizes {
+                granule::check_mthp_size(format, p).map_err(|e| format!("os.mthp.sizes: {e}"))?;
             }
-            if mthp.sizes.is_empty() {
-                return Err("os.mthp.sizes is empty; list at least one size, e.g. [\"64K\"]".into());
+            if mthp.sizes.is_some() && sizes.is_empty() {
+                return Err("os.mthp.sizes is empty; list at least one size, e.g. [\"64K\"], or leave the key out for the format's default".into());
             }
         }
     }

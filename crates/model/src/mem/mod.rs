@@ -120,13 +120,23 @@ impl Memory {
     /// movable by compaction (page cache and anonymous memory of programs outside the
     /// simulation, which Linux migrates; the rest stays unmovable, like kernel memory).
     pub fn age_movable(&mut self, used: f64, target_free_2m_share: f64, seed: u64, movable: f64) -> u64 {
-        let pinned = age::age(&mut self.buddy, used, target_free_2m_share, seed);
+        self.age_pages(used, target_free_2m_share, seed, movable, 1)
+    }
+
+    /// [`Memory::age_movable`] in pages of `unit` 4 KiB frames (the base page of the
+    /// kernel's granule: 1, 4 or 16), so a 16 or 64 KiB kernel's memory fragments in
+    /// its own pages; a page is movable or not as a whole.
+    pub fn age_pages(&mut self, used: f64, target_free_2m_share: f64, seed: u64, movable: f64, unit: u64) -> u64 {
+        let pinned = age::age(&mut self.buddy, used, target_free_2m_share, seed, unit);
         if movable > 0.0 {
             let mut rng = age::Rng::new(seed ^ 0x006d_6f76_6162_6c65);
             let cut = (movable.clamp(0.0, 1.0) * (1u64 << 32) as f64) as u64;
-            for &p in &pinned {
+            let unit = unit.clamp(1, 512) as usize;
+            for page in pinned.chunks(unit) {
                 if rng.next_u64() >> 32 < cut {
-                    self.rmap.set_external(p, true);
+                    for &p in page {
+                        self.rmap.set_external(p, true);
+                    }
                 }
             }
         }

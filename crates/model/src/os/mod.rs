@@ -41,6 +41,7 @@
 mod base;
 pub mod compact;
 mod fixed;
+pub mod granule;
 mod mthp;
 pub mod reclaim;
 pub mod remap;

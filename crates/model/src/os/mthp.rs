@@ -2,13 +2,23 @@
 //! fault, the largest enabled size whose aligned range lies inside the VMA, has no page
 //! mapped yet, and has a free block of its order is allocated (`alloc_anon_folio`).
 //!
-//! Sizes the format can map as one leaf or group are mapped that way: 2 MiB as a block,
-//! and on arm64 (4K granule) a 64 KiB folio as one contiguous-bit group of sixteen
-//! entries (contpte), which a TLB that caches groups holds as one entry. Folios of a
-//! size the format cannot map as one unit (16K on any 4K format; 64K on x86-64) are
-//! mapped as base-page leaves covering the folio (counted as `folios_without_contpte`):
-//! they cost what the allocation costs but buy no TLB reach.
+//! Sizes follow the granule (granule.rs): anonymous orders 2 ..= `PMD_ORDER` of the
+//! base page — 16K … 2M with 4 KiB pages, 64K … 32M with 16 KiB, 256K … 512M with 64 KiB.
+//! With no `sizes` configured, mmulab's default for the format applies
+//! (`granule::default_mthp_sizes`).
+//!
+//! A folio is mapped in the largest unit the format maps as one leaf or one
+//! contiguous-bit group that fits it: a size the format maps as one unit (2 MiB as a
+//! block; on arm64 with 4 KiB pages a 64 KiB folio as one group of sixteen entries) is
+//! mapped that way; a larger folio is mapped as several such units, as arm64's contpte
+//! code folds every aligned, fully covered `CONT_PTE_SIZE` range of a folio
+//! (`arch/arm64/mm/contpte.c`: `contpte_set_ptes`; a 1 MiB folio on a 4 KiB granule is
+//! sixteen 64 KiB groups); a TLB that caches groups holds each as one entry. Folios with
+//! no unit above the base page (16K on any 4 KiB format; 64K on x86-64) are mapped as
+//! base-page leaves (counted as `folios_without_contpte`): they cost what the allocation
+//! costs but buy no TLB reach.
 
+use super::granule::default_mthp_sizes;
 use super::remap::leaves;
 use super::OsEvent;
 use super::{fresh_attrs, order_of, FaultCtx, OsStats};
@@ -18,24 +28,17 @@ use crate::walk::map_leaf;
 
 /// mTHP settings: the `[os.mthp]` config section itself (docs/config.md; every key
 /// optional, defaulting to [`MthpConfig::default`]), validated by the sim crate.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MthpConfig {
-    /// Enabled folio sizes (any of 16K … 2M), base size excluded.
-    pub sizes: Vec<PageSize>,
-    /// Cycles to zero each 4 KiB page of a folio beyond the first (the first is part of
-    /// the fault latency, as for a base page).
+    /// Enabled folio sizes (orders 2 ..= PMD of the base page: 16K … 2M with 4 KiB
+    /// pages); `None`: mmulab's default for the format (`granule::default_mthp_sizes`).
+    pub sizes: Option<Vec<PageSize>>,
+    /// Cycles to zero each 4 KiB of a folio beyond its first base page (the first is
+    /// part of the fault latency, as for a base page).
     pub zero_cycles_per_page: u64,
 }
 
-impl Default for MthpConfig {
-    fn default() -> Self {
-        MthpConfig {
-            sizes: vec![PageSize::K16, PageSize::K64, PageSize::M2],
-            zero_cycles_per_page: 0,
-        }
-    }
-}
 
 /// The mTHP policy.
 #[derive(Clone, Debug)]
@@ -50,8 +53,10 @@ pub struct Mthp {
 impl Mthp {
     /// A policy with `cfg` (sizes are sorted largest first).
     pub fn new(mut cfg: MthpConfig) -> Mthp {
-        cfg.sizes.sort_by(|a, b| b.cmp(a));
-        cfg.sizes.dedup();
+        if let Some(sizes) = &mut cfg.sizes {
+            sizes.sort_by(|a, b| b.cmp(a));
+            sizes.dedup();
+        }
         Mthp {
             cfg,
             reclaim: super::ReclaimConfig::default(),
@@ -67,16 +72,29 @@ impl super::OsPolicy for Mthp {
 
     super::policy_fields!(stats, reclaim);
 
-    /// Handles a fault.
+    /// Handles a fault (`alloc_anon_folio`, then `set_ptes`).
     fn fault(&mut self, ctx: FaultCtx<'_>) -> Result<(), ModelError> {
         self.stats.faults += 1;
         let FaultCtx {
             mem, space, va, kind, ..
         } = ctx;
         let (fmt, root) = (space.fmt, space.root);
+        let base = fmt.base_page();
         let vma = space.vma(va);
         let attrs = fresh_attrs(kind);
-        for &size in &self.cfg.sizes {
+        let default;
+        let sizes: &[PageSize] = match &self.cfg.sizes {
+            Some(s) => s,
+            None => {
+                default = {
+                    let mut v = default_mthp_sizes(fmt);
+                    v.reverse();
+                    v
+                };
+                &default
+            }
+        };
+        for &size in sizes {
             let key = va & !size.offset_mask();
             if !vma.contains_range(key, key + size.bytes()) {
                 continue;
@@ -91,8 +109,15 @@ impl super::OsPolicy for Mthp {
                 continue;
             };
             let pa = pfn << FRAME_SHIFT;
-            self.stats.os_cycles += (size.bytes() / FRAME_SIZE - 1) * self.cfg.zero_cycles_per_page;
-            if fmt.leaf_level(size).is_some() {
+            self.stats.os_cycles += (size.bytes() - base.bytes()) / FRAME_SIZE * self.cfg.zero_cycles_per_page;
+            // The largest unit (one leaf or one contiguous group) that fits the folio.
+            let unit = fmt
+                .page_sizes()
+                .into_iter()
+                .filter(|&p| p <= size)
+                .max()
+                .unwrap_or(base);
+            if unit == size {
                 super::remap::drop_table(mem, fmt, root, key, size);
                 if let Err(e) = map_leaf(mem, fmt, root, key, pa, size, attrs) {
                     mem.buddy.free(pfn, order_of(size));
@@ -100,39 +125,41 @@ impl super::OsPolicy for Mthp {
                 }
                 self.stats.record_map(size);
             } else {
-                for off in (0..size.bytes()).step_by(FRAME_SIZE as usize) {
-                    // Only the first leaf can need a new page table (one aligned folio
+                for off in (0..size.bytes()).step_by(unit.bytes() as usize) {
+                    // Only the first unit can need a new page table (one aligned folio
                     // lies inside one last-level table).
-                    if let Err(e) = map_leaf(mem, fmt, root, key + off, pa + off, PageSize::K4, attrs) {
+                    if let Err(e) = map_leaf(mem, fmt, root, key + off, pa + off, unit, attrs) {
                         if off == 0 {
                             mem.buddy.free(pfn, order_of(size));
                         }
                         return Err(e);
                     }
-                    self.stats.record_leaf(PageSize::K4);
+                    self.stats.record_leaf(unit);
                 }
                 self.stats.mapped[size.index()] += 1;
-                self.stats.event(OsEvent::FoliosWithoutContpte);
+                if unit == base {
+                    self.stats.event(OsEvent::FoliosWithoutContpte);
+                }
             }
             return Ok(());
         }
         let pfn = mem
             .buddy
-            .alloc(0)
-            .ok_or_else(|| mem.buddy.oom(&format!("a 4K page at va {va:#x}")))?;
+            .alloc(order_of(base))
+            .ok_or_else(|| mem.buddy.oom(&format!("a {base} page at va {va:#x}")))?;
         if let Err(e) = map_leaf(
             mem,
             fmt,
             root,
-            va & !PageSize::K4.offset_mask(),
+            va & !base.offset_mask(),
             pfn << FRAME_SHIFT,
-            PageSize::K4,
+            base,
             attrs,
         ) {
-            mem.buddy.free(pfn, 0);
+            mem.buddy.free(pfn, order_of(base));
             return Err(e);
         }
-        self.stats.record_map(PageSize::K4);
+        self.stats.record_map(base);
         Ok(())
     }
 }

@@ -102,6 +102,7 @@ impl ReservationConfig {
     /// The reservation size and the intermediate size, if any, on `format`; an error
     /// names the key when a size does not fit the format.
     pub fn sizes(&self, format: Format) -> Result<(PageSize, Option<PageSize>), String> {
+        super::granule::check_freebsd(format)?;
         let size = self.size.unwrap_or(if format.leaf_level(PageSize::M2).is_some() {
             PageSize::M2
         } else {

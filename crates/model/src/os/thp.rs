@@ -1,6 +1,10 @@
 //! Linux transparent huge pages: the fault-time path (`do_huge_pmd_anonymous_page`) and
 //! khugepaged's background collapse (`mm/khugepaged.c`).
 //!
+//! Huge pages are PMD-sized, as Linux's are: 2 MiB with 4 KiB pages (x86-64, arm64,
+//! LPAE), 32 MiB with arm64's 16 KiB granule and 512 MiB with its 64 KiB granule, of
+//! `HPAGE_PMD_NR` base pages (granule.rs). Below, "2 MiB" and "512" are the 4 KiB case.
+//!
 //! Fault: with `enabled = always` (or `madvise` and a VMA marked hugepage), if the
 //! aligned 2 MiB range around the fault lies inside the VMA and has no page mapped yet,
 //! allocate an order-9 block and map one 2 MiB leaf. If no free 2 MiB block exists, the
@@ -30,6 +34,7 @@
 //! is an ordinary fault that maps a fresh zeroed page.
 
 use super::compact::{compact_deferred, CompactCost, Deferral};
+use super::granule::{linux_pmd_size, pmd_nr};
 use super::remap::{clear_leaves, drop_table, leaves};
 use super::OsEvent;
 use super::{fresh_attrs, map_new_page, order_of, FaultCtx, OsStats, Shootdown, TickCtx};
@@ -111,12 +116,16 @@ pub struct KhugepagedConfig {
     /// Run the scanner with policy `thp` (off by default, as in the config);
     /// [`Thp::khugepaged_only`] always runs it.
     pub enabled: bool,
-    /// Base pages' worth of 2 MiB ranges scanned per wake-up.
-    pub pages_to_scan: u64,
+    /// Base pages' worth of PMD-sized ranges scanned per wake-up (`None`: the kernel's
+    /// default, `HPAGE_PMD_NR * 8`: 4096 with 4 KiB pages, 16384 with 16 KiB, 65536 with
+    /// 64 KiB).
+    pub pages_to_scan: Option<u64>,
     /// References between wake-ups.
     pub scan_period: u64,
-    /// Collapse only when at most this many PTEs of the range are empty (0..=511).
-    pub max_ptes_none: u64,
+    /// Collapse only when at most this many PTEs of the range are empty
+    /// (0 ..= `HPAGE_PMD_NR - 1`; `None`: the kernel's default, `HPAGE_PMD_NR - 1`: 511
+    /// with 4 KiB pages, 2047 with 16 KiB, 8191 with 64 KiB).
+    pub max_ptes_none: Option<u64>,
     /// Cycles to copy one 4 KiB page into the new huge page.
     pub copy_cycles_per_page: u64,
     /// Direct compaction when a collapse finds no free 2 MiB block
@@ -128,9 +137,9 @@ impl Default for KhugepagedConfig {
     fn default() -> Self {
         KhugepagedConfig {
             enabled: false,
-            pages_to_scan: 4096,
+            pages_to_scan: None,
             scan_period: 1_000_000,
-            max_ptes_none: 511,
+            max_ptes_none: None,
             copy_cycles_per_page: 1000,
             defrag: true,
         }
@@ -146,9 +155,9 @@ pub struct Thp {
     pub khugepaged: KhugepagedConfig,
     last_scan: u64,
     cursor: (usize, u64),
-    /// Huge pages khugepaged made: (asid, va) → (first frame, bitmap of subpages that
-    /// were present at collapse). Checked against the page table before use.
-    collapsed: BTreeMap<(Asid, u64), (u64, [u64; 8])>,
+    /// Huge pages khugepaged made: (asid, va) → (first frame, bitmap of the base pages
+    /// that were present at collapse). Checked against the page table before use.
+    collapsed: BTreeMap<(Asid, u64), (u64, Vec<u64>)>,
     defer: Deferral,
     /// Counters.
     pub stats: OsStats,
@@ -186,9 +195,16 @@ impl Thp {
         }
     }
 
-    /// An order-9 block, with direct compaction per the defrag mode.
-    fn alloc_huge(&mut self, mem: &mut Memory, madvised: bool, shootdowns: &mut Vec<Shootdown>) -> Option<u64> {
-        if let Some(p) = mem.buddy.alloc(order_of(PageSize::M2)) {
+    /// A block for a PMD-sized page of `size`, with direct compaction per the defrag
+    /// mode.
+    fn alloc_huge(
+        &mut self,
+        mem: &mut Memory,
+        size: PageSize,
+        madvised: bool,
+        shootdowns: &mut Vec<Shootdown>,
+    ) -> Option<u64> {
+        if let Some(p) = mem.buddy.alloc(order_of(size)) {
             return Some(p);
         }
         let stall = match self.cfg.defrag {
@@ -204,14 +220,7 @@ impl Thp {
         }
         self.stats.event(OsEvent::CompactionStall);
         let cost = self.compact_cost();
-        compact_deferred(
-            mem,
-            order_of(PageSize::M2),
-            cost,
-            &mut self.defer,
-            &mut self.stats,
-            shootdowns,
-        )
+        compact_deferred(mem, order_of(size), cost, &mut self.defer, &mut self.stats, shootdowns)
     }
 
     fn compact_cost(&self) -> CompactCost {
@@ -230,22 +239,27 @@ impl Thp {
         shootdowns: &mut Vec<Shootdown>,
         want: u64,
     ) -> u64 {
-        let size = PageSize::M2;
         let mut freed = 0;
         let keys: Vec<_> = self.collapsed.keys().copied().collect();
         for (asid, key) in keys {
             if freed >= want {
                 break;
             }
-            let (pfn, present) = self.collapsed[&(asid, key)];
-            let empty = 512 - present.iter().map(|w| w.count_ones() as u64).sum::<u64>();
+            let Some(&(fmt, root)) = mem.spaces.get(&asid) else {
+                self.collapsed.remove(&(asid, key));
+                continue;
+            };
+            let Ok(size) = linux_pmd_size(fmt) else {
+                continue;
+            };
+            let base = fmt.base_page();
+            let nr = pmd_nr(fmt, size);
+            let present = &self.collapsed[&(asid, key)].1;
+            let empty = nr - present.iter().map(|w| w.count_ones() as u64).sum::<u64>();
             if empty < min_empty {
                 continue;
             }
-            self.collapsed.remove(&(asid, key));
-            let Some(&(fmt, root)) = mem.spaces.get(&asid) else {
-                continue;
-            };
+            let (pfn, present) = self.collapsed.remove(&(asid, key)).expect("key listed above");
             let Some(m) = crate::walk::lookup(mem, fmt, root, key) else {
                 continue;
             };
@@ -255,25 +269,29 @@ impl Thp {
             clear_leaves(mem, fmt, root, key, key + size.bytes());
             self.stats.record_unmap(size);
             let used = |i: u64| present[(i / 64) as usize] & (1 << (i % 64)) != 0;
-            for i in 0..512 {
+            let frames = base.bytes() / FRAME_SIZE;
+            for i in 0..nr {
                 if !used(i) {
-                    mem.buddy.free(pfn + i, 0);
+                    mem.buddy.free(pfn + i * frames, order_of(base));
                 }
             }
             let attrs = m.attrs.without(Attrs::CONTIG);
-            for i in (0..512).filter(|&i| used(i)) {
-                let off = i << FRAME_SHIFT;
-                if map_leaf(mem, fmt, root, key + off, m.pa + off, PageSize::K4, attrs).is_err() {
-                    // No frame for the page table even after freeing: the page goes to swap.
-                    mem.buddy.free(pfn + i, 0);
-                    mem.swap.slots.insert((asid, key + off));
+            for i in (0..nr).filter(|&i| used(i)) {
+                let off = i * base.bytes();
+                if map_leaf(mem, fmt, root, key + off, m.pa + off, base, attrs).is_err() {
+                    // No frame for the page table even after freeing: the page goes to
+                    // swap (one slot per 4 KiB frame of it).
+                    mem.buddy.free(pfn + i * frames, order_of(base));
+                    for f in 0..frames {
+                        mem.swap.slots.insert((asid, key + off + (f << FRAME_SHIFT)));
+                    }
                     self.stats.event(OsEvent::SwapOuts);
-                    freed += 1;
+                    freed += frames;
                     continue;
                 }
-                self.stats.record_leaf(PageSize::K4);
+                self.stats.record_leaf(base);
             }
-            freed += empty;
+            freed += empty * frames;
             self.stats.demotions[size.index()] += 1;
             self.stats.event(OsEvent::ThpSplits);
             self.stats.event(OsEvent::ThpUnderusedSplit);
@@ -288,11 +306,12 @@ impl Thp {
     }
 }
 
-/// Finds the first table descriptor at `level - 1` (pointing to a table of leaves
-/// smaller than the superpage) covering a range at or after `want_after`, and counts
-/// its valid entries.
+/// Finds the first table descriptor at `level` (pointing to a table of leaves smaller
+/// than the superpage, `entries` of them) covering a range at or after `want_after`,
+/// and counts its valid entries.
 struct FindTables {
     level: usize,
+    entries: usize,
     found: Option<(u64, u64)>,
     want_after: u64,
 }
@@ -306,7 +325,7 @@ impl Visitor for FindTables {
             return Action::SkipChildren;
         }
         if let Pte::Table(child) = v.pte {
-            let n = (0..512).filter(|&i| mem.pt.read(child, i) != 0).count() as u64;
+            let n = (0..self.entries).filter(|&i| mem.pt.read(child, i) != 0).count() as u64;
             self.found = Some((v.va, n));
             return Action::Stop;
         }
@@ -339,7 +358,13 @@ impl super::OsPolicy for Thp {
     /// Handles a fault.
     fn fault(&mut self, mut ctx: FaultCtx<'_>) -> Result<(), ModelError> {
         self.stats.faults += 1;
-        let size = PageSize::M2;
+        // do_huge_pmd_anonymous_page: a PMD-sized page, 2M / 32M / 512M by granule
+        // (granule.rs); a format without THP was refused at configuration.
+        let fmt = ctx.space.fmt;
+        let (size, huge_ok) = match linux_pmd_size(fmt) {
+            Ok(s) => (s, true),
+            Err(_) => (fmt.base_page(), false),
+        };
         let key = ctx.va & !size.offset_mask();
         let vma = ctx.space.vma(ctx.va);
         let want = match self.cfg.enabled {
@@ -347,14 +372,14 @@ impl super::OsPolicy for Thp {
             Enabled::Madvise => vma.hugepage,
             Enabled::Never => false,
         };
-        if want && ctx.space.fmt.leaf_level(size).is_some() {
+        if want && huge_ok {
             if !vma.contains_range(key, key + size.bytes()) {
                 self.stats.event(OsEvent::ThpFaultFallbackVmaEdge);
             } else if ctx.mem.swap.any_in(ctx.space.asid, key, key + size.bytes())
                 || !leaves(ctx.mem, ctx.space.fmt, ctx.space.root, key, key + size.bytes()).is_empty()
             {
                 self.stats.event(OsEvent::ThpFaultFallbackRangeBusy);
-            } else if let Some(pfn) = self.alloc_huge(ctx.mem, vma.hugepage, ctx.shootdowns) {
+            } else if let Some(pfn) = self.alloc_huge(ctx.mem, size, vma.hugepage, ctx.shootdowns) {
                 drop_table(ctx.mem, ctx.space.fmt, ctx.space.root, key, size);
                 if let Err(e) = map_leaf(
                     ctx.mem,
@@ -369,15 +394,16 @@ impl super::OsPolicy for Thp {
                     return Err(e);
                 }
                 self.stats.record_map(size);
-                self.stats.os_cycles += 512 * self.cfg.zero_cycles_per_page;
+                self.stats.os_cycles += (size.bytes() / FRAME_SIZE) * self.cfg.zero_cycles_per_page;
                 self.stats.event(OsEvent::ThpFaultAlloc);
                 return Ok(());
             } else {
                 self.stats.event(OsEvent::ThpFaultFallback);
             }
         }
-        self.stats.os_cycles += self.cfg.zero_cycles_per_page;
-        map_new_page(&mut ctx, PageSize::K4, &mut self.stats)
+        let base = fmt.base_page();
+        self.stats.os_cycles += (base.bytes() / FRAME_SIZE) * self.cfg.zero_cycles_per_page;
+        map_new_page(&mut ctx, base, &mut self.stats)
     }
 
     /// khugepaged's wake-up (see the module doc).
@@ -388,11 +414,10 @@ impl super::OsPolicy for Thp {
         }
         self.last_scan = ctx.now;
         self.stats.event(OsEvent::KhugepagedWakeups);
-        let mut budget = k.pages_to_scan;
-        let size = PageSize::M2;
         let nspaces = ctx.spaces.len();
         let mut visited = 0;
-        while budget > 0 && visited <= nspaces {
+        let mut budget: Option<u64> = None;
+        while budget != Some(0) && visited <= nspaces {
             let (si, from) = self.cursor;
             let Some(Some(space)) = ctx.spaces.get_mut(si) else {
                 self.cursor = ((si + 1) % nspaces.max(1), 0);
@@ -400,14 +425,21 @@ impl super::OsPolicy for Thp {
                 continue;
             };
             let (fmt, root, asid) = (space.fmt, space.root, space.asid);
-            if fmt.leaf_level(size).is_none() {
+            // khugepaged_scan_pmd over PMD-sized ranges: 2M / 32M / 512M by granule,
+            // HPAGE_PMD_NR base pages each, with the kernel's defaults for that size.
+            let Ok(size) = linux_pmd_size(fmt) else {
                 return Ok(());
-            }
-            // Find the next 2 MiB range with a last-level table at or after `from`.
+            };
+            let nr = pmd_nr(fmt, size);
+            let budget = budget.get_or_insert(k.pages_to_scan.unwrap_or(nr * 8));
+            let max_ptes_none = k.max_ptes_none.unwrap_or(nr - 1);
+            let level = fmt.leaf_level(size).expect("a PMD size is a leaf");
+            // Find the next PMD-sized range with a last-level table at or after `from`.
             let top = fmt.levels()[0];
             let end = top.span().saturating_mul(top.entries() as u64);
             let mut f = FindTables {
-                level: fmt.leaf_level(size).unwrap(),
+                level,
+                entries: fmt.levels()[level + 1].entries(),
                 found: None,
                 want_after: from,
             };
@@ -428,11 +460,11 @@ impl super::OsPolicy for Thp {
                 continue;
             };
             self.cursor = (si, key + size.bytes());
-            budget = budget.saturating_sub(512);
+            *budget = budget.saturating_sub(nr);
             self.stats.event(OsEvent::KhugepagedRangesScanned);
-            let none = 512 - present;
+            let none = nr - present;
             let vma = space.vma(key);
-            if none > k.max_ptes_none {
+            if none > max_ptes_none {
                 self.stats.event(OsEvent::CollapseSkippedMaxPtesNone);
                 continue;
             }
@@ -461,10 +493,11 @@ impl super::OsPolicy for Thp {
                 continue;
             };
             let old = clear_leaves(ctx.mem, fmt, root, key, key + size.bytes());
-            let mut present = [0u64; 8];
+            let base = fmt.base_page().bytes();
+            let mut present = vec![0u64; nr.div_ceil(64) as usize];
             for m in &old {
-                for off in (0..m.size.bytes()).step_by(FRAME_SIZE as usize) {
-                    let i = (m.va + off - key) >> FRAME_SHIFT;
+                for off in (0..m.size.bytes()).step_by(base as usize) {
+                    let i = (m.va + off - key) / base;
                     present[(i / 64) as usize] |= 1 << (i % 64);
                 }
             }
