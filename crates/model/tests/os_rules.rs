@@ -135,22 +135,6 @@ fn memory_pressure_breaks_the_least_recently_changed_partial_reservations() {
     sys.check();
 }
 
-#[test]
-fn reservation_respects_vma_edges() {
-    let mut sys = Sys::new(Format::X86_64, 64 << 20, resv(Format::X86_64, PageSize::M2));
-    sys.space(0).add_vma(BASE, BASE + 0x10_0000, false).unwrap();
-    for i in 0..256 {
-        sys.access(0, BASE + i * 4096, Store);
-    }
-    assert_eq!(sys.os.stats().count(OsEvent::ReservationsCreated), 0);
-    assert_eq!(
-        sys.os.stats().count(OsEvent::NoReservationVmaEdge),
-        256,
-        "every fault in the cut range"
-    );
-    assert_eq!(sys.os.stats().promotions.iter().sum::<u64>(), 0);
-}
-
 fn khuge(max_ptes_none: u64) -> Os {
     Os::Thp(Thp::khugepaged_only(KhugepagedConfig {
         max_ptes_none: Some(max_ptes_none),
@@ -428,5 +412,54 @@ fn a_write_to_a_read_only_64k_group_demotes_only_that_group() {
         PageSize::K64,
         "the neighbour group stays"
     );
+    sys.check();
+}
+
+/// pmap_promote_pde's scan: page 0 first, then 511 down to 1, write-protecting each
+/// clean writable page before comparing it with page 0; the first mismatch stops it.
+#[test]
+fn a_failed_promotion_write_protects_only_the_pages_scanned_before_the_mismatch() {
+    let mut sys = Sys::new(Format::X86_64, 64 << 20, resv(Format::X86_64, PageSize::M2));
+    // Page 100 dirty (a store), every other page clean but writable (loads).
+    sys.access(0, BASE + 100 * 4096, Store);
+    for i in (0..512).filter(|&i| i != 100) {
+        sys.access(0, BASE + i * 4096, Load);
+    }
+    assert_eq!(sys.os.stats().count(OsEvent::PromotionFailedAttrsDiffer), 1);
+    // Page 0 (first) and pages 511 down to 101 were write-protected: 1 + 411 = 412.
+    // Page 100 (dirty, writable) mismatched the read-only first page and stopped the
+    // scan: it and pages 1..=99 keep write permission: 1 + 99 = 100.
+    let leaves = sys.leaves(0);
+    let writable: Vec<u64> = leaves
+        .iter()
+        .filter(|m| m.attrs.has(Attrs::WRITABLE))
+        .map(|m| (m.va - BASE) / 4096)
+        .collect();
+    assert_eq!(leaves.len(), 512);
+    assert_eq!(writable, (1..=100).collect::<Vec<_>>());
+    // A store to page 50 needs no fault; a store to page 300 soft-faults.
+    let before = sys.os.stats().count(OsEvent::SoftWriteFaults);
+    sys.access(0, BASE + 50 * 4096, Store);
+    assert_eq!(sys.os.stats().count(OsEvent::SoftWriteFaults), before);
+    sys.access(0, BASE + 300 * 4096, Store);
+    assert_eq!(sys.os.stats().count(OsEvent::SoftWriteFaults), before + 1);
+    sys.check();
+}
+
+/// vm_reserv_alloc_page makes a reservation for an anonymous object even where it
+/// extends past the object's end (the object may grow), never before its start.
+#[test]
+fn an_anonymous_reservation_may_extend_past_the_vma_end_but_not_before_its_start() {
+    let mut sys = Sys::new(Format::X86_64, 64 << 20, resv(Format::X86_64, PageSize::M2));
+    // A VMA of 1 MiB starting at a 2 MiB boundary: the reservation's tail lies past it.
+    sys.space(0).add_vma(BASE, BASE + (1 << 20), false).unwrap();
+    sys.access(0, BASE + 4096, Load);
+    assert_eq!(sys.os.stats().count(OsEvent::ReservationsCreated), 1);
+    assert_eq!(sys.os.stats().count(OsEvent::NoReservationVmaEdge), 0);
+    // A VMA starting 1 MiB into a 2 MiB range: the reservation would start before it.
+    sys.space(0).add_vma(BASE + (5 << 20), BASE + (8 << 20), false).unwrap();
+    sys.access(0, BASE + (5 << 20), Load);
+    assert_eq!(sys.os.stats().count(OsEvent::ReservationsCreated), 1);
+    assert_eq!(sys.os.stats().count(OsEvent::NoReservationVmaEdge), 1);
     sys.check();
 }

@@ -139,7 +139,7 @@ fn documented_defaults_are_the_model_defaults() {
     let common = ["os.fault_latency=1000", "os.tick_interval=100000"];
     let cases: [(&str, Vec<&str>); 5] = [
         ("base", reclaim.to_vec()),
-        ("reservation", vec!["os.reservation.low_watermark=0.01"]),
+        ("reservation", vec!["os.reservation.low_watermark=0"]),
         ("thp", [&thp[..], &khugepaged[..], &reclaim[..]].concat()),
         ("khugepaged", [&khugepaged[..], &reclaim[..]].concat()),
         ("mthp", [&mthp[..], &reclaim[..]].concat()),

@@ -39,7 +39,6 @@ pub struct MthpConfig {
     pub zero_cycles_per_page: u64,
 }
 
-
 /// The mTHP policy.
 #[derive(Clone, Debug)]
 pub struct Mthp {

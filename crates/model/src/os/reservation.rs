@@ -1,22 +1,28 @@
 //! FreeBSD reservation-based superpages (Navarro et al. 2002; `sys/vm/vm_reserv.c`;
 //! the pmap promotion rules of amd64/arm64/ARMv6).
 //!
-//! * At the first fault in an aligned range of the reservation size that lies inside
-//!   the VMA and has no pages mapped yet, a physically contiguous, aligned extent of
+//! * At the first fault in an aligned range of the reservation size that starts inside
+//!   the VMA (see below) and has no pages mapped yet, a physically contiguous, aligned extent of
 //!   that size is reserved; only the faulting base page is mapped. A population map
 //!   (one bit per base page) records which pages are in use.
-//! * When the population map becomes full, promotion is tried (pmap_promote_pde): a
-//!   writable but clean base page is first made read-only; then every base page must
-//!   have identical attributes. All dirty and writable → one writable superpage; all
-//!   clean and read-only → one read-only superpage; a mix fails ("attrs_differ") and
-//!   the clean pages stay read-only, so each later write soft-faults, dirties its page
-//!   and retries the promotion — the superpage appears once every page is dirty.
+//! * When the population map becomes full, promotion is tried (pmap_promote_pde): the
+//!   first page, then the others from the last backwards, are each write-protected if
+//!   writable but clean and compared with the first; the first mismatch stops the scan,
+//!   so only the pages examined up to it lose write permission. All dirty and writable
+//!   → one writable superpage; all clean and read-only → one read-only superpage; a mix
+//!   fails ("attrs_differ") and the examined clean pages stay read-only, so each later
+//!   write to one soft-faults, dirties its page and retries the promotion.
 //! * A store to a read-only superpage demotes it (into read-only base pages), then the
 //!   write fault on the base page makes it writable and dirty.
-//! * Partially populated reservations sit on a least-recently-changed queue; when an
-//!   allocation fails (memory pressure) or free memory falls below the low watermark
-//!   at a tick, the oldest are broken: their unpopulated frames go back to the buddy
-//!   allocator and their populated pages stay mapped as base pages.
+//! * Partially populated reservations sit on a least-recently-changed queue; when a
+//!   base-page allocation fails (memory pressure), the oldest are broken until it
+//!   succeeds (`vm_page_alloc_domain_after` → `vm_reserv_reclaim_inactive`): their
+//!   unpopulated frames go back to the buddy allocator and their populated pages stay
+//!   mapped as base pages. (`low_watermark` > 0 also breaks them at a tick while free
+//!   memory is low: a mmulab extension, off by default.)
+//! * A reservation is made at the first fault in an aligned range that starts inside the
+//!   VMA, even if it extends past the VMA's end: `vm_reserv_alloc_page` speculates for
+//!   anonymous objects, which may grow. (Not when its tail would overlap another VMA.)
 //!
 //! Sizes: the reservation size is a configured page size with a leaf in the format
 //! (x86-64 and arm64 4K: 2 MiB; ARMv7 short descriptors: a 1 MiB section of 256 ×
@@ -52,7 +58,10 @@ pub struct ReservationConfig {
     /// 64 KiB contiguous-bit groups inside 2 MiB; ARMv7: 64 KiB large pages inside
     /// 1 MiB), or none.
     pub mid_size: MidSize,
-    /// Break partial reservations at a tick while free memory is below this share.
+    /// Break partial reservations at a tick while free memory is below this share. 0
+    /// (the default) is FreeBSD's behaviour: it breaks partial reservations only when an
+    /// allocation fails (`vm_page_alloc_domain_after` → `vm_reserv_reclaim_inactive`);
+    /// a positive share is a mmulab extension (a watermark-driven pressure model).
     pub low_watermark: f64,
     /// Cycles to scan one base-page descriptor when trying a promotion (not a config
     /// key).
@@ -65,7 +74,7 @@ impl Default for ReservationConfig {
         ReservationConfig {
             size: None,
             mid_size: MidSize::Auto,
-            low_watermark: 0.01,
+            low_watermark: 0.0,
             scan_cycles_per_pte: 2,
         }
     }
@@ -251,26 +260,34 @@ impl Reservation {
             self.stats.event(OsEvent::PromotionFailedNotContiguous);
             return;
         }
-        // Writable-clean pages lose write permission first.
+        // pmap_promote_pde (amd64) / pmap_promote_l2 (arm64): the first page is
+        // write-protected if it is writable but clean; then the others are examined from
+        // the last one backwards, each write-protected if writable but clean *before* it
+        // is compared with the first, and the first mismatch aborts the promotion. Pages
+        // examined before the mismatch stay write-protected (so a later write faults and
+        // retries the promotion); pages below it are left as they were.
+        let mask = Attrs::WRITABLE | Attrs::DIRTY | Attrs::USER;
         let mut changed = false;
-        for m in &maps {
+        let mut protect = |mem: &mut Memory, m: &Mapping| -> Attrs {
             if m.attrs.has(Attrs::WRITABLE) && !m.attrs.has(Attrs::DIRTY) {
                 for off in (0..m.size.bytes()).step_by(FRAME_SIZE as usize) {
                     set_leaf_attrs(mem, fmt, root, m.va + off, m.attrs.without(Attrs::WRITABLE));
                 }
                 changed = true;
+                return m.attrs.without(Attrs::WRITABLE);
             }
-        }
+            m.attrs
+        };
+        let first = protect(mem, &maps[0]).0 & mask;
+        let mismatch = maps[1..].iter().rev().any(|m| protect(mem, m).0 & mask != first);
         if changed {
             shootdowns.push((asid, start, end));
         }
-        let maps = leaves(mem, fmt, root, start, end);
-        let mask = Attrs::WRITABLE | Attrs::DIRTY | Attrs::USER;
-        let first = maps[0].attrs.0 & mask;
-        if maps.iter().any(|m| m.attrs.0 & mask != first) {
+        if mismatch {
             self.stats.event(OsEvent::PromotionFailedAttrsDiffer);
             return;
         }
+        let maps = leaves(mem, fmt, root, start, end);
         clear_leaves(mem, fmt, root, start, end);
         drop_table(mem, fmt, root, start, size);
         let attrs = Attrs(first).with(Attrs::ACCESSED);
@@ -421,8 +438,20 @@ impl super::OsPolicy for Reservation {
         let page = va & !PageSize::K4.offset_mask();
         let idx = (page - key) >> FRAME_SHIFT;
         if !self.resv.contains_key(&(asid, key)) {
+            // vm_reserv_alloc_page: no reservation that would start before the object
+            // (`pindex < VM_RESERV_INDEX`), but an anonymous object (OBJ_ANON; all of
+            // mmulab's memory is anonymous) gets one even where it extends past the
+            // object's end, which may grow.
+            // mmulab keeps one reservation to one mapping: it refuses one whose tail
+            // would overlap another VMA (FreeBSD, whose reservations belong to objects,
+            // would make one whose tail is never populated: the same superpages).
             let vma = space.vma(va);
-            let inside = vma.contains_range(key, key + size.bytes());
+            let end = key + size.bytes();
+            let inside = key >= vma.start
+                && !space
+                    .vmas
+                    .iter()
+                    .any(|v| v.start != vma.start && v.start < end && key < v.end);
             let busy = inside && range_state(mem, fmt, root, key, size).small > 0;
             if !inside {
                 self.stats.event(OsEvent::NoReservationVmaEdge);
