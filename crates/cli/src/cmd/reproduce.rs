@@ -26,9 +26,9 @@ use mmulab_sim::reproduce;
       [[workload]] and [[machine]] tables, like experiments/freebsd.toml) runs as `freebsd`
       does. Every file declares its kind.")]
 pub struct Args {
-    /// `freebsd` (seed 001), `kvm-split` (seed 004), built in; or an experiment file
+    /// `freebsd` (seed 001) or `kvm-split` (seed 004), built in; or an experiment file
     /// (experiments/*.toml).
-    #[arg(value_name = "freebsd|kvm-split|FILE")]
+    #[arg(value_name = "freebsd|FILE")]
     pub file: PathBuf,
     /// Draw the result to FILE (.svg or .png).
     #[arg(long, value_name = "FILE")]

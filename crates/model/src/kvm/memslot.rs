@@ -52,7 +52,7 @@ impl Memslots {
     pub fn new(ipa_bits: u32) -> Result<Memslots, ModelError> {
         if !(32..=48).contains(&ipa_bits) {
             return Err(ModelError::Config(format!(
-                "vm.ipa_bits = {ipa_bits}: the stage-2 IPA size must be 32..=48 bits"
+                "ipa_bits = {ipa_bits}: the stage-2 IPA size must be 32..=48 bits"
             )));
         }
         Ok(Memslots {
