@@ -84,7 +84,7 @@ impl Granule {
 /// The aarch64 stage-1 formats stand in for the stage-2 ones: the bits the split reads and
 /// writes — valid (bit 0), table/block (bit 1), the output address (bits 12..47, 16..47
 /// for 64K) — are laid out alike in stage-1 and stage-2 descriptors (ARM ARM D8.3); only
-/// the permission bits differ (S2AP[7:6] and MemAttr instead of AP and AttrIndx), and the
+/// the permission bits differ (`S2AP[7:6]` and `MemAttr` instead of AP and AttrIndx), and the
 /// split copies those opaquely. This one function is where the stage-2 formats replace
 /// them.
 pub fn s2_format(g: Granule) -> Format {
