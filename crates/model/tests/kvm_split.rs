@@ -36,7 +36,8 @@ fn thp_2m_slot_enable_splits_one_block() {
     // split: capacity = ceil(2M/1G) + ceil(2M/2M) = 2 → one top-up of 2 pages; one chunk.
     //   walk reads L0, L1, L2 → callback on the block: level 2 needs 1 page, force_pte;
     //   the build takes 1 page and walks the new level-3 table: 512 reads, 512 callbacks,
-    //   512 leaves written; BBM writes the locked entry and the table (2 writes), 1 TLBI
+    //   512 leaves written twice each (break, make: 1024 writes); BBM writes the locked
+    //   entry and the table (2 writes), 1 TLBI
     //   by IPA. Vanilla then re-reads the entry and descends: 512 level-3 reads and 512
     //   callbacks that return at once. Skip-level3 and skip-children do not descend.
     let v = run(M2, Backing::Thp, Granule::K4, Scenario::Enable, Variant::Vanilla, M2);
@@ -47,7 +48,7 @@ fn thp_2m_slot_enable_splits_one_block() {
     assert_eq!(v.build_walk.reads, [0, 0, 0, 512]);
     assert_eq!(v.build_walk.callbacks, 512);
     assert_eq!(v.blocks_split, [0, 0, 1, 0]);
-    assert_eq!((v.pages_taken, v.descriptors_written), (1, 512 + 2));
+    assert_eq!((v.pages_taken, v.descriptors_written), (1, 2 * 512 + 2));
     assert_eq!((v.tlbi_ipa, v.tlbi_range, v.tlbi_vmid), (1, 0, 1));
     assert_eq!((v.topups, v.pages_allocated, v.split_calls), (1, 2, 1));
     for variant in [Variant::SkipLevel3, Variant::SkipChildren] {
@@ -56,7 +57,7 @@ fn thp_2m_slot_enable_splits_one_block() {
         assert_eq!(s.split_walk.callbacks, 1, "{variant:?}");
         // Everything but the split walk's level-3 visits is the same work.
         assert_eq!(s.build_walk, v.build_walk);
-        assert_eq!((s.pages_taken, s.descriptors_written, s.tlbi_ipa), (1, 514, 1));
+        assert_eq!((s.pages_taken, s.descriptors_written, s.tlbi_ipa), (1, 2 * 512 + 2, 1));
     }
 }
 
@@ -109,7 +110,8 @@ fn hugetlb_1g_slot_with_2m_chunks_splits_one_level_then_each_2m() {
     assert_eq!(v.blocks_split, [0, 1, 512, 0]);
     assert_eq!(v.pages_taken, 1 + 512);
     assert_eq!(v.tlbi_ipa, 513);
-    assert_eq!(v.descriptors_written, 512 + 2 + 512 * (512 + 2));
+    // Every subtree entry twice (break, make), every live block twice.
+    assert_eq!(v.descriptors_written, 2 * 512 + 2 + 512 * (2 * 512 + 2));
     assert_eq!((v.topups, v.pages_allocated), (512, 514));
     assert_eq!(v.wp_walk.reads, [1, 1, 0, 0]);
     let s = run(

@@ -17,7 +17,7 @@ pub struct SplitCost {
     pub callback: f64,
     /// A leaf written while building an unlinked subtree (`stage2_map_walker_try_leaf`:
     /// the protection bits, `mm_ops->get_page` on the table page — an atomic refcount
-    /// increment — and the store). Assumed 8.
+    /// increment — and its two stores, break and make). Assumed 8.
     pub build_leaf: f64,
     /// Any other descriptor store (write-protect, break-before-make). Assumed 1.
     pub write: f64,
@@ -79,8 +79,9 @@ impl SplitCost {
         let build_tables = c.pages_taken.saturating_sub(c.blocks_split.iter().sum::<u64>());
         let build_leaves = c.build_walk.callbacks.saturating_sub(build_tables);
         let callbacks = (c.split_walk.callbacks + c.wp_walk.callbacks + build_tables) as f64;
-        // Descriptors written outside the builds' leaves: wp, BBM (2 per split), tables.
-        let other_writes = (c.wp_writes + c.descriptors_written.saturating_sub(build_leaves)) as f64;
+        // Descriptors written outside the builds' leaves (whose two stores build_leaf
+        // covers): wp, BBM (2 per split), tables (2 each).
+        let other_writes = (c.wp_writes + c.descriptors_written.saturating_sub(2 * build_leaves)) as f64;
         let kib = (g.page().bytes() / 1024) as f64;
         let mut t = reads * self.entry_read
             + callbacks * self.callback

@@ -67,8 +67,8 @@ pub struct SplitCounts {
     pub blocks_split: [u64; 4],
     /// Pages taken from the split cache.
     pub pages_taken: u64,
-    /// Descriptors written by splits (subtree entries, the locked invalid entry, the new
-    /// table entry).
+    /// Descriptors written by splits: each subtree entry twice (break, make), the live
+    /// entry twice (locked invalid, new table).
     pub descriptors_written: u64,
     /// Descriptors written by write-protection.
     pub wp_writes: u64,
@@ -458,7 +458,9 @@ impl Visitor for SplitVisitor<'_> {
             }
         };
         // stage2_try_break_pte: lock the entry (invalid), invalidate the old translation —
-        // by IPA and level for a block, a range for a table — unless SKIP_BBM_TLBI.
+        // by IPA and level for a block (__kvm_tlb_flush_vmid_ipa), for a table a range
+        // (kvm_tlb_flush_vmid_range, VMID-wide without FEAT_TLBIRANGE; a split never
+        // breaks a table) — unless SKIP_BBM_TLBI.
         mem.pt.write(v.table, v.index, 0);
         self.counts.descriptors_written += 1;
         if self.walk_flags & flags::SKIP_BBM_TLBI == 0 {
@@ -534,7 +536,8 @@ impl SplitVisitor<'_> {
 
 /// The map walker building an unlinked subtree: an invalid entry above the target level
 /// gets a new table (one cache page) and the walker descends into it; one at the target
-/// level gets its leaf.
+/// level gets its leaf. Each entry is written twice (break, then make), as the kernel's
+/// map walker does even for an invalid entry.
 struct BuildVisitor {
     fmt: Format,
     target: usize,
@@ -562,7 +565,9 @@ impl Visitor for BuildVisitor {
             }
             self.pages += 1;
         }
-        self.writes += 1;
+        // stage2_map_walker_try_leaf / stage2_map_walk_leaf: stage2_try_break_pte stores
+        // the locked entry (no TLBI: SKIP_BBM_TLBI), stage2_make_pte the new one.
+        self.writes += 2;
         Action::Continue
     }
 }
