@@ -1,7 +1,7 @@
 //! mmulab's models of address translation hardware and the software that drives it:
 //! page sizes ([`addr`]), page-table formats ([`pt`]), the walker and page-walk caches
 //! ([`walk`]), TLBs ([`tlb`]), physical memory ([`mem`]), OS policies ([`os`]) and the
-//! cost model ([`cost`]).
+//! cost model ([`cost`]); KVM stage-2 dirty logging and eager splitting ([`kvm`]).
 //!
 //! Models count events; they never print. Wiring them into a machine and reporting is
 //! the `mmulab-sim` crate's job.
@@ -12,6 +12,7 @@ pub mod assoc;
 pub mod cost;
 mod error;
 pub mod hint;
+pub mod kvm;
 pub mod mem;
 pub mod os;
 pub mod pt;

@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod config;
 mod config_os;
 mod host;
+pub mod kvm_split;
 pub mod limits;
 mod machine;
 pub mod report;

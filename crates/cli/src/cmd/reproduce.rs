@@ -15,13 +15,19 @@ use mmulab_sim::reproduce;
       seed 001's superpage-policy experiments (experiments/freebsd.toml, or the built-in copy
       when that file is not in the current directory): tables of the seed's figures against
       mmulab's; --plot draws huge-page coverage over time.
+  mmulab reproduce kvm-split [--plot F.png|F.svg] [--json]
+      seed 004's KVM eager stage-2 splitting: 64 GiB and 1 GiB memslots, backings 4K/THP/
+      hugetlb 1G, granules 4K/16K/64K, enable dirty logging and KVM_CLEAR_DIRTY_LOG, the
+      split walker today vs skip-level3 vs skip-children, beside the seed's savings
+      (docs/kvm-split.md); --plot draws the savings.
   mmulab reproduce FILE.toml [--plot F.png|F.svg] [--json]
       an experiment file: a tlb_test experiment (experiments/cortex-a15-tlb-test.toml) prints
       its table and --plot draws PNG or SVG; a policy experiment (kind = \"os_policies\", with
       [[workload]] and [[machine]] tables, like experiments/freebsd.toml) runs as `freebsd`
       does. Every file declares its kind.")]
 pub struct Args {
-    /// `freebsd` (seed 001, built in) or an experiment file (experiments/*.toml).
+    /// `freebsd` (seed 001) or `kvm-split` (seed 004), built in; or an experiment file
+    /// (experiments/*.toml).
     #[arg(value_name = "freebsd|FILE")]
     pub file: PathBuf,
     /// Draw the result to FILE (.svg or .png).
@@ -39,6 +45,10 @@ pub fn run(a: Args) -> Result<()> {
     // `freebsd` (seed 001, built in) unless a file of that name exists.
     if a.file.as_os_str() == "freebsd" && !a.file.exists() {
         return super::reproduce_os::run_freebsd(a.plot.as_deref(), a.json);
+    }
+    // `kvm-split` (seed 004, built in) unless a file of that name exists.
+    if a.file.as_os_str() == "kvm-split" && !a.file.exists() {
+        return super::reproduce_kvm::run(a.plot.as_deref(), a.json);
     }
     // An experiment file runs as the kind it declares.
     let origin = a.file.display().to_string();

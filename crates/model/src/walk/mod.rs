@@ -110,7 +110,8 @@ pub struct Visit {
 pub enum Action {
     /// Go on.
     Continue,
-    /// Do not descend into this table (only meaningful for `TablePre`).
+    /// Do not descend into this table: after `TablePre`, or after a `Leaf` callback that
+    /// installed a table whose children need no visit (KVM's skip-children RFC).
     SkipChildren,
     /// End the walk now.
     Stop,
@@ -130,6 +131,8 @@ pub struct WalkCounts {
     pub reads: u64,
     /// Callbacks made.
     pub visits: u64,
+    /// Descriptors read, per level (index 0 = root).
+    pub reads_per_level: [u64; crate::pt::MAX_LEVELS],
 }
 
 /// Walks `[start, end)` from the table at `table` (of `level`) in `fmt`.
@@ -155,6 +158,7 @@ pub fn walk<V: Visitor>(
         let entry_va = va & !(span - 1);
         let next_va = entry_va.saturating_add(span);
         let mut raw = read(&mem.pt, table, index, counts);
+        counts.reads_per_level[level] += 1;
         let mut pte = fmt.decode(level, raw);
         let mut visit = Visit {
             kind: VisitKind::Leaf,
@@ -169,8 +173,14 @@ pub fn walk<V: Visitor>(
         if !matches!(pte, Pte::Table(_)) {
             if flags.has(WalkFlags::LEAF) {
                 counts.visits += 1;
-                if visitor.visit(&visit, mem) == Action::Stop {
-                    return Action::Stop;
+                match visitor.visit(&visit, mem) {
+                    Action::Stop => return Action::Stop,
+                    // The callback installed a table it vouches for: no descent.
+                    Action::SkipChildren => {
+                        va = next_va;
+                        continue;
+                    }
+                    Action::Continue => {}
                 }
                 // The callback may have installed a table (map, split): read again.
                 raw = mem.pt.read(table, index);

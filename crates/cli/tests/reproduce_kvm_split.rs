@@ -1,0 +1,85 @@
+//! `mmulab reproduce kvm-split` end to end: the JSON object and its rows, the seed
+//! comparison, and the plot (read back).
+
+mod common;
+
+use common::mmulab_at_root as mmulab;
+use serde_json::Value;
+
+#[test]
+fn json_has_every_row_and_the_seed_comparison() {
+    let out = mmulab(&["reproduce", "kvm-split", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let rows = v["rows"].as_array().expect("rows");
+    // 2 slots × 2 scenarios × (3 backings × 3 granules × 3 variants + 3 rows with 1G
+    // chunks for hugetlb at 4K) = 120.
+    assert_eq!(rows.len(), 120);
+    for r in rows {
+        for key in [
+            "slot_bytes",
+            "backing",
+            "granule",
+            "scenario",
+            "variant",
+            "visits",
+            "time_ns",
+            "saving_vs_vanilla",
+        ] {
+            assert!(!r[key].is_null(), "row lacks {key}: {r}");
+        }
+        if r["variant"] == "vanilla" {
+            assert_eq!(r["saving_vs_vanilla"].as_f64(), Some(0.0));
+        } else {
+            // Skipping visits never costs more than the flag test: saving ≥ −1 point.
+            assert!(r["saving_vs_vanilla"].as_f64().unwrap() > -1.0, "{r}");
+        }
+    }
+    // The 64 GiB 4K-backed enable row at 4K: vanilla visits every page twice (wp and
+    // split walks) plus their upper levels; skip-level3 once.
+    let find = |variant: &str| {
+        rows.iter()
+            .find(|r| {
+                r["slot_bytes"] == 64u64 << 30
+                    && r["backing"] == "4K"
+                    && r["granule"] == "4K"
+                    && r["scenario"] == "enable"
+                    && r["variant"] == variant
+            })
+            .unwrap()["visits"]
+            .as_u64()
+            .unwrap()
+    };
+    let pages = 16u64 << 20;
+    // Per 1G apply/split chunk wp reads L0, L1, 512 L2 and 512×512 L3 entries; the split
+    // walk in 2M chunks reads L0, L1, L2 and 512 L3 entries per chunk.
+    let wp = 64 * (2 + 512) + pages;
+    let chunks = 32 * 1024;
+    assert_eq!(find("vanilla"), wp + chunks * 3 + pages);
+    assert_eq!(find("skip-level3"), wp + chunks * 3);
+    let cmp = v["comparison"].as_array().expect("comparison");
+    assert_eq!(cmp.len(), 12);
+    assert!(cmp
+        .iter()
+        .all(|c| c["same_direction"] == true && !c["note"].as_str().unwrap().is_empty()));
+}
+
+#[test]
+fn plot_draws_both_scenarios_beside_the_seed() {
+    let dir = std::env::temp_dir().join(format!("mmulab-kvm-split-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("k.svg");
+    let out = mmulab(&["reproduce", "kvm-split", "--plot", svg.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    for needle in [
+        "enable (64 GiB slot)",
+        "clear-dirty-log (64 GiB slot)",
+        "seed (a)",
+        "mmulab skip-children",
+    ] {
+        assert!(text.contains(needle), "the SVG lacks {needle}");
+    }
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Seed vs mmulab"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
