@@ -370,6 +370,12 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
             names.join(", ")
         )
     })?;
+    if format.stage2_only() {
+        return Err(format!(
+            "machine.arch = \"{}\" is a stage-2 format (a hypervisor's tables); give the guest's stage-1 format here and this one as vm.stage2 (docs/virtualization.md)",
+            config.machine.arch
+        ));
+    }
     if config.machine.cores == 0 || config.machine.cores > 4096 {
         return Err(format!(
             "machine.cores = {} must be between 1 and 4096",
