@@ -15,14 +15,20 @@ use mmulab_sim::reproduce;
       seed 001's superpage-policy experiments (experiments/freebsd.toml, or the built-in copy
       when that file is not in the current directory): tables of the seed's figures against
       mmulab's; --plot draws huge-page coverage over time.
+  mmulab reproduce nested [--plot F.png|F.svg] [--json]
+      nested (two-stage) translation on the model of this machine, an AMD EPYC Zen 4 core in a
+      KVM guest: GUPS and a pointer chase, guest 4K/2M x host 4K/2M (walk references per TLB
+      miss, translation cycles per reference), whether both stages need large pages, and a
+      simulated probe of the virtualized core (docs/virtualization.md).
   mmulab reproduce FILE.toml [--plot F.png|F.svg] [--json]
       an experiment file: a tlb_test experiment (experiments/cortex-a15-tlb-test.toml) prints
       its table and --plot draws PNG or SVG; a policy experiment (kind = \"os_policies\", with
       [[workload]] and [[machine]] tables, like experiments/freebsd.toml) runs as `freebsd`
       does. Every file declares its kind.")]
 pub struct Args {
-    /// `freebsd` (seed 001, built in) or an experiment file (experiments/*.toml).
-    #[arg(value_name = "freebsd|FILE")]
+    /// `freebsd` (seed 001, built in), `nested` (built in) or an experiment file
+    /// (experiments/*.toml).
+    #[arg(value_name = "freebsd|nested|FILE")]
     pub file: PathBuf,
     /// Draw the result to FILE (.svg or .png).
     #[arg(long, value_name = "FILE")]
@@ -39,6 +45,9 @@ pub fn run(a: Args) -> Result<()> {
     // `freebsd` (seed 001, built in) unless a file of that name exists.
     if a.file.as_os_str() == "freebsd" && !a.file.exists() {
         return super::reproduce_os::run_freebsd(a.plot.as_deref(), a.json);
+    }
+    if a.file.as_os_str() == "nested" && !a.file.exists() {
+        return super::reproduce_nested::run(a.plot.as_deref(), a.json);
     }
     // An experiment file runs as the kind it declares.
     let origin = a.file.display().to_string();
