@@ -168,6 +168,32 @@ impl NestedStats {
     }
 }
 
+/// The lines `mmulab sim` prints for a nested run (after the memory line).
+pub(crate) fn text(n: &NestedStats) -> String {
+    let t = crate::report::thousands;
+    let pages: Vec<String> = mmulab_model::addr::PageSize::ALL
+        .iter()
+        .filter(|p| n.host_mapped[p.index()] > 0)
+        .map(|p| format!("{} x {p}", t(n.host_mapped[p.index()])))
+        .collect();
+    let s2tlb = n.s2tlb.map_or("no stage-2 TLB".to_string(), |s| {
+        format!("stage-2 TLB hits {} of {}", t(s.hits), t(s.accesses))
+    });
+    format!(
+        "nested ({} over {}): walk refs guest {} + stage 2 {}; {} guest-physical translations, {} stage-2 walks, {s2tlb}\nhost ({}): {} MiB backing guest memory in {}; {} stage-2 faults\n",
+        n.stage2,
+        n.backing,
+        t(n.stage1_refs()),
+        t(n.stage2_refs()),
+        t(n.stage2_translations),
+        t(n.stage2_walks),
+        n.backing,
+        n.host_resident_bytes >> 20,
+        if pages.is_empty() { "no pages".to_string() } else { pages.join(", ") },
+        t(n.host_faults)
+    )
+}
+
 impl Report for HostCtx {
     /// The host's faults and the pages backing guest memory.
     fn report(&self, s: &mut Stats) {
