@@ -173,11 +173,11 @@ impl Machine {
     /// effect).
     #[inline]
     pub fn prefetch(&self, r: &MemRef) {
-        if self.cpus.is_empty() {
-            return;
-        }
         let core = if self.cpus.len() == 1 {
             0
+        } else if self.cpus.is_empty() {
+            // A machine with `[vm]`: nested cores keep no walk memo.
+            return;
         } else {
             r.core as usize % self.cpus.len()
         };

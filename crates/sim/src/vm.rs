@@ -205,3 +205,22 @@ impl Report for HostCtx {
         n.host_resident_bytes = os.resident_bytes;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_guest_physical_address_outside_guest_memory_is_an_error_naming_it() {
+        let text = "[machine]\narch = \"x86_64\"\n[memory]\nsize = \"64MiB\"\n[[tlb]]\nname = \"l1\"\nserves = \"data\"\nentries = 8\nways = 8\npage_sizes = [\"4K\"]\n[vm]\nmemory = \"16MiB\"\n";
+        let spec = crate::config::from_toml(text, None, &[]).unwrap();
+        let vm = spec.vm.clone().unwrap();
+        let mut h = HostCtx::new(&vm, spec.memory_bytes, 1).unwrap();
+        // Inside: the host maps one 4 KiB page.
+        h.fault(0xff_f000).unwrap();
+        assert_eq!(h.os.stats().mapped[mmulab_model::addr::PageSize::K4.index()], 1);
+        // Just past the end: an error naming the address and the key.
+        let e = h.fault(16 << 20).unwrap_err().to_string();
+        assert!(e.contains("0x1000000") && e.contains("vm.memory"), "{e}");
+    }
+}

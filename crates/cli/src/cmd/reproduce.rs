@@ -28,7 +28,7 @@ use mmulab_sim::reproduce;
 pub struct Args {
     /// `freebsd` (seed 001, built in), `nested` (built in) or an experiment file
     /// (experiments/*.toml).
-    #[arg(value_name = "freebsd|nested|FILE")]
+    #[arg(value_name = "freebsd|FILE")]
     pub file: PathBuf,
     /// Draw the result to FILE (.svg or .png).
     #[arg(long, value_name = "FILE")]
