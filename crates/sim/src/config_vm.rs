@@ -125,7 +125,7 @@ pub(crate) fn resolve(vm: &VmSection, guest: Format, host_bytes: u64, seed: u64)
     let memory = vm
         .memory
         .clone()
-        .unwrap_or_else(|| format!("{}KiB", host_bytes / 2 >> 10));
+        .unwrap_or_else(|| format!("{}KiB", ((host_bytes / 2) & !0xfff) >> 10));
     let guest_bytes = mmulab_trace::units::parse_size(&memory).map_err(|e| format!("vm.memory = \"{memory}\": {e}"))?;
     if guest_bytes < 1 << 20 || guest_bytes % 4096 != 0 {
         return Err(format!(

@@ -2,9 +2,9 @@
 //! derived by hand, with no caches and with each kind of cache alone; the combined TLB's
 //! page size; `[vm]` config errors.
 //!
-//! Every test warms up the same way: a 1-entry combined TLB, loads of `A`, then `B = A
-//! + 4 KiB` (same guest page tables, next guest page), then `A` again. The first two map
-//! everything (guest and stage-2 faults); the third misses the TLB (B took the one
+//! Every test warms up the same way: a 1-entry combined TLB, loads of `A`, then `B`
+//! (4 KiB above `A`: same guest page tables, next guest page), then `A` again. The first
+//! two map everything (guest and stage-2 faults); the third misses the TLB (B took the one
 //! entry) and walks with every table and page mapped: the walk the test counts.
 
 use mmulab_sim::config::from_toml;
