@@ -12,6 +12,7 @@
 pub mod bench;
 pub mod error;
 pub mod knee;
+pub mod nested;
 #[cfg(target_os = "linux")]
 pub mod os;
 pub mod probe;

@@ -35,6 +35,9 @@ pub struct Config {
     /// [`from_table`]), since which keys it accepts depends on `os.policy`.
     #[serde(skip)]
     pub os: OsSection,
+    /// `[vm]`: run the trace in a guest (docs/virtualization.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm: Option<crate::config_vm::VmSection>,
 }
 
 /// `[machine]`.
@@ -206,6 +209,8 @@ pub struct MachineSpec {
     pub memory_size: String,
     /// Reproducible fragmentation before the run (`[memory.age]`), if any.
     pub age: Option<AgeSection>,
+    /// The guest and its host (`[vm]`), if the trace runs in a virtual machine.
+    pub vm: Option<crate::config_vm::VmSpec>,
 }
 
 /// Where a config came from, for error messages.
@@ -370,6 +375,12 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
             names.join(", ")
         )
     })?;
+    if format.stage2_only() {
+        return Err(format!(
+            "machine.arch = \"{}\" is a stage-2 format (a hypervisor's tables); give the guest's stage-1 format here and this one as vm.stage2 (docs/virtualization.md)",
+            config.machine.arch
+        ));
+    }
     if config.machine.cores == 0 || config.machine.cores > 4096 {
         return Err(format!(
             "machine.cores = {} must be between 1 and 4096",
@@ -408,7 +419,12 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
     }
     crate::config_os::check_policy(&config.os.policy, format, memory_bytes)?;
     crate::config_os::check_common(&config)?;
+    let vm = match &config.vm {
+        Some(v) => crate::config_vm::resolve(v, format, memory_bytes, config.machine.seed)?,
+        None => None,
+    };
     Ok(MachineSpec {
+        vm,
         format,
         cores: config.machine.cores,
         memory_bytes,

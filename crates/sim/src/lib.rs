@@ -7,6 +7,7 @@ mod background;
 pub mod catalog;
 pub mod config;
 mod config_os;
+pub mod config_vm;
 mod host;
 pub mod kvm_split;
 pub mod limits;
@@ -17,6 +18,7 @@ mod run;
 mod stats;
 mod system;
 mod translator;
+mod vm;
 mod vmas;
 
 pub use background::Sample;
@@ -24,7 +26,8 @@ pub use machine::Machine;
 pub use run::{references_simulated, request_stop, run, stop_requested, Progress};
 pub use stats::{Counters, LevelStats, Report, Stats};
 pub use system::System;
-pub use translator::Stage1;
+pub use translator::{Nested, Stage1};
+pub use vm::NestedStats;
 pub use vmas::{preload_vmas, trace_file_meta};
 
 /// Anything that can stop a simulation.

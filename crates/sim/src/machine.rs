@@ -21,11 +21,17 @@ use mmulab_model::mem::Memory;
 use mmulab_model::os::{Os, OsPolicy};
 use mmulab_trace::{Event, MemRef};
 
+#[path = "machine_vm.rs"]
+mod vm;
+
 /// A simulated machine.
 pub struct Machine {
     spec: MachineSpec,
     /// The CPU cores: requesters with a stage-1 translator each.
     cpus: Vec<Stage1>,
+    /// The virtualized cores of a machine with `[vm]` (then `cpus` is empty): nested
+    /// translators (machine_vm.rs).
+    vcpus: Vec<crate::translator::Nested>,
     /// What every requester shares.
     sys: System,
     /// References simulated.
@@ -40,6 +46,9 @@ impl Machine {
     /// Builds a machine.
     pub fn new(spec: MachineSpec) -> Result<Machine, SimError> {
         crate::limits::check_host(&spec)?;
+        if spec.vm.is_some() {
+            return Machine::new_nested(spec);
+        }
         let mut mem = Memory::new(spec.memory_bytes)?;
         let cpus: Vec<Stage1> = (0..spec.cores)
             .map(|_| {
@@ -57,6 +66,7 @@ impl Machine {
         let bg = crate::background::Background::new(&spec, &mut mem);
         Ok(Machine {
             cpus,
+            vcpus: Vec::new(),
             sys: System::new(mem, os, spec.format, spec.cost.fault_latency),
             references: 0,
             next_tick: bg.next_tick(0),
@@ -95,6 +105,8 @@ impl Machine {
         }
         let core = if self.cpus.len() == 1 {
             0
+        } else if self.cpus.is_empty() {
+            return self.access_nested(r);
         } else {
             r.core as usize % self.cpus.len()
         };
@@ -141,6 +153,11 @@ impl Machine {
         loop {
             match stop {
                 Stop::Error(e) => return Err(*e),
+                Stop::HostFault { gpa, .. } => {
+                    return Err(SimError::Model(mmulab_model::ModelError::Conflict(format!(
+                        "a stage-2 fault at guest-physical {gpa:#x} on a core without stage 2"
+                    ))))
+                }
                 Stop::Fault { upto, attempt } => {
                     self.fault(r)?;
                     match self.cpus[core].resume(&mut self.sys, r, upto, attempt) {
@@ -158,6 +175,9 @@ impl Machine {
     pub fn prefetch(&self, r: &MemRef) {
         let core = if self.cpus.len() == 1 {
             0
+        } else if self.cpus.is_empty() {
+            // A machine with `[vm]`: nested cores keep no walk memo.
+            return;
         } else {
             r.core as usize % self.cpus.len()
         };
@@ -168,7 +188,7 @@ impl Machine {
     /// prefetch).
     #[inline]
     pub fn walks(&self) -> u64 {
-        self.cpus.iter().map(Stage1::walks).sum()
+        self.cpus.iter().map(Stage1::walks).sum::<u64>() + self.vcpus.iter().map(|c| c.walks()).sum::<u64>()
     }
 
     /// The statistics now: every component reports into them ([`Report`]).
@@ -176,6 +196,9 @@ impl Machine {
         let mut s = Stats::empty(&self.spec);
         s.counters.references = self.references;
         for c in &self.cpus {
+            c.report(&mut s);
+        }
+        for c in &self.vcpus {
             c.report(&mut s);
         }
         self.sys.report(&mut s);
@@ -224,6 +247,9 @@ impl Machine {
         if let Some(space) = self.sys.spaces.get_mut(asid as usize).and_then(Option::take) {
             self.sys.os.exit(&mut self.sys.mem, &space);
             for c in &mut self.cpus {
+                c.invalidate_range(asid, 0, u64::MAX);
+            }
+            for c in &mut self.vcpus {
                 c.invalidate_range(asid, 0, u64::MAX);
             }
             self.bg.forget(asid);
@@ -324,6 +350,9 @@ impl Machine {
         sys.count_shootdowns(sys.shootdowns.len());
         for &(asid, start, end) in &sys.shootdowns {
             for c in &mut self.cpus {
+                c.invalidate_range(asid, start, end);
+            }
+            for c in &mut self.vcpus {
                 c.invalidate_range(asid, start, end);
             }
         }

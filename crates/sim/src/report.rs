@@ -177,6 +177,9 @@ pub fn single(stats: &Stats, title: &str) -> String {
         },
         stats.page_tables
     );
+    if let Some(n) = &stats.nested {
+        out.push_str(&crate::vm::text(n));
+    }
     // Superpage policies: what is resident now (by leaf size) and what the policy did.
     if !matches!(stats.policy.as_str(), "base" | "fixed") {
         let sizes = |a: &[u64; 9], bytes: bool| -> String {

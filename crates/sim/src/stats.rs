@@ -119,6 +119,9 @@ pub struct Stats {
     /// [`crate::request_stop`] or by an error); the JSON then carries `"complete": false`
     /// (a finished run's JSON has no `complete` key, so its bytes stay as they were).
     pub complete: bool,
+    /// What a nested run (`[vm]`) adds: per-stage walk references, the stage-2 caches,
+    /// the host's backing.
+    pub nested: Option<crate::vm::NestedStats>,
 }
 
 /// What every component of a machine implements to report its counters: it adds
@@ -159,6 +162,7 @@ impl Stats {
             touched_bytes: None,
             pinned_frames: 0,
             complete: true,
+            nested: spec.vm.as_ref().map(|vm| crate::vm::NestedStats::new(vm, pt_levels)),
         }
     }
 
@@ -252,6 +256,14 @@ impl Stats {
         });
         if !self.complete {
             v["complete"] = json!(false);
+        }
+        if let Some(n) = &self.nested {
+            let w = &mut v["walks"];
+            w["stage1_refs"] = json!(n.stage1_refs());
+            w["stage2_refs"] = json!(n.stage2_refs());
+            w["stage1_refs_by_level"] = json!(n.stage1_refs_by_level);
+            w["stage2_refs_by_level"] = json!(n.stage2_refs_by_level);
+            v["vm"] = n.to_json();
         }
         v
     }

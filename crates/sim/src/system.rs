@@ -41,6 +41,9 @@ pub struct System {
     /// drop them.
     pub(crate) shootdowns: Vec<Shootdown>,
     counters: OsCounters,
+    /// The host of this system's memory when it is a guest's (`[vm]`): stage-2 tables
+    /// and the backing policy (crate::vm).
+    pub(crate) host: Option<Box<crate::vm::HostCtx>>,
 }
 
 impl System {
@@ -55,6 +58,7 @@ impl System {
             trace_vmas: Vec::new(),
             shootdowns: Vec::new(),
             counters: OsCounters::default(),
+            host: None,
         }
     }
 
@@ -130,5 +134,8 @@ impl Report for System {
         s.policy = self.os.name().to_string();
         s.os = os.clone();
         s.free_2m_share = crate::background::free_share(&self.mem);
+        if let Some(h) = &self.host {
+            h.report(s);
+        }
     }
 }

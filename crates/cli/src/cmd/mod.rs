@@ -7,6 +7,7 @@ pub mod probe_sim;
 pub mod record;
 pub mod reproduce;
 pub mod reproduce_kvm;
+pub mod reproduce_nested;
 pub mod reproduce_os;
 pub mod sim;
 pub mod trace_info;

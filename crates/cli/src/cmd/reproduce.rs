@@ -20,13 +20,18 @@ use mmulab_sim::reproduce;
       hugetlb 1G, granules 4K/16K/64K, enable dirty logging and KVM_CLEAR_DIRTY_LOG, the
       split walker today vs skip-level3 vs skip-children, beside the seed's savings
       (docs/kvm-split.md); --plot draws the savings.
+  mmulab reproduce nested [--plot F.png|F.svg] [--json]
+      nested (two-stage) translation on the model of this machine, an AMD EPYC Zen 4 core in a
+      KVM guest: GUPS and a pointer chase, guest 4K/2M x host 4K/2M (walk references per TLB
+      miss, translation cycles per reference), whether both stages need large pages, and a
+      simulated probe of the virtualized core (docs/virtualization.md).
   mmulab reproduce FILE.toml [--plot F.png|F.svg] [--json]
       an experiment file: a tlb_test experiment (experiments/cortex-a15-tlb-test.toml) prints
       its table and --plot draws PNG or SVG; a policy experiment (kind = \"os_policies\", with
       [[workload]] and [[machine]] tables, like experiments/freebsd.toml) runs as `freebsd`
       does. Every file declares its kind.")]
 pub struct Args {
-    /// `freebsd` (seed 001) or `kvm-split` (seed 004), built in; or an experiment file
+    /// `freebsd` (seed 001), `kvm-split` (seed 004) or `nested`, built in; or an experiment file
     /// (experiments/*.toml).
     #[arg(value_name = "freebsd|FILE")]
     pub file: PathBuf,
@@ -49,6 +54,10 @@ pub fn run(a: Args) -> Result<()> {
     // `kvm-split` (seed 004, built in) unless a file of that name exists.
     if a.file.as_os_str() == "kvm-split" && !a.file.exists() {
         return super::reproduce_kvm::run(a.plot.as_deref(), a.json);
+    }
+    // `nested` (built in) unless a file of that name exists.
+    if a.file.as_os_str() == "nested" && !a.file.exists() {
+        return super::reproduce_nested::run(a.plot.as_deref(), a.json);
     }
     // An experiment file runs as the kind it declares.
     let origin = a.file.display().to_string();

@@ -19,12 +19,16 @@
 //! type); walker tests of its reference counts (`tests/walker.rs`) and its row in
 //! `tests/pt_formats.rs`; its `machine.arch` name in docs/config.md.
 
+mod aarch64_s2;
 mod armv7;
 mod armv8;
+mod ept;
 mod x86_64;
 
+pub use aarch64_s2::{Aarch64S2_16K, Aarch64S2_4K, Aarch64S2_64K};
 pub use armv7::{Armv7, Armv7Lpae};
 pub use armv8::{Armv8_16K, Armv8_4K, Armv8_64K};
+pub use ept::Ept;
 pub use x86_64::X86_64;
 
 use crate::addr::PageSize;
@@ -119,6 +123,10 @@ pub trait PageTableFormat {
     /// and supersections); false if each holds its own (ARMv8 contiguous bit). Default:
     /// false.
     const REPEATED: bool = false;
+    /// True for a stage-2 format (a hypervisor's guest-physical → host-physical tables:
+    /// ARMv8-A stage 2, Intel EPT), which `vm.stage2` chooses and `machine.arch` refuses.
+    /// Default: false.
+    const STAGE2_ONLY: bool = false;
     /// Per level, the page size of one entry if it is a [`PageSize`] (derived from
     /// `LEVELS`; a table lookup on the walk path instead of a search by shift). Not to be
     /// overridden.
@@ -250,6 +258,13 @@ macro_rules! formats {
                 }
             }
 
+            /// True for a stage-2-only format ([`PageTableFormat::STAGE2_ONLY`]).
+            pub fn stage2_only(self) -> bool {
+                match self {
+                    $(Format::$variant => <$variant as PageTableFormat>::STAGE2_ONLY,)*
+                }
+            }
+
             /// The page size of one entry's leaf at `level` (its span).
             #[inline]
             pub fn leaf_size(self, level: usize) -> PageSize {
@@ -278,6 +293,17 @@ formats! {
     Armv7,
     /// ARMv7 LPAE long descriptors (3 levels, 32-bit VA): 4K, 2M, 1G; contiguous 64K and 32M.
     Armv7Lpae,
+    /// ARMv8-A stage 2, 4 KiB granule, 40-bit IPA (3 levels, concatenated start): 4K
+    /// pages, 2M and 1G blocks; contiguous 64K and 32M.
+    Aarch64S2_4K,
+    /// ARMv8-A stage 2, 16 KiB granule, 40-bit IPA (2 levels): 16K pages, 32M blocks;
+    /// contiguous 2M and 1G.
+    Aarch64S2_16K,
+    /// ARMv8-A stage 2, 64 KiB granule, 40-bit IPA (2 levels): 64K pages, 512M blocks;
+    /// contiguous 2M.
+    Aarch64S2_64K,
+    /// Intel EPT, 4 levels: 4K pages, 2M and 1G leaves.
+    Ept,
 }
 
 impl Format {
@@ -444,6 +470,21 @@ mod tests {
         assert_eq!(Format::Armv8_64K.page_sizes(), vec![K64, M2, M512]);
         assert_eq!(Format::Armv7.page_sizes(), vec![K4, K64, M1, M16]);
         assert_eq!(Format::Armv7Lpae.page_sizes(), vec![K4, K64, M2, M32, G1]);
+        assert_eq!(Format::Aarch64S2_4K.page_sizes(), vec![K4, K64, M2, M32, G1]);
+        assert_eq!(Format::Aarch64S2_16K.page_sizes(), vec![K16, M2, M32, G1]);
+        assert_eq!(Format::Aarch64S2_64K.page_sizes(), vec![K64, M2, M512]);
+        assert_eq!(Format::Ept.page_sizes(), vec![K4, M2, G1]);
+        // Stage-2 formats: 40-bit IPA for the Arm granules, 48 for EPT.
+        for (f, bits) in [
+            (Format::Aarch64S2_4K, 40),
+            (Format::Aarch64S2_16K, 40),
+            (Format::Aarch64S2_64K, 40),
+            (Format::Ept, 48),
+        ] {
+            assert_eq!(f.va_bits(), bits, "{f:?}");
+            assert!(f.stage2_only(), "{f:?}");
+        }
+        assert!(!Format::X86_64.stage2_only() && !Format::Armv8_4K.stage2_only());
         assert_eq!(Format::X86_64.leaf_level(M2), Some(2));
         assert_eq!(Format::Armv8_4K.leaf_level(K64), Some(3));
         assert_eq!(Format::Armv8_16K.leaf_level(M2), Some(3));

@@ -277,6 +277,13 @@ impl Hierarchy {
         }
     }
 
+    /// Removes every entry of every level (counted as invalidations).
+    pub fn flush(&mut self) {
+        for t in &mut self.levels {
+            t.flush();
+        }
+    }
+
     /// Removes every entry of `asid` overlapping `[start, end)` from every level.
     pub fn invalidate_range(&mut self, asid: Asid, start: u64, end: u64) -> usize {
         self.levels

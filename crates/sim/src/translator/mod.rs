@@ -23,8 +23,10 @@
 //! field of the machine holding its requesters, and its events in `Stats`. The stage-1
 //! translator and the machine's hot path do not change.
 
+mod nested;
 mod stage1;
 
+pub use nested::Nested;
 pub use stage1::Stage1;
 
 use crate::stats::Report;
@@ -43,6 +45,17 @@ pub(crate) enum Stop {
         /// Levels of the TLB path to fill after the walk.
         upto: u8,
         /// Walk attempts already made (at most 3 per access).
+        attempt: u8,
+    },
+    /// A stage-2 walk found no leaf for guest-physical address `gpa` (a nested
+    /// translator): the host's backing policy maps it, then [`Translator::resume`]
+    /// continues as after [`Stop::Fault`].
+    HostFault {
+        /// The guest-physical address.
+        gpa: u64,
+        /// Levels of the TLB path to fill after the walk.
+        upto: u8,
+        /// Faults taken so far by this access.
         attempt: u8,
     },
     /// An error (boxed: `Result<(), Stop>` then fits in two registers, which the

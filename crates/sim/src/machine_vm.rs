@@ -1,0 +1,94 @@
+//! The machine's side of a virtual machine (`[vm]`; docs/virtualization.md): building
+//! the guest (its memory and OS policy as a [`System`]), the host context in it
+//! (crate::vm), the virtualized cores ([`Nested`] translators), and the fault loop that
+//! hands a guest fault to the guest's policy and a stage-2 fault to the host's. Apart
+//! from `Machine::access`'s branch for a machine without stage-1 cores, the non-nested
+//! path does not change.
+
+use super::Machine;
+use crate::config::MachineSpec;
+use crate::system::System;
+use crate::translator::{Nested, Stop, Translator};
+use crate::vm::HostCtx;
+use crate::SimError;
+use mmulab_model::mem::Memory;
+use mmulab_trace::MemRef;
+
+impl Machine {
+    /// A machine whose cores run a guest: guest memory `vm.memory` with the `[os]`
+    /// policy, host memory `memory.size` with the `vm.backing` policy.
+    pub(super) fn new_nested(spec: MachineSpec) -> Result<Machine, SimError> {
+        let vm = spec.vm.clone().expect("a nested machine has [vm]");
+        crate::limits::check_host(&spec)?;
+        let mut mem = Memory::new(vm.guest_bytes)?;
+        let vcpus = (0..spec.cores)
+            .map(|_| {
+                Nested::new(
+                    spec.tlbs.clone(),
+                    spec.data_entry,
+                    spec.instr_entry,
+                    spec.format,
+                    &spec.pwc_entries,
+                    vm.stage2,
+                    &vm.pwc_entries,
+                    vm.s2tlb.clone(),
+                    spec.cost,
+                )
+            })
+            .collect();
+        let os = spec.os.build(spec.format).map_err(SimError::Config)?;
+        let bg = crate::background::Background::new(&spec, &mut mem);
+        let mut sys = System::new(mem, os, spec.format, spec.cost.fault_latency);
+        sys.host = Some(Box::new(HostCtx::new(&vm, spec.memory_bytes, spec.cost.fault_latency)?));
+        Ok(Machine {
+            cpus: Vec::new(),
+            vcpus,
+            sys,
+            references: 0,
+            next_tick: bg.next_tick(0),
+            bg,
+            spec,
+        })
+    }
+
+    /// The virtualized cores' translators (empty without `[vm]`).
+    pub fn vcpus(&self) -> &[Nested] {
+        &self.vcpus
+    }
+
+    /// [`Machine::access`] on a machine with `[vm]` (counted, background work done).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn access_nested(&mut self, r: &MemRef) -> Result<(), SimError> {
+        let n = self.vcpus.len();
+        let core = r.core as usize % n;
+        let mut res = self.vcpus[core].access(&mut self.sys, r);
+        loop {
+            match res {
+                Ok(()) => return Ok(()),
+                Err(Stop::Error(e)) => return Err(*e),
+                Err(Stop::Fault { upto, attempt }) => {
+                    self.fault(r)?;
+                    res = self.vcpus[core].resume(&mut self.sys, r, upto, attempt);
+                }
+                Err(Stop::HostFault { gpa, upto, attempt }) => {
+                    self.host_fault(gpa)?;
+                    res = self.vcpus[core].resume(&mut self.sys, r, upto, attempt);
+                }
+            }
+        }
+    }
+
+    /// Lets the host's policy map guest-physical `gpa` and drops what its changes made
+    /// stale from every virtualized core.
+    fn host_fault(&mut self, gpa: u64) -> Result<(), SimError> {
+        let host = self.sys.host.as_deref_mut().expect("a nested machine has a host");
+        host.fault(gpa)?;
+        for &(_, start, end) in &host.shootdowns {
+            for c in &mut self.vcpus {
+                c.invalidate_stage2(start, end);
+            }
+        }
+        Ok(())
+    }
+}
