@@ -126,8 +126,7 @@ fn gpu(mem: &mut Memory, kernel_page: u64, backing: Backing, large: bool) -> Gpu
 
 #[test]
 fn gemfs_bo_gets_super_pages_and_one_tlb_entry_covers_them() {
-    // Fresh 64 MiB: the page table takes 4 MiB (order 10 at PFN 0), the scratch page
-    // one frame. A 4 MiB gemfs BO gets two 2 MiB THPs (order 9, 2 MiB aligned), is
+    // Fresh 64 MiB: the scratch page takes PFN 0 (the page table sits in CMA, outside). A 4 MiB gemfs BO gets two 2 MiB THPs (order 9, 2 MiB aligned), is
     // 1 MiB aligned in VA (size class): 4 super pages.
     let mut mem = Memory::new(64 << 20).unwrap();
     let mut g = gpu(&mut mem, 4096, Backing::Gemfs, true);
@@ -158,20 +157,20 @@ fn gemfs_bo_gets_super_pages_and_one_tlb_entry_covers_them() {
 fn big_page_entry_covers_64k_and_destroy_flushes() {
     // Pi 5 kernel (16 KiB pages), gemfs, fresh 64 MiB. Its THP is 32 MiB, so these small
     // BOs get 16 KiB kernel pages; gemfs matters for the VA: the size class applies only
-    // with gemfs (with shmem every BO is 4 KiB aligned and BO 7 would start at page 13). The table takes PFN 0..1024, the
-    // scratch page PFN 1024; the buddy hands out the lowest free block, so 16 KiB pages
-    // (order 2) come at PFN 1028, 1032, 1036, ...
-    // BO 6 of 48 KiB takes PFN 1028..1040 (PFN 1028 % 16 = 4: three 16 KiB pages give
-    // twelve 4 KiB PTEs) at VA pages 1..13 (4 KiB aligned: < 64 KiB).
-    // BO 7 of 64 KiB takes PFN 1040..1056, 16-aligned, and the size class aligns its
-    // VA to 64 KiB (page 16): one big page.
+    // with gemfs (with shmem every BO is 4 KiB aligned and BO 7 would start at page 13).
+    // The scratch page takes PFN 0; the buddy hands out the lowest free block, so 16 KiB
+    // pages (order 2) come at PFN 4, 8, 12, ...
+    // BO 6 of 48 KiB takes PFN 4..16 (PFN 4 % 16 = 4: three 16 KiB pages give twelve
+    // 4 KiB PTEs) at VA pages 1..13 (4 KiB aligned: < 64 KiB).
+    // BO 7 of 64 KiB takes PFN 16..32, 16-aligned, and the size class aligns its VA to
+    // 64 KiB (page 16): one big page.
     let mut mem = Memory::new(64 << 20).unwrap();
     let mut g = gpu(&mut mem, 16384, Backing::Gemfs, true);
     g.create(&mut mem, 6, 48 << 10).unwrap();
     assert_eq!(g.bo(6).unwrap().written.pages, [12, 0, 0]);
-    assert_eq!(g.bo(6).unwrap().sg, vec![seg(1028, 12)]);
+    assert_eq!(g.bo(6).unwrap().sg, vec![seg(4, 12)]);
     g.create(&mut mem, 7, 64 << 10).unwrap();
-    assert_eq!(g.bo(7).unwrap().sg, vec![seg(1040, 16)]);
+    assert_eq!(g.bo(7).unwrap().sg, vec![seg(16, 16)]);
     assert_eq!(g.bo(7).unwrap().written.pages, [0, 1, 0]);
     for off in (0..64 << 10).step_by(4096) {
         g.access(&mut mem, 7, off, true).unwrap();
@@ -195,7 +194,6 @@ fn fragmented_memory_yields_partly_contiguous_scatterlists() {
     // Aged memory: no free 2 MiB block is left for gemfs beyond the few clean regions, so
     // a 16 MiB BO gets fewer THPs than it has 2 MiB parts, and kernel-page fallbacks
     // from partly used regions give a scatterlist of several segments.
-    // The GPU's table is allocated first (at boot, from CMA on a Pi), then memory ages.
     let mut mem = Memory::new(256 << 20).unwrap();
     let mut g = gpu(&mut mem, 4096, Backing::Gemfs, true);
     mem.age(0.6, 0.0, 7);
@@ -279,7 +277,7 @@ fn bad_input_gets_clear_errors() {
     let e = g.destroy(&mut mem, 9).unwrap_err();
     assert!(e.to_string().contains("BO 9 is not live"), "{e}");
     // A bad MMU geometry.
-    let t = Table::v3d(&mut mem).unwrap();
+    let t = Table::v3d();
     let bad = MmuSpec {
         tlb_entries: 48,
         tlb_ways: 5,

@@ -41,7 +41,7 @@ pub enum Table {
     V3d {
         /// PTEs by GPU page index.
         pt: Vec<u32>,
-        /// Physical address of the table (`V3D_MMU_PT_PA_BASE << 12`).
+        /// Physical address of the table (`V3D_MMU_PT_PA_BASE << 12`; nominal).
         base: u64,
     },
     /// An AArch64 4 KiB-granule stage-1 table rooted at `root` in the model's memory.
@@ -52,18 +52,12 @@ pub enum Table {
 }
 
 impl Table {
-    /// A V3D table: 4 MiB of physically contiguous memory (`dma_alloc_wc` in
-    /// `v3d_gem_init`), taken from `mem`.
-    pub fn v3d(mem: &mut Memory) -> Result<Table, GpuError> {
-        let order = 10; // 2^10 frames of 4 KiB = 4 MiB.
-        let pfn = mem.buddy.alloc(order).ok_or_else(|| GpuError::OutOfMemory {
-            bo: 0,
-            detail: format!("the 4 MiB V3D page table: {}", mem.buddy.oom("the page table")),
-        })?;
-        Ok(Table::V3d {
-            pt: vec![0; GPU_PAGES as usize],
-            base: pfn * GPU_PAGE,
-        })
+    /// A V3D table. Its 4 MiB of physically contiguous PTEs (`dma_alloc_wc` in
+    /// `v3d_gem_init`) come from CMA, reserved at boot outside the memory the buddy
+    /// allocator manages, so they take nothing from the model's memory; the table's
+    /// physical address plays no part in the model (PTE-cache keys are PTE indices).
+    pub fn v3d() -> Table {
+        Table::V3d { pt: vec![0; GPU_PAGES as usize], base: 0 }
     }
 
     /// A Mali table: an empty AArch64 level-0 table in `mem`.

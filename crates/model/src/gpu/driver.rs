@@ -126,7 +126,7 @@ impl Gpu {
             )));
         }
         let table = match spec.kind {
-            GpuKind::V3d => Table::v3d(mem)?,
+            GpuKind::V3d => Table::v3d(),
             GpuKind::Mali => Table::mali(mem)?,
         };
         let scratch = mem.buddy.alloc(0).ok_or_else(|| GpuError::OutOfMemory {
