@@ -288,3 +288,15 @@ fn bad_input_gets_clear_errors() {
         .to_string()
         .contains("tlb_entries = 48"));
 }
+
+#[test]
+fn fragment_leaves_about_the_clean_share_of_regions_free() {
+    // 256 MiB = 128 regions of 2 MiB; clean 0.25: about 32 regions stay wholly free, and
+    // about half of all memory is pinned (0.5 / 0.75 of the kernel pages of the others).
+    let mut mem = Memory::new(256 << 20).unwrap();
+    let pinned = mmulab_model::gpu::driver::fragment(&mut mem, 0.5, 0.25, 4096, 1);
+    let free_2m = mem.buddy.free_frames_at_least(9) / 512;
+    assert!((20..=44).contains(&free_2m), "{free_2m} free 2 MiB blocks");
+    let share = pinned as f64 / mem.buddy.frames() as f64;
+    assert!((0.4..0.6).contains(&share), "pinned share {share}");
+}

@@ -119,6 +119,9 @@ pub struct Stats {
     /// [`crate::request_stop`] or by an error); the JSON then carries `"complete": false`
     /// (a finished run's JSON has no `complete` key, so its bytes stay as they were).
     pub complete: bool,
+    /// GPUs' statistics (crate::gpu), in the order they were attached; none for a CPU-only
+    /// machine, whose JSON then has no `gpu` key.
+    pub gpu: Vec<crate::gpu::GpuStats>,
 }
 
 /// What every component of a machine implements to report its counters: it adds
@@ -159,6 +162,7 @@ impl Stats {
             touched_bytes: None,
             pinned_frames: 0,
             complete: true,
+            gpu: Vec::new(),
         }
     }
 
@@ -252,6 +256,9 @@ impl Stats {
         });
         if !self.complete {
             v["complete"] = json!(false);
+        }
+        if !self.gpu.is_empty() {
+            v["gpu"] = serde_json::to_value(&self.gpu).expect("serializable");
         }
         v
     }

@@ -6,6 +6,8 @@ pub mod probe;
 pub mod probe_sim;
 pub mod record;
 pub mod reproduce;
+pub mod reproduce_gpu;
 pub mod reproduce_os;
 pub mod sim;
+pub mod sim_gpu;
 pub mod trace_info;

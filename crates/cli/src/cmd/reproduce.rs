@@ -15,14 +15,24 @@ use mmulab_sim::reproduce;
       seed 001's superpage-policy experiments (experiments/freebsd.toml, or the built-in copy
       when that file is not in the current directory): tables of the seed's figures against
       mmulab's; --plot draws huge-page coverage over time.
+  mmulab reproduce v3d-capacity [--json]
+      seed 000's GPU address-space capacity: how many BOs of 4 KiB and 400 KiB fit the
+      V3D's 4 GiB space under the 128K, 4K and size-class alignment policies, allocated
+      in the model, beside the seed's figures, with a sentence on every difference.
+  mmulab reproduce v3d [--plot F.png|F.svg] [--json]
+      seed 000's big/super pages on the Pi 4 and Pi 5 GPU: four GPU workloads, 4K-only
+      PTEs against big/super pages, fresh and fragmented memory: coverage, GPU TLB
+      misses, PTE fetches, flush cost, estimated GPU time, beside the seed's averages
+      (docs/gpu.md); --plot draws the TLB misses.
   mmulab reproduce FILE.toml [--plot F.png|F.svg] [--json]
       an experiment file: a tlb_test experiment (experiments/cortex-a15-tlb-test.toml) prints
       its table and --plot draws PNG or SVG; a policy experiment (kind = \"os_policies\", with
       [[workload]] and [[machine]] tables, like experiments/freebsd.toml) runs as `freebsd`
       does. Every file declares its kind.")]
 pub struct Args {
-    /// `freebsd` (seed 001, built in) or an experiment file (experiments/*.toml).
-    #[arg(value_name = "freebsd|FILE")]
+    /// `freebsd` (seed 001), `v3d` or `v3d-capacity` (seed 000), all built in, or an
+    /// experiment file (experiments/*.toml).
+    #[arg(value_name = "freebsd|v3d|v3d-capacity|FILE")]
     pub file: PathBuf,
     /// Draw the result to FILE (.svg or .png).
     #[arg(long, value_name = "FILE")]
@@ -39,6 +49,16 @@ pub fn run(a: Args) -> Result<()> {
     // `freebsd` (seed 001, built in) unless a file of that name exists.
     if a.file.as_os_str() == "freebsd" && !a.file.exists() {
         return super::reproduce_os::run_freebsd(a.plot.as_deref(), a.json);
+    }
+    // Seed 000 (GPU), built in the same way.
+    if a.file.as_os_str() == "v3d-capacity" && !a.file.exists() {
+        if a.plot.is_some() {
+            bail!("v3d-capacity draws no picture; drop --plot");
+        }
+        return super::reproduce_gpu::run_capacity(a.json);
+    }
+    if a.file.as_os_str() == "v3d" && !a.file.exists() {
+        return super::reproduce_gpu::run_v3d(a.plot.as_deref(), a.json);
     }
     // An experiment file runs as the kind it declares.
     let origin = a.file.display().to_string();

@@ -57,7 +57,10 @@ impl Table {
     /// allocator manages, so they take nothing from the model's memory; the table's
     /// physical address plays no part in the model (PTE-cache keys are PTE indices).
     pub fn v3d() -> Table {
-        Table::V3d { pt: vec![0; GPU_PAGES as usize], base: 0 }
+        Table::V3d {
+            pt: vec![0; GPU_PAGES as usize],
+            base: 0,
+        }
     }
 
     /// A Mali table: an empty AArch64 level-0 table in `mem`.

@@ -103,6 +103,8 @@ pub struct DriverCounts {
     pub thp: u64,
     /// Huge-page-sized parts gemfs wanted but backed with kernel pages (no free block).
     pub thp_fallbacks: u64,
+    /// Bytes of every BO created, by the page size its PTEs map: 4K, 64K, 1M, 2M.
+    pub mapped: [u64; 4],
 }
 
 /// A GPU: its driver state and its MMU.
@@ -129,7 +131,10 @@ impl Gpu {
             GpuKind::V3d => Table::v3d(),
             GpuKind::Mali => Table::mali(mem)?,
         };
-        let scratch = mem.buddy.alloc(0).ok_or_else(|| GpuError::OutOfMemory {
+        // The scratch page is one kernel page (`dma_alloc_wc` of 4 KiB takes a whole
+        // 16 KiB page on a 16 KiB-page kernel).
+        let kp_order = (spec.kernel_page / GPU_PAGE).trailing_zeros();
+        let scratch = mem.buddy.alloc(kp_order).ok_or_else(|| GpuError::OutOfMemory {
             bo: 0,
             detail: "the scratch page".into(),
         })? * GPU_PAGE;
@@ -166,16 +171,20 @@ impl Gpu {
     pub fn coverage(&self) -> [u64; 4] {
         let mut c = [0; 4];
         for b in self.bos.values() {
-            let by = b.written.bytes();
-            c[0] += by[0];
-            if self.spec.kind == GpuKind::Mali {
-                c[3] += b.written.pages[1] << 21;
-            } else {
-                c[1] += by[1];
-                c[2] += by[2];
-            }
+            let by = self.by_size(&b.written);
+            (0..4).for_each(|i| c[i] += by[i]);
         }
         c
+    }
+
+    /// Bytes a write pass mapped by page size (4K, 64K, 1M, 2M): a Mali's large pages
+    /// are 2 MiB blocks.
+    fn by_size(&self, w: &Written) -> [u64; 4] {
+        let by = w.bytes();
+        match self.spec.kind {
+            GpuKind::Mali => [by[0], 0, 0, w.pages[1] << 21],
+            GpuKind::V3d => [by[0], by[1], by[2], 0],
+        }
     }
 
     fn alloc_pages(&mut self, mem: &mut Memory, bo: u32, bytes: u64) -> Result<Vec<(u64, u32)>, GpuError> {
@@ -260,6 +269,8 @@ impl Gpu {
         self.counts.creates += 1;
         self.counts.ptes_written += written.ptes;
         self.counts.segments += sg.len() as u64;
+        let by = self.by_size(&written);
+        (0..4).for_each(|i| self.counts.mapped[i] += by[i]);
         self.bos.insert(
             bo,
             Bo {
@@ -320,4 +331,39 @@ impl Gpu {
         let va = self.va_of(bo, offset)?;
         Ok(self.mmu.access(mem, va, write))
     }
+}
+
+/// Fragments `mem` at the granularity of the kernel's pages, as a kernel with pages of
+/// `kernel_page` bytes fragments it (a 16 KiB-page kernel never splits below 16 KiB, so
+/// `mem::age`'s scattered 4 KiB frames would model it wrongly): a seeded share `clean`
+/// of the 2 MiB regions stays wholly free; in the others, kernel pages are pinned at
+/// random until about `used` of all memory is pinned (at most 95 % of those regions).
+/// Returns the frames pinned. Pinned pages stay allocated for the whole run.
+pub fn fragment(mem: &mut Memory, used: f64, clean: f64, kernel_page: u64, seed: u64) -> u64 {
+    let order = (kernel_page / GPU_PAGE).trailing_zeros();
+    let mut state = seed ^ 0x6770_7566;
+    let mut rand = move || {
+        // SplitMix64.
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut blocks = Vec::new();
+    while let Some(p) = mem.buddy.alloc(order) {
+        blocks.push(p);
+    }
+    let regions = mem.buddy.frames().div_ceil(512) as usize;
+    let clean_region: Vec<bool> = (0..regions).map(|_| rand() < clean).collect();
+    let q = (used / (1.0 - clean).max(1e-9)).clamp(0.0, 0.95);
+    let mut pinned = 0;
+    for p in blocks {
+        if !clean_region[(p / 512) as usize] && rand() < q {
+            pinned += 1u64 << order;
+        } else {
+            mem.buddy.free(p, order);
+        }
+    }
+    pinned
 }
