@@ -335,8 +335,12 @@ fn reasons(rows: &[V3dRow]) -> Vec<String> {
         ));
     }
     out.push(
-        "Pi 5 (16 KiB kernel pages): a PMD THP is 32 MiB, so huge=within_size gives THPs only to BOs of 32 MiB or more; \
-         smaller BOs get big/super pages only where 16 KiB pages happen to be physically consecutive and aligned."
+        "Pi 5 (16 KiB kernel pages): a PMD THP is 32 MiB, so huge=within_size gives THPs only to BOs of 32 MiB or more \
+         (none here); smaller BOs get big/super pages only where a BO's 16 KiB pages are physically consecutive and \
+         their PFN agrees with the GPU page index modulo 16 (64 KiB) or 256 (1 MiB). In the model's memory the pages \
+         are consecutive but start one kernel page (the scratch page) past such a boundary, so only BOs that happen to \
+         land aligned gain: the model's Pi 5 gain is far below the seed's +1.30 %, which points to contiguity and \
+         alignment on the real system that this layout does not reproduce (shmem large folios are not modelled)."
             .into(),
     );
     out

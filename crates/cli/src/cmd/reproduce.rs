@@ -32,7 +32,7 @@ use mmulab_sim::reproduce;
 pub struct Args {
     /// `freebsd` (seed 001), `v3d` or `v3d-capacity` (seed 000), all built in, or an
     /// experiment file (experiments/*.toml).
-    #[arg(value_name = "freebsd|v3d|v3d-capacity|FILE")]
+    #[arg(value_name = "freebsd|FILE")]
     pub file: PathBuf,
     /// Draw the result to FILE (.svg or .png).
     #[arg(long, value_name = "FILE")]
