@@ -1,5 +1,5 @@
 //! GPUs on a machine: profiles (`machines/gpu/*.toml`, built in), attaching a GPU to a
-//! [`Machine`] as a device requester ([`crate::translator::Device`]) over its shared
+//! [`Machine`] as a device requester (`translator::Device`) over its shared
 //! physical memory, running a GPU trace or workload through it, and its statistics
 //! ([`GpuStats`], the `gpu` array of the JSON report; docs/output.md).
 

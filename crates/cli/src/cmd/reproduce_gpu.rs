@@ -18,8 +18,8 @@ pub fn run_capacity(json: bool) -> Result<()> {
     }
     println!("V3D GPU address space (4 GiB, page 0 reserved): BOs that fit, by VA alignment policy (seed 000)\n");
     println!(
-        "{:<11} {:>8} {:>10} {:>12} {:>12}  {}",
-        "policy", "BO", "fit (VA)", "seed", "backed*", "bytes"
+        "{:<11} {:>8} {:>10} {:>12} {:>12}  bytes",
+        "policy", "BO", "fit (VA)", "seed", "backed*"
     );
     for r in &rows {
         println!(

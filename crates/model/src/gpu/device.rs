@@ -6,7 +6,7 @@
 //! * [`Table::Mali`]: Arm Mali under Panfrost/Panthor, the AArch64 stage-1 long-descriptor
 //!   format with the 4 KiB granule (io-pgtable `ARM_64_LPAE_S1`; Panfrost's
 //!   `ARM_MALI_LPAE` differs only in attribute bits), mapped and walked by the model's
-//!   own format and walker ([`crate::pt::Format::Armv8_4K`], [`crate::walk::map`]), with
+//!   own format and walker ([`crate::pt::Format::Armv8_4K`], [`crate::walk::map_leaf`], [`crate::walk::lookup`]), with
 //!   4 KiB pages and 2 MiB blocks.
 //!
 //! A lookup returns the leaf and the descriptor lines it read, as keys of the PTE cache:

@@ -149,8 +149,9 @@ impl VaSpace {
                     if best.is_some_and(|b| u > b.0) {
                         break;
                     }
-                    if best.map_or(true, |b| (size, start) < b) {
-                        best = Some((size, start));
+                    match best {
+                        Some(b) if b <= (size, start) => {}
+                        _ => best = Some((size, start)),
                     }
                 }
                 best?
