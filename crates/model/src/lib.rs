@@ -11,6 +11,7 @@ pub mod addr;
 pub mod assoc;
 pub mod cost;
 mod error;
+pub mod gpu;
 pub mod hint;
 pub mod kvm;
 pub mod mem;

@@ -190,7 +190,9 @@ mod tests {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../machines");
         let mut files: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
-            .filter_map(|e| e.ok()?.path().file_stem()?.to_str().map(str::to_string))
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .filter_map(|p| p.file_stem()?.to_str().map(str::to_string))
             .collect();
         files.sort();
         let mut known: Vec<String> = names().iter().map(|s| s.to_string()).collect();

@@ -8,12 +8,14 @@ pub mod catalog;
 pub mod config;
 mod config_os;
 pub mod config_vm;
+pub mod gpu;
 mod host;
 pub mod kvm_split;
 pub mod limits;
 mod machine;
 pub mod report;
 pub mod reproduce;
+pub mod reproduce_gpu;
 mod run;
 mod stats;
 mod system;
@@ -42,4 +44,7 @@ pub enum SimError {
     /// A model failed (e.g. simulated memory exhausted).
     #[error(transparent)]
     Model(#[from] mmulab_model::ModelError),
+    /// A GPU model refused its input (names the BO, trace line, page or address).
+    #[error("{0}")]
+    Gpu(String),
 }

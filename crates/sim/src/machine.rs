@@ -33,13 +33,15 @@ pub struct Machine {
     /// translators (machine_vm.rs).
     vcpus: Vec<crate::translator::Nested>,
     /// What every requester shares.
-    sys: System,
+    pub(crate) sys: System,
     /// References simulated.
     references: u64,
     /// Background work and sampling (crate::background): next reference count at which
     /// `tick` runs; the hot path compares against it and nothing else.
     next_tick: u64,
     pub(crate) bg: crate::background::Background,
+    /// GPUs: device requesters beside the cores, over the same memory (crate::gpu).
+    pub(crate) gpus: Vec<crate::translator::Device>,
 }
 
 impl Machine {
@@ -72,6 +74,7 @@ impl Machine {
             next_tick: bg.next_tick(0),
             bg,
             spec,
+            gpus: Vec::new(),
         })
     }
 
@@ -203,6 +206,9 @@ impl Machine {
         }
         self.sys.report(&mut s);
         self.bg.report(&mut s);
+        for g in &self.gpus {
+            g.report(&mut s);
+        }
         s
     }
 

@@ -43,6 +43,7 @@ impl Machine {
         Ok(Machine {
             cpus: Vec::new(),
             vcpus,
+            gpus: Vec::new(),
             sys,
             references: 0,
             next_tick: bg.next_tick(0),

@@ -122,6 +122,9 @@ pub struct Stats {
     /// What a nested run (`[vm]`) adds: per-stage walk references, the stage-2 caches,
     /// the host's backing.
     pub nested: Option<crate::vm::NestedStats>,
+    /// GPUs' statistics (crate::gpu), in the order they were attached; none for a CPU-only
+    /// machine, whose JSON then has no `gpu` key.
+    pub gpu: Vec<crate::gpu::GpuStats>,
 }
 
 /// What every component of a machine implements to report its counters: it adds
@@ -163,6 +166,7 @@ impl Stats {
             pinned_frames: 0,
             complete: true,
             nested: spec.vm.as_ref().map(|vm| crate::vm::NestedStats::new(vm, pt_levels)),
+            gpu: Vec::new(),
         }
     }
 
@@ -264,6 +268,9 @@ impl Stats {
             w["stage1_refs_by_level"] = json!(n.stage1_refs_by_level);
             w["stage2_refs_by_level"] = json!(n.stage2_refs_by_level);
             v["vm"] = n.to_json();
+        }
+        if !self.gpu.is_empty() {
+            v["gpu"] = serde_json::to_value(&self.gpu).expect("serializable");
         }
         v
     }

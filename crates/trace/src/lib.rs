@@ -14,6 +14,7 @@
 mod error;
 pub mod event;
 pub mod format;
+pub mod gpu;
 mod memref;
 pub mod meta;
 mod open;

@@ -25,14 +25,23 @@ use mmulab_sim::reproduce;
       KVM guest: GUPS and a pointer chase, guest 4K/2M x host 4K/2M (walk references per TLB
       miss, translation cycles per reference), whether both stages need large pages, and a
       simulated probe of the virtualized core (docs/virtualization.md).
+  mmulab reproduce v3d-capacity [--json]
+      seed 000's GPU address-space capacity: how many BOs of 4 KiB and 400 KiB fit the
+      V3D's 4 GiB space under the 128K, 4K and size-class alignment policies, allocated
+      in the model, beside the seed's figures, with a sentence on every difference.
+  mmulab reproduce v3d [--plot F.png|F.svg] [--json]
+      seed 000's big/super pages on the Pi 4 and Pi 5 GPU: four GPU workloads, 4K-only
+      PTEs against big/super pages, fresh and fragmented memory: coverage, GPU TLB
+      misses, PTE fetches, flush cost, estimated GPU time, beside the seed's averages
+      (docs/gpu.md); --plot draws the TLB misses.
   mmulab reproduce FILE.toml [--plot F.png|F.svg] [--json]
       an experiment file: a tlb_test experiment (experiments/cortex-a15-tlb-test.toml) prints
       its table and --plot draws PNG or SVG; a policy experiment (kind = \"os_policies\", with
       [[workload]] and [[machine]] tables, like experiments/freebsd.toml) runs as `freebsd`
       does. Every file declares its kind.")]
 pub struct Args {
-    /// `freebsd` (seed 001), `kvm-split` (seed 004) or `nested`, built in; or an experiment file
-    /// (experiments/*.toml).
+    /// `freebsd` (seed 001), `kvm-split` (seed 004), `nested`, `v3d` or `v3d-capacity`
+    /// (seed 000), all built in; or an experiment file (experiments/*.toml).
     #[arg(value_name = "freebsd|FILE")]
     pub file: PathBuf,
     /// Draw the result to FILE (.svg or .png).
@@ -58,6 +67,16 @@ pub fn run(a: Args) -> Result<()> {
     // `nested` (built in) unless a file of that name exists.
     if a.file.as_os_str() == "nested" && !a.file.exists() {
         return super::reproduce_nested::run(a.plot.as_deref(), a.json);
+    }
+    // Seed 000 (GPU), built in the same way.
+    if a.file.as_os_str() == "v3d-capacity" && !a.file.exists() {
+        if a.plot.is_some() {
+            bail!("v3d-capacity draws no picture; drop --plot");
+        }
+        return super::reproduce_gpu::run_capacity(a.json);
+    }
+    if a.file.as_os_str() == "v3d" && !a.file.exists() {
+        return super::reproduce_gpu::run_v3d(a.plot.as_deref(), a.json);
     }
     // An experiment file runs as the kind it declares.
     let origin = a.file.display().to_string();

@@ -19,7 +19,12 @@ pub struct Args {
     #[arg(long, short = 'm', value_name = "NAME_OR_FILE")]
     pub machine: Option<String>,
     /// Trace file to replay.
-    #[arg(long, short, conflicts_with = "workload", required_unless_present = "workload")]
+    #[arg(
+        long,
+        short,
+        conflicts_with = "workload",
+        required_unless_present_any = ["workload", "gpu_workload", "gpu_trace"]
+    )]
     pub trace: Option<PathBuf>,
     /// Trace format: din, lackey, mlt, drmemtrace, champsim, cloudsuite or auto (detected
     /// from content and name).
@@ -54,6 +59,20 @@ pub struct Args {
     /// References between time-series samples.
     #[arg(long, default_value_t = 1_000_000, requires = "timeseries")]
     pub interval: u64,
+    /// GPU profile for --gpu-workload/--gpu-trace: `pi4-v3d`, `pi5-v3d`, `mali-g57` or a
+    /// GPU profile TOML file (docs/gpu.md). The CPU machine is the profile's `cpu`
+    /// unless --machine names one; --set applies to it (memory.size, memory.age...).
+    #[arg(long, value_name = "NAME_OR_FILE")]
+    pub gpu: Option<String>,
+    /// The GPU's page-table variant: `4K-only` or `big-super` (default: the profile's).
+    #[arg(long, value_name = "4K-only|big-super", requires = "gpu")]
+    pub gpu_pages: Option<String>,
+    /// Run a synthetic GPU workload on the GPU, e.g. `texture:textures=8` (docs/gpu.md).
+    #[arg(long, value_name = "SPEC", requires = "gpu", conflicts_with_all = ["trace", "workload", "gpu_trace"])]
+    pub gpu_workload: Option<String>,
+    /// Run a GPU trace file on the GPU (docs/gpu.md, "Trace format").
+    #[arg(long, value_name = "FILE", requires = "gpu", conflicts_with_all = ["trace", "workload"])]
+    pub gpu_trace: Option<PathBuf>,
 }
 
 /// Opens the reference stream the arguments name, a workload laid out for a machine
@@ -197,6 +216,9 @@ pub fn run(a: Args) -> Result<()> {
 }
 
 fn run_to_end(a: Args) -> Result<()> {
+    if a.gpu_workload.is_some() || a.gpu_trace.is_some() {
+        return super::sim_gpu::run(&a);
+    }
     let spec = match &a.machine {
         Some(m) => config::load_machine(m, a.config.as_deref(), &a.sets),
         None => config::load(a.config.as_deref(), &a.sets),

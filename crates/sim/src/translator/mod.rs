@@ -23,9 +23,11 @@
 //! field of the machine holding its requesters, and its events in `Stats`. The stage-1
 //! translator and the machine's hot path do not change.
 
+mod device;
 mod nested;
 mod stage1;
 
+pub use device::Device;
 pub use nested::Nested;
 pub use stage1::Stage1;
 

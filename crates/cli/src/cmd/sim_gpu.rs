@@ -1,0 +1,67 @@
+//! `mmulab sim --gpu PROFILE --gpu-workload SPEC | --gpu-trace FILE`: a GPU beside the
+//! CPU machine, driven by a GPU workload or trace (docs/gpu.md).
+
+use super::sim::Args;
+use anyhow::{Context, Result};
+use mmulab_sim::gpu::{load_profile, GpuStats};
+use mmulab_sim::{config, Machine};
+use mmulab_trace::gpu::workload::GpuWorkload;
+use mmulab_trace::gpu::{GpuSource, TextReader};
+
+pub fn run(a: &Args) -> Result<()> {
+    let gpu = a.gpu.as_deref().context("give --gpu PROFILE")?;
+    let profile = load_profile(gpu, a.gpu_pages.as_deref())?;
+    let machine = a.machine.clone().unwrap_or_else(|| profile.cpu.clone());
+    let spec = config::load_machine(&machine, a.config.as_deref(), &a.sets).context("invalid machine config")?;
+    let mut src: Box<dyn GpuSource> = match (&a.gpu_workload, &a.gpu_trace) {
+        (Some(w), _) => Box::new(GpuWorkload::parse(w)?),
+        (None, Some(p)) => Box::new(TextReader::open(p)?),
+        (None, None) => unreachable!("checked by the caller"),
+    };
+    let mut m = Machine::new(spec)?;
+    let g = m.attach_gpu(&profile)?;
+    let what = src.describe();
+    m.run_gpu(g, src.as_mut())?;
+    if a.json {
+        let mut v = m.stats().to_json();
+        v["source"] = serde_json::Value::String(what);
+        println!("{}", serde_json::to_string(&v)?);
+        return Ok(());
+    }
+    let s = m.gpu_stats(g);
+    println!(
+        "mmulab sim: {what} on GPU {} ({}, {} pages) beside {machine}\n",
+        profile.name, profile.description, s.pages
+    );
+    print!("{}", table(&s));
+    Ok(())
+}
+
+fn table(s: &GpuStats) -> String {
+    let mut out = String::new();
+    let mut row = |k: &str, v: String| out.push_str(&format!("  {k:<28} {v}\n"));
+    row("accesses", s.accesses.to_string());
+    row(
+        "TLB misses",
+        format!("{} ({:.2} per 1,000 accesses)", s.tlb_misses, s.tlb_misses_per_1k),
+    );
+    row("TLB fills 4K/64K/1M/2M", format!("{:?}", s.tlb_fills));
+    row("PTE-cache lookups", s.ptec_lookups.to_string());
+    row("PTE fetches (memory)", s.pte_fetches.to_string());
+    row("scratch-page accesses", s.scratch.to_string());
+    row("MMU flushes", format!("{} ({} cycles)", s.flushes, s.flush_cycles));
+    row("estimated GPU cycles", s.gpu_cycles.to_string());
+    let mb = |b: u64| format!("{:.1} MiB", b as f64 / (1 << 20) as f64);
+    row(
+        "BO bytes in 4K/64K/1M/2M",
+        s.mapped_bytes.iter().map(|&b| mb(b)).collect::<Vec<_>>().join(" / "),
+    );
+    row("coverage (> 4 KiB pages)", format!("{:.1} %", s.coverage * 100.0));
+    row(
+        "BOs created/destroyed/live",
+        format!("{} / {} / {}", s.bos_created, s.bos_destroyed, s.bos_live),
+    );
+    row("scatterlist segments", s.segments.to_string());
+    row("THPs (fallbacks)", format!("{} ({})", s.thp, s.thp_fallbacks));
+    out
+}
