@@ -214,10 +214,6 @@ pub struct Curve {
     pub page_size: PageSize,
     /// References the level saw (of the kinds it serves).
     pub references: u64,
-    /// Distinct translation entries referenced (summed over cores).
-    pub distinct_entries: u64,
-    /// Misses at every size: first references to an entry.
-    pub cold_misses: u64,
     /// Trace events (unmaps, exits) met and not modelled.
     pub events: u64,
     /// False when the run was stopped (Ctrl-C) before the end of the trace.
@@ -233,9 +229,8 @@ pub struct Curve {
 /// The state of one core's TLB.
 struct Core {
     fa: StackDistance,
-    /// `hist[d]` for d < N; `hist[N]`: distance N or more.
+    /// `hist[d]` for d < N (first references and distances of N or more are the rest).
     hist: Vec<u64>,
-    cold: u64,
     sets: Vec<SetStacks>,
     shards: Option<Shards>,
     last: u64,
@@ -248,7 +243,6 @@ struct Shards {
     rate: f64,
     stack: StackDistance,
     hist: Vec<u64>,
-    cold: u64,
     refs: u64,
 }
 
@@ -264,16 +258,15 @@ impl Core {
     fn new(o: &MrcOptions) -> Core {
         let n = o.max_entries;
         Core {
-            fa: StackDistance::new(),
+            fa: StackDistance::with_limit(n),
             hist: vec![0; n + 1],
-            cold: 0,
             sets: o.sets.iter().map(|&s| SetStacks::new(s, n / s)).collect(),
             shards: o.sample.map(|rate| Shards {
                 threshold: (rate * (1u64 << SAMPLE_BITS) as f64).round().max(1.0) as u64,
                 rate,
-                stack: StackDistance::new(),
+                // Sampled distances d' stand for d'/rate: below N means d' < N * rate.
+                stack: StackDistance::with_limit((n as f64 * rate).ceil() as usize + 1),
                 hist: vec![0; n + 1],
-                cold: 0,
                 refs: 0,
             }),
             last: u64::MAX,
@@ -299,9 +292,8 @@ impl Core {
             return;
         }
         self.last = key;
-        match self.fa.access(key) {
-            Some(d) => self.hist[(d as usize).min(n)] += 1,
-            None => self.cold += 1,
+        if let Some(d) = self.fa.access(key) {
+            self.hist[(d as usize).min(n)] += 1;
         }
         for s in &mut self.sets {
             s.access(key, vpn);
@@ -311,10 +303,9 @@ impl Core {
             if mix(key) & ((1 << SAMPLE_BITS) - 1) < sh.threshold {
                 self.last_sampled = true;
                 sh.refs += 1;
-                match sh.stack.access(key) {
-                    // A sampled distance d' stands for d'/rate distinct entries.
-                    Some(d) => sh.hist[((d as f64 / sh.rate) as usize).min(n)] += 1,
-                    None => sh.cold += 1,
+                // A sampled distance d' stands for d'/rate distinct entries.
+                if let Some(d) = sh.stack.access(key) {
+                    sh.hist[((d as f64 / sh.rate) as usize).min(n)] += 1;
                 }
             }
         }
@@ -322,7 +313,7 @@ impl Core {
 }
 
 /// Misses at sizes 1..=N from a histogram of distances (`hist[N]`: N or more) and the
-/// references counted in it plus cold misses.
+/// references (the misses at size N and beyond are those not in it).
 fn misses_by_size(hist: &[u64], total: u64) -> Vec<u64> {
     let n = hist.len() - 1;
     let mut hits = 0u64;
@@ -399,7 +390,6 @@ fn assemble(opts: &MrcOptions, state: &[Core], refs: u64, events: u64, complete:
         h
     };
     let hist = sum(&|c| &c.hist, n + 1);
-    let cold: u64 = state.iter().map(|c| c.cold).sum();
     let curve: Vec<Point> = misses_by_size(&hist, refs)
         .into_iter()
         .enumerate()
@@ -469,8 +459,6 @@ fn assemble(opts: &MrcOptions, state: &[Core], refs: u64, events: u64, complete:
         level: opts.level.clone(),
         page_size: opts.page_size,
         references: refs,
-        distinct_entries: state.iter().map(|c| c.fa.distinct()).sum(),
-        cold_misses: cold,
         events,
         complete,
         curve,

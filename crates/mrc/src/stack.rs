@@ -12,6 +12,11 @@
 //! one prefix sum and two point updates, each O(log W) for a window of W times. When the
 //! window fills, the live times are renumbered 0..live in order (compaction) and the
 //! window is sized to twice the live keys, so the amortised cost stays O(log n).
+//!
+//! A curve up to N entries needs only distances below N: [`StackDistance::with_limit`]
+//! keeps the N most recent keys and forgets older ones (a reference to a forgotten key
+//! is "N or more", a miss at every size up to N), so time and memory depend on N, not on
+//! the trace's footprint.
 
 use foldhash::fast::FixedState;
 use std::collections::hash_map::Entry;
@@ -36,6 +41,10 @@ pub struct StackDistance {
     live: u32,
     /// The most recent key: a repeat has distance 0 and changes nothing.
     mru: u64,
+    /// Keys kept at most (the oldest is forgotten beyond).
+    limit: u32,
+    /// No live time is below this (where the search for the oldest key starts).
+    oldest: u32,
 }
 
 impl Default for StackDistance {
@@ -45,9 +54,17 @@ impl Default for StackDistance {
 }
 
 impl StackDistance {
-    /// An empty stack.
+    /// An empty stack that keeps every key (exact distances of any size).
     pub fn new() -> StackDistance {
+        StackDistance::with_limit(u32::MAX as usize)
+    }
+
+    /// An empty stack that reports distances below `limit` exactly and every larger one,
+    /// like a first reference, as `None`.
+    pub fn with_limit(limit: usize) -> StackDistance {
         StackDistance {
+            limit: limit.clamp(1, u32::MAX as usize) as u32,
+            oldest: 0,
             last: HashMap::with_hasher(FixedState::default()),
             tree: vec![0; MIN_WINDOW + 1],
             slot_key: vec![NONE; MIN_WINDOW],
@@ -57,13 +74,13 @@ impl StackDistance {
         }
     }
 
-    /// Distinct keys seen.
+    /// Keys kept (distinct keys seen, when there is no limit).
     pub fn distinct(&self) -> u64 {
         self.live as u64
     }
 
     /// References `key`; returns its stack distance, or `None` on its first reference
-    /// (a cold miss at every size).
+    /// (a cold miss at every size) or when the distance is the limit or more.
     #[inline]
     pub fn access(&mut self, key: u64) -> Option<u64> {
         debug_assert_ne!(key, NONE);
@@ -95,7 +112,24 @@ impl StackDistance {
         };
         add(&mut self.tree, t, 1);
         self.slot_key[t as usize] = key;
+        if self.live > self.limit {
+            self.forget_oldest();
+        }
         d
+    }
+
+    /// Forgets the least recently referenced key.
+    fn forget_oldest(&mut self) {
+        let mut o = self.oldest as usize;
+        while self.slot_key[o] == NONE {
+            o += 1;
+        }
+        let k = self.slot_key[o];
+        self.last.remove(&k);
+        add(&mut self.tree, o as u32, u32::MAX);
+        self.slot_key[o] = NONE;
+        self.live -= 1;
+        self.oldest = o as u32 + 1;
     }
 
     /// Renumbers the live times 0..live in order and resizes the window to twice the
@@ -128,6 +162,7 @@ impl StackDistance {
         self.tree = tree;
         self.slot_key = keys;
         self.now = live as u32;
+        self.oldest = 0;
     }
 }
 
@@ -183,6 +218,31 @@ mod tests {
         let got: Vec<_> = keys.iter().map(|&k| s.access(k)).collect();
         assert_eq!(got, vec![None, None, None, Some(2), Some(0), Some(2), None, Some(3)]);
         assert_eq!(s.distinct(), 4);
+    }
+
+    #[test]
+    fn limit_forgets_the_oldest() {
+        // Limit 2 over a b c a b b d a: distances below 2 are exact, the rest None.
+        // a -, b -, c - (a forgotten), a - (3 keys ago: b forgotten), b - (c forgotten),
+        // b 0, d -, a: {b, d} since -> 2, not below 2 -> None.
+        let mut s = StackDistance::with_limit(2);
+        let got: Vec<_> = [1, 2, 3, 1, 2, 2, 4, 1].iter().map(|&k| s.access(k)).collect();
+        assert_eq!(got, vec![None, None, None, None, None, Some(0), None, None]);
+        // And against the plain definition on a long random stream, limit 100.
+        let mut x = 99u64;
+        let keys: Vec<u64> = (0..50_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x % 500
+            })
+            .collect();
+        let mut s = StackDistance::with_limit(100);
+        let got: Vec<_> = keys.iter().map(|&k| s.access(k)).collect();
+        let want: Vec<_> = naive(&keys).into_iter().map(|d| d.filter(|&d| d < 100)).collect();
+        assert_eq!(got, want);
+        assert!(s.distinct() <= 100);
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod format;
 mod memref;
 pub mod meta;
 mod open;
+pub mod readahead;
 pub mod record;
 pub mod summary;
 pub mod units;
@@ -26,7 +27,8 @@ pub use error::TraceError;
 pub use event::{Batch, Event, EventAt};
 pub use memref::{AccessKind, MemRef};
 pub use meta::{TraceMeta, Vma};
-pub use open::{open_trace, open_trace_with, CoreMap, Format, Interleave, TraceOptions};
+pub use open::{open_inline, open_trace, open_trace_with, CoreMap, Format, Interleave, TraceOptions};
+pub use readahead::ReadAhead;
 
 /// A stream of memory references, read in batches.
 pub trait TraceSource {

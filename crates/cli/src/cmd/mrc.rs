@@ -121,8 +121,8 @@ pub fn run(a: Args) -> Result<()> {
         return Ok(());
     }
     println!(
-        "mmulab mrc: {what}, level {} ({} pages), {} references, {} distinct entries, {} cold misses",
-        c.level, c.page_size, c.references, c.distinct_entries, c.cold_misses
+        "mmulab mrc: {what}, level {} ({} pages), {} references",
+        c.level, c.page_size, c.references
     );
     if c.events > 0 {
         println!(
