@@ -25,6 +25,8 @@ enum Command {
     Demo(cmd::demo::Args),
     /// Simulate a trace or workload on a machine config.
     Sim(cmd::sim::Args),
+    /// Miss-ratio curves of a TLB level: every size 1..N in one pass (LRU, exact).
+    Mrc(cmd::mrc::Args),
     /// Convert a trace between formats.
     Convert(cmd::convert::Args),
     /// Summarise a trace: counts by kind, threads, address spaces, footprint, markers.
@@ -47,6 +49,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Sim(a) => cmd::sim::run(a),
+        Command::Mrc(a) => cmd::mrc::run(a),
         Command::Convert(a) => cmd::convert::run(a),
         Command::TraceInfo(a) => cmd::trace_info::run(a),
         Command::Record(a) => cmd::record::run(a),

@@ -20,7 +20,7 @@
 //! memory: no file system, just frame checks, zstd and the column decoder.
 
 use mmulab_trace::format::mlt::{MltReader, MltWriter};
-use mmulab_trace::{open_trace_with, workload, Batch, Format, TraceOptions, TraceSource};
+use mmulab_trace::{open_inline as open_trace_with, workload, Batch, Format, TraceOptions, TraceSource};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;

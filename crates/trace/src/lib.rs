@@ -18,6 +18,7 @@ pub mod gpu;
 mod memref;
 pub mod meta;
 mod open;
+pub mod readahead;
 pub mod record;
 pub mod summary;
 pub mod units;
@@ -27,7 +28,8 @@ pub use error::TraceError;
 pub use event::{Batch, Event, EventAt};
 pub use memref::{AccessKind, MemRef};
 pub use meta::{TraceMeta, Vma};
-pub use open::{open_trace, open_trace_with, CoreMap, Format, Interleave, TraceOptions};
+pub use open::{open_inline, open_trace, open_trace_with, CoreMap, Format, Interleave, TraceOptions};
+pub use readahead::ReadAhead;
 
 /// A stream of memory references, read in batches.
 pub trait TraceSource {

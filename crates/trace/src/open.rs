@@ -8,6 +8,7 @@ use crate::format::drmemtrace::{self, DrDirReader, DrOptions, DrReader};
 use crate::format::input::{open_input, sniff, Container, WithProgress};
 use crate::format::mlt::{self, MltReader};
 use crate::format::{din::DinReader, lackey::LackeyReader, LineReader};
+use crate::readahead::ReadAhead;
 use crate::{TraceError, TraceSource};
 use std::path::Path;
 
@@ -190,8 +191,14 @@ pub fn open_trace(path: &Path, format: Option<Format>) -> Result<Box<dyn TraceSo
     )
 }
 
-/// Opens `path` (a file, or a drmemtrace directory) as a streaming trace.
+/// Opens `path` (a file, or a drmemtrace directory) as a streaming trace, decompressed and
+/// decoded on a second thread ([`ReadAhead`]).
 pub fn open_trace_with(path: &Path, opts: &TraceOptions) -> Result<Box<dyn TraceSource + Send>, TraceError> {
+    Ok(Box::new(ReadAhead::new(open_inline(path, opts)?)))
+}
+
+/// [`open_trace_with`] without the second thread: the reader itself.
+pub fn open_inline(path: &Path, opts: &TraceOptions) -> Result<Box<dyn TraceSource + Send>, TraceError> {
     let format = match opts.format {
         Some(f) => f,
         None => Format::detect_path(path)?,

@@ -2,6 +2,7 @@ pub mod bench;
 pub mod convert;
 pub mod demo;
 pub mod machines;
+pub mod mrc;
 pub mod probe;
 pub mod probe_sim;
 pub mod record;
