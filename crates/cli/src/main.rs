@@ -25,6 +25,9 @@ enum Command {
     Demo(cmd::demo::Args),
     /// Simulate a trace or workload on a machine config.
     Sim(cmd::sim::Args),
+    /// Sweep configurations: parameters crossed into points, each a `sim` run, on a local
+    /// pool or Ray; results as Parquet or CSV, resumable.
+    Sweep(cmd::sweep::Args),
     /// Convert a trace between formats.
     Convert(cmd::convert::Args),
     /// Summarise a trace: counts by kind, threads, address spaces, footprint, markers.
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Sim(a) => cmd::sim::run(a),
+        Command::Sweep(a) => cmd::sweep::run(a),
         Command::Convert(a) => cmd::convert::run(a),
         Command::TraceInfo(a) => cmd::trace_info::run(a),
         Command::Record(a) => cmd::record::run(a),

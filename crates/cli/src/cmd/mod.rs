@@ -8,4 +8,5 @@ pub mod record;
 pub mod reproduce;
 pub mod reproduce_os;
 pub mod sim;
+pub mod sweep;
 pub mod trace_info;
