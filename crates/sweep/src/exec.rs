@@ -120,20 +120,20 @@ impl Executor for Ray {
         let logs = logs.join().unwrap_or_default();
         if !status.success() {
             // The driver's own message is its last line of the form `mmulab: …`.
-            let msg = logs
-                .lines()
-                .rev()
-                .find(|l| l.starts_with("mmulab: "))
-                .map(|l| l.trim_start_matches("mmulab: ").to_string())
-                .unwrap_or_else(|| {
+            let own = logs.lines().rev().find(|l| l.starts_with("mmulab: "));
+            let msg = match own {
+                Some(l) if l.contains("Ray cluster") => l.trim_start_matches("mmulab: ").to_string(),
+                Some(l) => format!("{whom}: {}", l.trim_start_matches("mmulab: ")),
+                None => {
                     let tail: Vec<&str> = logs.lines().rev().take(15).collect();
                     format!(
-                        "the Ray driver ({} -m mmulab.sweep_ray) failed ({status}):\n{}",
+                        "{whom}: the Ray driver ({} -m mmulab.sweep_ray) failed ({status}):\n{}",
                         self.python,
                         tail.into_iter().rev().collect::<Vec<_>>().join("\n")
                     )
-                });
-            return Err(SweepError::Executor(format!("{whom}: {msg}")));
+                }
+            };
+            return Err(SweepError::Executor(msg));
         }
         match bad_line {
             Some(m) => Err(SweepError::Executor(m)),

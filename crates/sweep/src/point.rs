@@ -72,6 +72,10 @@ pub struct Point {
     pub machine: Option<String>,
     /// Config file laid over the machine, if any.
     pub config: Option<PathBuf>,
+    /// Config TOML text laid over the machine, as a config file is (the Python
+    /// package's `config=` argument); used instead of `config` when given.
+    #[serde(default)]
+    pub config_toml: Option<String>,
     /// `--set` overrides, shared ones first.
     pub sets: Vec<String>,
     /// Trace or workload.
@@ -102,9 +106,10 @@ pub struct Row {
 impl Point {
     /// The validated machine of this point, exactly as `mmulab sim` builds it.
     pub fn spec(&self) -> Result<config::MachineSpec, SweepError> {
-        let r = match &self.machine {
-            Some(m) => config::load_machine(m, self.config.as_deref(), &self.sets),
-            None => config::load(self.config.as_deref(), &self.sets),
+        let r = match (&self.config_toml, &self.machine) {
+            (Some(text), machine) => inline(text, machine.as_deref(), &self.sets),
+            (None, Some(m)) => config::load_machine(m, self.config.as_deref(), &self.sets),
+            (None, None) => config::load(self.config.as_deref(), &self.sets),
         };
         r.map_err(|e| SweepError::Point(e.to_string()))
     }
@@ -157,6 +162,25 @@ impl Point {
     }
 }
 
+/// A config given as TOML text, with a machine under it as `--machine` puts one
+/// (`config::load_machine`'s rule: the text's own `[machine] name` is replaced).
+fn inline(text: &str, machine: Option<&str>, sets: &[String]) -> Result<config::MachineSpec, mmulab_sim::SimError> {
+    let mut table: toml::Table = toml::from_str(text)
+        .map_err(|e| mmulab_sim::SimError::Config(format!("config: {}", e.to_string().trim_end())))?;
+    if let Some(m) = machine {
+        match table.entry("machine").or_insert_with(|| toml::Value::Table(toml::Table::new())) {
+            toml::Value::Table(t) => {
+                t.insert("name".into(), toml::Value::String(m.into()));
+            }
+            _ => return Err(mmulab_sim::SimError::Config("config: `machine` must be a table".into())),
+        }
+    }
+    // `from_table` names a config without a path "built-in default config".
+    config::from_table(table, None, sets).map_err(|e| {
+        mmulab_sim::SimError::Config(e.to_string().replacen("built-in default config", "the config given", 1))
+    })
+}
+
 /// Gives every point its id: blake3 over the resolved machine (its `Debug` form, which
 /// names every resolved field), the trace's content id (blake3 of its bytes; a
 /// workload's spec), the reader options and the mmulab version. A point whose config
@@ -182,7 +206,7 @@ pub fn identify(points: &mut [Point]) -> Result<(usize, Option<String>), SweepEr
             Err(e) => {
                 bad += 1;
                 first.get_or_insert(e.to_string());
-                format!("unresolved:{:?}|{:?}|{:?}", p.machine, p.config, p.sets)
+                format!("unresolved:{:?}|{:?}|{:?}|{:?}", p.machine, p.config, p.config_toml, p.sets)
             }
         };
         let mut h = blake3::Hasher::new();

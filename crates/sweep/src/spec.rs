@@ -217,6 +217,7 @@ impl Spec {
                 params: Vec::new(),
                 machine: s("machine")?.map(|m| self.machine(&m)),
                 config: s("config")?.map(|c| self.dir.join(c)),
+                config_toml: None,
                 sets: sets.clone(),
                 source: match (s("trace")?, s("workload")?) {
                     (Some(t), _) => Source::Trace(self.dir.join(t)),
