@@ -168,7 +168,10 @@ fn inline(text: &str, machine: Option<&str>, sets: &[String]) -> Result<config::
     let mut table: toml::Table = toml::from_str(text)
         .map_err(|e| mmulab_sim::SimError::Config(format!("config: {}", e.to_string().trim_end())))?;
     if let Some(m) = machine {
-        match table.entry("machine").or_insert_with(|| toml::Value::Table(toml::Table::new())) {
+        match table
+            .entry("machine")
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+        {
             toml::Value::Table(t) => {
                 t.insert("name".into(), toml::Value::String(m.into()));
             }
@@ -206,7 +209,10 @@ pub fn identify(points: &mut [Point]) -> Result<(usize, Option<String>), SweepEr
             Err(e) => {
                 bad += 1;
                 first.get_or_insert(e.to_string());
-                format!("unresolved:{:?}|{:?}|{:?}|{:?}", p.machine, p.config, p.config_toml, p.sets)
+                format!(
+                    "unresolved:{:?}|{:?}|{:?}|{:?}",
+                    p.machine, p.config, p.config_toml, p.sets
+                )
             }
         };
         let mut h = blake3::Hasher::new();

@@ -24,6 +24,37 @@ const SWEEP_KEYS: &[&str] = &[
 /// Parameter names that are not config keys.
 const SPECIAL: &[&str] = &["machine", "config", "trace", "workload"];
 
+/// The keys of `[params]` in the order the text has them (serde visits a TOML table's
+/// keys in document order).
+#[derive(serde::Deserialize)]
+struct InOrder {
+    #[serde(default)]
+    params: Option<Keys>,
+}
+
+struct Keys(Vec<String>);
+
+impl<'de> serde::Deserialize<'de> for Keys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Keys, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Keys;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a table")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Keys, A::Error> {
+                let mut keys = Vec::new();
+                while let Some(k) = m.next_key::<String>()? {
+                    m.next_value::<serde::de::IgnoredAny>()?;
+                    keys.push(k);
+                }
+                Ok(Keys(keys))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
 /// How parameter lists combine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -61,9 +92,16 @@ impl Spec {
 
     /// Parses spec text; `origin` names it in messages, relative paths are taken from `dir`.
     pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<Spec, SweepError> {
-        let table: toml::Table =
-            toml::from_str(text).map_err(|e| SweepError::Spec(format!("{origin}: {}", e.to_string().trim_end())))?;
-        Spec::from_table(table, origin, dir)
+        let err = |e: toml::de::Error| SweepError::Spec(format!("{origin}: {}", e.to_string().trim_end()));
+        let table: toml::Table = toml::from_str(text).map_err(err)?;
+        let mut spec = Spec::from_table(table, origin, dir)?;
+        // A `toml::Table` sorts its keys; the parameters keep the order they are written in.
+        let order: InOrder = toml::from_str(text).map_err(err)?;
+        if let Some(keys) = order.params {
+            spec.params
+                .sort_by_key(|(k, _)| keys.0.iter().position(|x| x == k).unwrap_or(usize::MAX));
+        }
+        Ok(spec)
     }
 
     /// Builds a spec from a parsed TOML table.
