@@ -54,11 +54,17 @@ impl Journal {
         if self.file.is_none() {
             let f = std::fs::OpenOptions::new()
                 .create(true)
+                .read(true)
                 .append(true)
                 .open(&self.path)
                 .map_err(err)?;
             // A line torn by a crash gets its end, so the next row starts a line.
-            let torn = std::fs::read(&self.path).map_or(false, |b| b.last().is_some_and(|&c| c != b'\n'));
+            let len = f.metadata().map_err(err)?.len();
+            let mut last = [b'\n'];
+            if len > 0 {
+                std::os::unix::fs::FileExt::read_at(&f, &mut last, len - 1).map_err(err)?;
+            }
+            let torn = last[0] != b'\n';
             let mut f = f;
             if torn {
                 f.write_all(b"\n").map_err(err)?;
