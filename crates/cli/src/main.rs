@@ -27,6 +27,9 @@ enum Command {
     Sim(cmd::sim::Args),
     /// Miss-ratio curves of a TLB level: every size 1..N in one pass (LRU, exact).
     Mrc(cmd::mrc::Args),
+    /// Sweep configurations: parameters crossed into points, each a `sim` run, on a local
+    /// pool or Ray; results as Parquet or CSV, resumable.
+    Sweep(cmd::sweep::Args),
     /// Convert a trace between formats.
     Convert(cmd::convert::Args),
     /// Summarise a trace: counts by kind, threads, address spaces, footprint, markers.
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Sim(a) => cmd::sim::run(a),
         Command::Mrc(a) => cmd::mrc::run(a),
+        Command::Sweep(a) => cmd::sweep::run(a),
         Command::Convert(a) => cmd::convert::run(a),
         Command::TraceInfo(a) => cmd::trace_info::run(a),
         Command::Record(a) => cmd::record::run(a),

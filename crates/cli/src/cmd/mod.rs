@@ -13,4 +13,5 @@ pub mod reproduce_nested;
 pub mod reproduce_os;
 pub mod sim;
 pub mod sim_gpu;
+pub mod sweep;
 pub mod trace_info;

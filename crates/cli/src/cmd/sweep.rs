@@ -1,0 +1,268 @@
+//! `mmulab sweep SPEC.toml`: many configurations, each point one `mmulab sim` run, on a
+//! local pool or Ray; results in a Parquet or CSV file, resumable (docs/sweep.md).
+
+use crate::output::OutputFile;
+use crate::progress::Ticker;
+use anyhow::{bail, Context, Result};
+use mmulab_sweep::{journal, Executor, Plan, Pool, Ray, Row, Spec, Table};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Run a sweep: parameters crossed into points, each simulated like `mmulab sim`.
+#[derive(clap::Args)]
+#[command(after_help = "The spec (docs/sweep.md):
+  [sweep]
+  machine = \"skylake\"                  # shared by every point (or config, set, trace, workload…)
+  workload = \"gups:table=256MiB,refs=2M\"
+  [params]
+  \"tlb.l2.entries\" = [512, 1024, 1536]  # any config key, or machine, config, trace, workload
+  \"os.policy\" = [\"fixed\", \"linux-thp\"]
+
+A re-run with the same output skips the points its journal (OUTPUT.journal) holds as
+finished and re-runs the failed ones.")]
+pub struct Args {
+    /// The sweep spec (TOML; docs/sweep.md).
+    #[arg(value_name = "SPEC.toml")]
+    pub spec: PathBuf,
+    /// Results file: .parquet (default) or .csv. Default: the spec's `output`, else the
+    /// spec's name with .parquet.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Where points run: `local` (threads on this machine) or `ray`.
+    #[arg(long, default_value = "local", value_parser = ["local", "ray"])]
+    pub executor: String,
+    /// Local pool: threads (default: every core).
+    #[arg(long, short)]
+    pub jobs: Option<usize>,
+    /// Ray: the head of an existing cluster (HOST:PORT); default: start a local one.
+    #[arg(long)]
+    pub address: Option<String>,
+    /// Ray: the Python interpreter with the `mmulab` package and Ray (docs/python.md).
+    #[arg(long, default_value = "python3")]
+    pub python: String,
+    /// Print one JSON object (counts and the rows) instead of the summary table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The results file's format.
+enum Kind {
+    Parquet,
+    Csv,
+}
+
+fn kind_of(path: &Path) -> Result<Kind> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("parquet") => Ok(Kind::Parquet),
+        Some("csv") => Ok(Kind::Csv),
+        _ => bail!("{}: the results file must end in .parquet or .csv", path.display()),
+    }
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let spec = Spec::read(&a.spec)?;
+    let output = a
+        .output
+        .clone()
+        .or_else(|| spec.output.clone())
+        .unwrap_or_else(|| a.spec.with_extension("parquet"));
+    let kind = kind_of(&output)?;
+    if a.address.is_some() && a.executor != "ray" {
+        bail!("--address is for --executor ray");
+    }
+    let journal_path = PathBuf::from(format!("{}.journal", output.display()));
+    let previous = journal::read(&journal_path)?;
+    let plan = Plan::new(&spec, &previous)?;
+    let total = plan.points.len();
+    eprintln!(
+        "mmulab: sweep {}: {total} point{}: {} finished before (skipped), {} failed before (re-run), {} new",
+        a.spec.display(),
+        if total == 1 { "" } else { "s" },
+        plan.done.len(),
+        plan.rerun_failed,
+        plan.todo.len() - plan.rerun_failed
+    );
+    let mut executor: Box<dyn Executor> = match a.executor.as_str() {
+        "ray" => Box::new(Ray {
+            python: a.python.clone(),
+            address: a.address.clone(),
+        }),
+        _ => Box::new(match a.jobs {
+            Some(0) => bail!("--jobs must be at least 1"),
+            Some(n) => Pool { jobs: n },
+            None => Pool::all_cores(),
+        }),
+    };
+    crate::signals::stop_on_interrupt();
+    let finished = Arc::new(AtomicU64::new(plan.done.len() as u64));
+    let seen = finished.clone();
+    let ticker = Ticker::start(
+        &format!("sweep {}", a.spec.display()),
+        Box::new(move || {
+            Some((
+                mmulab_sim::references_simulated(),
+                Some((seen.load(Ordering::Relaxed), total as u64)),
+            ))
+        }),
+    );
+    let mut journal = journal::Journal::new(&journal_path);
+    let mut rows: Vec<Row> = plan.done.clone();
+    let mut journal_error = None;
+    let res = executor.run(&plan.todo, &mut |row| {
+        // A point stopped by Ctrl-C is not a result: it runs again next time.
+        if !row.complete {
+            return;
+        }
+        if let Err(e) = journal.append(&row) {
+            journal_error.get_or_insert(e);
+        }
+        finished.fetch_add(1, Ordering::Relaxed);
+        rows.push(row);
+    });
+    drop(ticker);
+    rows.sort_by_key(|r| r.index);
+    let new = rows.len() - plan.done.len();
+    // Whatever finished is written, whole, even when the executor failed after it.
+    if new > 0 || !output.exists() && res.is_ok() {
+        write_results(&output, kind, &rows)?;
+        write_manifest(&output, &plan, &rows)?;
+    }
+    if let Some(e) = journal_error {
+        return Err(e.into());
+    }
+    res.with_context(|| match new {
+        0 => "no point ran; no results file was written".to_string(),
+        n => format!(
+            "{n} points finished before the failure; they are in {}",
+            output.display()
+        ),
+    })?;
+    print_summary(&a, &rows, &plan, total, &output)
+}
+
+/// Writes the table as one file, through a temporary file renamed over the target.
+fn write_results(output: &Path, kind: Kind, rows: &[Row]) -> Result<()> {
+    let refs: Vec<&Row> = rows.iter().collect();
+    let table = Table::of(&refs);
+    let out = OutputFile::new(output)?;
+    let f = out.open()?;
+    match kind {
+        Kind::Csv => {
+            let mut w = std::io::BufWriter::new(f);
+            table
+                .write_csv(&mut w)
+                .and_then(|_| w.flush())
+                .with_context(|| format!("writing {}", output.display()))?;
+        }
+        Kind::Parquet => table
+            .write_parquet(f)
+            .with_context(|| format!("writing {}", output.display()))?,
+    }
+    out.commit()
+}
+
+/// Writes OUTPUT.manifest.json: every point of the spec with its id, parameters and
+/// status (`ok`, `error` or `pending`).
+fn write_manifest(output: &Path, plan: &Plan, rows: &[Row]) -> Result<()> {
+    let by_id: std::collections::HashMap<&str, &Row> = rows.iter().map(|r| (r.id.as_str(), r)).collect();
+    let points: Vec<serde_json::Value> = plan
+        .points
+        .iter()
+        .map(|p| {
+            let status = match by_id.get(p.id.as_str()) {
+                Some(r) if r.error.is_some() => "error",
+                Some(_) => "ok",
+                None => "pending",
+            };
+            serde_json::json!({
+                "id": p.id,
+                "index": p.index,
+                "params": p.params.iter().cloned().collect::<serde_json::Map<_, _>>(),
+                "status": status,
+            })
+        })
+        .collect();
+    let v = serde_json::json!({ "mmulab": env!("CARGO_PKG_VERSION"), "points": points });
+    let path = PathBuf::from(format!("{}.manifest.json", output.display()));
+    crate::output::write(&path, format!("{}\n", serde_json::to_string_pretty(&v)?).as_bytes())
+}
+
+/// The summary: counts, then one line per point (its parameters and a few statistics).
+fn print_summary(a: &Args, rows: &[Row], plan: &Plan, total: usize, output: &Path) -> Result<()> {
+    let failed = rows.iter().filter(|r| r.error.is_some()).count();
+    let pending = total - rows.len();
+    if a.json {
+        let v = serde_json::json!({
+            "points": total,
+            "ok": rows.len() - failed,
+            "failed": failed,
+            "pending": pending,
+            "skipped": plan.done.len(),
+            "rerun_failed": plan.rerun_failed,
+            "output": output.display().to_string(),
+        });
+        println!("{}", serde_json::to_string(&v)?);
+        return Ok(());
+    }
+    let names: Vec<&str> = plan
+        .points
+        .first()
+        .map_or(Vec::new(), |p| p.params.iter().map(|(k, _)| k.as_str()).collect());
+    let stat = |r: &Row, k: &str| {
+        r.stats
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| mmulab_sweep::table::text(v))
+    };
+    let mut lines = vec![names
+        .iter()
+        .map(|s| s.to_string())
+        .chain(["references", "walks", "cycles/ref", "status"].map(String::from))
+        .collect::<Vec<_>>()];
+    for r in rows {
+        let mut l: Vec<String> = r.params.iter().map(|(_, v)| mmulab_sweep::table::text(v)).collect();
+        for k in ["references", "walks.count", "cycles.per_reference"] {
+            l.push(stat(r, k).map_or("-".into(), |s| match s.parse::<f64>() {
+                Ok(f) if s.contains('.') => format!("{f:.3}"),
+                _ => s,
+            }));
+        }
+        l.push(match &r.error {
+            Some(e) => format!("error: {e}"),
+            None => "ok".into(),
+        });
+        lines.push(l);
+    }
+    let cols = lines[0].len();
+    let width: Vec<usize> = (0..cols - 1)
+        .map(|c| lines.iter().map(|l| l[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    out += &format!(
+        "sweep {}: {total} points, {} ok, {failed} failed, {pending} not run; {} skipped (finished before), {} failed before and re-run\nresults: {}\n\n",
+        a.spec.display(),
+        rows.len() - failed,
+        plan.done.len(),
+        plan.rerun_failed,
+        output.display()
+    );
+    for l in &lines {
+        let mut s = String::new();
+        for (c, cell) in l.iter().enumerate() {
+            if c + 1 < cols {
+                s += &format!("{cell:<w$}  ", w = width[c]);
+            } else {
+                s += cell;
+            }
+        }
+        out += s.trim_end();
+        out += "\n";
+    }
+    print!("{out}");
+    if mmulab_sim::stop_requested() {
+        println!("the sweep was stopped: {pending} points not run; run the same command again to finish them");
+    }
+    Ok(())
+}

@@ -1,0 +1,99 @@
+"""mmulab from Python: the simulator and the sweep engine of the mmulab CLI.
+
+``sim`` runs one configuration, ``sweep`` a spec of many (a pandas DataFrame, one row
+per point), ``machines`` lists the machine catalog. Configs and specs are dicts or TOML
+text, validated by the same Rust code as the CLI's; simulations run with the GIL
+released. docs/python.md documents every function.
+"""
+
+import json
+import os
+
+from . import _native
+
+__version__ = _native.__version__
+__all__ = ["sim", "sweep", "machines"]
+
+
+def _toml(value, what):
+    """TOML text of a dict or a TOML string (None stays None)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return _native.toml_of_json(json.dumps(value))
+    raise TypeError(f"{what} must be a dict or TOML text, not {type(value).__name__}")
+
+
+def _sets(set):
+    if set is None:
+        return []
+    if isinstance(set, dict):
+        return [f"{k}={_toml({'v': v}, 'set')[4:].strip()}" for k, v in set.items()]
+    return list(set)
+
+
+def sim(config=None, *, machine=None, workload=None, trace=None, set=None, format="auto"):
+    """Simulates one configuration; returns the statistics ``mmulab sim --json`` prints.
+
+    config: a config dict or TOML text (docs/config.md), laid over ``machine`` (a
+    catalog name or machine file) or, with neither, the built-in default machine.
+    workload (e.g. ``"gups:table=64MiB,refs=1M"``) or trace (a path): exactly one.
+    set: overrides as ``--set`` takes them, a list of ``"key=value"`` or a dict.
+    """
+    if (workload is None) == (trace is None):
+        raise ValueError("give exactly one of workload= and trace=")
+    out = _native.sim(
+        _toml(config, "config"),
+        machine,
+        _sets(set),
+        workload,
+        None if trace is None else os.fspath(trace),
+        format,
+    )
+    return json.loads(out)
+
+
+def _spec(spec):
+    """(TOML text, base directory) of a spec given as a dict, TOML text or a file path."""
+    if isinstance(spec, dict):
+        return _toml(spec, "spec"), os.getcwd()
+    if isinstance(spec, os.PathLike) or (isinstance(spec, str) and spec.endswith(".toml") and "\n" not in spec):
+        path = os.fspath(spec)
+        with open(path, encoding="utf-8") as f:
+            return f.read(), os.path.dirname(os.path.abspath(path))
+    if isinstance(spec, str):
+        return spec, os.getcwd()
+    raise TypeError(f"spec must be a dict, TOML text or a .toml path, not {type(spec).__name__}")
+
+
+def _frame(rows_json):
+    import pandas
+
+    t = json.loads(_native.table(rows_json))
+    return pandas.DataFrame(t["rows"], columns=t["columns"])
+
+
+def sweep(spec, *, jobs=None, executor="local", address=None):
+    """Runs a sweep spec (docs/sweep.md) and returns a pandas DataFrame, one row per
+    point in spec order, with the columns of ``mmulab sweep``'s results file.
+
+    spec: a dict, TOML text or the path of a .toml file (relative paths in it are taken
+    from its directory; for a dict or text, from the current directory).
+    executor: ``"local"`` (threads, ``jobs`` of them, default every core) or ``"ray"``
+    (each point a Ray task on the cluster at ``address``, or a local one).
+    """
+    text, base = _spec(spec)
+    if executor == "local":
+        return _frame(_native.sweep(text, base, jobs))
+    if executor == "ray":
+        from . import sweep_ray
+
+        points = json.loads(_native.expand(text, base))
+        rows = list(sweep_ray.run(points, address))
+        return _frame(json.dumps(rows))
+    raise ValueError(f'executor must be "local" or "ray", not {executor!r}')
+
+
+def machines():
+    """The machine catalog: a list of ``{"name", "description"}`` dicts."""
+    return json.loads(_native.machines())

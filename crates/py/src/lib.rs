@@ -1,0 +1,144 @@
+//! The Python package `mmulab`'s native module (`mmulab._native`): thin bindings over the
+//! same library calls the CLI makes (docs/python.md). Values cross as JSON or TOML text;
+//! the Python side (python/mmulab/__init__.py) turns them into dicts and DataFrames.
+//! Every simulation runs with the GIL released.
+
+use mmulab_sweep::{Executor, Point, Pool, Source, Spec, Table};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use std::path::{Path, PathBuf};
+
+fn value_err(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+/// One simulation: `config_toml` (or the built-in default machine) with `machine` under
+/// it and `sets` applied, on a trace or a workload. Returns the JSON of `mmulab sim --json`.
+#[pyfunction]
+#[pyo3(signature = (config_toml, machine, sets, workload, trace, format))]
+fn sim(
+    py: Python<'_>,
+    config_toml: Option<String>,
+    machine: Option<String>,
+    sets: Vec<String>,
+    workload: Option<String>,
+    trace: Option<String>,
+    format: String,
+) -> PyResult<String> {
+    let source = match (workload, trace) {
+        (Some(w), None) => Source::Workload(w),
+        (None, Some(t)) => Source::Trace(PathBuf::from(t)),
+        _ => return Err(value_err("give exactly one of workload= and trace=")),
+    };
+    if let Source::Trace(t) = &source {
+        if !t.exists() {
+            return Err(value_err(format!("trace {} does not exist", t.display())));
+        }
+    }
+    let point = Point {
+        index: 0,
+        id: String::new(),
+        params: Vec::new(),
+        machine,
+        config: None,
+        config_toml,
+        sets,
+        source,
+        read: mmulab_sweep::point::ReadSpec {
+            format,
+            prefetches: false,
+            cores: "cpu".into(),
+            interleave: "timestamp".into(),
+        },
+    };
+    point.spec().map_err(value_err)?;
+    let v = py.allow_threads(|| point.simulate()).map_err(PyRuntimeError::new_err)?;
+    Ok(v.to_string())
+}
+
+/// Parses a spec (TOML text; relative paths from `base_dir`) into its points, identified.
+fn plan(spec_toml: &str, base_dir: &str) -> PyResult<Vec<Point>> {
+    let spec = Spec::parse(spec_toml, "sweep spec", Path::new(base_dir)).map_err(value_err)?;
+    let plan = mmulab_sweep::Plan::new(&spec, &Default::default()).map_err(value_err)?;
+    Ok(plan.points)
+}
+
+/// The points of a spec as a JSON array (what the Ray driver distributes).
+#[pyfunction]
+fn expand(spec_toml: &str, base_dir: &str) -> PyResult<String> {
+    serde_json::to_string(&plan(spec_toml, base_dir)?).map_err(value_err)
+}
+
+/// Runs one point (JSON, from [`expand`]) and returns its row as JSON (a Ray task's body).
+#[pyfunction]
+fn run_point(py: Python<'_>, point_json: &str) -> PyResult<String> {
+    let p: Point = serde_json::from_str(point_json).map_err(value_err)?;
+    let row = py.allow_threads(|| p.run());
+    serde_json::to_string(&row).map_err(value_err)
+}
+
+/// Lays rows (a JSON array of rows) out as a table: JSON `{"columns": [...], "rows": [[...]]}`.
+#[pyfunction]
+fn table(rows_json: &str) -> PyResult<String> {
+    let mut rows: Vec<mmulab_sweep::Row> = serde_json::from_str(rows_json).map_err(value_err)?;
+    rows.sort_by_key(|r| r.index);
+    let refs: Vec<&mmulab_sweep::Row> = rows.iter().collect();
+    let t = Table::of(&refs);
+    Ok(serde_json::json!({ "columns": t.names, "rows": t.cells }).to_string())
+}
+
+/// Runs a whole spec on the local pool (`jobs` threads, default every core) and returns
+/// its rows as JSON, in point order.
+#[pyfunction]
+#[pyo3(signature = (spec_toml, base_dir, jobs=None))]
+fn sweep(py: Python<'_>, spec_toml: &str, base_dir: &str, jobs: Option<usize>) -> PyResult<String> {
+    let points = plan(spec_toml, base_dir)?;
+    let mut pool = match jobs {
+        Some(0) => return Err(value_err("jobs must be at least 1")),
+        Some(n) => Pool { jobs: n },
+        None => Pool::all_cores(),
+    };
+    let mut rows = Vec::with_capacity(points.len());
+    py.allow_threads(|| pool.run(&points, &mut |r| rows.push(r)))
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    serde_json::to_string(&rows).map_err(value_err)
+}
+
+/// The machine catalog: JSON `[{"name", "description"}]`.
+#[pyfunction]
+fn machines() -> String {
+    let list: Vec<_> = mmulab_sim::catalog::names()
+        .into_iter()
+        .map(|n| {
+            let text = mmulab_sim::catalog::get(n).unwrap_or_default();
+            serde_json::json!({ "name": n, "description": mmulab_sim::catalog::description(text) })
+        })
+        .collect();
+    serde_json::Value::Array(list).to_string()
+}
+
+/// Converts a JSON object (a Python dict, serialised) into TOML text.
+#[pyfunction]
+fn toml_of_json(json: &str) -> PyResult<String> {
+    let v: serde_json::Value = serde_json::from_str(json).map_err(value_err)?;
+    let t: toml::Table = toml::Table::try_from(&v).map_err(|e| {
+        value_err(format!(
+            "cannot express the dict as TOML ({e}); use tables, lists, strings, numbers, booleans (no None)"
+        ))
+    })?;
+    toml::to_string(&t).map_err(value_err)
+}
+
+/// The native module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(sim, m)?)?;
+    m.add_function(wrap_pyfunction!(expand, m)?)?;
+    m.add_function(wrap_pyfunction!(run_point, m)?)?;
+    m.add_function(wrap_pyfunction!(table, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(machines, m)?)?;
+    m.add_function(wrap_pyfunction!(toml_of_json, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

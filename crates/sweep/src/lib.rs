@@ -1,0 +1,98 @@
+//! mmulab's sweep engine (docs/sweep.md): a spec of parameters ([`Spec`]) becomes
+//! points ([`Point`]), each keyed by a hash of its resolved config, its trace's content
+//! and the mmulab version; a [`Plan`] sets aside the points a journal already holds;
+//! an [`Executor`] runs the rest; the rows become a [`Table`] written as Parquet or CSV.
+//! The CLI (`mmulab sweep`) and the Python package (`mmulab.sweep`) both call it.
+#![deny(missing_docs)]
+
+pub mod exec;
+pub mod journal;
+pub mod point;
+pub mod spec;
+pub mod table;
+
+pub use exec::{Executor, Pool, Ray};
+pub use point::{identify, Point, Row, Source};
+pub use spec::{Mode, Spec};
+pub use table::Table;
+
+/// Anything that stops a sweep as a whole (a point's own failure is a row, not this).
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    /// The spec is invalid (names the file and key).
+    #[error("{0}")]
+    Spec(String),
+    /// A point's config is invalid.
+    #[error("{0}")]
+    Point(String),
+    /// The executor failed (names it, and the cluster's address).
+    #[error("{0}")]
+    Executor(String),
+    /// A file could not be read or written.
+    #[error("{0}")]
+    Io(String),
+}
+
+/// What a sweep has to do: its points, the rows a journal already holds for finished
+/// points, and the points to run.
+pub struct Plan {
+    /// Every point of the spec, identified.
+    pub points: Vec<Point>,
+    /// Rows of finished points found in the journal (skipped).
+    pub done: Vec<Row>,
+    /// Points to run: new ones and the ones that failed before.
+    pub todo: Vec<Point>,
+    /// How many of `todo` failed before.
+    pub rerun_failed: usize,
+}
+
+impl Plan {
+    /// Expands `spec` into points, identifies them and sets aside the ones `previous`
+    /// (a journal's rows by id) holds as finished. Fails when no point has a valid
+    /// config (an unknown key in `[params]`, say): the first error names it.
+    pub fn new(spec: &Spec, previous: &std::collections::HashMap<String, Row>) -> Result<Plan, SweepError> {
+        let mut points = spec.points()?;
+        let (bad, first) = identify(&mut points)?;
+        if bad == points.len() {
+            return Err(SweepError::Spec(format!(
+                "{}: no point has a valid machine config; the first error: {}",
+                spec.origin,
+                first.unwrap_or_default()
+            )));
+        }
+        let mut done = Vec::new();
+        let mut todo = Vec::new();
+        let mut rerun_failed = 0;
+        for p in &points {
+            match previous.get(&p.id) {
+                Some(r) if r.error.is_none() && r.complete => {
+                    let mut r = r.clone();
+                    r.index = p.index;
+                    r.params = p.params.clone();
+                    done.push(r);
+                }
+                Some(_) => {
+                    rerun_failed += 1;
+                    todo.push(p.clone());
+                }
+                None => todo.push(p.clone()),
+            }
+        }
+        Ok(Plan {
+            points,
+            done,
+            todo,
+            rerun_failed,
+        })
+    }
+}
+
+/// Runs `spec` in memory on `executor` (no journal, no file) and returns its rows in
+/// point order (what the Python package's `mmulab.sweep` returns as a DataFrame).
+pub fn run_in_memory(spec: &Spec, executor: &mut dyn Executor) -> Result<Vec<Row>, SweepError> {
+    let plan = Plan::new(spec, &Default::default())?;
+    let mut rows = Vec::with_capacity(plan.todo.len());
+    executor.run(&plan.todo, &mut |r| rows.push(r))?;
+    rows.sort_by_key(|r| r.index);
+    Ok(rows)
+}

@@ -1,0 +1,263 @@
+//! One point of a sweep: what to simulate, its identity (a hash of the resolved config,
+//! the trace's content and the mmulab version), and the run itself — the same library
+//! calls `mmulab sim` makes (config → `Machine` → `mmulab_sim::run` → `Stats::to_json`).
+
+use crate::table::flatten;
+use crate::SweepError;
+use mmulab_sim::{config, Machine};
+use mmulab_trace::{open_trace_with, workload, CoreMap, Format, Interleave, TraceOptions};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// What a point reads.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub enum Source {
+    /// A trace file or drmemtrace directory.
+    Trace(PathBuf),
+    /// A synthetic workload spec (docs/workloads.md).
+    Workload(String),
+}
+
+/// Trace reader options (as `mmulab sim`'s `--format`, `--prefetches`, `--cores`,
+/// `--interleave`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ReadSpec {
+    /// Format name or `auto`.
+    pub format: String,
+    /// drmemtrace prefetches as loads.
+    pub prefetches: bool,
+    /// `cpu` or `thread`.
+    pub cores: String,
+    /// `timestamp` or `rr:N`.
+    pub interleave: String,
+}
+
+impl ReadSpec {
+    fn options(&self) -> Result<TraceOptions, String> {
+        let interleave = match self.interleave.as_str() {
+            "timestamp" => Interleave::Timestamp,
+            s => match s.strip_prefix("rr:").and_then(|n| n.parse::<u64>().ok()) {
+                Some(q) if q > 0 => Interleave::RoundRobin(q),
+                _ => return Err(format!("interleave takes `timestamp` or `rr:N` (N > 0), not '{s}'")),
+            },
+        };
+        let cores = match self.cores.as_str() {
+            "cpu" => CoreMap::Cpu,
+            "thread" => CoreMap::Thread,
+            s => return Err(format!("cores takes `cpu` or `thread`, not '{s}'")),
+        };
+        Ok(TraceOptions {
+            format: Format::parse(&self.format).map_err(|e| e.to_string())?,
+            prefetches: self.prefetches,
+            cores,
+            interleave,
+        })
+    }
+}
+
+/// One configuration to simulate.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Point {
+    /// Position in the spec's order.
+    pub index: usize,
+    /// Hex blake3 of (resolved config, trace content id, mmulab version); empty until
+    /// [`identify`].
+    pub id: String,
+    /// The parameter values of this point, in spec order.
+    pub params: Vec<(String, serde_json::Value)>,
+    /// Base machine (catalog name or file), if any.
+    pub machine: Option<String>,
+    /// Config file laid over the machine, if any.
+    pub config: Option<PathBuf>,
+    /// Config TOML text laid over the machine, as a config file is (the Python
+    /// package's `config=` argument); used instead of `config` when given.
+    #[serde(default)]
+    pub config_toml: Option<String>,
+    /// `--set` overrides, shared ones first.
+    pub sets: Vec<String>,
+    /// Trace or workload.
+    pub source: Source,
+    /// Trace reader options.
+    pub read: ReadSpec,
+}
+
+/// The result of one point: its statistics flattened into columns, or its error.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Row {
+    /// The point's id.
+    pub id: String,
+    /// The point's index.
+    pub index: usize,
+    /// The parameter values.
+    pub params: Vec<(String, serde_json::Value)>,
+    /// The error, or `None` when the point finished.
+    pub error: Option<String>,
+    /// Wall-clock seconds the point took.
+    pub seconds: f64,
+    /// `mmulab sim --json` statistics, flattened (`tlb.l2.misses`…); empty on an error.
+    pub stats: Vec<(String, serde_json::Value)>,
+    /// False when the run was stopped (Ctrl-C) before the end: not a result to keep.
+    pub complete: bool,
+}
+
+impl Point {
+    /// The validated machine of this point, exactly as `mmulab sim` builds it.
+    pub fn spec(&self) -> Result<config::MachineSpec, SweepError> {
+        let r = match (&self.config_toml, &self.machine) {
+            (Some(text), machine) => inline(text, machine.as_deref(), &self.sets),
+            (None, Some(m)) => config::load_machine(m, self.config.as_deref(), &self.sets),
+            (None, None) => config::load(self.config.as_deref(), &self.sets),
+        };
+        r.map_err(|e| SweepError::Point(e.to_string()))
+    }
+
+    /// Runs the point; an error is kept in the row, never raised.
+    pub fn run(&self) -> Row {
+        let start = Instant::now();
+        let mut row = Row {
+            id: self.id.clone(),
+            index: self.index,
+            params: self.params.clone(),
+            error: None,
+            seconds: 0.0,
+            stats: Vec::new(),
+            complete: true,
+        };
+        match self.simulate() {
+            Ok(v) => {
+                row.complete = v.get("complete").is_none();
+                row.stats = flatten(&v);
+            }
+            Err(e) => row.error = Some(e),
+        }
+        row.seconds = start.elapsed().as_secs_f64();
+        row
+    }
+
+    /// The statistics JSON `mmulab sim --json` prints for this point (without `source`).
+    pub fn simulate(&self) -> Result<serde_json::Value, String> {
+        let spec = self.spec().map_err(|e| e.to_string())?;
+        let (mut src, meta) = match &self.source {
+            Source::Trace(path) => {
+                let opts = self.read.options()?;
+                let src = open_trace_with(path, &opts).map_err(|e| e.to_string())?;
+                (src, mmulab_sim::trace_file_meta(path))
+            }
+            Source::Workload(w) => (
+                workload::parse_for(w, spec.format.va_bits())
+                    .map_err(|e| e.to_string())?
+                    .0,
+                None,
+            ),
+        };
+        let mut m = Machine::new(spec).map_err(|e| e.to_string())?;
+        if let Some(meta) = &meta {
+            mmulab_sim::preload_vmas(&mut m, meta);
+        }
+        let stats = mmulab_sim::run(&mut m, src.as_mut(), None).map_err(|e| e.to_string())?;
+        Ok(stats.to_json())
+    }
+}
+
+/// A config given as TOML text, with a machine under it as `--machine` puts one
+/// (`config::load_machine`'s rule: the text's own `[machine] name` is replaced).
+fn inline(text: &str, machine: Option<&str>, sets: &[String]) -> Result<config::MachineSpec, mmulab_sim::SimError> {
+    let mut table: toml::Table = toml::from_str(text)
+        .map_err(|e| mmulab_sim::SimError::Config(format!("config: {}", e.to_string().trim_end())))?;
+    if let Some(m) = machine {
+        match table
+            .entry("machine")
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+        {
+            toml::Value::Table(t) => {
+                t.insert("name".into(), toml::Value::String(m.into()));
+            }
+            _ => return Err(mmulab_sim::SimError::Config("config: `machine` must be a table".into())),
+        }
+    }
+    // `from_table` names a config without a path "built-in default config".
+    config::from_table(table, None, sets).map_err(|e| {
+        mmulab_sim::SimError::Config(e.to_string().replacen("built-in default config", "the config given", 1))
+    })
+}
+
+/// Gives every point its id: blake3 over the resolved machine (its `Debug` form, which
+/// names every resolved field), the trace's content id (blake3 of its bytes; a
+/// workload's spec), the reader options and the mmulab version. A point whose config
+/// does not resolve is keyed by its parameters instead (it will fail when run, with the
+/// same message). Returns the number of points whose config does not resolve and the
+/// first such error.
+pub fn identify(points: &mut [Point]) -> Result<(usize, Option<String>), SweepError> {
+    let mut content: HashMap<PathBuf, String> = HashMap::new();
+    let mut bad = 0;
+    let mut first = None;
+    for p in points.iter_mut() {
+        let source = match &p.source {
+            Source::Trace(path) => {
+                if !content.contains_key(path) {
+                    content.insert(path.clone(), content_id(path)?);
+                }
+                format!("trace:{}", content[path])
+            }
+            Source::Workload(w) => format!("workload:{w}"),
+        };
+        let resolved = match p.spec() {
+            Ok(s) => format!("{s:?}"),
+            Err(e) => {
+                bad += 1;
+                first.get_or_insert(e.to_string());
+                format!(
+                    "unresolved:{:?}|{:?}|{:?}|{:?}",
+                    p.machine, p.config, p.config_toml, p.sets
+                )
+            }
+        };
+        let mut h = blake3::Hasher::new();
+        for part in [
+            resolved.as_str(),
+            source.as_str(),
+            &format!("{:?}", p.read),
+            env!("CARGO_PKG_VERSION"),
+        ] {
+            h.update(&(part.len() as u64).to_le_bytes());
+            h.update(part.as_bytes());
+        }
+        p.id = h.finalize().to_hex()[..32].to_string();
+    }
+    Ok((bad, first))
+}
+
+/// blake3 of a file's bytes, or of a directory's files (names and bytes, in name order).
+fn content_id(path: &Path) -> Result<String, SweepError> {
+    let mut h = blake3::Hasher::new();
+    hash_path(path, Path::new(""), &mut h)
+        .map_err(|e| SweepError::Spec(format!("cannot read trace {}: {e}", path.display())))?;
+    Ok(h.finalize().to_hex().to_string())
+}
+
+fn hash_path(path: &Path, rel: &Path, h: &mut blake3::Hasher) -> std::io::Result<()> {
+    if path.is_dir() {
+        let mut entries: Vec<_> = std::fs::read_dir(path)?.collect::<Result<_, _>>()?;
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            hash_path(&e.path(), &rel.join(e.file_name()), h)?;
+        }
+        return Ok(());
+    }
+    let name = rel.to_string_lossy();
+    h.update(&(name.len() as u64).to_le_bytes());
+    h.update(name.as_bytes());
+    let mut f = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(())
+}
