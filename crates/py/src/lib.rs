@@ -25,6 +25,22 @@ fn sim(
     trace: Option<String>,
     format: String,
 ) -> PyResult<String> {
+    let point = one_point(config_toml, machine, sets, workload, trace, format)?;
+    point.spec().map_err(value_err)?;
+    let v = py.allow_threads(|| point.simulate()).map_err(PyRuntimeError::new_err)?;
+    Ok(v.to_string())
+}
+
+/// A point for one run: `config_toml` (or the built-in default machine) with `machine`
+/// under it and `sets` applied, on a trace or a workload.
+fn one_point(
+    config_toml: Option<String>,
+    machine: Option<String>,
+    sets: Vec<String>,
+    workload: Option<String>,
+    trace: Option<String>,
+    format: String,
+) -> PyResult<Point> {
     let source = match (workload, trace) {
         (Some(w), None) => Source::Workload(w),
         (None, Some(t)) => Source::Trace(PathBuf::from(t)),
@@ -35,7 +51,7 @@ fn sim(
             return Err(value_err(format!("trace {} does not exist", t.display())));
         }
     }
-    let point = Point {
+    Ok(Point {
         index: 0,
         id: String::new(),
         params: Vec::new(),
@@ -50,10 +66,46 @@ fn sim(
             cores: "cpu".into(),
             interleave: "timestamp".into(),
         },
-    };
-    point.spec().map_err(value_err)?;
-    let v = py.allow_threads(|| point.simulate()).map_err(PyRuntimeError::new_err)?;
-    Ok(v.to_string())
+    })
+}
+
+/// Miss-ratio curves of one TLB level in one pass (the library call `mmulab mrc` makes,
+/// docs/mrc.md): returns the JSON of `mmulab mrc --json` (without `source`).
+#[pyfunction]
+#[pyo3(signature = (config_toml, machine, sets, workload, trace, format, level, page_size, max_entries, set_counts, sample))]
+#[allow(clippy::too_many_arguments)]
+fn mrc(
+    py: Python<'_>,
+    config_toml: Option<String>,
+    machine: Option<String>,
+    sets: Vec<String>,
+    workload: Option<String>,
+    trace: Option<String>,
+    format: String,
+    level: Option<String>,
+    page_size: Option<String>,
+    max_entries: usize,
+    set_counts: Vec<usize>,
+    sample: Option<f64>,
+) -> PyResult<String> {
+    let point = one_point(config_toml, machine, sets, workload, trace, format)?;
+    let spec = point.spec().map_err(value_err)?;
+    let page = page_size
+        .as_deref()
+        .map(|s| mmulab_model::addr::PageSize::parse(s).map_err(|e| value_err(format!("page_size {s}: {e}"))))
+        .transpose()?;
+    let mut o = mmulab_mrc::MrcOptions::for_level(&spec, level.as_deref(), page, max_entries).map_err(value_err)?;
+    o.sets = set_counts;
+    o.sample = sample;
+    // Opened and read with the GIL released (a trace source is not `Send`: it lives and
+    // ends inside the closure).
+    let c = py
+        .allow_threads(|| {
+            let (mut src, _) = point.open(&spec)?;
+            mmulab_mrc::curve(src.as_mut(), &o).map_err(|e| e.to_string())
+        })
+        .map_err(PyRuntimeError::new_err)?;
+    serde_json::to_string(&c).map_err(value_err)
 }
 
 /// Parses a spec (TOML text; relative paths from `base_dir`) into its points, identified.
@@ -133,6 +185,7 @@ fn toml_of_json(json: &str) -> PyResult<String> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sim, m)?)?;
+    m.add_function(wrap_pyfunction!(mrc, m)?)?;
     m.add_function(wrap_pyfunction!(expand, m)?)?;
     m.add_function(wrap_pyfunction!(run_point, m)?)?;
     m.add_function(wrap_pyfunction!(table, m)?)?;

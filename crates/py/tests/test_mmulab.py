@@ -42,6 +42,24 @@ def test_sim_equals_the_cli_on_a_shared_trace():
     assert got["references"] > 0
 
 
+@needs_bin
+def test_mrc_equals_the_cli_and_lru_curves_never_rise():
+    trace = DR / "x86_64-threadsig"
+    got = mmulab.mrc(machine="skylake", trace=trace, max_entries=128, sets=[4])
+    out = cli("mrc", "--machine", "skylake", "--trace", trace, "--max-entries", "128", "--sets", "4", "--json")
+    assert out.returncode == 0, out.stderr
+    want = json.loads(out.stdout)
+    want.pop("source")
+    assert got == want
+    ratios = [p["miss_ratio"] for p in got["curve"]]
+    assert len(ratios) == 128
+    # LRU is a stack algorithm: a larger fully associative TLB never misses more.
+    assert all(a >= b for a, b in zip(ratios, ratios[1:]))
+    assert ratios[0] > ratios[-1]
+    with pytest.raises(ValueError, match="no TLB level"):
+        mmulab.mrc(machine="skylake", workload=SMALL, level="nope")
+
+
 def test_a_config_as_dict_or_toml_text_is_the_same_machine():
     text = '[machine]\nname = "default"\n[[tlb]]\nname = "l2"\nentries = 512\n'
     as_dict = {"machine": {"name": "default"}, "tlb": [{"name": "l2", "entries": 512}]}

@@ -137,10 +137,13 @@ impl Point {
         row
     }
 
-    /// The statistics JSON `mmulab sim --json` prints for this point (without `source`).
-    pub fn simulate(&self) -> Result<serde_json::Value, String> {
-        let spec = self.spec().map_err(|e| e.to_string())?;
-        let (mut src, meta) = match &self.source {
+    /// The point's reference stream for a machine of `spec` (a trace opened as `mmulab
+    /// sim` opens it, or the workload), with the trace file's captured metadata if any.
+    pub fn open(
+        &self,
+        spec: &config::MachineSpec,
+    ) -> Result<(Box<dyn mmulab_trace::TraceSource>, Option<mmulab_trace::TraceMeta>), String> {
+        Ok(match &self.source {
             Source::Trace(path) => {
                 let opts = self.read.options()?;
                 let src = open_trace_with(path, &opts).map_err(|e| e.to_string())?;
@@ -152,7 +155,13 @@ impl Point {
                     .0,
                 None,
             ),
-        };
+        })
+    }
+
+    /// The statistics JSON `mmulab sim --json` prints for this point (without `source`).
+    pub fn simulate(&self) -> Result<serde_json::Value, String> {
+        let spec = self.spec().map_err(|e| e.to_string())?;
+        let (mut src, meta) = self.open(&spec)?;
         let mut m = Machine::new(spec).map_err(|e| e.to_string())?;
         if let Some(meta) = &meta {
             mmulab_sim::preload_vmas(&mut m, meta);

@@ -1,7 +1,8 @@
 """mmulab from Python: the simulator and the sweep engine of the mmulab CLI.
 
 ``sim`` runs one configuration, ``sweep`` a spec of many (a pandas DataFrame, one row
-per point), ``machines`` lists the machine catalog. Configs and specs are dicts or TOML
+per point), ``mrc`` computes one-pass miss-ratio curves, ``machines`` lists the machine
+catalog. Configs and specs are dicts or TOML
 text, validated by the same Rust code as the CLI's; simulations run with the GIL
 released. docs/python.md documents every function.
 """
@@ -12,7 +13,7 @@ import os
 from . import _native
 
 __version__ = _native.__version__
-__all__ = ["sim", "sweep", "machines"]
+__all__ = ["sim", "sweep", "mrc", "machines"]
 
 
 def _toml(value, what):
@@ -49,6 +50,47 @@ def sim(config=None, *, machine=None, workload=None, trace=None, set=None, forma
         workload,
         None if trace is None else os.fspath(trace),
         format,
+    )
+    return json.loads(out)
+
+
+def mrc(
+    config=None,
+    *,
+    machine=None,
+    workload=None,
+    trace=None,
+    set=None,
+    format="auto",
+    level=None,
+    page_size=None,
+    max_entries=4096,
+    sets=(),
+    sample=None,
+):
+    """Miss-ratio curves of one TLB level in one pass, as ``mmulab mrc --json`` prints
+    them (docs/mrc.md): a dict with ``curve`` (``[{"entries", "misses", "miss_ratio"}]``
+    for every size 1..``max_entries``), ``set_associative`` (one curve per set count in
+    ``sets``) and ``sampled`` (SHARDS at rate ``sample``, with its error).
+
+    config, machine, workload, trace, set, format: as for ``sim``. level: the TLB level
+    (default: the one data references enter). page_size: the size every reference is
+    translated at (default: the one size the OS policy maps).
+    """
+    if (workload is None) == (trace is None):
+        raise ValueError("give exactly one of workload= and trace=")
+    out = _native.mrc(
+        _toml(config, "config"),
+        machine,
+        _sets(set),
+        workload,
+        None if trace is None else os.fspath(trace),
+        format,
+        level,
+        page_size,
+        max_entries,
+        list(sets),
+        sample,
     )
     return json.loads(out)
 
