@@ -64,8 +64,8 @@ fn capacity_rows_are_the_exact_counts() {
     ];
     assert_eq!(got, want.map(|(p, b, c)| (p.to_string(), b, c)).to_vec());
     // The 400 KiB row before the series explains the seed's 3,000 by memory: with
-    // 1.25 GiB + 1 MiB of memory less one scratch page, floor((1.25 GiB + 1 MiB - 4 KiB) /
-    // 400 KiB) = 3,279 BOs.
+    // 1.25 GiB + 1 MiB of memory (the scratch page and the table sit outside it),
+    // floor((1.25 GiB + 1 MiB) / 400 KiB) = 3,279 BOs.
     assert_eq!(rows[1]["count_backed"], 3279);
     assert!(rows[1]["note"].as_str().unwrap().contains("physical memory"));
 }

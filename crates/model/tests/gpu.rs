@@ -126,7 +126,8 @@ fn gpu(mem: &mut Memory, kernel_page: u64, backing: Backing, large: bool) -> Gpu
 
 #[test]
 fn gemfs_bo_gets_super_pages_and_one_tlb_entry_covers_them() {
-    // Fresh 64 MiB: the scratch page takes PFN 0 (the page table sits in CMA, outside). A 4 MiB gemfs BO gets two 2 MiB THPs (order 9, 2 MiB aligned), is
+    // Fresh 64 MiB (the page table and the scratch page sit outside it). A 4 MiB
+    // gemfs BO gets two 2 MiB THPs (order 9, 2 MiB aligned), is
     // 1 MiB aligned in VA (size class): 4 super pages.
     let mut mem = Memory::new(64 << 20).unwrap();
     let mut g = gpu(&mut mem, 4096, Backing::Gemfs, true);
@@ -158,17 +159,20 @@ fn big_page_entry_covers_64k_and_destroy_flushes() {
     // Pi 5 kernel (16 KiB pages), gemfs, fresh 64 MiB. Its THP is 32 MiB, so these small
     // BOs get 16 KiB kernel pages; gemfs matters for the VA: the size class applies only
     // with gemfs (with shmem every BO is 4 KiB aligned and BO 7 would start at page 13).
-    // The scratch page takes PFN 0; the buddy hands out the lowest free block, so 16 KiB
-    // pages (order 2) come at PFN 4, 8, 12, ...
-    // BO 6 of 48 KiB takes PFN 4..16 (PFN 4 % 16 = 4: three 16 KiB pages give twelve
-    // 4 KiB PTEs) at VA pages 1..13 (4 KiB aligned: < 64 KiB).
+    // The scratch page and the table sit outside; the buddy hands out the lowest free
+    // block, so 16 KiB pages (order 2) come at PFN 0, 4, 8, ...
+    // BO 6 of 48 KiB takes PFN 0..12 at VA pages 1..13 (4 KiB aligned: < 64 KiB): PFN 0
+    // is 16-aligned but VA page 1 is not, so three 16 KiB pages give twelve 4 KiB PTEs.
+    // BO 5 of 16 KiB takes PFN 12..16 (VA pages 13..17), so the next BO starts at PFN 16.
     // BO 7 of 64 KiB takes PFN 16..32, 16-aligned, and the size class aligns its VA to
-    // 64 KiB (page 16): one big page.
+    // 64 KiB (page 32, past BO 5): one big page.
     let mut mem = Memory::new(64 << 20).unwrap();
     let mut g = gpu(&mut mem, 16384, Backing::Gemfs, true);
     g.create(&mut mem, 6, 48 << 10).unwrap();
     assert_eq!(g.bo(6).unwrap().written.pages, [12, 0, 0]);
-    assert_eq!(g.bo(6).unwrap().sg, vec![seg(4, 12)]);
+    assert_eq!(g.bo(6).unwrap().sg, vec![seg(0, 12)]);
+    g.create(&mut mem, 5, 16 << 10).unwrap();
+    assert_eq!(g.bo(5).unwrap().sg, vec![seg(12, 4)]);
     g.create(&mut mem, 7, 64 << 10).unwrap();
     assert_eq!(g.bo(7).unwrap().sg, vec![seg(16, 16)]);
     assert_eq!(g.bo(7).unwrap().written.pages, [0, 1, 0]);
@@ -179,9 +183,9 @@ fn big_page_entry_covers_64k_and_destroy_flushes() {
     let free = mem.buddy.free_frames();
     g.destroy(&mut mem, 7).unwrap();
     assert_eq!(mem.buddy.free_frames(), free + 16, "the BO's 16 frames come back");
-    assert_eq!(g.mmu.counts().flushes, 3, "every insert and remove flushes");
+    assert_eq!(g.mmu.counts().flushes, 4, "every insert and remove flushes");
     // Its VA is unmapped now: an access through the old address goes to the scratch page.
-    let va = 16 * 4096; // first 64 KiB-aligned page after the reserved page 0
+    let va = 32 * 4096; // BO 7's VA page
     g.mmu.access(&mut mem, va, false);
     assert_eq!(g.mmu.counts().scratch, 1);
     // And the BO id is gone.

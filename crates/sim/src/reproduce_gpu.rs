@@ -315,11 +315,10 @@ fn reasons(rows: &[V3dRow]) -> Vec<String> {
         }
     }
     out.push(
-        "Gains concentrate in workloads whose accesses spread over many large BOs (textures, vertex buffers): \
-         a 1 MiB entry covers 256 4 KiB entries, so the TLB's reach grows from 256 KiB to 64 MiB (64 entries, assumed). \
-         Sequential passes over one BO (render targets) miss rarely even with 4 KiB pages, because the PTE cache \
-         holds 16 PTEs per line; small BOs (< 64 KiB) get no large pages at all, and their cost is the full flush \
-         after every create and destroy, the same with either page size."
+        "Gains concentrate in workloads whose accesses spread over large BOs (render targets, textures, vertex \
+         buffers): a 1 MiB entry covers 256 4 KiB entries, so the TLB's reach grows from 256 KiB to 64 MiB (64 \
+         entries, assumed). Small BOs (< 64 KiB) get no large pages at all, and their cost is the full flush after \
+         every create and destroy, the same with either page size."
             .into(),
     );
     if let Some((a, b)) = pair("pi4-v3d", "texture", "fragmented") {
@@ -337,10 +336,10 @@ fn reasons(rows: &[V3dRow]) -> Vec<String> {
     out.push(
         "Pi 5 (16 KiB kernel pages): a PMD THP is 32 MiB, so huge=within_size gives THPs only to BOs of 32 MiB or more \
          (none here); smaller BOs get big/super pages only where a BO's 16 KiB pages are physically consecutive and \
-         their PFN agrees with the GPU page index modulo 16 (64 KiB) or 256 (1 MiB). In the model's memory the pages \
-         are consecutive but start one kernel page (the scratch page) past such a boundary, so only BOs that happen to \
-         land aligned gain: the model's Pi 5 gain is far below the seed's +1.30 %, which points to contiguity and \
-         alignment on the real system that this layout does not reproduce (shmem large folios are not modelled)."
+         their PFN agrees with the GPU page index modulo 16 (64 KiB) or 256 (1 MiB). In fresh memory the buddy \
+         allocator hands out consecutive pages, so BOs whose sizes are whole 64 KiB multiples keep that agreement and \
+         gain; fragmented memory scatters the pages and the gain is gone. shmem large folios (tmpfs mTHP) are not \
+         modelled."
             .into(),
     );
     out

@@ -131,13 +131,14 @@ impl Gpu {
             GpuKind::V3d => Table::v3d(),
             GpuKind::Mali => Table::mali(mem)?,
         };
-        // The scratch page is one kernel page (`dma_alloc_wc` of 4 KiB takes a whole
-        // 16 KiB page on a 16 KiB-page kernel).
-        let kp_order = (spec.kernel_page / GPU_PAGE).trailing_zeros();
-        let scratch = mem.buddy.alloc(kp_order).ok_or_else(|| GpuError::OutOfMemory {
-            bo: 0,
-            detail: "the scratch page".into(),
-        })? * GPU_PAGE;
+        // The scratch page (the target of invalid PTEs, `V3D_MMU_ILLEGAL_ADDR`) comes from
+        // `dma_alloc_wc` at probe time, at boot, long before any BO: it does not sit in
+        // front of the BOs' pages. Assumed: the model takes it from outside the memory it
+        // hands to shmem (taking the buddy allocator's first page would shift every later
+        // shmem page one kernel page off the 64 KiB alignment big pages need, an artefact
+        // of a fresh model memory). Its address is the first byte past the managed
+        // memory; it is only counted.
+        let scratch = mem.buddy.frames() * GPU_PAGE;
         Ok(Gpu {
             spec,
             va: VaSpace::default(),
