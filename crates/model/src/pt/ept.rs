@@ -15,28 +15,9 @@
 use super::{LevelGeom, PageTableFormat, Pte};
 use crate::translation::Attrs;
 
-const LEVELS: [LevelGeom; 4] = [
-    LevelGeom {
-        shift: 39,
-        bits: 9,
-        leaf: false,
-    },
-    LevelGeom {
-        shift: 30,
-        bits: 9,
-        leaf: true,
-    },
-    LevelGeom {
-        shift: 21,
-        bits: 9,
-        leaf: true,
-    },
-    LevelGeom {
-        shift: 12,
-        bits: 9,
-        leaf: true,
-    },
-];
+// EPT walks the same geometry as x86-64 4-level paging: 9 bits a level from bit 39,
+// leaves at levels 1-3.
+use super::x86_64::LEVELS;
 
 /// Intel EPT, 4 levels: 4K pages, 2M and 1G leaves (bit 7); 48-bit guest-physical
 /// addresses.

@@ -5,7 +5,8 @@
 use super::{LevelGeom, PageTableFormat, Pte};
 use crate::translation::Attrs;
 
-const LEVELS: [LevelGeom; 4] = [
+/// The 4-level geometry (EPT, ept.rs, shares it).
+pub(super) const LEVELS: [LevelGeom; 4] = [
     LevelGeom {
         shift: 39,
         bits: 9,
