@@ -6,6 +6,7 @@
 //! Adding an allocator or a DRAM/NUMA model: a file here, owned by [`Memory`].
 
 mod age;
+pub mod backend;
 mod buddy;
 mod ptmem;
 mod rmap;
