@@ -55,7 +55,8 @@ impl super::Generator for Chase {
             spec: a.spec().to_string(),
             base,
             next,
-            cur: order[0],
+            // Thread i of n (`threads=n`) chases the same cycle from its i/n point.
+            cur: order[a.thread().map_or(0, |(i, k)| (i * pages / k) as usize)],
             page,
             done: 0,
             total: refs,

@@ -74,7 +74,10 @@ impl super::Generator for Gups {
         let words = table / 8;
         let updates = a.count("updates", Some(words.saturating_mul(4)))?;
         let refs = a.refs(updates.saturating_mul(2))?;
-        let seed = a.count("seed", Some(0))?;
+        // Thread i of n (`threads=n`) takes the i-th segment of `updates` of the one
+        // random stream, as HPCC's MPI RandomAccess gives each process
+        // HPCC_starts(updates_per_process × rank).
+        let seed = a.count("seed", Some(0))? + a.thread().map_or(0, |(i, _)| i.saturating_mul(updates));
         let base = a.base(0x7f00_0000_0000, Some(table))?;
         Ok(Gups {
             spec: a.spec().to_string(),

@@ -6,11 +6,14 @@
 //! | `chase:pages=N,refs=M` | a dependent pointer chase over N pages in one random cycle, one 64-byte line per page (the line rotates with the page's position so lines do not share a cache set). |
 //! | `stride:pages=N,offset=16,refs=M` | the tlb_test pattern: load `base + i*4096 + i*offset`, `i` wrapping at N. |
 //! | `seq:size=1GiB,refs=M[,stride=64]` | sequential loads every `stride` bytes, wrapping at `size`. |
+//! | `stream:size=64MiB[,kernel=triad]` | McCalpin's STREAM kernels (copy, scale, add, triad) over three arrays of `size` bytes. |
 //! | `build:procs=200,refs=200K[,jobs=2,small=64,large=2,large_size=4MiB,unmap=0]` | a build-like mix: many short-lived processes (one address space each, ended by an exit event) with small and large allocations; `unmap=N` frees N large arrays mid-life with unmap events ([`crate::event`]). |
 //!
 //! Every workload also takes `seed=` (default 0; gups uses HPCC_starts(seed)), `base=`
 //! (virtual base address, hex or decimal, aligned to 1 GiB by default) and, where it is
 //! not listed, `refs=` (default: one pass, or 4 × table words for gups).
+//! Every workload but `build` also takes `copies=N` or `threads=N` (and `interleave=K`):
+//! N parts on N cores ([`Multi`]).
 //! Sizes take binary suffixes (`4K` = 4096); counts take decimal suffixes (`100M` = 10^8).
 //!
 //! Every workload implements [`Generator`] (its contract is there); the `workloads!` table
@@ -23,13 +26,17 @@
 mod build;
 mod chase;
 mod gups;
+mod multi;
 mod seq;
+mod stream;
 mod stride;
 
 pub use build::Build;
 pub use chase::Chase;
 pub use gups::{hpcc_starts, hpcc_step, Gups};
+pub use multi::{Mode, Multi, MAX_PARTS};
 pub use seq::Seq;
+pub use stream::Stream;
 pub use stride::Stride;
 
 use crate::units::{parse_count, parse_size};
@@ -77,7 +84,7 @@ macro_rules! workloads {
     };
 }
 
-workloads!(Gups, Chase, Stride, Seq, Build);
+workloads!(Gups, Chase, Stride, Seq, Stream, Build);
 
 /// Most references a workload may generate (`refs`, given or by default): 10^11, which
 /// a run finishes in tens of minutes; above it a spec is refused up front rather than
@@ -107,22 +114,43 @@ pub fn parse_for(spec: &str, va_bits: u32) -> Result<Parsed, TraceError> {
     let mut args = Args::parse(spec)?;
     args.va_bits = va_bits;
     let name = args.name.clone();
+    if let Some((mode, n, interleave)) = multi::take(&mut args)? {
+        let mut parts = Vec::with_capacity(n as usize);
+        let mut notes = Vec::new();
+        for i in 0..n {
+            let mut a = args.clone();
+            a.part = (i, n, Some(mode));
+            let src = match build(&name, &mut a) {
+                Some(w) => w?,
+                None => return Err(unknown(&name, spec)),
+            };
+            if i == 0 {
+                notes = std::mem::take(&mut a.notes);
+            }
+            a.finish()?;
+            parts.push(src);
+        }
+        return Ok((Box::new(Multi::new(spec, mode, parts, interleave)), notes));
+    }
     let src = match build(&name, &mut args) {
         Some(w) => w?,
-        None => {
-            return Err(TraceError::Spec(format!(
-                "unknown workload '{name}' in '{spec}'; known: {}",
-                NAMES.join(", ")
-            )))
-        }
+        None => return Err(unknown(&name, spec)),
     };
     let notes = std::mem::take(&mut args.notes);
     args.finish()?;
     Ok((src, notes))
 }
 
+fn unknown(name: &str, spec: &str) -> TraceError {
+    TraceError::Spec(format!(
+        "unknown workload '{name}' in '{spec}'; known: {}",
+        NAMES.join(", ")
+    ))
+}
+
 /// Key-value arguments of a spec; each key must be taken by the [`Generator`], else the
 /// spec is refused naming the key.
+#[derive(Clone)]
 pub struct Args {
     spec: String,
     name: String,
@@ -131,6 +159,9 @@ pub struct Args {
     pub(crate) va_bits: u32,
     /// Defaults chosen for the user ([`parse_for`]).
     pub(crate) notes: Vec<String>,
+    /// This generator's part of a multi-core workload: (index, parts, mode); (0, 1,
+    /// None) alone ([`multi`]).
+    part: (u64, u64, Option<Mode>),
 }
 
 impl Args {
@@ -151,6 +182,7 @@ impl Args {
             kv,
             va_bits: 48,
             notes: Vec::new(),
+            part: (0, 1, None),
         })
     }
 
@@ -171,6 +203,30 @@ impl Args {
         match self.kv.remove(key) {
             Some(v) => parse_count(&v).map_err(|e| self.err(format!("{key}: {e}"))),
             None => default.ok_or_else(|| self.err(format!("missing required key '{key}'"))),
+        }
+    }
+
+    /// A word under `key`, else `default`.
+    pub fn text(&mut self, key: &str, default: &str) -> String {
+        self.kv.remove(key).unwrap_or_else(|| default.to_string())
+    }
+
+    /// A count under `key` if given.
+    fn count_opt(&mut self, key: &str) -> Result<Option<u64>, TraceError> {
+        match self.kv.contains_key(key) {
+            true => self.count(key, None).map(Some),
+            false => Ok(None),
+        }
+    }
+
+    /// `Some((i, n))` when this generator is thread `i` of `n` splitting one program's
+    /// work (`threads=n`, [`multi`]); a workload takes its share (a slice of its data,
+    /// a segment of its random stream). `None` alone or as one of `copies=n`, which
+    /// run the same program each.
+    pub fn thread(&self) -> Option<(u64, u64)> {
+        match self.part {
+            (i, n, Some(Mode::Threads)) => Some((i, n)),
+            _ => None,
         }
     }
 

@@ -30,7 +30,8 @@ impl super::Generator for Seq {
             base,
             slots,
             stride,
-            slot: 0,
+            // Thread i of n (`threads=n`) starts at its i/n slice.
+            slot: a.thread().map_or(0, |(i, n)| i * slots / n),
             done: 0,
             total: refs,
         })
