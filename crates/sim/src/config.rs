@@ -389,11 +389,14 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
     }
     let memory_bytes = crate::limits::check_config(&config, format)?;
     if config.walk.pwc_entries.len() >= format.levels().len() {
+        let upper = format.levels().len() - 1;
+        let e = &config.walk.pwc_entries;
+        let keep: Vec<String> = e[e.len() - upper..].iter().map(|v| v.to_string()).collect();
         return Err(format!(
-            "walk.pwc_entries has {} values; {} has {} upper levels",
-            config.walk.pwc_entries.len(),
+            "walk.pwc_entries has {} values {e:?}; {} has {upper} upper levels: give one value per upper level, root first (e.g. --set walk.pwc_entries=[{}], the lowest levels'), or start from a catalog machine of that architecture (mmulab machines)",
+            e.len(),
             format.arch_name(),
-            format.levels().len() - 1
+            keep.join(",")
         ));
     }
     let tlbs = resolve_tlbs(&config.tlb, config.machine.seed)?;
