@@ -433,7 +433,7 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
             let _ = c;
             return Err("[caches] with [vm] is not supported yet: the nested translator does not send its reads through data caches; remove one of the two sections".into());
         }
-        Some(c) => Some(crate::config_cache::resolve(c)?),
+        Some(c) => Some(crate::config_cache::resolve(c, config.walk.mem_latency)?),
         None => None,
     };
     Ok(MachineSpec {

@@ -14,6 +14,10 @@ pub struct CachesSection {
     /// cache/memory latencies (assumed 1: one issue slot per reference).
     #[serde(default = "one")]
     pub base_cycles: u32,
+    /// Cycles of a request to main memory below the last level (the flat memory).
+    /// Default: `walk.mem_latency`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_latency: Option<u32>,
     /// `[caches.l1d]`: the first level, one per core.
     pub l1d: LevelSection,
     /// `[caches.l2]`: optional second level (private unless `shared = true`).
@@ -28,8 +32,8 @@ pub struct CachesSection {
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LevelSection {
-    /// Bytes, e.g. `"64KiB"`.
-    pub size: String,
+    /// Bytes, e.g. `"64KiB"` or `65536`.
+    pub size: Size,
     /// Ways per set.
     pub ways: usize,
     /// Line bytes (a power of two; every level the same). Default 64.
@@ -42,6 +46,25 @@ pub struct LevelSection {
     pub shared: Option<bool>,
 }
 
+/// A byte count written as a number or with a unit (`"64KiB"`).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum Size {
+    /// A plain number of bytes.
+    Bytes(u64),
+    /// A number with a unit.
+    Text(String),
+}
+
+impl std::fmt::Display for Size {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Size::Bytes(n) => write!(f, "{n}"),
+            Size::Text(s) => write!(f, "\"{s}\""),
+        }
+    }
+}
+
 fn one() -> u32 {
     1
 }
@@ -51,7 +74,7 @@ fn line64() -> u32 {
 }
 
 /// Checks `[caches]` and resolves it into the model's spec; errors name the key.
-pub fn resolve(c: &CachesSection) -> Result<CacheSpec, String> {
+pub fn resolve(c: &CachesSection, walk_mem_latency: u32) -> Result<CacheSpec, String> {
     let mut levels = Vec::new();
     for (name, l, shared_default) in [
         ("l1d", Some(&c.l1d), false),
@@ -60,7 +83,10 @@ pub fn resolve(c: &CachesSection) -> Result<CacheSpec, String> {
     ] {
         let Some(l) = l else { continue };
         let key = |k: &str| format!("caches.{name}.{k}");
-        let size = parse_size(&l.size).map_err(|e| format!("{}: {e}", key("size")))?;
+        let size = match &l.size {
+            Size::Bytes(n) => *n,
+            Size::Text(s) => parse_size(s).map_err(|e| format!("{}: {e}", key("size")))?,
+        };
         if !l.line.is_power_of_two() || !(16..=4096).contains(&l.line) {
             return Err(format!(
                 "{} = {} must be a power of two from 16 to 4096",
@@ -110,6 +136,7 @@ pub fn resolve(c: &CachesSection) -> Result<CacheSpec, String> {
     Ok(CacheSpec {
         levels,
         base_cycles: c.base_cycles,
+        memory_latency: c.memory_latency.unwrap_or(walk_mem_latency),
     })
 }
 
@@ -119,7 +146,7 @@ mod tests {
 
     fn level(size: &str, ways: usize) -> LevelSection {
         LevelSection {
-            size: size.into(),
+            size: Size::Text(size.into()),
             ways,
             line: 64,
             latency: 4,
@@ -131,19 +158,24 @@ mod tests {
     fn resolves_defaults_and_names_the_bad_key() {
         let mut c = CachesSection {
             base_cycles: 1,
+            memory_latency: None,
             l1d: level("64KiB", 4),
             l2: None,
             l3: Some(level("2MiB", 16)),
         };
-        let s = resolve(&c).unwrap();
+        let s = resolve(&c, 30).unwrap();
+        assert_eq!(s.memory_latency, 30);
         assert_eq!(s.levels.len(), 2);
         assert!(!s.levels[0].shared && s.levels[1].shared);
         assert_eq!(s.levels[0].size, 65536);
         c.l2 = Some(level("1000", 8));
-        let e = resolve(&c).unwrap_err();
-        assert!(e.starts_with("caches.l2.size = 1000 is not a positive multiple"), "{e}");
+        let e = resolve(&c, 30).unwrap_err();
+        assert!(
+            e.starts_with("caches.l2.size = \"1000\" is not a positive multiple"),
+            "{e}"
+        );
         c.l2 = None;
         c.l1d.shared = Some(true);
-        assert!(resolve(&c).unwrap_err().contains("caches.l1d.shared"));
+        assert!(resolve(&c, 30).unwrap_err().contains("caches.l1d.shared"));
     }
 }

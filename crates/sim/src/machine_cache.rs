@@ -16,8 +16,9 @@ use mmulab_trace::MemRef;
 const LOG_FLUSH: usize = 1 << 16;
 
 /// The caches `spec` asks for (none without `[caches]`), with the cores switched to
-/// the data-cache path. Main memory is [`Flat`] at `walk.mem_latency` cycles: a walk
-/// read that misses every level costs what every walk read cost before caches existed.
+/// the data-cache path. Main memory is [`Flat`] at `caches.memory_latency` cycles
+/// (default `walk.mem_latency`: a walk read that misses every level then costs what
+/// every walk read cost before caches existed).
 pub(super) fn build(spec: &MachineSpec, mut cpus: Vec<Stage1>) -> (Vec<Stage1>, Option<Box<Caches>>) {
     let Some(c) = &spec.caches else {
         return (cpus, None);
@@ -25,7 +26,7 @@ pub(super) fn build(spec: &MachineSpec, mut cpus: Vec<Stage1>) -> (Vec<Stage1>, 
     for cpu in &mut cpus {
         cpu.enable_caches(c.base_cycles);
     }
-    let backend = Box::new(Flat::new(spec.cost.mem_latency));
+    let backend = Box::new(Flat::new(c.memory_latency));
     (cpus, Some(Box::new(Caches::new(c, spec.cores, backend))))
 }
 

@@ -51,6 +51,9 @@ pub struct CacheSpec {
     /// Cycles a reference takes besides its TLB lookups, walk and cache/memory
     /// latencies, on the core's clock (assumed; `caches.base_cycles`).
     pub base_cycles: u32,
+    /// Cycles of a request to the flat main memory (`caches.memory_latency`, default
+    /// `walk.mem_latency`); a DRAM backend replaces it.
+    pub memory_latency: u32,
 }
 
 /// Counters of one level, summed over its copies.
