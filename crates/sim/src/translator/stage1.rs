@@ -67,8 +67,9 @@ pub struct Stage1 {
     /// Host-side speed helpers of this core (never change a result).
     host: Host,
     /// With data caches (`[caches]`): walks record their descriptor reads here, which
-    /// the machine then sends through the caches (stage1_cache.rs).
-    pub(super) rec: WalkReads,
+    /// the machine then sends through the caches (stage1_cache.rs). Boxed: the
+    /// translator without caches stays the size it was.
+    pub(super) rec: Box<WalkReads>,
     /// Whether walks record (`[caches]` present).
     pub(super) cached: bool,
     /// `caches.base_cycles` (the core's clock; stage1_cache.rs).
@@ -97,7 +98,7 @@ impl Stage1 {
             cost,
             counters: WalkCounters::default(),
             host,
-            rec: WalkReads::default(),
+            rec: Box::default(),
             cached: false,
             base_cycles: 0,
         }
@@ -122,29 +123,18 @@ impl Stage1 {
     /// counts ([`Hierarchy::lru_pow2`]), one for any others. (The choice is made here, out
     /// of line, rather than in the run loop, whose code it would otherwise crowd; the
     /// copy's own test of the shape right after it folds into this one.)
-    /// `REC`: walks record their descriptor reads in `rec` (the data-cache path).
     #[inline(never)]
-    pub(super) fn access_miss<const REC: bool>(
-        &mut self,
-        sys: &mut System,
-        r: &MemRef,
-        instr: bool,
-    ) -> Result<(), Stop> {
+    pub(super) fn access_miss(&mut self, sys: &mut System, r: &MemRef, instr: bool) -> Result<(), Stop> {
         if self.tlbs.is_lru_pow2() {
-            self.access_miss_as::<true, REC>(sys, r, instr)
+            self.access_miss_as::<true>(sys, r, instr)
         } else {
-            self.access_miss_as::<false, REC>(sys, r, instr)
+            self.access_miss_as::<false>(sys, r, instr)
         }
     }
 
-    /// [`Stage1::access_miss`] for one shape of TLB levels (`FAST`, `REC`: see there).
+    /// [`Stage1::access_miss`] for one shape of TLB levels (`FAST`: see there).
     #[inline(always)]
-    fn access_miss_as<const FAST: bool, const REC: bool>(
-        &mut self,
-        sys: &mut System,
-        r: &MemRef,
-        instr: bool,
-    ) -> Result<(), Stop> {
+    fn access_miss_as<const FAST: bool>(&mut self, sys: &mut System, r: &MemRef, instr: bool) -> Result<(), Stop> {
         let tlbs = &mut self.tlbs;
         let look = lookup_as::<FAST>(tlbs, r.addr, r.asid, instr);
         match look.hit {
@@ -170,7 +160,14 @@ impl Stage1 {
                 }
                 Ok(())
             }
-            None => self.walk_fill::<FAST, REC>(sys, r, instr, look.len),
+            None => {
+                // With data caches the walk records its reads, in a copy of its own out
+                // of line: the walk of a machine without caches is the code it was.
+                if self.cached {
+                    return self.walk_fill_rec(sys, r, instr, look.len);
+                }
+                self.walk_fill::<FAST, false>(sys, r, instr, look.len)
+            }
         }
     }
 
@@ -260,6 +257,14 @@ impl Stage1 {
         }
         self.count_walk(r, &res);
         self.walk_slow(sys, r, res, instr, upto, 0)
+    }
+
+    /// [`Stage1::walk_fill`] recording the walk's descriptor reads (the data-cache
+    /// path; the general TLB fill, same result as the specialised one).
+    #[cold]
+    #[inline(never)]
+    fn walk_fill_rec(&mut self, sys: &mut System, r: &MemRef, instr: bool, upto: usize) -> Result<(), Stop> {
+        self.walk_fill::<false, true>(sys, r, instr, upto)
     }
 
     /// The walk would index with the low bits only: refuse instead of aliasing.
@@ -425,7 +430,7 @@ impl Translator for Stage1 {
             // A store to a clean entry: undo the count and take the full path.
             entry.undo_mru_hit();
         }
-        self.access_miss::<false>(sys, r, instr)
+        self.access_miss(sys, r, instr)
     }
 
     /// Attempt 0: the walk after a permission fault on a TLB hit, afresh with the
@@ -435,7 +440,7 @@ impl Translator for Stage1 {
         let upto = upto as usize;
         if attempt == 0 {
             return if self.cached {
-                self.walk_fill::<false, true>(sys, r, instr, upto)
+                self.walk_fill_rec(sys, r, instr, upto)
             } else {
                 self.walk_fill::<false, false>(sys, r, instr, upto)
             };

@@ -39,7 +39,7 @@ impl Stage1 {
             }
             entry.undo_mru_hit();
         }
-        self.access_miss::<true>(sys, r, instr)
+        self.access_miss(sys, r, instr)
     }
 
     /// After a translated access of core `core`: its recorded descriptor reads, then
