@@ -9,6 +9,7 @@
 
 pub mod addr;
 pub mod assoc;
+pub mod cache;
 pub mod cost;
 mod error;
 pub mod gpu;

@@ -51,6 +51,12 @@ fn emit_machine_armv7_round_trips() {
 fn emit_machine_round_trips_on_every_catalog_machine() {
     for name in mmulab_sim::catalog::names() {
         let spec = config::load_machine(name, None, &[]).unwrap();
+        // A variant with data caches (cortex-a76-pi5, ...) has its base's TLBs, probed
+        // here under the base's name; its walks cost where their reads hit, which an
+        // emitted TLB-only machine cannot describe, so it does not round-trip.
+        if spec.caches.is_some() {
+            continue;
+        }
         let huge = huge_size_of(spec.format).unwrap().to_string();
         round_trip(name, spec.format, &huge);
     }

@@ -37,6 +37,14 @@ pub const MACHINES: &[(&str, &str)] = &[
     ("cortex-a76", include_str!("../../../machines/cortex-a76.toml")),
     ("neoverse-n1", include_str!("../../../machines/neoverse-n1.toml")),
     ("skylake", include_str!("../../../machines/skylake.toml")),
+    // Variants with data caches (docs/memory.md).
+    ("cortex-a72-pi4", include_str!("../../../machines/cortex-a72-pi4.toml")),
+    ("cortex-a76-pi5", include_str!("../../../machines/cortex-a76-pi5.toml")),
+    (
+        "neoverse-n1-caches",
+        include_str!("../../../machines/neoverse-n1-caches.toml"),
+    ),
+    ("skylake-caches", include_str!("../../../machines/skylake-caches.toml")),
 ];
 
 /// The TOML text of a catalog machine.

@@ -38,6 +38,9 @@ pub struct Config {
     /// `[vm]`: run the trace in a guest (docs/virtualization.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vm: Option<crate::config_vm::VmSection>,
+    /// `[caches]`: data caches (docs/memory.md); none by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caches: Option<crate::config_cache::CachesSection>,
 }
 
 /// `[machine]`.
@@ -211,6 +214,8 @@ pub struct MachineSpec {
     pub age: Option<AgeSection>,
     /// The guest and its host (`[vm]`), if the trace runs in a virtual machine.
     pub vm: Option<crate::config_vm::VmSpec>,
+    /// The data caches (`[caches]`), if any.
+    pub caches: Option<mmulab_model::cache::CacheSpec>,
 }
 
 /// Where a config came from, for error messages.
@@ -426,8 +431,17 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
         Some(v) => crate::config_vm::resolve(v, format, memory_bytes, config.machine.seed)?,
         None => None,
     };
+    let caches = match &config.caches {
+        Some(c) if vm.is_some() => {
+            let _ = c;
+            return Err("[caches] with [vm] is not supported yet: the nested translator does not send its reads through data caches; remove one of the two sections".into());
+        }
+        Some(c) => Some(crate::config_cache::resolve(c, config.walk.mem_latency)?),
+        None => None,
+    };
     Ok(MachineSpec {
         vm,
+        caches,
         format,
         cores: config.machine.cores,
         memory_bytes,

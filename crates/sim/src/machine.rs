@@ -24,6 +24,9 @@ use mmulab_trace::{Event, MemRef};
 #[path = "machine_vm.rs"]
 mod vm;
 
+#[path = "machine_cache.rs"]
+mod cache;
+
 /// A simulated machine.
 pub struct Machine {
     spec: MachineSpec,
@@ -42,6 +45,10 @@ pub struct Machine {
     pub(crate) bg: crate::background::Background,
     /// GPUs: device requesters beside the cores, over the same memory (crate::gpu).
     pub(crate) gpus: Vec<crate::translator::Device>,
+    /// The data caches and the memory below them (`[caches]`), and the request stream
+    /// being written (machine_cache.rs).
+    caches: Option<Box<mmulab_model::cache::Caches>>,
+    mem_trace: Option<crate::mem_trace::MemTrace>,
 }
 
 impl Machine {
@@ -66,7 +73,10 @@ impl Machine {
             .collect();
         let os = spec.os.build(spec.format).map_err(SimError::Config)?;
         let bg = crate::background::Background::new(&spec, &mut mem);
+        let (cpus, caches) = cache::build(&spec, cpus);
         Ok(Machine {
+            caches,
+            mem_trace: None,
             cpus,
             vcpus: Vec::new(),
             sys: System::new(mem, os, spec.format, spec.cost.fault_latency),
@@ -113,6 +123,9 @@ impl Machine {
         } else {
             r.core as usize % self.cpus.len()
         };
+        if self.caches.is_some() {
+            return self.access_cached(core, r);
+        }
         self.access_on(core, r)
     }
 
@@ -121,7 +134,10 @@ impl Machine {
     /// among them. (The run loop asks once per batch.)
     #[inline]
     pub fn plain_for(&self, n: usize) -> bool {
-        self.cpus.len() == 1 && !self.bg.track_touched && self.references.saturating_add(n as u64) < self.next_tick
+        self.cpus.len() == 1
+            && !self.bg.track_touched
+            && self.caches.is_none()
+            && self.references.saturating_add(n as u64) < self.next_tick
     }
 
     /// [`Machine::access`] of a reference [`Machine::plain_for`] admitted (one core, no
@@ -208,6 +224,9 @@ impl Machine {
         self.bg.report(&mut s);
         for g in &self.gpus {
             g.report(&mut s);
+        }
+        if let Some(c) = &self.caches {
+            c.report(&mut s);
         }
         s
     }

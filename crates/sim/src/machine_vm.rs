@@ -44,6 +44,9 @@ impl Machine {
             cpus: Vec::new(),
             vcpus,
             gpus: Vec::new(),
+            // [caches] with [vm] is refused by config validation.
+            caches: None,
+            mem_trace: None,
             sys,
             references: 0,
             next_tick: bg.next_tick(0),

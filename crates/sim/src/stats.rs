@@ -125,6 +125,9 @@ pub struct Stats {
     /// GPUs' statistics (crate::gpu), in the order they were attached; none for a CPU-only
     /// machine, whose JSON then has no `gpu` key.
     pub gpu: Vec<crate::gpu::GpuStats>,
+    /// The data caches' counters (a machine with `[caches]`), else none and no `caches`
+    /// key in the JSON.
+    pub caches: Option<crate::stats_cache::CacheReport>,
 }
 
 /// What every component of a machine implements to report its counters: it adds
@@ -167,6 +170,7 @@ impl Stats {
             complete: true,
             nested: spec.vm.as_ref().map(|vm| crate::vm::NestedStats::new(vm, pt_levels)),
             gpu: Vec::new(),
+            caches: spec.caches.as_ref().map(|_| Default::default()),
         }
     }
 
@@ -268,6 +272,9 @@ impl Stats {
             w["stage1_refs_by_level"] = json!(n.stage1_refs_by_level);
             w["stage2_refs_by_level"] = json!(n.stage2_refs_by_level);
             v["vm"] = n.to_json();
+        }
+        if let Some(c) = &self.caches {
+            v["caches"] = c.to_json();
         }
         if !self.gpu.is_empty() {
             v["gpu"] = serde_json::to_value(&self.gpu).expect("serializable");

@@ -59,6 +59,19 @@ pub struct Args {
     /// References between time-series samples.
     #[arg(long, default_value_t = 1_000_000, requires = "timeseries")]
     pub interval: u64,
+    /// Write every request that reaches main memory below the data caches to FILE
+    /// (needs a machine with `[caches]`; docs/memory.md, "Request streams").
+    #[arg(long, value_name = "FILE")]
+    pub mem_trace: Option<PathBuf>,
+    /// Line format of --mem-trace: `dramsim3` (`0xADDR READ|WRITE cycle`) or
+    /// `ramulator` (`0xADDR R|W`).
+    #[arg(
+        long,
+        value_name = "dramsim3|ramulator",
+        default_value = "dramsim3",
+        requires = "mem_trace"
+    )]
+    pub mem_trace_format: String,
     /// GPU profile for --gpu-workload/--gpu-trace: `pi4-v3d`, `pi5-v3d`, `mali-g57` or a
     /// GPU profile TOML file (docs/gpu.md). The CPU machine is the profile's `cpu`
     /// unless --machine names one; --set applies to it (memory.size, memory.age...).
@@ -111,7 +124,7 @@ fn read_options(a: &Args) -> Result<TraceOptions> {
 /// Runs `src` on a machine built from `spec`, with progress; returns the statistics,
 /// or an error that carries the statistics gathered before it.
 pub fn simulate(spec: config::MachineSpec, src: &mut dyn TraceSource, label: &str) -> Result<Stats> {
-    simulate_with(spec, src, label, None, None)
+    simulate_with(spec, src, label, None, None, None)
 }
 
 /// The error of [`simulate`] when a run stopped on an error: the statistics of the
@@ -142,8 +155,19 @@ pub fn simulate_with(
     label: &str,
     series: Option<(u64, &std::path::Path)>,
     meta: Option<&mmulab_trace::TraceMeta>,
+    mem_trace: Option<(mmulab_sim::MemTraceFormat, &std::path::Path)>,
 ) -> Result<Stats> {
     let mut m = Machine::new(spec)?;
+    let mut mem_trace_file = None;
+    if let Some((format, path)) = mem_trace {
+        // Checked before the file is created: a machine without caches leaves none.
+        if m.caches().is_none() {
+            m.set_mem_trace(format, Box::new(std::io::sink()))?;
+        }
+        let out = crate::output::OutputFile::new(path).context("cannot create the memory request stream")?;
+        m.set_mem_trace(format, Box::new(out.open()?))?;
+        mem_trace_file = Some(out);
+    }
     if let Some(meta) = meta {
         mmulab_sim::preload_vmas(&mut m, meta);
     }
@@ -159,6 +183,11 @@ pub fn simulate_with(
     let mut p = ProgressLine::new(label);
     let res = mmulab_sim::run(&mut m, src, Some(&mut |n, f| p.update(n, f)));
     p.finish();
+    // The request stream too is kept when the run stopped early: it covers what ran.
+    if let Some(out) = mem_trace_file {
+        m.finish_mem_trace()?;
+        out.commit()?;
+    }
     // The time series is kept even when the run stopped early: it covers what ran.
     let series_done = series_file.map(|out| {
         m.finish_series()
@@ -243,12 +272,20 @@ fn run_to_end(a: Args) -> Result<()> {
     // An .mlt trace may keep its VMA samples anywhere in the file: read them up front so
     // the policies see them from the first fault (other sources: the run loop looks).
     let meta = a.trace.as_deref().and_then(mmulab_sim::trace_file_meta);
+    let mem_trace = match &a.mem_trace {
+        Some(p) => Some((
+            mmulab_sim::MemTraceFormat::parse(&a.mem_trace_format).map_err(anyhow::Error::msg)?,
+            p.as_path(),
+        )),
+        None => None,
+    };
     let stats = simulate_with(
         spec,
         &mut src,
         &what,
         a.timeseries.as_deref().map(|p| (a.interval, p)),
         meta.as_ref(),
+        mem_trace,
     )?;
     if a.json {
         let mut v = stats.to_json();

@@ -233,6 +233,19 @@ impl Tlb {
         }
     }
 
+    /// The physical address of `va` if the most recently hit or filled entry covers it
+    /// (counts nothing, changes nothing): the data-cache path's translation of a
+    /// reference that just hit or filled this level.
+    #[inline]
+    pub fn mru_pa(&self, va: u64, asid: Asid) -> Option<u64> {
+        if va >> self.last_shift == self.last_vpn && asid == self.last_asid {
+            let d = self.array.data(self.last_slot as usize);
+            Some((d & !0xfff) + (va & ((1u64 << self.last_shift) - 1)))
+        } else {
+            None
+        }
+    }
+
     /// Looks `va` up; counts the access and returns the entry on a hit.
     #[inline]
     pub fn lookup(&mut self, va: u64, asid: Asid) -> Option<(usize, Translation)> {

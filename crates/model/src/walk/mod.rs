@@ -21,7 +21,7 @@ mod translate;
 
 pub use map::{lookup, map_leaf, move_leaf, set_leaf_attrs, unmap_leaf, Mapping};
 pub use pwc::{Pwc, PwcStats};
-pub use translate::{translate, translate_visitor, WalkResult};
+pub use translate::{translate, translate_recorded, translate_visitor, ReadSink, WalkReads, WalkResult};
 
 use crate::addr::PageSize;
 use crate::mem::PtMem;

@@ -86,29 +86,92 @@ pub fn translate(mem: &mut Memory, fmt: Format, root: u64, asid: Asid, va: u64, 
         asid,
         va,
         pwc,
+        sink: &mut (),
+    })
+}
+
+/// Where a walk reports each descriptor it reads (table address, index): nowhere (`()`,
+/// the plain [`translate`], compiled to nothing), or a [`WalkReads`] (the data-cache
+/// path, which sends every descriptor read through the caches after the walk).
+pub trait ReadSink {
+    /// Descriptor `index` of the table at physical address `table` was read.
+    fn read(&mut self, table: u64, index: usize);
+}
+
+impl ReadSink for () {
+    #[inline(always)]
+    fn read(&mut self, _table: u64, _index: usize) {}
+}
+
+/// The descriptor reads of one access's walks, in order (a faulting walk's and the
+/// retry's together: at most 3 walks of at most 4 levels).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WalkReads {
+    /// (table address, index) of each read; the first `n` are valid.
+    pub reads: [(u64, u32); 12],
+    /// Reads recorded (at most 12; more are dropped).
+    pub n: usize,
+}
+
+impl ReadSink for WalkReads {
+    #[inline(always)]
+    fn read(&mut self, table: u64, index: usize) {
+        if let Some(r) = self.reads.get_mut(self.n) {
+            *r = (table, index as u32);
+            self.n += 1;
+        }
+    }
+}
+
+/// [`translate`] reporting each descriptor read to `sink`.
+#[inline(always)]
+pub fn translate_recorded(
+    mem: &mut Memory,
+    fmt: Format,
+    root: u64,
+    asid: Asid,
+    va: u64,
+    pwc: &mut Pwc,
+    sink: &mut WalkReads,
+) -> WalkResult {
+    fmt.with(Walk {
+        mem,
+        root,
+        asid,
+        va,
+        pwc,
+        sink,
     })
 }
 
 /// The arguments of one [`translate`], run with the format's type.
-struct Walk<'a> {
+struct Walk<'a, S: ReadSink> {
     mem: &'a mut Memory,
     root: u64,
     asid: Asid,
     va: u64,
     pwc: &'a mut Pwc,
+    sink: &'a mut S,
 }
 
-impl WithFormat for Walk<'_> {
+impl<S: ReadSink> WithFormat for Walk<'_, S> {
     type Output = WalkResult;
     #[inline(always)]
     fn run<F: PageTableFormat>(self) -> WalkResult {
-        translate_in::<F>(self.mem, self.root, self.asid, self.va, self.pwc)
+        translate_in::<F, S>(self.mem, self.root, self.asid, self.va, self.pwc, self.sink)
     }
 }
 
 /// [`translate`] for format `F`.
 #[inline(always)]
-fn translate_in<F: PageTableFormat>(mem: &mut Memory, root: u64, asid: Asid, va: u64, pwc: &mut Pwc) -> WalkResult {
+fn translate_in<F: PageTableFormat, S: ReadSink>(
+    mem: &mut Memory,
+    root: u64,
+    asid: Asid,
+    va: u64,
+    pwc: &mut Pwc,
+    sink: &mut S,
+) -> WalkResult {
     let (start_level, mut table) = pwc.lookup(va, asid).unwrap_or((0, root));
     let levels = F::LEVELS;
     let mut level = start_level;
@@ -118,6 +181,7 @@ fn translate_in<F: PageTableFormat>(mem: &mut Memory, root: u64, asid: Asid, va:
         let descs = mem.pt.table(table);
         let raw = descs[index];
         reads += 1;
+        sink.read(table, index);
         match F::decode(level, raw) {
             Pte::Table(child) => {
                 pwc.fill(level, va, asid, child);

@@ -18,8 +18,11 @@ use mmulab_model::cost::WalkCost;
 use mmulab_model::pt::Format;
 use mmulab_model::tlb::{Hierarchy, Lookup, TlbSpec};
 use mmulab_model::translation::{Attrs, Translation};
-use mmulab_model::walk::{set_leaf_attrs, translate, Pwc, WalkResult};
+use mmulab_model::walk::{set_leaf_attrs, translate, translate_recorded, Pwc, WalkReads, WalkResult};
 use mmulab_trace::{AccessKind, MemRef};
+
+#[path = "stage1_cache.rs"]
+mod cache;
 
 /// Walk attempts one access may make (a fault between each) before the policy is
 /// deemed broken.
@@ -42,6 +45,10 @@ struct WalkCounters {
     dirty_writes: u64,
     /// Accessed/dirty updates of leaf descriptors.
     ad_updates: u64,
+    /// With data caches: cycles of walk descriptor reads (where each hit) and of data
+    /// references in the caches and memory.
+    walk_cache_cycles: u64,
+    data_cache_cycles: u64,
 }
 
 /// One core's stage-1 translation hardware.
@@ -59,6 +66,14 @@ pub struct Stage1 {
     counters: WalkCounters,
     /// Host-side speed helpers of this core (never change a result).
     host: Host,
+    /// With data caches (`[caches]`): walks record their descriptor reads here, which
+    /// the machine then sends through the caches (stage1_cache.rs). Boxed: the
+    /// translator without caches stays the size it was.
+    pub(super) rec: Box<WalkReads>,
+    /// Whether walks record (`[caches]` present).
+    pub(super) cached: bool,
+    /// `caches.base_cycles` (the core's clock; stage1_cache.rs).
+    base_cycles: u32,
 }
 
 impl Stage1 {
@@ -83,6 +98,9 @@ impl Stage1 {
             cost,
             counters: WalkCounters::default(),
             host,
+            rec: Box::default(),
+            cached: false,
+            base_cycles: 0,
         }
     }
 
@@ -106,7 +124,7 @@ impl Stage1 {
     /// of line, rather than in the run loop, whose code it would otherwise crowd; the
     /// copy's own test of the shape right after it folds into this one.)
     #[inline(never)]
-    fn access_miss(&mut self, sys: &mut System, r: &MemRef, instr: bool) -> Result<(), Stop> {
+    pub(super) fn access_miss(&mut self, sys: &mut System, r: &MemRef, instr: bool) -> Result<(), Stop> {
         if self.tlbs.is_lru_pow2() {
             self.access_miss_as::<true>(sys, r, instr)
         } else {
@@ -142,7 +160,14 @@ impl Stage1 {
                 }
                 Ok(())
             }
-            None => self.walk_fill::<FAST>(sys, r, instr, look.len),
+            None => {
+                // With data caches the walk records its reads, in a copy of its own out
+                // of line: the walk of a machine without caches is the code it was.
+                if self.cached {
+                    return self.walk_fill_rec(sys, r, instr, look.len);
+                }
+                self.walk_fill::<FAST, false>(sys, r, instr, look.len)
+            }
         }
     }
 
@@ -189,7 +214,7 @@ impl Stage1 {
     /// [`Stage1::walk_slow`]. (Each branch fills on its own, so the fast one passes the
     /// translation straight from the walk to the fill.)
     #[inline(always)]
-    fn walk_fill<const FAST: bool>(
+    fn walk_fill<const FAST: bool, const REC: bool>(
         &mut self,
         sys: &mut System,
         r: &MemRef,
@@ -203,7 +228,19 @@ impl Stage1 {
             (asid, root) if asid == r.asid as u32 => root,
             _ => root_of(sys, &mut self.host, r.asid)?,
         };
-        let res = translate(&mut sys.mem, self.fmt, root, r.asid, r.addr, &mut self.pwc);
+        let res = if REC {
+            translate_recorded(
+                &mut sys.mem,
+                self.fmt,
+                root,
+                r.asid,
+                r.addr,
+                &mut self.pwc,
+                &mut self.rec,
+            )
+        } else {
+            translate(&mut sys.mem, self.fmt, root, r.asid, r.addr, &mut self.pwc)
+        };
         // The walk is counted on each branch rather than before them: then the fast
         // branch keeps the translation in registers instead of the whole result in memory.
         if let Some(t) = res.leaf {
@@ -220,6 +257,14 @@ impl Stage1 {
         }
         self.count_walk(r, &res);
         self.walk_slow(sys, r, res, instr, upto, 0)
+    }
+
+    /// [`Stage1::walk_fill`] recording the walk's descriptor reads (the data-cache
+    /// path; the general TLB fill, same result as the specialised one).
+    #[cold]
+    #[inline(never)]
+    fn walk_fill_rec(&mut self, sys: &mut System, r: &MemRef, instr: bool, upto: usize) -> Result<(), Stop> {
+        self.walk_fill::<false, true>(sys, r, instr, upto)
     }
 
     /// The walk would index with the low bits only: refuse instead of aliasing.
@@ -394,7 +439,11 @@ impl Translator for Stage1 {
         let instr = r.kind == AccessKind::IFetch;
         let upto = upto as usize;
         if attempt == 0 {
-            return self.walk_fill::<false>(sys, r, instr, upto);
+            return if self.cached {
+                self.walk_fill_rec(sys, r, instr, upto)
+            } else {
+                self.walk_fill::<false, false>(sys, r, instr, upto)
+            };
         }
         if attempt >= MAX_ATTEMPTS {
             return Err(SimError::Model(mmulab_model::ModelError::Conflict(format!(
@@ -406,7 +455,19 @@ impl Translator for Stage1 {
         }
         let si = sys.space(r.asid)?;
         let root = sys.root(si);
-        let res = translate(&mut sys.mem, self.fmt, root, r.asid, r.addr, &mut self.pwc);
+        let res = if self.cached {
+            translate_recorded(
+                &mut sys.mem,
+                self.fmt,
+                root,
+                r.asid,
+                r.addr,
+                &mut self.pwc,
+                &mut self.rec,
+            )
+        } else {
+            translate(&mut sys.mem, self.fmt, root, r.asid, r.addr, &mut self.pwc)
+        };
         self.count_walk(r, &res);
         self.walk_slow(sys, r, res, instr, upto, attempt)
     }
@@ -440,7 +501,17 @@ impl Report for Stage1 {
         }
         c.dirty_writes += w.dirty_writes;
         c.ad_updates += w.ad_updates;
-        c.walk_cycles += (w.walk_reads + w.dirty_writes) * self.cost.mem_latency as u64;
+        if self.cached {
+            // Each descriptor read costs the latency of where it hit (stage1_cache.rs);
+            // the dirty-bit write of a store to a clean entry still costs one
+            // `walk.mem_latency` (it does not go through the caches).
+            c.walk_cycles += w.walk_cache_cycles + w.dirty_writes * self.cost.mem_latency as u64;
+            if let Some(cs) = &mut s.caches {
+                cs.data_cycles += w.data_cache_cycles;
+            }
+        } else {
+            c.walk_cycles += (w.walk_reads + w.dirty_writes) * self.cost.mem_latency as u64;
+        }
         if self.pwc.enabled() {
             c.walk_cycles += w.walks * self.cost.pwc_latency as u64;
         }

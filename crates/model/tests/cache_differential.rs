@@ -1,0 +1,282 @@
+//! The data caches (`mmulab_model::cache`) against a deliberately plain reference model:
+//! per set a list of lines in recency order (most recent first) with a dirty flag, and
+//! the hierarchy's rules (docs/memory.md, "Data caches") written out step by step.
+//! Random geometries (sets powers of two or not, 1 to 16 ways, 16- to 256-byte lines),
+//! one to three levels, private or shared, one to three cores, random loads, stores and
+//! walk reads over small address ranges (so that sets conflict): every access must cost
+//! the same, every memory request must be the same (address, direction, core, time),
+//! and the counters must agree. Then a short sequence whose counts are derived by hand.
+
+use mmulab_model::cache::{CacheSpec, Caches, LevelCounts, LevelSpec};
+use mmulab_model::mem::backend::{Flat, MemReq};
+use mmulab_trace::workload::SplitMix64;
+
+/// Cycles of the flat memory below the caches in these tests.
+const MEM: u32 = 100;
+
+struct RefCache {
+    sets: u64,
+    line: u64,
+    ways: usize,
+    /// Per set: (line address, dirty), most recently used first.
+    lists: Vec<Vec<(u64, bool)>>,
+}
+
+impl RefCache {
+    fn new(l: &LevelSpec) -> RefCache {
+        let sets = l.size / (l.ways as u64 * l.line as u64);
+        RefCache {
+            sets,
+            line: l.line as u64,
+            ways: l.ways,
+            lists: vec![Vec::new(); sets as usize],
+        }
+    }
+    fn set(&self, pa: u64) -> usize {
+        ((pa / self.line) % self.sets) as usize
+    }
+    fn base(&self, pa: u64) -> u64 {
+        pa / self.line * self.line
+    }
+    fn lookup(&mut self, pa: u64, write: bool) -> bool {
+        let (s, b) = (self.set(pa), self.base(pa));
+        let l = &mut self.lists[s];
+        match l.iter().position(|e| e.0 == b) {
+            Some(i) => {
+                let (a, d) = l.remove(i);
+                l.insert(0, (a, d || write));
+                true
+            }
+            None => false,
+        }
+    }
+    fn fill(&mut self, pa: u64, dirty: bool) -> Option<(u64, bool)> {
+        let (s, b) = (self.set(pa), self.base(pa));
+        let ways = self.ways;
+        let l = &mut self.lists[s];
+        let victim = if l.len() == ways { l.pop() } else { None };
+        l.insert(0, (b, dirty));
+        victim
+    }
+    fn write_back(&mut self, pa: u64) -> Option<(u64, bool)> {
+        let (s, b) = (self.set(pa), self.base(pa));
+        if let Some(e) = self.lists[s].iter_mut().find(|e| e.0 == b) {
+            e.1 = true;
+            return None;
+        }
+        self.fill(pa, true)
+    }
+}
+
+struct RefHierarchy {
+    levels: Vec<(LevelSpec, Vec<RefCache>)>,
+    counts: Vec<LevelCounts>,
+    log: Vec<MemReq>,
+}
+
+impl RefHierarchy {
+    fn new(spec: &CacheSpec, cores: usize) -> RefHierarchy {
+        RefHierarchy {
+            levels: spec
+                .levels
+                .iter()
+                .map(|l| {
+                    let n = if l.shared { 1 } else { cores };
+                    (l.clone(), (0..n).map(|_| RefCache::new(l)).collect())
+                })
+                .collect(),
+            counts: vec![LevelCounts::default(); spec.levels.len()],
+            log: Vec::new(),
+        }
+    }
+
+    fn copy(&self, i: usize, core: usize) -> usize {
+        if self.levels[i].0.shared {
+            0
+        } else {
+            core
+        }
+    }
+
+    fn access(&mut self, core: usize, pa: u64, write: bool, walk: bool, now: u64) -> u64 {
+        let n = self.levels.len();
+        let mut lat = 0;
+        let mut hit_at = n;
+        for i in 0..n {
+            lat += self.levels[i].0.latency as u64;
+            let c = self.copy(i, core);
+            let hit = self.levels[i].1[c].lookup(pa, write && i == 0);
+            let k = &mut self.counts[i];
+            match (hit, walk) {
+                (true, false) => k.data_hits += 1,
+                (true, true) => k.walk_hits += 1,
+                (false, false) => k.data_misses += 1,
+                (false, true) => k.walk_misses += 1,
+            }
+            if hit {
+                hit_at = i;
+                break;
+            }
+        }
+        // The time of the first request to memory, fixed when it is first needed.
+        let mut at: Option<u64> = None;
+        if hit_at == n {
+            let t = now + lat;
+            at = Some(t);
+            let line = self.levels[0].0.line as u64;
+            self.log.push(MemReq {
+                pa: pa / line * line,
+                write: false,
+                core: core as u16,
+                at: t,
+            });
+            lat += MEM as u64;
+        }
+        for i in (0..hit_at).rev() {
+            let c = self.copy(i, core);
+            if let Some((vpa, true)) = self.levels[i].1[c].fill(pa, write && i == 0) {
+                // A dirty victim: down the levels until it lands or reaches memory.
+                self.counts[i].writebacks += 1;
+                let mut pa2 = vpa;
+                let mut j = i + 1;
+                loop {
+                    if j == n {
+                        let t = *at.get_or_insert(now + lat);
+                        self.log.push(MemReq {
+                            pa: pa2,
+                            write: true,
+                            core: core as u16,
+                            at: t,
+                        });
+                        break;
+                    }
+                    let c = self.copy(j, core);
+                    match self.levels[j].1[c].write_back(pa2) {
+                        Some((w, true)) => {
+                            self.counts[j].writebacks += 1;
+                            pa2 = w;
+                            j += 1;
+                        }
+                        _ => break,
+                    }
+                }
+            }
+        }
+        lat
+    }
+}
+
+fn random_spec(rng: &mut SplitMix64) -> CacheSpec {
+    let line = 16u32 << rng.below(5);
+    let nlevels = 1 + rng.below(3) as usize;
+    let names = ["l1d", "l2", "l3"];
+    let levels = (0..nlevels)
+        .map(|i| {
+            let ways = 1 + rng.below(16) as usize;
+            let sets = 1 + rng.below(24);
+            LevelSpec {
+                name: names[i].into(),
+                size: sets * ways as u64 * line as u64,
+                ways,
+                line,
+                latency: 1 + rng.below(20) as u32,
+                shared: i > 0 && rng.below(2) == 1,
+            }
+        })
+        .collect();
+    CacheSpec {
+        levels,
+        base_cycles: 1,
+        memory_latency: MEM,
+    }
+}
+
+#[test]
+fn caches_agree_with_the_reference_model_over_random_geometries() {
+    let mut rng = SplitMix64::new(22);
+    let mut checked = 0u64;
+    for round in 0..300 {
+        let spec = random_spec(&mut rng);
+        let cores = 1 + rng.below(3) as usize;
+        let mut c = Caches::new(&spec, cores, Box::new(Flat::new(MEM)));
+        c.set_logging(true);
+        let mut r = RefHierarchy::new(&spec, cores);
+        // Addresses over a few times the first level's size, so sets conflict and lines
+        // come back.
+        let span = spec.levels[0].size * (2 + rng.below(6));
+        for i in 0..3000u64 {
+            let core = rng.below(cores as u64) as usize;
+            let pa = rng.below(span);
+            let walk = rng.below(4) == 0;
+            let write = !walk && rng.below(3) == 0;
+            let now = i * 1000;
+            let got = c.access(core, pa, write, walk, || now);
+            let want = r.access(core, pa, write, walk, now);
+            assert_eq!(got, want, "round {round} access {i}: latency ({spec:?})");
+            checked += 1;
+        }
+        assert_eq!(c.take_log(), r.log, "round {round}: memory requests");
+        let s = c.stats();
+        let counts: Vec<LevelCounts> = s.levels.iter().map(|l| l.1).collect();
+        assert_eq!(counts, r.counts, "round {round}: counters");
+        let (reads, writes) = r
+            .log
+            .iter()
+            .fold((0, 0), |(a, b), q| (a + !q.write as u64, b + q.write as u64));
+        assert_eq!((s.mem_reads, s.mem_writes), (reads, writes));
+    }
+    assert_eq!(checked, 900_000);
+}
+
+#[test]
+fn a_conflict_miss_and_write_backs_counted_by_hand() {
+    // L1D: 2 sets × 1 way × 64 B, 2 cycles; L2: 1 set × 2 ways × 64 B, 10 cycles; memory
+    // 100 cycles. Lines 0x000, 0x080, 0x100, 0x180 all fall in L1D set 0.
+    let lvl = |name: &str, size, ways, latency| LevelSpec {
+        name: name.into(),
+        size,
+        ways,
+        line: 64,
+        latency,
+        shared: false,
+    };
+    let spec = CacheSpec {
+        levels: vec![lvl("l1d", 128, 1, 2), lvl("l2", 128, 2, 10)],
+        base_cycles: 1,
+        memory_latency: MEM,
+    };
+    let mut c = Caches::new(&spec, 1, Box::new(Flat::new(MEM)));
+    c.set_logging(true);
+    let mut go = |pa, write| c.access(0, pa, write, false, || 0);
+    // 1. store 0x000: misses both, filled from memory (2 + 10 + 100); dirty in L1D.
+    assert_eq!(go(0x000, true), 112);
+    // 2. load 0x080: misses both (112); its fill evicts dirty 0x000 from L1D, written
+    //    back into L2 (where 0x000 is: marked dirty, nothing reaches memory).
+    assert_eq!(go(0x080, false), 112);
+    // 3. load 0x000: a conflict miss in L1D (0x080 took its one way), an L2 hit (2 + 10).
+    assert_eq!(go(0x000, false), 12);
+    // 4. load 0x100: misses both (112); L2's LRU line 0x080 (clean) goes, and L1D's
+    //    0x000 (clean there since step 3) goes.
+    assert_eq!(go(0x100, false), 112);
+    // 5. load 0x180: misses both (112); L2's LRU line is 0x000, dirty: written to memory.
+    assert_eq!(go(0x180, false), 112);
+    let s = c.stats();
+    let l1 = s.levels[0].1;
+    let l2 = s.levels[1].1;
+    assert_eq!((l1.data_hits, l1.data_misses, l1.writebacks), (0, 5, 1));
+    assert_eq!((l2.data_hits, l2.data_misses, l2.writebacks), (1, 4, 1));
+    assert_eq!((s.mem_reads, s.mem_writes), (4, 1));
+    let log: Vec<(u64, bool, u64)> = c.take_log().iter().map(|q| (q.pa, q.write, q.at)).collect();
+    // Reads leave after both lookups (12 cycles after `now` = 0); the write-back leaves
+    // at the time the fill's request left (the same access's clock).
+    assert_eq!(
+        log,
+        [
+            (0x000, false, 12),
+            (0x080, false, 12),
+            (0x100, false, 12),
+            (0x180, false, 12),
+            (0x000, true, 12)
+        ]
+    );
+}

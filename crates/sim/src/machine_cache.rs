@@ -1,0 +1,104 @@
+//! A machine with data caches (`[caches]`; docs/memory.md): building the hierarchy,
+//! the per-reference path through it, and the request stream (`sim --mem-trace`).
+//! A machine without the section never reaches this code (`Machine::plain_for` and
+//! `Machine::access` send it down the path it always took).
+
+use super::Machine;
+use crate::config::MachineSpec;
+use crate::mem_trace::{MemTrace, MemTraceFormat};
+use crate::translator::{Stage1, Translator};
+use crate::SimError;
+use mmulab_model::cache::Caches;
+use mmulab_model::mem::backend::Flat;
+use mmulab_trace::MemRef;
+
+/// Requests kept before they are written to the request stream.
+const LOG_FLUSH: usize = 1 << 16;
+
+/// The caches `spec` asks for (none without `[caches]`), with the cores switched to
+/// the data-cache path. Main memory is [`Flat`] at `caches.memory_latency` cycles
+/// (default `walk.mem_latency`: a walk read that misses every level then costs what
+/// every walk read cost before caches existed).
+pub(super) fn build(spec: &MachineSpec, mut cpus: Vec<Stage1>) -> (Vec<Stage1>, Option<Box<Caches>>) {
+    let Some(c) = &spec.caches else {
+        return (cpus, None);
+    };
+    for cpu in &mut cpus {
+        cpu.enable_caches(c.base_cycles);
+    }
+    let backend = Box::new(Flat::new(c.memory_latency));
+    (cpus, Some(Box::new(Caches::new(c, spec.cores, backend))))
+}
+
+impl Machine {
+    /// [`Machine::access`] on a machine with caches: the translation (walks recording
+    /// their descriptor reads), the OS on a fault, then the reads and the reference
+    /// through the caches.
+    #[inline(never)]
+    pub(super) fn access_cached(&mut self, core: usize, r: &MemRef) -> Result<(), SimError> {
+        if let Err(stop) = self.cpus[core].access_rec(&mut self.sys, r) {
+            self.stopped(core, r, stop)?;
+        }
+        let caches = self.caches.as_deref_mut().expect("a machine with caches");
+        self.cpus[core].cache_access(&mut self.sys, caches, core, r)?;
+        if caches.logged() >= LOG_FLUSH {
+            self.flush_mem_trace()?;
+        }
+        Ok(())
+    }
+
+    /// Writes every request that reaches main memory to `out` in `format`
+    /// (docs/memory.md); [`Machine::finish_mem_trace`] flushes it. An error on a machine
+    /// without `[caches]` (no request reaches memory as such).
+    pub fn set_mem_trace(
+        &mut self,
+        format: MemTraceFormat,
+        out: Box<dyn std::io::Write + Send>,
+    ) -> Result<(), SimError> {
+        let Some(c) = self.caches.as_deref_mut() else {
+            return Err(SimError::Config(
+                "--mem-trace needs data caches: give the machine a [caches] section (docs/memory.md), e.g. --machine cortex-a76-pi5".into(),
+            ));
+        };
+        c.set_logging(true);
+        self.mem_trace = Some(MemTrace::new(format, out));
+        Ok(())
+    }
+
+    /// Writes the requests logged so far to the request stream.
+    fn flush_mem_trace(&mut self) -> Result<(), SimError> {
+        let (Some(c), Some(t)) = (self.caches.as_deref_mut(), self.mem_trace.as_mut()) else {
+            return Ok(());
+        };
+        let reqs = c.take_log();
+        t.write(&reqs).map_err(stream_error)
+    }
+
+    /// Writes what is left of the request stream and flushes it (after the run, also
+    /// after one that stopped early).
+    pub fn finish_mem_trace(&mut self) -> Result<(), SimError> {
+        self.flush_mem_trace()?;
+        match self.mem_trace.as_mut() {
+            Some(t) => t.flush().map_err(stream_error),
+            None => Ok(()),
+        }
+    }
+
+    /// The data caches, if the machine has them.
+    pub fn caches(&self) -> Option<&Caches> {
+        self.caches.as_deref()
+    }
+
+    /// Drops every core's cached translations (for tests of the cache path that need
+    /// walks to repeat).
+    #[doc(hidden)]
+    pub fn flush_tlbs(&mut self) {
+        for c in &mut self.cpus {
+            c.invalidate_range(0, 0, u64::MAX);
+        }
+    }
+}
+
+fn stream_error(e: std::io::Error) -> SimError {
+    SimError::Config(format!("cannot write the memory request stream: {e}"))
+}

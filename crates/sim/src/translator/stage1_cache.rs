@@ -1,0 +1,118 @@
+//! The stage-1 translator's data-cache path (a machine with `[caches]`; docs/memory.md):
+//! the access is translated as without caches, but its walks record their descriptor
+//! reads; then every descriptor read goes through the caches at the descriptor's
+//! physical address, and the reference itself at its physical address (taken from the
+//! TLB entry that hit or was just filled). Machines without caches never come here:
+//! the run loop's plain path and `Translator::access` are the code they always ran.
+
+use super::{Stage1, Stop};
+use crate::system::System;
+use crate::SimError;
+use mmulab_model::cache::Caches;
+use mmulab_model::walk::lookup;
+use mmulab_trace::{AccessKind, MemRef};
+
+impl Stage1 {
+    /// Turns the data-cache path on: walks record their descriptor reads.
+    pub(crate) fn enable_caches(&mut self, base_cycles: u32) {
+        self.cached = true;
+        self.base_cycles = base_cycles;
+    }
+
+    /// [`super::Translator::access`] with walks recording their descriptor reads (the
+    /// record starts empty; a fault's retry adds to it).
+    #[inline]
+    pub(crate) fn access_rec(&mut self, sys: &mut System, r: &MemRef) -> Result<(), Stop> {
+        self.rec.n = 0;
+        let kind = r.kind;
+        self.counters.kinds[kind as usize] += 1;
+        let instr = kind == AccessKind::IFetch;
+        if instr && !self.has_instr_path {
+            self.counters.ifetches_untranslated += 1;
+            return Ok(());
+        }
+        let entry = self.tlbs.entry_level(instr);
+        if let Some(attrs) = entry.mru_hit(r.addr, r.asid) {
+            use mmulab_model::translation::Attrs;
+            if kind != AccessKind::Store || attrs.has(Attrs::WRITABLE | Attrs::DIRTY) {
+                return Ok(());
+            }
+            entry.undo_mru_hit();
+        }
+        self.access_miss(sys, r, instr)
+    }
+
+    /// After a translated access of core `core`: its recorded descriptor reads, then
+    /// the reference, through `caches`. Instruction fetches do not use the data caches
+    /// (no instruction cache is modelled).
+    pub(crate) fn cache_access(
+        &mut self,
+        sys: &mut System,
+        caches: &mut Caches,
+        core: usize,
+        r: &MemRef,
+    ) -> Result<(), SimError> {
+        if r.kind == AccessKind::IFetch {
+            return Ok(());
+        }
+        // ARMv7 short descriptors are 4 bytes (ARM ARM B3.5); every other format's 8.
+        let shift = if self.fmt.arch_name() == "armv7" { 2 } else { 3 };
+        for i in 0..self.rec.n {
+            let (table, index) = self.rec.reads[i];
+            let pa = table + ((index as u64) << shift);
+            let lat = caches.access(core, pa, false, true, || self.clock());
+            self.counters.walk_cache_cycles += lat;
+        }
+        let pa = self.pa_of(sys, r)?;
+        let lat = caches.access(core, pa, r.kind == AccessKind::Store, false, || self.clock());
+        self.counters.data_cache_cycles += lat;
+        Ok(())
+    }
+
+    /// The physical address of `r` after its translation: from the entry level's most
+    /// recent entry (the one that hit or was just filled), else (the entry level did not
+    /// take the translation: a size it bypasses) from the page table, with no simulated
+    /// effect.
+    #[inline]
+    fn pa_of(&self, sys: &mut System, r: &MemRef) -> Result<u64, SimError> {
+        let entry = self.tlbs.path(false)[0] as usize;
+        if let Some(pa) = self.tlbs.levels()[entry].mru_pa(r.addr, r.asid) {
+            return Ok(pa);
+        }
+        let si = sys.space(r.asid)?;
+        let root = sys.root(si);
+        let m = lookup(&mut sys.mem, self.fmt, root, r.addr).ok_or_else(|| {
+            SimError::Model(mmulab_model::ModelError::Conflict(format!(
+                "va {:#x} of asid {} has no mapping after its translation (a model bug)",
+                r.addr, r.asid
+            )))
+        })?;
+        Ok(m.pa + (r.addr & m.size.offset_mask()))
+    }
+
+    /// This core's clock in cycles: `base_cycles` per reference, its TLB lookups, its
+    /// page-walk-cache lookups, its walks' and data references' cache and memory
+    /// latencies, its dirty-bit writes (derived from the counters when a request
+    /// leaves for memory, not kept per reference).
+    pub(crate) fn clock(&self) -> u64 {
+        let c = &self.counters;
+        let refs: u64 = c.kinds.iter().sum();
+        let tlb: u64 = self
+            .tlbs
+            .levels()
+            .iter()
+            .map(|t| t.stats().accesses * t.spec().latency as u64)
+            .sum();
+        let pwc = if self.pwc.enabled() {
+            c.walks * self.cost.pwc_latency as u64
+        } else {
+            0
+        };
+        refs * self.base_cycles as u64
+            + tlb
+            + pwc
+            + c.walk_cache_cycles
+            + c.data_cache_cycles
+            + c.dirty_writes * self.cost.mem_latency as u64
+    }
+}
