@@ -10,6 +10,7 @@
 pub mod addr;
 pub mod assoc;
 pub mod cost;
+pub mod dram;
 mod error;
 pub mod gpu;
 pub mod hint;
