@@ -108,6 +108,13 @@ pub struct TimingConfig {
     /// Rank to rank switch on the data bus (default 0).
     #[serde(default)]
     pub trtrs: u32,
+    /// Refresh: a rank is busy this long per refresh (with `trefi`; default: no refresh).
+    #[serde(default)]
+    pub trfc: Option<u32>,
+    /// Refresh interval of a rank; the ranks of a channel take turns, staggered by
+    /// `trefi / ranks` (with `trfc`).
+    #[serde(default)]
+    pub trefi: Option<u32>,
 }
 
 /// Row-buffer policy, resolved.
@@ -150,6 +157,9 @@ pub struct Timing {
     pub twtr: u64,
     pub trtp: u64,
     pub trtrs: u64,
+    pub trfc: u64,
+    /// 0: no refresh.
+    pub trefi: u64,
 }
 
 /// A validated profile: what [`super::Dram`] is built from.
@@ -291,6 +301,30 @@ impl DramConfig {
             twtr: t.twtr as u64,
             trtp: t.trtp as u64,
             trtrs: t.trtrs as u64,
+            trfc: 0,
+            trefi: 0,
+        };
+        let (trfc, trefi) = match (t.trfc, t.trefi) {
+            (None, None) => (0, 0),
+            (Some(rfc), Some(refi)) => {
+                let (rfc, refi) = (nonzero("trfc", rfc)?, nonzero("trefi", refi)?);
+                if rfc >= refi {
+                    return Err(err(format!(
+                        "DRAM key `timing.trfc` = {rfc} is not below `timing.trefi` = {refi}; a rank would never leave refresh"
+                    )));
+                }
+                (rfc, refi)
+            }
+            _ => {
+                return Err(err(
+                    "DRAM keys `timing.trfc` and `timing.trefi` go together: give both (refresh) or neither".into(),
+                ))
+            }
+        };
+        let timing = Timing {
+            trfc,
+            trefi,
+            ..timing
         };
         let row_bytes = (self.bus_bits / 8) as u64 * self.columns as u64;
         Ok(DramSpec {

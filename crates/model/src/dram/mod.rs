@@ -7,18 +7,28 @@
 //! * per bank: the open row, the earliest activate (after a precharge), the earliest
 //!   precharge (tRAS after the activate, tRTP after a read, tWR after write data), the
 //!   earliest column command;
-//! * per bank group: the earliest activate (tRRD_L) and column command (tCCD_L);
-//! * per rank: the earliest activate (tRRD) and the last four activates (tFAW), the end
-//!   of the last write data (tWTR before a read);
-//! * per channel: when the data bus is free, and which rank drove it last (tRTRS).
+//! * per bank group: its last [`ACT_WINDOW`] activates (tRRD_L) and column commands
+//!   (tCCD_L), kept as the rank's are;
+//! * per rank: its last [`ACT_WINDOW`] activates: a new one takes the first time at
+//!   least tRRD from each and tFAW after the fourth before it, so a request to an idle
+//!   bank is not held behind an earlier request's late activate (an approximation: the
+//!   activates after it are not re-checked for tFAW); the end of the last write data
+//!   (tWTR before a read);
+//! * per channel: the last [`BUS_WINDOW`] bursts on the data bus; a burst takes the
+//!   first free slot at or after its data is ready (tRTRS apart from another rank's),
+//!   so a later request to an idle bank can use a gap an earlier one left, as a
+//!   controller reorders the requests in its queue;
+//! * refresh (optional): rank `r` of `n` is busy for tRFC from `(r + 1) * tREFI / n +
+//!   k * tREFI` (DRAMsim3's rank-level staggered refresh); a refresh closes the rank's
+//!   rows, and no activate or column command is placed inside one.
 //!
 //! A request's latency is the time from its arrival to the end of its data burst:
 //! queueing behind its bank and the bus, plus CL for a row hit, tRCD + CL for a miss
 //! (bank closed), tRP + tRCD + CL for a conflict (another row open, precharged no
 //! earlier than tRAS after its activate), plus the burst. Bank-level parallelism and bus
-//! contention among cores emerge from the ready times. Commands are issued in arrival
-//! order (no FR-FCFS reordering) and refresh is not modelled; docs/memory.md compares
-//! the result with DRAMsim3.
+//! contention among cores emerge from the ready times. Commands to one bank are issued in
+//! arrival order (no FR-FCFS row-hit-first reordering within a bank); docs/memory.md
+//! compares the result with DRAMsim3.
 //!
 //! Written here rather than taken from a library: the timing model is the product, and
 //! it must run at tens of millions of requests per second inside the simulator.
@@ -47,28 +57,122 @@ struct Bank {
     pre_ok: u64,
     /// Earliest column command.
     col_ok: u64,
+    /// Refreshes of its rank it has seen (a refresh closes the row).
+    epoch: u64,
 }
 
-#[derive(Clone, Copy, Debug, Default)]
+/// Activates of a rank or bank group a new one may be placed between (as
+/// [`BUS_WINDOW`] for bursts). Assumed.
+pub const ACT_WINDOW: usize = 32;
+
+/// The recent activates (or column commands) of a rank or bank group, sorted.
+#[derive(Clone, Debug, Default)]
+struct Acts {
+    times: Vec<u64>,
+    /// No activate before this (the activates that left the window).
+    floor: u64,
+}
+
+impl Acts {
+    /// `s` if an activate at `s` keeps `spacing` from every recorded one and (with
+    /// `faw` > 0) is at least `faw` after the fourth before it; else a later candidate.
+    #[inline]
+    fn check(&self, s: u64, spacing: u64, faw: u64) -> u64 {
+        let s = s.max(self.floor);
+        let v = &self.times;
+        let i = v.partition_point(|&a| a <= s);
+        if i > 0 && v[i - 1] + spacing > s {
+            return v[i - 1] + spacing;
+        }
+        if i < v.len() && s + spacing > v[i] {
+            return v[i] + spacing;
+        }
+        if faw > 0 && i >= 4 && v[i - 4] + faw > s {
+            return v[i - 4] + faw;
+        }
+        s
+    }
+
+    fn record(&mut self, s: u64) {
+        if self.times.len() == ACT_WINDOW {
+            let old = self.times.remove(0);
+            self.floor = self.floor.max(old);
+        }
+        let i = self.times.partition_point(|&a| a <= s);
+        self.times.insert(i, s);
+    }
+}
+
+#[derive(Clone, Debug, Default)]
 struct Group {
-    act_ok: u64,
-    col_ok: u64,
+    /// Its activates (tRRD_L).
+    acts: Acts,
+    /// Its column commands (tCCD_L).
+    cols: Acts,
 }
 
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Rank {
-    act_ok: u64,
-    /// Earliest activate allowed by tFAW, one per activate in the last four.
-    faw: [u64; 4],
-    faw_i: usize,
+    /// Its activates (tRRD, tFAW).
+    acts: Acts,
     /// End of the last write data (tWTR).
     wr_end: u64,
+    /// Start of its first refresh (ranks take turns).
+    ref_off: u64,
 }
 
+/// Bursts on a channel's data bus a request may be placed between: the data bus as a
+/// controller with this many requests in flight sees it. Assumed; DRAMsim3's default
+/// transaction queue is 32 deep.
+pub const BUS_WINDOW: usize = 32;
+
 #[derive(Clone, Copy, Debug, Default)]
+struct Burst {
+    start: u64,
+    end: u64,
+    rank: u32,
+}
+
+#[derive(Clone, Debug, Default)]
 struct Channel {
-    bus_free: u64,
-    last_rank: u32,
+    /// The last `BUS_WINDOW` bursts placed, sorted by start.
+    busy: Vec<Burst>,
+    /// No burst starts before this (the end of the bursts that left the window).
+    floor: u64,
+}
+
+impl Channel {
+    /// The first start at or after `ready` where a burst of `len` by `rank` fits on the
+    /// bus (`sw` cycles apart from another rank's bursts), and where to record it.
+    #[inline]
+    fn find(&self, ready: u64, len: u64, rank: u32, sw: u64) -> (u64, usize) {
+        let mut s = ready.max(self.floor);
+        for (i, b) in self.busy.iter().enumerate() {
+            let gap = if b.rank != rank { sw } else { 0 };
+            if s + len + gap <= b.start {
+                return (s, i);
+            }
+            s = s.max(b.end + gap);
+        }
+        (s, self.busy.len())
+    }
+
+    /// Reserves the slot `find` returned.
+    #[inline]
+    fn reserve(&mut self, (start, at): (u64, usize), len: u64, rank: u32) {
+        self.busy.insert(
+            at,
+            Burst {
+                start,
+                end: start + len,
+                rank,
+            },
+        );
+        if self.busy.len() > BUS_WINDOW {
+            let old = self.busy.remove(0);
+            self.floor = self.floor.max(old.end);
+        }
+    }
 }
 
 /// How a request found its bank.
@@ -185,7 +289,13 @@ impl Dram {
             dram_per_core: spec.clock_mhz / core_mhz,
             banks: vec![bank; nb],
             groups: vec![Group::default(); ng],
-            ranks: vec![Rank::default(); nr],
+            ranks: (0..nr)
+                .map(|i| Rank {
+                    ref_off: (i as u64 % spec.ranks as u64 + 1) * spec.timing.trefi
+                        / spec.ranks as u64,
+                    ..Rank::default()
+                })
+                .collect(),
             chans: vec![Channel::default(); spec.channels as usize],
             stats: DramStats {
                 per_bank: vec![0; nb],
@@ -225,6 +335,20 @@ impl Dram {
         let r = &mut self.ranks[ri];
         let c = &mut self.chans[l.ch as usize];
 
+        if t.trefi > 0 {
+            // Refreshes started by the time the bank could next act on this request.
+            let est = at.max(b.col_ok);
+            let n = if est < r.ref_off {
+                0
+            } else {
+                (est - r.ref_off) / t.trefi + 1
+            };
+            if n != b.epoch {
+                b.epoch = n;
+                b.open = NONE;
+                b.act_ok = b.act_ok.max(r.ref_off + (n - 1) * t.trefi + t.trfc);
+            }
+        }
         let (outcome, mut cmd) = if b.open == l.ro {
             b.hits += 1;
             (RowOutcome::Hit, at.max(b.col_ok))
@@ -235,37 +359,45 @@ impl Dram {
                 // Precharge no earlier than tRAS/tRTP/tWR allow, then tRP.
                 (RowOutcome::Conflict, at.max(b.pre_ok).max(b.col_ok) + t.trp)
             };
-            let act = earliest.max(g.act_ok).max(r.act_ok).max(r.faw[r.faw_i]);
-            g.act_ok = act + t.trrd_l;
-            r.act_ok = act + t.trrd;
-            r.faw[r.faw_i] = act + t.tfaw;
-            r.faw_i = (r.faw_i + 1) & 3;
+            // The first time from `earliest` that meets tRRD and tFAW in the rank,
+            // tRRD_L in the group and misses refresh (each step only moves later).
+            let mut act = earliest;
+            loop {
+                let next = refresh_free(
+                    g.acts.check(r.acts.check(act, t.trrd, t.tfaw), t.trrd_l, 0),
+                    r.ref_off,
+                    &t,
+                );
+                if next == act {
+                    break;
+                }
+                act = next;
+            }
+            r.acts.record(act);
+            g.acts.record(act);
             b.open = l.ro;
             b.hits = 0;
             b.pre_ok = act + t.tras;
             (outcome, act + t.trcd)
         };
-        cmd = cmd.max(g.col_ok);
         if !write {
             cmd = cmd.max(r.wr_end + t.twtr);
         }
+        // The first column command time from `cmd` that keeps tCCD_L from the group's
+        // other column commands, misses refresh, and finds its data a slot on the bus.
         let lat = if write { t.cwl } else { t.cl };
-        let mut data = cmd + lat;
-        let bus = c.bus_free
-            + if c.last_rank != ri as u32 && c.bus_free > 0 {
-                t.trtrs
-            } else {
-                0
-            };
-        if data < bus {
-            data = bus;
-            cmd = data - lat;
-        }
-        let end = data + t.tburst;
-        c.bus_free = end;
-        c.last_rank = ri as u32;
-        g.col_ok = cmd + t.tccd_l;
-        b.col_ok = cmd + 1;
+        let slot = loop {
+            let next = refresh_free(g.cols.check(cmd, t.tccd_l, 0), r.ref_off, &t);
+            let slot = c.find(next + lat, t.tburst, ri as u32, t.trtrs);
+            cmd = slot.0 - lat;
+            if cmd == next {
+                break slot;
+            }
+        };
+        c.reserve(slot, t.tburst, ri as u32);
+        g.cols.record(cmd);
+        let end = slot.0 + t.tburst;
+        b.col_ok = b.col_ok.max(cmd + 1);
         b.pre_ok = b.pre_ok.max(if write { end + t.twr } else { cmd + t.trtp });
         if write {
             r.wr_end = r.wr_end.max(end);
@@ -296,6 +428,20 @@ impl Dram {
         st.first_arrival = st.first_arrival.min(at);
         st.last_end = st.last_end.max(end);
         (latency, outcome)
+    }
+}
+
+/// `at`, or the end of the refresh of a rank (first refresh at `off`) that covers it.
+#[inline]
+fn refresh_free(at: u64, off: u64, t: &Timing) -> u64 {
+    if t.trefi == 0 || at < off {
+        return at;
+    }
+    let start = at - (at - off) % t.trefi;
+    if at < start + t.trfc {
+        start + t.trfc
+    } else {
+        at
     }
 }
 

@@ -117,8 +117,10 @@ fn tfaw_throttles_the_fifth_activate() {
         .collect();
     assert_eq!(lat, vec![19, 23, 27, 31, 49]);
     // The other rank has its own window: its first ACT at 0 is free, its column at 5,
-    // data at 15 but the shared bus is busy until 49: end 53.
-    assert_eq!(d.access_dram(addr(1, 0, 0, 0, 0), false, 0).0, 53);
+    // data ready at 15; the shared bus is busy 15..31 and 45..49, so the burst takes
+    // the gap the fifth activate left: 31..35. Checked: fails (53) when a burst may
+    // only follow the last one placed (`place` without its gap search).
+    assert_eq!(d.access_dram(addr(1, 0, 0, 0, 0), false, 0).0, 35);
     assert_eq!(d.stats().per_rank, vec![5, 1]);
 }
 
@@ -162,6 +164,29 @@ fn closed_and_capped_policies() {
     // Miss, hit (the one allowed), then closed: miss, hit.
     use RowOutcome::*;
     assert_eq!(o, vec![Miss, Hit, Miss, Hit]);
+}
+
+#[test]
+fn refresh_closes_rows_and_blocks_the_rank() {
+    // tREFI 1000, tRFC 50, two ranks: rank 0 refreshes at 500..550, 1500.., rank 1 at
+    // 1000..1050, 2000...
+    let s = spec_with("").unwrap();
+    let text = TEST.replace("tfaw = 30\n", "tfaw = 30\ntrfc = 50\ntrefi = 1000\n");
+    let mut d = Dram::new(profile::parse(&text, "t").unwrap(), 1000.0);
+    assert_eq!(d.access_dram(addr(0, 0, 0, 0, 0), false, 0), (19, RowOutcome::Miss));
+    // The refresh at 500 closed the row: ACT at 550, end 569: latency 59, a miss
+    // (14, a hit, without refresh). Checked: fails with the epoch test removed.
+    assert_eq!(d.access_dram(addr(0, 0, 0, 0, 1), false, 510), (59, RowOutcome::Miss));
+    // Rank 1 is not refreshing at 520: a plain miss.
+    assert_eq!(d.access_dram(addr(1, 0, 0, 0, 0), false, 520), (19, RowOutcome::Miss));
+    // A hit arriving during rank 1's refresh at 1010 waits for its end (1050):
+    // the row is closed, ACT 1050, end 1069.
+    assert_eq!(d.access_dram(addr(1, 0, 0, 0, 1), false, 1010), (59, RowOutcome::Miss));
+    // A closed bank of rank 0 at 1498: ACT at 1498 (before the refresh at 1500), its
+    // column command (1503) falls in the refresh and waits until 1550: data 1560..1564,
+    // latency 66 (19 without). Checked: fails with `refresh_free` an identity.
+    assert_eq!(d.access_dram(addr(0, 0, 1, 0, 0), false, 1498), (66, RowOutcome::Miss));
+    assert_eq!(s.timing.trefi, 0, "no refresh unless configured");
 }
 
 #[test]
@@ -259,6 +284,8 @@ fn bad_profiles_name_the_key() {
         ("rows = 16\n", "rows = 12\n", "", "`rows` = 12 is not a power of two"),
         ("trcd = 5\n", "trcd = 0\n", "", "`timing.trcd` is 0"),
         ("tfaw = 30\n", "tfaw = 0\n", "", "`timing.tfaw` is 0"),
+        ("tfaw = 30\n", "tfaw = 30\ntrfc = 50\n", "", "`timing.trfc` and `timing.trefi` go together"),
+        ("tfaw = 30\n", "tfaw = 30\ntrfc = 50\ntrefi = 50\n", "", "is not below `timing.trefi`"),
         (
             m,
             "row_policy = \"capped\"\nmapping = \"RaRoBaBgCo\"\n",
