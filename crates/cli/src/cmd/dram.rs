@@ -59,8 +59,7 @@ pub fn run(a: Args) -> Result<()> {
     let Some(path) = a.stream else {
         bail!("give a request stream file, or --generate KIND");
     };
-    let f = std::fs::File::open(&path)
-        .with_context(|| format!("cannot open request stream {}", path.display()))?;
+    let f = std::fs::File::open(&path).with_context(|| format!("cannot open request stream {}", path.display()))?;
     let reqs = stream::read(BufReader::new(f), &path.display().to_string())?;
     if reqs.is_empty() {
         bail!("{}: no requests", path.display());

@@ -321,11 +321,7 @@ impl DramConfig {
                 ))
             }
         };
-        let timing = Timing {
-            trfc,
-            trefi,
-            ..timing
-        };
+        let timing = Timing { trfc, trefi, ..timing };
         let row_bytes = (self.bus_bits / 8) as u64 * self.columns as u64;
         Ok(DramSpec {
             name: self.name.clone(),

@@ -291,8 +291,7 @@ impl Dram {
             groups: vec![Group::default(); ng],
             ranks: (0..nr)
                 .map(|i| Rank {
-                    ref_off: (i as u64 % spec.ranks as u64 + 1) * spec.timing.trefi
-                        / spec.ranks as u64,
+                    ref_off: (i as u64 % spec.ranks as u64 + 1) * spec.timing.trefi / spec.ranks as u64,
                     ..Rank::default()
                 })
                 .collect(),
@@ -335,14 +334,11 @@ impl Dram {
         let r = &mut self.ranks[ri];
         let c = &mut self.chans[l.ch as usize];
 
-        if t.trefi > 0 {
-            // Refreshes started by the time the bank could next act on this request.
-            let est = at.max(b.col_ok);
-            let n = if est < r.ref_off {
-                0
-            } else {
-                (est - r.ref_off) / t.trefi + 1
-            };
+        // Refreshes of the rank started by the time the bank could next act on this
+        // request (none without refresh: `trefi` 0).
+        let est = at.max(b.col_ok);
+        if let Some(k) = est.saturating_sub(r.ref_off).checked_div(t.trefi) {
+            let n = if est < r.ref_off { 0 } else { k + 1 };
             if n != b.epoch {
                 b.epoch = n;
                 b.open = NONE;

@@ -284,8 +284,18 @@ fn bad_profiles_name_the_key() {
         ("rows = 16\n", "rows = 12\n", "", "`rows` = 12 is not a power of two"),
         ("trcd = 5\n", "trcd = 0\n", "", "`timing.trcd` is 0"),
         ("tfaw = 30\n", "tfaw = 0\n", "", "`timing.tfaw` is 0"),
-        ("tfaw = 30\n", "tfaw = 30\ntrfc = 50\n", "", "`timing.trfc` and `timing.trefi` go together"),
-        ("tfaw = 30\n", "tfaw = 30\ntrfc = 50\ntrefi = 50\n", "", "is not below `timing.trefi`"),
+        (
+            "tfaw = 30\n",
+            "tfaw = 30\ntrfc = 50\n",
+            "",
+            "`timing.trfc` and `timing.trefi` go together",
+        ),
+        (
+            "tfaw = 30\n",
+            "tfaw = 30\ntrfc = 50\ntrefi = 50\n",
+            "",
+            "is not below `timing.trefi`",
+        ),
         (
             m,
             "row_policy = \"capped\"\nmapping = \"RaRoBaBgCo\"\n",
