@@ -42,6 +42,8 @@ enum Command {
     Bench(cmd::bench::Args),
     /// List the machine catalog (cores usable with --machine NAME).
     Machines(cmd::machines::Args),
+    /// Run the DRAM model alone on a DRAMsim3-format request stream (or generate one).
+    Dram(cmd::dram::Args),
     /// Reproduce an experiment of the source documents (experiments/*.toml).
     Reproduce(cmd::reproduce::Args),
 }
@@ -60,6 +62,7 @@ fn main() -> ExitCode {
         Command::Probe(a) => cmd::probe::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Machines(a) => cmd::machines::run(a),
+        Command::Dram(a) => cmd::dram::run(a),
         Command::Reproduce(a) => cmd::reproduce::run(a),
     };
     if let Err(e) = &result {

@@ -11,6 +11,7 @@ pub mod addr;
 pub mod assoc;
 pub mod cache;
 pub mod cost;
+pub mod dram;
 mod error;
 pub mod gpu;
 pub mod hint;

@@ -1,6 +1,7 @@
 pub mod bench;
 pub mod convert;
 pub mod demo;
+pub mod dram;
 pub mod machines;
 pub mod mrc;
 pub mod probe;

@@ -1,0 +1,456 @@
+//! A fast analytical DRAM model (docs/memory.md, "DRAM"): channels, ranks, bank groups,
+//! banks, rows and columns; the address mapping from config ([`mapping`]); open, closed
+//! or capped row policy; the main timings. It implements [`MemoryBackend`].
+//!
+//! Not cycle by cycle: each request is placed in time once, in arrival order, against
+//! the ready times the earlier requests left behind —
+//! * per bank: the open row, the earliest activate (after a precharge), the earliest
+//!   precharge (tRAS after the activate, tRTP after a read, tWR after write data), the
+//!   earliest column command;
+//! * per bank group: its last [`ACT_WINDOW`] activates (tRRD_L) and column commands
+//!   (tCCD_L), kept as the rank's are;
+//! * per rank: its last [`ACT_WINDOW`] activates: a new one takes the first time at
+//!   least tRRD from each and tFAW after the fourth before it, so a request to an idle
+//!   bank is not held behind an earlier request's late activate (an approximation: the
+//!   activates after it are not re-checked for tFAW); the end of the last write data
+//!   (tWTR before a read);
+//! * per channel: the last [`BUS_WINDOW`] bursts on the data bus; a burst takes the
+//!   first free slot at or after its data is ready (tRTRS apart from another rank's),
+//!   so a later request to an idle bank can use a gap an earlier one left, as a
+//!   controller reorders the requests in its queue;
+//! * refresh (optional): rank `r` of `n` is busy for tRFC from `(r + 1) * tREFI / n +
+//!   k * tREFI` (DRAMsim3's rank-level staggered refresh); a refresh closes the rank's
+//!   rows, and no activate or column command is placed inside one.
+//!
+//! A request's latency is the time from its arrival to the end of its data burst:
+//! queueing behind its bank and the bus, plus CL for a row hit, tRCD + CL for a miss
+//! (bank closed), tRP + tRCD + CL for a conflict (another row open, precharged no
+//! earlier than tRAS after its activate), plus the burst. Bank-level parallelism and bus
+//! contention among cores emerge from the ready times. Commands to one bank are issued in
+//! arrival order (no FR-FCFS row-hit-first reordering within a bank); docs/memory.md
+//! compares the result with DRAMsim3.
+//!
+//! Written here rather than taken from a library: the timing model is the product, and
+//! it must run at tens of millions of requests per second inside the simulator.
+
+pub mod config;
+pub mod mapping;
+pub mod profile;
+pub mod stream;
+
+pub use config::{DramConfig, DramSpec, RowPolicy, Timing, TimingConfig};
+pub use mapping::{AddressMap, Loc};
+
+use crate::mem::backend::{MemReq, MemoryBackend};
+
+const NONE: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Bank {
+    /// Open row, or `NONE`.
+    open: u32,
+    /// Hits the open row has taken since its activate.
+    hits: u32,
+    /// Earliest activate (bank precharged).
+    act_ok: u64,
+    /// Earliest precharge (row open).
+    pre_ok: u64,
+    /// Earliest column command.
+    col_ok: u64,
+    /// Refreshes of its rank it has seen (a refresh closes the row).
+    epoch: u64,
+}
+
+/// Activates of a rank or bank group a new one may be placed between (as
+/// [`BUS_WINDOW`] for bursts). Assumed.
+pub const ACT_WINDOW: usize = 32;
+
+/// The recent activates (or column commands) of a rank or bank group, sorted.
+#[derive(Clone, Debug, Default)]
+struct Acts {
+    times: Vec<u64>,
+    /// No activate before this (the activates that left the window).
+    floor: u64,
+}
+
+impl Acts {
+    /// `s` if an activate at `s` keeps `spacing` from every recorded one and (with
+    /// `faw` > 0) is at least `faw` after the fourth before it; else a later candidate.
+    #[inline]
+    fn check(&self, s: u64, spacing: u64, faw: u64) -> u64 {
+        let s = s.max(self.floor);
+        let v = &self.times;
+        let i = v.partition_point(|&a| a <= s);
+        if i > 0 && v[i - 1] + spacing > s {
+            return v[i - 1] + spacing;
+        }
+        if i < v.len() && s + spacing > v[i] {
+            return v[i] + spacing;
+        }
+        if faw > 0 && i >= 4 && v[i - 4] + faw > s {
+            return v[i - 4] + faw;
+        }
+        s
+    }
+
+    fn record(&mut self, s: u64) {
+        if self.times.len() == ACT_WINDOW {
+            let old = self.times.remove(0);
+            self.floor = self.floor.max(old);
+        }
+        let i = self.times.partition_point(|&a| a <= s);
+        self.times.insert(i, s);
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct Group {
+    /// Its activates (tRRD_L).
+    acts: Acts,
+    /// Its column commands (tCCD_L).
+    cols: Acts,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Rank {
+    /// Its activates (tRRD, tFAW).
+    acts: Acts,
+    /// End of the last write data (tWTR).
+    wr_end: u64,
+    /// Start of its first refresh (ranks take turns).
+    ref_off: u64,
+}
+
+/// Bursts on a channel's data bus a request may be placed between: the data bus as a
+/// controller with this many requests in flight sees it. Assumed; DRAMsim3's default
+/// transaction queue is 32 deep.
+pub const BUS_WINDOW: usize = 32;
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Burst {
+    start: u64,
+    end: u64,
+    rank: u32,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Channel {
+    /// The last `BUS_WINDOW` bursts placed, sorted by start.
+    busy: Vec<Burst>,
+    /// No burst starts before this (the end of the bursts that left the window).
+    floor: u64,
+}
+
+impl Channel {
+    /// The first start at or after `ready` where a burst of `len` by `rank` fits on the
+    /// bus (`sw` cycles apart from another rank's bursts), and where to record it.
+    #[inline]
+    fn find(&self, ready: u64, len: u64, rank: u32, sw: u64) -> (u64, usize) {
+        let mut s = ready.max(self.floor);
+        for (i, b) in self.busy.iter().enumerate() {
+            let gap = if b.rank != rank { sw } else { 0 };
+            if s + len + gap <= b.start {
+                return (s, i);
+            }
+            s = s.max(b.end + gap);
+        }
+        (s, self.busy.len())
+    }
+
+    /// Reserves the slot `find` returned.
+    #[inline]
+    fn reserve(&mut self, (start, at): (u64, usize), len: u64, rank: u32) {
+        self.busy.insert(
+            at,
+            Burst {
+                start,
+                end: start + len,
+                rank,
+            },
+        );
+        if self.busy.len() > BUS_WINDOW {
+            let old = self.busy.remove(0);
+            self.floor = self.floor.max(old.end);
+        }
+    }
+}
+
+/// How a request found its bank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowOutcome {
+    /// The row was open.
+    Hit,
+    /// The bank was precharged (closed).
+    Miss,
+    /// Another row was open.
+    Conflict,
+}
+
+/// The DRAM model's counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DramStats {
+    /// Read (fill) requests.
+    pub reads: u64,
+    /// Write requests.
+    pub writes: u64,
+    /// Requests that found their row open.
+    pub row_hits: u64,
+    /// Requests that found their bank closed.
+    pub row_misses: u64,
+    /// Requests that found another row open.
+    pub row_conflicts: u64,
+    /// Requests per bank, index `((ch * ranks + ra) * bank_groups + bg) * banks_per_group + ba`.
+    pub per_bank: Vec<u64>,
+    /// Requests per rank, index `ch * ranks + ra`.
+    pub per_rank: Vec<u64>,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Requests whose address lay at or above the capacity (decoded modulo it).
+    pub beyond_capacity: u64,
+    /// Sum of read latencies, DRAM cycles.
+    pub read_latency: u64,
+    /// Sum of write latencies, DRAM cycles.
+    pub write_latency: u64,
+    /// Earliest arrival, DRAM cycles (`u64::MAX` before the first request).
+    pub first_arrival: u64,
+    /// Latest end of a data burst, DRAM cycles.
+    pub last_end: u64,
+}
+
+impl DramStats {
+    /// Requests served.
+    pub fn requests(&self) -> u64 {
+        self.reads + self.writes
+    }
+    /// Row hits per request (0 with none).
+    pub fn row_hit_rate(&self) -> f64 {
+        ratio(self.row_hits, self.requests())
+    }
+    /// Cycles from the first arrival to the end of the last burst.
+    pub fn span(&self) -> u64 {
+        self.last_end.saturating_sub(self.first_arrival)
+    }
+    /// Bytes per nanosecond (GB/s) over the span, at `clock_mhz`.
+    pub fn bandwidth_gbs(&self, clock_mhz: f64) -> f64 {
+        let ns = self.span() as f64 * 1e3 / clock_mhz;
+        if ns > 0.0 {
+            self.bytes as f64 / ns
+        } else {
+            0.0
+        }
+    }
+    /// Mean latency of all requests, DRAM cycles.
+    pub fn mean_latency(&self) -> f64 {
+        ratio(self.read_latency + self.write_latency, self.requests())
+    }
+    /// Mean latency of reads, DRAM cycles.
+    pub fn mean_read_latency(&self) -> f64 {
+        ratio(self.read_latency, self.reads)
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// The DRAM model (see the module doc).
+#[derive(Clone, Debug)]
+pub struct Dram {
+    spec: DramSpec,
+    t: Timing,
+    cap: u32,
+    /// DRAM cycles per core cycle.
+    dram_per_core: f64,
+    banks: Vec<Bank>,
+    groups: Vec<Group>,
+    ranks: Vec<Rank>,
+    chans: Vec<Channel>,
+    stats: DramStats,
+}
+
+impl Dram {
+    /// A model of `spec` whose requesters run at `core_mhz` ([`MemoryBackend::access`]
+    /// takes and returns core cycles; [`Dram::access_dram`] works in DRAM cycles).
+    pub fn new(spec: DramSpec, core_mhz: f64) -> Self {
+        let nr = (spec.channels * spec.ranks) as usize;
+        let ng = nr * spec.bank_groups as usize;
+        let nb = ng * spec.banks_per_group as usize;
+        let bank = Bank {
+            open: NONE,
+            ..Bank::default()
+        };
+        Dram {
+            t: spec.timing,
+            cap: spec.policy.hit_cap(),
+            dram_per_core: spec.clock_mhz / core_mhz,
+            banks: vec![bank; nb],
+            groups: vec![Group::default(); ng],
+            ranks: (0..nr)
+                .map(|i| Rank {
+                    ref_off: (i as u64 % spec.ranks as u64 + 1) * spec.timing.trefi / spec.ranks as u64,
+                    ..Rank::default()
+                })
+                .collect(),
+            chans: vec![Channel::default(); spec.channels as usize],
+            stats: DramStats {
+                per_bank: vec![0; nb],
+                per_rank: vec![0; nr],
+                first_arrival: u64::MAX,
+                ..DramStats::default()
+            },
+            spec,
+        }
+    }
+
+    /// The profile it runs.
+    pub fn spec(&self) -> &DramSpec {
+        &self.spec
+    }
+
+    /// Its counters.
+    pub fn stats(&self) -> &DramStats {
+        &self.stats
+    }
+
+    /// Serves one request of `pa` arriving at DRAM cycle `at`; returns its latency in
+    /// DRAM cycles (arrival to the end of its data) and how it found its row.
+    #[inline]
+    pub fn access_dram(&mut self, pa: u64, write: bool, at: u64) -> (u64, RowOutcome) {
+        let t = self.t;
+        let s = &self.spec;
+        if pa >> s.map.top_bit() != 0 {
+            self.stats.beyond_capacity += 1;
+        }
+        let l = s.map.decode(pa);
+        let ri = (l.ch * s.ranks + l.ra) as usize;
+        let gi = ri * s.bank_groups as usize + l.bg as usize;
+        let bi = gi * s.banks_per_group as usize + l.ba as usize;
+        let b = &mut self.banks[bi];
+        let g = &mut self.groups[gi];
+        let r = &mut self.ranks[ri];
+        let c = &mut self.chans[l.ch as usize];
+
+        // Refreshes of the rank started by the time the bank could next act on this
+        // request (none without refresh: `trefi` 0).
+        let est = at.max(b.col_ok);
+        if let Some(k) = est.saturating_sub(r.ref_off).checked_div(t.trefi) {
+            let n = if est < r.ref_off { 0 } else { k + 1 };
+            if n != b.epoch {
+                b.epoch = n;
+                b.open = NONE;
+                b.act_ok = b.act_ok.max(r.ref_off + (n - 1) * t.trefi + t.trfc);
+            }
+        }
+        let (outcome, mut cmd) = if b.open == l.ro {
+            b.hits += 1;
+            (RowOutcome::Hit, at.max(b.col_ok))
+        } else {
+            let (outcome, earliest) = if b.open == NONE {
+                (RowOutcome::Miss, at.max(b.act_ok))
+            } else {
+                // Precharge no earlier than tRAS/tRTP/tWR allow, then tRP.
+                (RowOutcome::Conflict, at.max(b.pre_ok).max(b.col_ok) + t.trp)
+            };
+            // The first time from `earliest` that meets tRRD and tFAW in the rank,
+            // tRRD_L in the group and misses refresh (each step only moves later).
+            let mut act = earliest;
+            loop {
+                let next = refresh_free(
+                    g.acts.check(r.acts.check(act, t.trrd, t.tfaw), t.trrd_l, 0),
+                    r.ref_off,
+                    &t,
+                );
+                if next == act {
+                    break;
+                }
+                act = next;
+            }
+            r.acts.record(act);
+            g.acts.record(act);
+            b.open = l.ro;
+            b.hits = 0;
+            b.pre_ok = act + t.tras;
+            (outcome, act + t.trcd)
+        };
+        if !write {
+            cmd = cmd.max(r.wr_end + t.twtr);
+        }
+        // The first column command time from `cmd` that keeps tCCD_L from the group's
+        // other column commands, misses refresh, and finds its data a slot on the bus.
+        let lat = if write { t.cwl } else { t.cl };
+        let slot = loop {
+            let next = refresh_free(g.cols.check(cmd, t.tccd_l, 0), r.ref_off, &t);
+            let slot = c.find(next + lat, t.tburst, ri as u32, t.trtrs);
+            cmd = slot.0 - lat;
+            if cmd == next {
+                break slot;
+            }
+        };
+        c.reserve(slot, t.tburst, ri as u32);
+        g.cols.record(cmd);
+        let end = slot.0 + t.tburst;
+        b.col_ok = b.col_ok.max(cmd + 1);
+        b.pre_ok = b.pre_ok.max(if write { end + t.twr } else { cmd + t.trtp });
+        if write {
+            r.wr_end = r.wr_end.max(end);
+        }
+        if b.hits >= self.cap {
+            // Auto-precharge as soon as the bank allows it.
+            b.open = NONE;
+            b.act_ok = b.pre_ok + t.trp;
+        }
+
+        let st = &mut self.stats;
+        let latency = end - at;
+        match outcome {
+            RowOutcome::Hit => st.row_hits += 1,
+            RowOutcome::Miss => st.row_misses += 1,
+            RowOutcome::Conflict => st.row_conflicts += 1,
+        }
+        if write {
+            st.writes += 1;
+            st.write_latency += latency;
+        } else {
+            st.reads += 1;
+            st.read_latency += latency;
+        }
+        st.per_bank[bi] += 1;
+        st.per_rank[ri] += 1;
+        st.bytes += s.burst_bytes;
+        st.first_arrival = st.first_arrival.min(at);
+        st.last_end = st.last_end.max(end);
+        (latency, outcome)
+    }
+}
+
+/// `at`, or the end of the refresh of a rank (first refresh at `off`) that covers it.
+#[inline]
+fn refresh_free(at: u64, off: u64, t: &Timing) -> u64 {
+    if t.trefi == 0 || at < off {
+        return at;
+    }
+    let start = at - (at - off) % t.trefi;
+    if at < start + t.trfc {
+        start + t.trfc
+    } else {
+        at
+    }
+}
+
+impl MemoryBackend for Dram {
+    /// Converts `req.at` to DRAM cycles, serves the request, and returns its latency in
+    /// core cycles (rounded up).
+    #[inline]
+    fn access(&mut self, req: &MemReq) -> u64 {
+        let at = (req.at as f64 * self.dram_per_core) as u64;
+        let (lat, _) = self.access_dram(req.pa, req.write, at);
+        (lat as f64 / self.dram_per_core).ceil() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,124 @@
+//! DRAM request streams in DRAMsim3's trace format (`0xADDR READ|WRITE cycle`, one
+//! request a line, cycles in DRAM clock cycles): reading, writing, a few synthetic
+//! generators, and running a stream through the model.
+
+use super::{Dram, DramSpec};
+use crate::error::ModelError;
+use std::io::{BufRead, Write};
+
+/// One request of a stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamReq {
+    /// Physical byte address.
+    pub pa: u64,
+    /// WRITE (true) or READ.
+    pub write: bool,
+    /// Arrival, DRAM clock cycles.
+    pub at: u64,
+}
+
+/// Reads a DRAMsim3 trace; `origin` names the input in errors. Blank lines and lines
+/// starting with `#` are skipped. Cycles must not decrease (DRAMsim3 issues in order).
+pub fn read(r: impl BufRead, origin: &str) -> Result<Vec<StreamReq>, ModelError> {
+    let mut out = Vec::new();
+    let mut last = 0u64;
+    for (i, line) in r.lines().enumerate() {
+        let n = i + 1;
+        let line = line.map_err(|e| ModelError::Config(format!("{origin} line {n}: {e}")))?;
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        let bad = |what: &str| {
+            ModelError::Config(format!(
+                "{origin} line {n}: {what} in \"{l}\"; expected `0xADDR READ|WRITE cycle` (DRAMsim3's trace format)"
+            ))
+        };
+        let mut f = l.split_whitespace();
+        let (a, k, c) = match (f.next(), f.next(), f.next(), f.next()) {
+            (Some(a), Some(k), Some(c), None) => (a, k, c),
+            _ => return Err(bad("not three fields")),
+        };
+        let hex = a
+            .strip_prefix("0x")
+            .or_else(|| a.strip_prefix("0X"))
+            .ok_or_else(|| bad("address without 0x"))?;
+        let pa = u64::from_str_radix(hex, 16).map_err(|_| bad("bad hexadecimal address"))?;
+        let write = match k {
+            "READ" => false,
+            "WRITE" => true,
+            _ => return Err(bad("kind is not READ or WRITE")),
+        };
+        let at: u64 = c.parse().map_err(|_| bad("bad cycle"))?;
+        if at < last {
+            return Err(bad(&format!("cycle {at} is before the previous line's {last}")));
+        }
+        last = at;
+        out.push(StreamReq { pa, write, at });
+    }
+    Ok(out)
+}
+
+/// Writes `reqs` in DRAMsim3's trace format.
+pub fn write(mut w: impl Write, reqs: &[StreamReq]) -> std::io::Result<()> {
+    for r in reqs {
+        let k = if r.write { "WRITE" } else { "READ" };
+        writeln!(w, "0x{:x} {k} {}", r.pa, r.at)?;
+    }
+    Ok(())
+}
+
+/// Synthetic streams `generate` knows.
+pub const GENERATORS: [&str; 3] = ["seq", "random", "two-rank"];
+
+/// A synthetic stream of `n` requests for `spec`, one every `gap` DRAM cycles, every
+/// `write_every`-th a write (0: none). `seq`: consecutive bursts from address 0;
+/// `random`: uniform bursts over the capacity (xorshift, `seed`); `two-rank`: two
+/// sequential streams, one in each half of memory (with the top bit as rank: one per
+/// rank), taken in turn.
+pub fn generate(
+    kind: &str,
+    spec: &DramSpec,
+    n: u64,
+    gap: u64,
+    write_every: u64,
+    seed: u64,
+) -> Result<Vec<StreamReq>, ModelError> {
+    let bb = spec.burst_bytes;
+    let lines = spec.capacity / bb;
+    let mut x = seed | 1;
+    let mut out = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let line = match kind {
+            "seq" => i % lines,
+            "random" => {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x % lines
+            }
+            "two-rank" => (i / 2) % (lines / 2) + (i % 2) * (lines / 2),
+            _ => {
+                return Err(ModelError::Config(format!(
+                    "unknown stream generator \"{kind}\"; known: {}",
+                    GENERATORS.join(", ")
+                )))
+            }
+        };
+        out.push(StreamReq {
+            pa: line * bb,
+            write: write_every > 0 && (i + 1) % write_every == 0,
+            at: i * gap,
+        });
+    }
+    Ok(out)
+}
+
+/// Runs `reqs` through a fresh model of `spec` (DRAM cycles throughout).
+pub fn run(spec: &DramSpec, reqs: &[StreamReq]) -> Dram {
+    let mut d = Dram::new(spec.clone(), spec.clock_mhz);
+    for r in reqs {
+        d.access_dram(r.pa, r.write, r.at);
+    }
+    d
+}

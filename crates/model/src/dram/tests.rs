@@ -1,0 +1,337 @@
+//! Hand-derived DRAM timings and mappings. The test geometry (`TEST`): one channel, two
+//! ranks, 2 bank groups x 4 banks, 16 rows of 2 bursts of 64 bytes; mapping
+//! `RaRoBaBgCo`, so an address is `co<<6 | bg<<7 | ba<<8 | ro<<10 | ra<<14`. Timings:
+//! CL 10, CWL 8, tRCD 5, tRP 7, tRAS 20, tBURST 4, tRRD 3, tFAW 30, tCCD_L 4 (default
+//! = tBURST), tWR = tWTR = tRTP = tRTRS = 0.
+//!
+//! Each timing test names the rule it guards; each was checked to fail with that rule
+//! removed from `Dram::access_dram` (noted per test).
+
+use super::profile;
+use super::stream;
+use super::*;
+
+const TEST: &str = r#"
+name = "test"
+clock_mhz = 1000.0
+channels = 1
+ranks = 2
+bank_groups = 2
+banks_per_group = 4
+rows = 16
+columns = 16
+bus_bits = 64
+burst_length = 8
+mapping = "RaRoBaBgCo"
+[timing]
+cl = 10
+cwl = 8
+trcd = 5
+trp = 7
+tras = 20
+tburst = 4
+trrd = 3
+tfaw = 30
+"#;
+
+fn addr(ra: u64, ro: u64, ba: u64, bg: u64, co: u64) -> u64 {
+    co << 6 | bg << 7 | ba << 8 | ro << 10 | ra << 14
+}
+
+/// `TEST` with top-level keys or tables `extra` added before `[timing]`.
+fn spec_with(extra: &str) -> Result<DramSpec, crate::ModelError> {
+    profile::parse(&TEST.replace("[timing]", &format!("{extra}[timing]")), "test")
+}
+
+fn dram(core_mhz: f64) -> Dram {
+    Dram::new(spec_with("").unwrap(), core_mhz)
+}
+
+#[test]
+fn row_miss_then_hit() {
+    let mut d = dram(1000.0);
+    // Bank closed: ACT at 0, column command at tRCD = 5, data 15..19: tRCD + CL + burst.
+    assert_eq!(d.access_dram(addr(0, 0, 0, 0, 0), false, 0), (19, RowOutcome::Miss));
+    // Same row, next column, long after: CL + burst = 14.
+    assert_eq!(d.access_dram(addr(0, 0, 0, 0, 1), false, 100), (14, RowOutcome::Hit));
+    // A write hit: CWL + burst = 12.
+    assert_eq!(d.access_dram(addr(0, 0, 0, 0, 0), true, 200), (12, RowOutcome::Hit));
+    let s = d.stats();
+    assert_eq!((s.row_hits, s.row_misses, s.row_conflicts), (2, 1, 0));
+    assert_eq!((s.reads, s.writes, s.bytes), (2, 1, 192));
+    assert_eq!(s.read_latency, 33);
+    assert_eq!(s.write_latency, 12);
+    // Span 0..212 (the write's data ends at 200 + 12).
+    assert_eq!(s.span(), 212);
+}
+
+#[test]
+fn row_conflict_pays_precharge() {
+    let mut d = dram(1000.0);
+    d.access_dram(addr(0, 0, 0, 0, 0), false, 0);
+    // Row 1 of the same bank at 200: PRE at 200, ACT at 207 (tRP), column at 212
+    // (tRCD), data 222..226: tRP + tRCD + CL + burst = 26.
+    // Checked: fails (19, Miss) when a conflicting open row is treated as closed.
+    assert_eq!(
+        d.access_dram(addr(0, 1, 0, 0, 0), false, 200),
+        (26, RowOutcome::Conflict)
+    );
+}
+
+#[test]
+fn conflict_waits_for_tras() {
+    let mut d = dram(1000.0);
+    d.access_dram(addr(0, 0, 0, 0, 0), false, 0);
+    // Row 1 at cycle 1: the row opened at 0 may close at tRAS = 20; ACT at 27, column
+    // at 32, data 42..46; latency 45. Without tRAS: PRE at 6 (after the column command
+    // at 5), ACT 13, end 32, latency 31. Checked: fails with `b.pre_ok = act + t.tras`
+    // replaced by `act`.
+    assert_eq!(d.access_dram(addr(0, 1, 0, 0, 0), false, 1), (45, RowOutcome::Conflict));
+}
+
+#[test]
+fn two_banks_overlap() {
+    let mut d = dram(1000.0);
+    let a = d.access_dram(addr(0, 0, 0, 0, 0), false, 0).0;
+    // Bank 1 of group 0 at the same time: ACT at 3 (tRRD after bank 0's), column at
+    // max(3 + 5, 5 + tCCD_L 4) = 9, data 19..23 right behind bank 0's burst (15..19).
+    // Serialised banks would end at 19 + 19 = 38. Checked: fails (38) when a bank's
+    // ACT waits for the previous request's end (bank-level parallelism removed).
+    let b = d.access_dram(addr(0, 0, 1, 0, 0), false, 0).0;
+    assert_eq!((a, b), (19, 23));
+    assert!(b < a + 19, "the second bank's activate overlapped the first's");
+    assert_eq!(d.stats().per_bank[..2], [1, 1]);
+}
+
+#[test]
+fn tfaw_throttles_the_fifth_activate() {
+    let mut d = dram(1000.0);
+    // Five banks of rank 0 at cycle 0 (groups 0,1,0,1,0): ACTs at 0, 3, 6, 9 (tRRD),
+    // then the fifth waits for the window: 0 + tFAW = 30. Its column command at 35,
+    // data 45..49. The first four: data ends 19 (data at 15), 23 (bus), 27, 31.
+    // Without tFAW the fifth ACT is at 12, column 17, data 27 -> bus 31 -> end 35.
+    // Checked: fails (35) with the `r.faw[r.faw_i]` term removed.
+    let lat: Vec<u64> = [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0)]
+        .iter()
+        .map(|&(ba, bg)| d.access_dram(addr(0, 0, ba, bg, 0), false, 0).0)
+        .collect();
+    assert_eq!(lat, vec![19, 23, 27, 31, 49]);
+    // The other rank has its own window: its first ACT at 0 is free, its column at 5,
+    // data ready at 15; the shared bus is busy 15..31 and 45..49, so the burst takes
+    // the gap the fifth activate left: 31..35. Checked: fails (53) when a burst may
+    // only follow the last one placed (`place` without its gap search).
+    assert_eq!(d.access_dram(addr(1, 0, 0, 0, 0), false, 0).0, 35);
+    assert_eq!(d.stats().per_rank, vec![5, 1]);
+}
+
+#[test]
+fn two_cores_contend_for_the_bus() {
+    // Core clock 2000 MHz, DRAM 1000 MHz: core cycles are half DRAM cycles.
+    let mut d = dram(2000.0);
+    let req = |pa, core, at| MemReq {
+        pa,
+        write: false,
+        core,
+        at,
+    };
+    // Open a row in group 0 and one in group 1 (different groups: no tCCD_L).
+    d.access(&req(addr(0, 0, 0, 0, 0), 0, 0));
+    d.access(&req(addr(0, 0, 0, 1, 0), 1, 0));
+    // Both cores hit their open rows at core cycle 2000 (DRAM 1000). Core 0: data
+    // 1010..1014, 14 DRAM = 28 core cycles. Core 1: its data (ready at 1010) waits for
+    // the bus until 1014, ends 1018: 18 DRAM = 36 core cycles.
+    // Checked: fails (28) with the `data < bus` wait removed.
+    assert_eq!(d.access(&req(addr(0, 0, 0, 0, 1), 0, 2000)), 28);
+    assert_eq!(d.access(&req(addr(0, 0, 0, 1, 1), 1, 2000)), 36);
+    assert_eq!(d.stats().row_hits, 2);
+}
+
+#[test]
+fn closed_and_capped_policies() {
+    let mut d = Dram::new(spec_with("row_policy = \"closed\"\n").unwrap(), 1000.0);
+    d.access_dram(addr(0, 0, 0, 0, 0), false, 0);
+    // Auto-precharge at max(tRAS 20, tRTP) = 20, bank ready at 27: the same row is a
+    // miss again: ACT 100, end 119. Checked: fails (Hit) with the cap test removed.
+    assert_eq!(d.access_dram(addr(0, 0, 0, 0, 1), false, 100), (19, RowOutcome::Miss));
+
+    let mut d = Dram::new(
+        spec_with("row_policy = \"capped\"\nrow_hits_cap = 1\n").unwrap(),
+        1000.0,
+    );
+    let o: Vec<RowOutcome> = (0..4)
+        .map(|i| d.access_dram(addr(0, 0, 0, 0, i & 1), false, 100 * i).1)
+        .collect();
+    // Miss, hit (the one allowed), then closed: miss, hit.
+    use RowOutcome::*;
+    assert_eq!(o, vec![Miss, Hit, Miss, Hit]);
+}
+
+#[test]
+fn refresh_closes_rows_and_blocks_the_rank() {
+    // tREFI 1000, tRFC 50, two ranks: rank 0 refreshes at 500..550, 1500.., rank 1 at
+    // 1000..1050, 2000...
+    let s = spec_with("").unwrap();
+    let text = TEST.replace("tfaw = 30\n", "tfaw = 30\ntrfc = 50\ntrefi = 1000\n");
+    let mut d = Dram::new(profile::parse(&text, "t").unwrap(), 1000.0);
+    assert_eq!(d.access_dram(addr(0, 0, 0, 0, 0), false, 0), (19, RowOutcome::Miss));
+    // The refresh at 500 closed the row: ACT at 550, end 569: latency 59, a miss
+    // (14, a hit, without refresh). Checked: fails with the epoch test removed.
+    assert_eq!(d.access_dram(addr(0, 0, 0, 0, 1), false, 510), (59, RowOutcome::Miss));
+    // Rank 1 is not refreshing at 520: a plain miss.
+    assert_eq!(d.access_dram(addr(1, 0, 0, 0, 0), false, 520), (19, RowOutcome::Miss));
+    // A hit arriving during rank 1's refresh at 1010 waits for its end (1050):
+    // the row is closed, ACT 1050, end 1069.
+    assert_eq!(d.access_dram(addr(1, 0, 0, 0, 1), false, 1010), (59, RowOutcome::Miss));
+    // A closed bank of rank 0 at 1498: ACT at 1498 (before the refresh at 1500), its
+    // column command (1503) falls in the refresh and waits until 1550: data 1560..1564,
+    // latency 66 (19 without). Checked: fails with `refresh_free` an identity.
+    assert_eq!(d.access_dram(addr(0, 0, 1, 0, 0), false, 1498), (66, RowOutcome::Miss));
+    assert_eq!(s.timing.trefi, 0, "no refresh unless configured");
+}
+
+#[test]
+fn pi5_top_bit_selects_the_rank() {
+    let s = profile::load("lpddr4x-4267-pi5").unwrap();
+    assert_eq!(s.capacity, 8 << 30);
+    assert_eq!((s.burst_bytes, s.row_bytes), (64, 2048));
+    let m = &s.map;
+    let top = m.decode(1 << 32);
+    assert_eq!((top.ra, top.ro, top.ba, top.co), (1, 0, 0, 0));
+    // The last burst of the low 4 GiB: rank 0, last row, bank 7, column 31.
+    let l = m.decode((1 << 32) - 64);
+    assert_eq!((l.ra, l.ro, l.ba, l.co), (0, (1 << 18) - 1, 7, 31));
+    // 2 KiB apart: the next bank, same row.
+    let n = m.decode(2048);
+    assert_eq!((n.ra, n.ro, n.ba, n.co), (0, 0, 1, 0));
+}
+
+#[test]
+fn ddr4_order_string_decodes_like_dramsim3() {
+    // DRAMsim3 rochrababgco for x8 DDR4-3200: co bits 6..13, bg 13..15, ba 15..17,
+    // ra 17, ro 18..34.
+    let s = profile::load("ddr4-3200").unwrap();
+    let d = |pa: u64| {
+        let l = s.map.decode(pa);
+        (l.ro, l.ra, l.ba, l.bg, l.co)
+    };
+    assert_eq!(d(0x40), (0, 0, 0, 0, 1));
+    assert_eq!(d(1 << 13), (0, 0, 0, 1, 0));
+    assert_eq!(d(1 << 15), (0, 0, 1, 0, 0));
+    assert_eq!(d(1 << 17), (0, 1, 0, 0, 0));
+    assert_eq!(d(3 << 18 | 0x1fc0), (3, 0, 0, 0, 127));
+    assert_eq!(s.capacity, 16 << 30);
+}
+
+#[test]
+fn explicit_bits_and_xor_hashing() {
+    // The test mapping written out as bit lists decodes the same.
+    let bits = "[bits]\nco = [6]\nbg = [7]\nba = [8, 9]\nro = [10, 11, 12, 13]\nra = [14]\n";
+    let text = TEST.replace("mapping = \"RaRoBaBgCo\"\n", "");
+    let by_bits = profile::parse(&format!("{text}{bits}"), "t").unwrap();
+    let by_order = spec_with("").unwrap();
+    for pa in (0..1u64 << 15).step_by(64) {
+        assert_eq!(by_bits.map.decode(pa), by_order.map.decode(pa), "{pa:#x}");
+    }
+    // XOR: bank bit 0 ^= row bit 0 (address bit 10), bank bit 1 ^= bits 11 and 12.
+    let x = spec_with("[xor]\nba = [[10], [11, 12]]\n").unwrap();
+    assert_eq!(x.map.decode(addr(0, 1, 0, 0, 0)).ba, 1);
+    assert_eq!(x.map.decode(addr(0, 2, 0, 0, 0)).ba, 2);
+    assert_eq!(x.map.decode(addr(0, 6, 0, 0, 0)).ba, 0);
+    assert_eq!(x.map.decode(addr(0, 3, 3, 0, 0)).ba, 0);
+    assert_eq!(x.map.decode(addr(0, 3, 3, 0, 0)).ro, 3);
+}
+
+/// `TEST` with `from` replaced by `to` and `append` added at the end.
+fn error_of(from: &str, to: &str, append: &str) -> String {
+    assert!(TEST.contains(from), "{from}");
+    let text = format!("{}{append}", TEST.replacen(from, to, 1));
+    match profile::parse(&text, "prof.toml") {
+        Ok(_) => panic!("accepted: {from} -> {to} + {append}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn bad_profiles_name_the_key() {
+    let m = "mapping = \"RaRoBaBgCo\"\n";
+    let cases: &[(&str, &str, &str, &str)] = &[
+        // A bit list that leaves bit 14 out (and uses 15 instead).
+        (
+            m,
+            "",
+            "[bits]\nco = [6]\nbg = [7]\nba = [8, 9]\nro = [10, 11, 12, 13]\nra = [15]\n",
+            "`bits` does not cover address bit 14",
+        ),
+        // Overlap: bit 9 twice.
+        (
+            m,
+            "",
+            "[bits]\nco = [6]\nbg = [7]\nba = [8, 9]\nro = [9, 11, 12, 13]\nra = [14]\n",
+            "`bits.ba` and `bits.ro` both use address bit 9",
+        ),
+        (
+            m,
+            "",
+            "[bits]\nco = [6]\nbg = [7]\nba = [8, 9]\nro = [10, 11, 12, 13]\n",
+            "`bits.ra` is missing",
+        ),
+        (m, "mapping = \"RoBaBgCo\"\n", "", "leaves out field \"ra\""),
+        (m, "mapping = \"RaRoBaBgCoXx\"\n", "", "unknown field \"Xx\""),
+        (m, "mapping = \"RaRoBaBgCoRa\"\n", "", "names field \"Ra\" twice"),
+        (m, "", "", "mapping missing"),
+        (m, m, "[bits]\nco = [6]\n", "`mapping` and `bits` are both set"),
+        ("ranks = 2\n", "ranks = 0\n", "", "`ranks` is 0"),
+        ("rows = 16\n", "rows = 12\n", "", "`rows` = 12 is not a power of two"),
+        ("trcd = 5\n", "trcd = 0\n", "", "`timing.trcd` is 0"),
+        ("tfaw = 30\n", "tfaw = 0\n", "", "`timing.tfaw` is 0"),
+        (
+            "tfaw = 30\n",
+            "tfaw = 30\ntrfc = 50\n",
+            "",
+            "`timing.trfc` and `timing.trefi` go together",
+        ),
+        (
+            "tfaw = 30\n",
+            "tfaw = 30\ntrfc = 50\ntrefi = 50\n",
+            "",
+            "is not below `timing.trefi`",
+        ),
+        (
+            m,
+            "row_policy = \"capped\"\nmapping = \"RaRoBaBgCo\"\n",
+            "",
+            "needs `row_hits_cap`",
+        ),
+        ("rows = 16\n", "rows = 16\ncolums = 4\n", "", "unknown field `colums`"),
+        (
+            "",
+            "",
+            "[xor]\nba = [[8]]\n",
+            "`xor.ba` uses address bit 8, which is the field's own bit",
+        ),
+    ];
+    for (from, to, append, want) in cases {
+        let e = error_of(from, to, append);
+        assert!(e.contains(want), "{e} lacks {want}");
+        assert!(e.contains("prof.toml"), "{e} lacks the origin");
+    }
+}
+
+#[test]
+fn streams_read_write_and_reject_damage() {
+    let s = spec_with("").unwrap();
+    let g = stream::generate("two-rank", &s, 4, 3, 2, 1).unwrap();
+    let mut buf = Vec::new();
+    stream::write(&mut buf, &g).unwrap();
+    let text = String::from_utf8(buf).unwrap();
+    assert_eq!(text, "0x0 READ 0\n0x4000 WRITE 3\n0x40 READ 6\n0x4040 WRITE 9\n");
+    assert_eq!(stream::read(text.as_bytes(), "t").unwrap(), g);
+    let e = stream::read("0x0 READ 0\n0x40 LOAD 1\n".as_bytes(), "s.trace")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("s.trace line 2") && e.contains("READ or WRITE"), "{e}");
+    let e = stream::read("0x0 READ 5\n0x40 READ 1\n".as_bytes(), "s")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("line 2") && e.contains("before"), "{e}");
+}
