@@ -205,6 +205,8 @@ pub struct MachineSpec {
     pub os: OsSpec,
     /// References between calls of the policy's background work (`os.tick_interval`).
     pub tick_interval: u64,
+    /// Linux's zero pages (`os.zero_page`).
+    pub zero_page: bool,
     /// `memory.size` as written (for messages).
     pub memory_size: String,
     /// Reproducible fragmentation before the run (`[memory.age]`), if any.
@@ -438,6 +440,7 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
             fault_latency: config.os.fault_latency,
         },
         tick_interval: config.os.tick_interval,
+        zero_page: config.os.zero_page,
         memory_size: config.memory.size.clone(),
         age: config.memory.age.clone(),
         os: config.os.policy,

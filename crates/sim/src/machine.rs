@@ -64,7 +64,8 @@ impl Machine {
                 )
             })
             .collect();
-        let os = spec.os.build(spec.format).map_err(SimError::Config)?;
+        let mut os = spec.os.build(spec.format).map_err(SimError::Config)?;
+        os.set_zero_page(spec.zero_page);
         let bg = crate::background::Background::new(&spec, &mut mem);
         Ok(Machine {
             cpus,

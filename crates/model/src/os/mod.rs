@@ -49,6 +49,7 @@ mod reservation;
 mod stats;
 mod thp;
 pub mod unmap;
+pub(crate) mod zero;
 
 pub use base::Base;
 pub use fixed::Fixed;
@@ -133,6 +134,12 @@ pub trait OsPolicy {
     /// Address space `asid` ends: drop the policy's state for it (its page tables and
     /// leaves are torn down by [`Os::exit`] after this). Default: nothing to drop.
     fn exit_space(&mut self, _mem: &mut Memory, _asid: Asid) {}
+    /// Turns Linux's zero pages on or off (`os.zero_page`; zero.rs). Returns false if
+    /// the policy has none (the default: `fixed`, and `reservation`, since FreeBSD
+    /// allocates a zeroed page on a read fault).
+    fn set_zero_page(&mut self, _on: bool) -> bool {
+        false
+    }
     /// The alignment munmap ranges must have. Default: the 4 KiB base page.
     fn unmap_align(&self) -> PageSize {
         PageSize::K4
@@ -210,6 +217,9 @@ macro_rules! policies {
             }
             fn exit_space(&mut self, mem: &mut Memory, asid: Asid) {
                 match self { $(Os::$variant(p) => p.exit_space(mem, asid),)* }
+            }
+            fn set_zero_page(&mut self, on: bool) -> bool {
+                match self { $(Os::$variant(p) => p.set_zero_page(on),)* }
             }
             fn unmap_align(&self) -> PageSize {
                 match self { $(Os::$variant(p) => p.unmap_align(),)* }
@@ -412,6 +422,11 @@ pub(crate) fn order_of(size: PageSize) -> u32 {
 
 /// Frees the frames a leaf maps.
 pub(crate) fn free_leaf(mem: &mut Memory, m: &Mapping) {
+    // A leaf on a zero page frees nothing (the zero pages are never freed; zero.rs).
+    if mem.zero.contains_pa(m.pa) {
+        mem.zero.unmapped(m.size);
+        return;
+    }
     mem.buddy.free(m.pa >> FRAME_SHIFT, order_of(m.size));
 }
 

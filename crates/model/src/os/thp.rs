@@ -45,6 +45,7 @@ use crate::mem::Memory;
 use crate::pt::Pte;
 use crate::translation::Attrs;
 use crate::walk::{map_leaf, walk, Action, Visit, Visitor, WalkCounts, WalkFlags};
+use mmulab_trace::AccessKind;
 use std::collections::BTreeMap;
 
 /// `/sys/kernel/mm/transparent_hugepage/enabled` (config `os.thp.enabled`: `"always"`,
@@ -93,6 +94,9 @@ pub struct ThpConfig {
     pub migrate_cycles_per_page: u64,
     /// Cycles to zero a 4 KiB page (a 2 MiB fault zeroes 512).
     pub zero_cycles_per_page: u64,
+    /// `/sys/kernel/mm/transparent_hugepage/use_zero_page` (default on, as Linux's): a
+    /// read fault maps the huge zero page. Takes effect with `os.zero_page` (zero.rs).
+    pub use_zero_page: bool,
 }
 
 impl Default for ThpConfig {
@@ -103,6 +107,7 @@ impl Default for ThpConfig {
             compaction_cycles: 200_000,
             migrate_cycles_per_page: 4_000,
             zero_cycles_per_page: 0,
+            use_zero_page: true,
         }
     }
 }
@@ -163,6 +168,8 @@ pub struct Thp {
     pub stats: OsStats,
     /// Reclaim under memory pressure.
     pub reclaim: super::ReclaimConfig,
+    /// Linux's zero pages (`os.zero_page`; zero.rs).
+    pub zero_page: bool,
     name: &'static str,
 }
 
@@ -178,6 +185,7 @@ impl Thp {
             defer: Deferral::default(),
             stats: OsStats::default(),
             reclaim: super::ReclaimConfig::default(),
+            zero_page: false,
             name: "thp",
         }
     }
@@ -310,6 +318,7 @@ impl Thp {
 /// than the superpage, `entries` of them) covering a range at or after `want_after`,
 /// and counts its valid entries.
 struct FindTables {
+    fmt: crate::pt::Format,
     level: usize,
     entries: usize,
     found: Option<(u64, u64)>,
@@ -325,7 +334,13 @@ impl Visitor for FindTables {
             return Action::SkipChildren;
         }
         if let Pte::Table(child) = v.pte {
-            let n = (0..self.entries).filter(|&i| mem.pt.read(child, i) != 0).count() as u64;
+            // khugepaged_scan_pmd counts an entry that is none or maps the zero page
+            // (`pte_none(pteval) || is_zero_pfn(pte_pfn(pteval))`) as none.
+            let present = |raw: u64| match self.fmt.decode(self.level + 1, raw) {
+                Pte::Leaf { pa, .. } => !mem.zero.contains_pa(pa),
+                _ => raw != 0,
+            };
+            let n = (0..self.entries).filter(|&i| present(mem.pt.read(child, i))).count() as u64;
             self.found = Some((v.va, n));
             return Action::Stop;
         }
@@ -335,6 +350,11 @@ impl Visitor for FindTables {
 
 impl super::OsPolicy for Thp {
     super::policy_fields!(stats, reclaim);
+
+    fn set_zero_page(&mut self, on: bool) -> bool {
+        self.zero_page = on;
+        true
+    }
 
     fn shrink(
         &mut self,
@@ -358,6 +378,14 @@ impl super::OsPolicy for Thp {
     /// Handles a fault.
     fn fault(&mut self, mut ctx: FaultCtx<'_>) -> Result<(), ModelError> {
         self.stats.faults += 1;
+        let zero = self.zero_page;
+        // A store to a (huge) zero-page entry: do_huge_pmd_wp_page splits a huge zero
+        // PMD and falls back to the PTE-level copy (zero.rs).
+        if zero && ctx.kind == AccessKind::Store {
+            if let Some(m) = super::zero::zero_leaf(&mut ctx) {
+                return super::zero::cow(&mut ctx, m, &mut self.stats);
+            }
+        }
         // do_huge_pmd_anonymous_page: a PMD-sized page, 2M / 32M / 512M by granule
         // (granule.rs); a format without THP was refused at configuration.
         let fmt = ctx.space.fmt;
@@ -379,6 +407,13 @@ impl super::OsPolicy for Thp {
                 || !leaves(ctx.mem, ctx.space.fmt, ctx.space.root, key, key + size.bytes()).is_empty()
             {
                 self.stats.event(OsEvent::ThpFaultFallbackRangeBusy);
+            } else if zero && self.cfg.use_zero_page && ctx.kind == AccessKind::Load {
+                // do_huge_pmd_anonymous_page: a read maps the huge zero page
+                // (mm_get_huge_zero_folio); if it cannot be had, THP_FAULT_FALLBACK.
+                if super::zero::map_huge_zero(&mut ctx, size, &mut self.stats)? {
+                    return Ok(());
+                }
+                self.stats.event(OsEvent::ThpFaultFallback);
             } else if let Some(pfn) = self.alloc_huge(ctx.mem, size, vma.hugepage, ctx.shootdowns) {
                 drop_table(ctx.mem, ctx.space.fmt, ctx.space.root, key, size);
                 if let Err(e) = map_leaf(
@@ -400,6 +435,10 @@ impl super::OsPolicy for Thp {
             } else {
                 self.stats.event(OsEvent::ThpFaultFallback);
             }
+        }
+        // The fallback is do_anonymous_page: with zero pages, a read maps the zero page.
+        if zero && super::zero::fault(&mut ctx, &mut self.stats)? {
+            return Ok(());
         }
         let base = fmt.base_page();
         self.stats.os_cycles += (base.bytes() / FRAME_SIZE) * self.cfg.zero_cycles_per_page;
@@ -438,6 +477,7 @@ impl super::OsPolicy for Thp {
             let top = fmt.levels()[0];
             let end = top.span().saturating_mul(top.entries() as u64);
             let mut f = FindTables {
+                fmt,
                 level,
                 entries: fmt.levels()[level + 1].entries(),
                 found: None,
@@ -495,7 +535,7 @@ impl super::OsPolicy for Thp {
             let old = clear_leaves(ctx.mem, fmt, root, key, key + size.bytes());
             let base = fmt.base_page().bytes();
             let mut present = vec![0u64; nr.div_ceil(64) as usize];
-            for m in &old {
+            for m in old.iter().filter(|m| !ctx.mem.zero.contains_pa(m.pa)) {
                 for off in (0..m.size.bytes()).step_by(base as usize) {
                     let i = (m.va + off - key) / base;
                     present[(i / 64) as usize] |= 1 << (i % 64);
@@ -507,9 +547,12 @@ impl super::OsPolicy for Thp {
                 if m.attrs.has(Attrs::DIRTY) {
                     attrs = attrs.with(Attrs::DIRTY);
                 }
+                // Zero-page entries are not copied (the new page is zero-filled there).
+                if !ctx.mem.zero.contains_pa(m.pa) {
+                    self.stats.os_cycles += k.copy_cycles_per_page * (m.size.bytes() / FRAME_SIZE);
+                }
                 super::free_leaf(ctx.mem, m);
                 self.stats.record_unmap(m.size);
-                self.stats.os_cycles += k.copy_cycles_per_page * (m.size.bytes() / FRAME_SIZE);
             }
             drop_table(ctx.mem, fmt, root, key, size);
             map_leaf(ctx.mem, fmt, root, key, pfn << FRAME_SHIFT, size, attrs)?;
