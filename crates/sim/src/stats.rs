@@ -43,6 +43,10 @@ pub struct Counters {
     pub ad_updates: u64,
     /// Ranges invalidated on behalf of the OS.
     pub shootdowns: u64,
+    /// Access flag faults (software A/D, `machine.ad = "software"`).
+    pub af_faults: u64,
+    /// Permission faults of stores to writable-clean pages (software A/D).
+    pub dirty_faults: u64,
 }
 
 impl Counters {
@@ -125,6 +129,11 @@ pub struct Stats {
     /// GPUs' statistics (crate::gpu), in the order they were attached; none for a CPU-only
     /// machine, whose JSON then has no `gpu` key.
     pub gpu: Vec<crate::gpu::GpuStats>,
+    /// True if accessed/dirty bits are kept by software: the JSON then has `ad_faults`.
+    pub soft_ad: bool,
+    /// Simulated time and the kernel thread's background work, if the machine has a
+    /// clock (`machine.clock_mhz`): the JSON then has `time` and `kernel`.
+    pub time: Option<crate::kernel_time::TimeStats>,
 }
 
 /// What every component of a machine implements to report its counters: it adds
@@ -167,6 +176,8 @@ impl Stats {
             complete: true,
             nested: spec.vm.as_ref().map(|vm| crate::vm::NestedStats::new(vm, pt_levels)),
             gpu: Vec::new(),
+            soft_ad: spec.ad_software,
+            time: None,
         }
     }
 
@@ -268,6 +279,12 @@ impl Stats {
             w["stage1_refs_by_level"] = json!(n.stage1_refs_by_level);
             w["stage2_refs_by_level"] = json!(n.stage2_refs_by_level);
             v["vm"] = n.to_json();
+        }
+        if self.soft_ad {
+            v["ad_faults"] = json!({ "access_flag": c.af_faults, "dirty": c.dirty_faults });
+        }
+        if let Some(t) = &self.time {
+            t.add_json(self, &mut v);
         }
         if !self.gpu.is_empty() {
             v["gpu"] = serde_json::to_value(&self.gpu).expect("serializable");

@@ -114,6 +114,11 @@ impl System {
         Ok(())
     }
 
+    /// Cycles the OS spent in faults so far (the fault latency of each).
+    pub(crate) fn fault_cycles(&self) -> u64 {
+        self.counters.fault_cycles
+    }
+
     /// Counts the shootdowns the machine applies.
     #[inline]
     pub(crate) fn count_shootdowns(&mut self, n: usize) {

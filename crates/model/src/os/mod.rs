@@ -9,7 +9,8 @@
 //!   `shootdowns` every range whose existing translations it changed, so the machine
 //!   can invalidate TLBs and walk caches.
 //! * [`OsPolicy::tick`] is called by the machine every `os.tick_interval` references
-//!   (never per reference: the hot path stays a counter compare). Background work
+//!   (never per reference: the hot path stays a counter compare), with the simulated
+//!   time when the machine has a clock (`TickCtx::now_ns`). Background work
 //!   (khugepaged's scan, re-promotion, reservation breaking under pressure) happens
 //!   here, under the same shootdown rule.
 //! * [`Os::exit`] ends an address space: every frame it owned goes back to the buddy
@@ -90,8 +91,12 @@ pub struct TickCtx<'a> {
     pub mem: &'a mut Memory,
     /// All address spaces, indexed by asid (`None`: never used or exited).
     pub spaces: &'a mut [Option<AddressSpace>],
-    /// References simulated so far (the clock of background work).
+    /// References simulated so far (the clock of background work on a machine without
+    /// a clock).
     pub now: u64,
+    /// Simulated nanoseconds so far, on a machine with a clock (`machine.clock_mhz`):
+    /// then background work runs on this clock (khugepaged's `scan_sleep_millisecs`).
+    pub now_ns: Option<u64>,
     /// Ranges whose translations changed.
     pub shootdowns: &'a mut Vec<Shootdown>,
 }

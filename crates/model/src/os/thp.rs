@@ -16,7 +16,8 @@
 //! variants wake kswapd/kcompactd, which mmulab counts but does not model). A range
 //! with a page in swap is not empty (reclaim.rs): the fault maps 4 KiB.
 //!
-//! khugepaged: every `scan_period` references it scans up to `pages_to_scan` base
+//! khugepaged: every `scan_sleep_millisecs` of simulated time on a machine with a clock
+//! (else every `scan_period` references) it scans up to `pages_to_scan` base
 //! pages' worth of 2 MiB ranges (a cursor over address spaces and ranges, using the
 //! walker), and collapses a range that lies inside its VMA when its empty PTEs ≤
 //! `max_ptes_none`: a new 2 MiB block is allocated, the present pages are copied
@@ -125,8 +126,12 @@ pub struct KhugepagedConfig {
     /// default, `HPAGE_PMD_NR * 8`: 4096 with 4 KiB pages, 16384 with 16 KiB, 65536 with
     /// 64 KiB).
     pub pages_to_scan: Option<u64>,
-    /// References between wake-ups.
+    /// References between wake-ups, on a machine without a clock.
     pub scan_period: u64,
+    /// Milliseconds of simulated time between wake-ups on a machine with a clock
+    /// (`machine.clock_mhz`; `/sys/kernel/mm/transparent_hugepage/khugepaged/
+    /// scan_sleep_millisecs`, Linux's default 10000).
+    pub scan_sleep_millisecs: u64,
     /// Collapse only when at most this many PTEs of the range are empty
     /// (0 ..= `HPAGE_PMD_NR - 1`; `None`: the kernel's default, `HPAGE_PMD_NR - 1`: 511
     /// with 4 KiB pages, 2047 with 16 KiB, 8191 with 64 KiB).
@@ -144,6 +149,7 @@ impl Default for KhugepagedConfig {
             enabled: false,
             pages_to_scan: None,
             scan_period: 1_000_000,
+            scan_sleep_millisecs: 10_000,
             max_ptes_none: None,
             copy_cycles_per_page: 1000,
             defrag: true,
@@ -159,6 +165,8 @@ pub struct Thp {
     /// Scanner settings.
     pub khugepaged: KhugepagedConfig,
     last_scan: u64,
+    /// Simulated time of the last wake-up (ns), on a machine with a clock.
+    last_wake_ns: u64,
     cursor: (usize, u64),
     /// Huge pages khugepaged made: (asid, va) → (first frame, bitmap of the base pages
     /// that were present at collapse). Checked against the page table before use.
@@ -180,6 +188,7 @@ impl Thp {
             cfg,
             khugepaged: k,
             last_scan: 0,
+            last_wake_ns: 0,
             cursor: (0, 0),
             collapsed: BTreeMap::new(),
             defer: Deferral::default(),
@@ -448,10 +457,20 @@ impl super::OsPolicy for Thp {
     /// khugepaged's wake-up (see the module doc).
     fn tick(&mut self, ctx: TickCtx<'_>) -> Result<(), ModelError> {
         let k = &self.khugepaged;
-        if !k.enabled || ctx.now < self.last_scan + k.scan_period {
+        // khugepaged() → khugepaged_wait_work(): it sleeps scan_sleep_millisecs between
+        // scans (khugepaged_do_scan). On a machine with a clock that is simulated time;
+        // without one, `scan_period` references stand in for it. (The scan the kernel
+        // makes when the first mm registers, before anything much is mapped, and the
+        // scan's own duration before the next sleep are not modelled.)
+        let due = match ctx.now_ns {
+            Some(ns) => ns >= self.last_wake_ns + k.scan_sleep_millisecs.saturating_mul(1_000_000),
+            None => ctx.now >= self.last_scan + k.scan_period,
+        };
+        if !k.enabled || !due {
             return Ok(());
         }
         self.last_scan = ctx.now;
+        self.last_wake_ns = ctx.now_ns.unwrap_or(0);
         self.stats.event(OsEvent::KhugepagedWakeups);
         let nspaces = ctx.spaces.len();
         let mut visited = 0;
