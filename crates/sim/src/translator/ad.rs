@@ -109,3 +109,79 @@ impl Stage1 {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Stage1, Stop};
+    use crate::config::load_machine;
+    use crate::system::System;
+    use crate::translator::Translator;
+    use mmulab_model::mem::Memory;
+    use mmulab_model::translation::Attrs;
+    use mmulab_model::walk::{lookup, set_leaf_attrs};
+    use mmulab_trace::{AccessKind, MemRef};
+
+    /// One core and its system for catalog machine `name`, with the catalog's `ad`.
+    fn core(name: &str) -> (Stage1, System) {
+        let spec = load_machine(name, None, &[]).unwrap();
+        let mut cpu = Stage1::new(
+            spec.tlbs.clone(),
+            spec.data_entry,
+            spec.instr_entry,
+            spec.format,
+            &spec.pwc_entries,
+            spec.cost,
+        );
+        cpu.set_software_ad(spec.ad_software);
+        let mem = Memory::new(spec.memory_bytes).unwrap();
+        let os = spec.os.build(spec.format).unwrap();
+        (cpu, System::new(mem, os, spec.format, spec.cost.fault_latency))
+    }
+
+    /// An access as the machine makes it: faults go to the OS, then the core resumes.
+    fn access(cpu: &mut Stage1, sys: &mut System, r: &MemRef) {
+        let mut res = cpu.access(sys, r);
+        while let Err(stop) = res {
+            match stop {
+                Stop::Fault { upto, attempt } => {
+                    sys.fault(r).unwrap();
+                    res = cpu.resume(sys, r, upto, attempt);
+                }
+                _ => panic!("unexpected stop"),
+            }
+        }
+    }
+
+    /// The Access flag fault. Hand-derived: (1) a load faults, the OS maps the page, the
+    /// walk after the page fault finds it young (walks 2, no A/D fault); (2) reclaim's
+    /// clock clears the accessed bit and drops the translation (as
+    /// `ptep_clear_flush_young`, done here by hand); (3) the next load misses and walks
+    /// (walk 3): on the Cortex-A53 (ARMv8.0, software) the clear flag is an Access flag
+    /// fault, the handler sets it and the load is retried (walk 4): af_faults = 1; on
+    /// the Cortex-A76 (FEAT_HAFDBS) the walker sets it: no fault, walks = 3. Fails if the
+    /// A53's catalog value or the software rule is removed.
+    #[test]
+    fn access_flag_fault_on_a53_none_on_a76() {
+        let va = 0x4000_0000;
+        let r = MemRef::new(va, AccessKind::Load, 8);
+        for (name, af, walks) in [("cortex-a53", 1, 4), ("cortex-a76", 0, 3)] {
+            let (mut cpu, mut sys) = core(name);
+            access(&mut cpu, &mut sys, &r);
+            assert_eq!((cpu.counters.walks, cpu.counters.af_faults), (2, 0), "{name}");
+            let si = sys.space(0).unwrap();
+            let root = sys.root(si);
+            let fmt = sys.spaces[si].as_ref().unwrap().fmt;
+            let m = lookup(&mut sys.mem, fmt, root, va).unwrap();
+            assert!(m.attrs.has(Attrs::ACCESSED), "{name}: the page fault maps it young");
+            set_leaf_attrs(&mut sys.mem, fmt, root, va, m.attrs.without(Attrs::ACCESSED));
+            cpu.invalidate_range(0, va, va + 4096);
+            access(&mut cpu, &mut sys, &r);
+            assert_eq!(
+                (cpu.counters.af_faults, cpu.counters.walks),
+                (af, walks),
+                "{name}: Access flag faults, walks"
+            );
+            assert!(lookup(&mut sys.mem, fmt, root, va).unwrap().attrs.has(Attrs::ACCESSED));
+        }
+    }
+}
