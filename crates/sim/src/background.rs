@@ -122,6 +122,14 @@ pub struct Background {
     pub pinned_frames: u64,
     /// True once the run loop has looked for trace VMAs and found some.
     pub trace_vmas_seen: bool,
+    /// The clock background work runs on (`machine.clock_mhz`), if any.
+    pub clock_mhz: Option<f64>,
+    /// Background work charged to the application (`os.background_charge`).
+    pub charge_app: bool,
+    /// Work of the kernel thread so far (crate::kernel_time).
+    pub kernel: crate::kernel_time::KernelWork,
+    /// Base pages of a PMD range on the machine's format (pages scanned per range).
+    pub pmd_nr: u64,
 }
 
 impl Background {
@@ -148,6 +156,11 @@ impl Background {
             last_page: u64::MAX,
             pinned_frames,
             trace_vmas_seen: false,
+            clock_mhz: spec.clock_mhz,
+            charge_app: spec.charge_app,
+            kernel: Default::default(),
+            pmd_nr: mmulab_model::os::granule::linux_pmd_size(spec.format)
+                .map_or(512, |p| mmulab_model::os::granule::pmd_nr(spec.format, p)),
         }
     }
 
@@ -255,5 +268,17 @@ impl crate::stats::Report for Background {
     fn report(&self, s: &mut Stats) {
         s.touched_bytes = self.track_touched.then(|| self.touched_bytes());
         s.pinned_frames = self.pinned_frames;
+        // On a machine with a clock, background work is the kernel thread's (reported
+        // apart) unless charged to the application (crate::kernel_time).
+        if let Some(clock_mhz) = self.clock_mhz {
+            if !self.charge_app {
+                s.os.os_cycles -= self.kernel.cycles;
+            }
+            s.time = Some(crate::kernel_time::TimeStats {
+                clock_mhz,
+                kernel: self.kernel,
+                charge_app: self.charge_app,
+            });
+        }
     }
 }

@@ -63,6 +63,24 @@ pub struct MachineSection {
     /// Seed of every random choice (random replacement).
     #[serde(default)]
     pub seed: u64,
+    /// Who sets accessed and dirty bits: `"hardware"` (the walker; the default) or
+    /// `"software"` (a fault the OS handles; translator/ad.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ad: Option<AdUpdates>,
+    /// The core clock in MHz: simulated seconds from cycles, and the clock background
+    /// kernel work runs on (background.rs); none: no time is reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_mhz: Option<f64>,
+}
+
+/// `machine.ad`: who keeps the accessed and dirty bits of leaf descriptors.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum AdUpdates {
+    /// The walker sets them (x86-64; ARMv8.1 FEAT_HAFDBS).
+    Hardware,
+    /// A fault per update, handled by the OS (ARMv7; ARMv8.0).
+    Software,
 }
 
 fn one() -> usize {
@@ -208,6 +226,14 @@ pub struct MachineSpec {
     pub os: OsSpec,
     /// References between calls of the policy's background work (`os.tick_interval`).
     pub tick_interval: u64,
+    /// Linux's zero pages (`os.zero_page`).
+    pub zero_page: bool,
+    /// Accessed/dirty bits kept by software (`machine.ad = "software"`).
+    pub ad_software: bool,
+    /// The core clock in MHz (`machine.clock_mhz`), if known.
+    pub clock_mhz: Option<f64>,
+    /// Background work charged to the application (`os.background_charge`).
+    pub charge_app: bool,
     /// `memory.size` as written (for messages).
     pub memory_size: String,
     /// Reproducible fragmentation before the run (`[memory.age]`), if any.
@@ -455,6 +481,17 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
             fault_latency: config.os.fault_latency,
         },
         tick_interval: config.os.tick_interval,
+        zero_page: config.os.zero_page,
+        ad_software: config.machine.ad == Some(AdUpdates::Software),
+        charge_app: config.os.charge_app,
+        clock_mhz: match config.machine.clock_mhz {
+            Some(c) if !(c.is_finite() && c > 0.0 && c <= 1.0e5) => {
+                return Err(format!(
+                    "machine.clock_mhz = {c} must be a positive number of MHz (e.g. 2000 for 2 GHz)"
+                ))
+            }
+            c => c,
+        },
         memory_size: config.memory.size.clone(),
         age: config.memory.age.clone(),
         os: config.os.policy,

@@ -31,6 +31,11 @@ pub struct OsSection {
     /// References between calls of the policy's background work (`Os::tick`) and
     /// time-series samples' granularity floor.
     pub tick_interval: u64,
+    /// Linux's zero pages (`os.zero_page`; model os/zero.rs).
+    pub zero_page: bool,
+    /// Background work charged to the application instead of a kernel thread
+    /// (`os.background_charge = "application"`; crate::kernel_time).
+    pub charge_app: bool,
 }
 
 impl Default for OsSection {
@@ -41,6 +46,8 @@ impl Default for OsSection {
             },
             fault_latency: 1000,
             tick_interval: 100_000,
+            zero_page: false,
+            charge_app: false,
         }
     }
 }
@@ -148,16 +155,18 @@ impl OsSpec {
 pub const POLICIES: [&str; 6] = ["base", "fixed", "reservation", "thp", "khugepaged", "mthp"];
 
 /// Every key of `[os]` and the policies it applies to (`None`: all).
-const KEYS: [(&str, Option<&[&str]>); 9] = [
+const KEYS: [(&str, Option<&[&str]>); 11] = [
     ("policy", None),
     ("fault_latency", None),
     ("tick_interval", None),
+    ("background_charge", None),
     ("page_size", Some(&["fixed"])),
     ("reservation", Some(&["reservation"])),
     ("thp", Some(&["thp"])),
     ("khugepaged", Some(&["thp", "khugepaged"])),
     ("mthp", Some(&["mthp"])),
     ("reclaim", Some(&["base", "thp", "khugepaged", "mthp"])),
+    ("zero_page", Some(&["base", "thp", "khugepaged", "mthp"])),
 ];
 
 /// The policies a config key (`os.mthp.sizes`, `os.page_size`) applies to, or `None`
@@ -264,6 +273,16 @@ pub(crate) fn take(table: &mut toml::Table) -> Result<OsSection, String> {
         policy: spec,
         fault_latency: get(&os, "fault_latency")?.unwrap_or(d.fault_latency),
         tick_interval: get(&os, "tick_interval")?.unwrap_or(d.tick_interval),
+        zero_page: get(&os, "zero_page")?.unwrap_or(d.zero_page),
+        charge_app: match get::<String>(&os, "background_charge")?.as_deref() {
+            None | Some("kernel") => false,
+            Some("application") => true,
+            Some(other) => {
+                return Err(format!(
+                    "os.background_charge = \"{other}\" is not known; use \"kernel\" (a kernel thread, reported apart) or \"application\""
+                ))
+            }
+        },
     })
 }
 

@@ -11,6 +11,7 @@ mod config_os;
 pub mod config_vm;
 pub mod gpu;
 mod host;
+pub mod kernel_time;
 pub mod kvm_split;
 pub mod limits;
 mod machine;

@@ -71,7 +71,12 @@ impl Machine {
                 )
             })
             .collect();
-        let os = spec.os.build(spec.format).map_err(SimError::Config)?;
+        let mut os = spec.os.build(spec.format).map_err(SimError::Config)?;
+        os.set_zero_page(spec.zero_page);
+        let mut cpus = cpus;
+        for c in &mut cpus {
+            c.set_software_ad(spec.ad_software);
+        }
         let bg = crate::background::Background::new(&spec, &mut mem);
         let (cpus, caches) = cache::build(&spec, cpus);
         Ok(Machine {
@@ -236,14 +241,18 @@ impl Machine {
     fn tick(&mut self) -> Result<(), SimError> {
         self.spaces_changed();
         let now = self.references;
+        let now_ns = self.now_ns();
         let sys = &mut self.sys;
         sys.shootdowns.clear();
+        let before = crate::kernel_time::Before::of(sys.os.stats());
         sys.os.tick(mmulab_model::os::TickCtx {
             mem: &mut sys.mem,
             spaces: &mut sys.spaces,
             now,
+            now_ns,
             shootdowns: &mut sys.shootdowns,
         })?;
+        self.bg.kernel.add(before, sys.os.stats(), self.bg.pmd_nr);
         self.apply_shootdowns();
         if self.bg.sample_due(now) {
             let s = self.stats();
@@ -251,6 +260,28 @@ impl Machine {
         }
         self.next_tick = self.bg.next_tick(now);
         Ok(())
+    }
+
+    /// Simulated nanoseconds so far on a machine with a clock: the application's
+    /// cycles (crate::kernel_time) at `machine.clock_mhz`.
+    fn now_ns(&self) -> Option<u64> {
+        let mhz = self.bg.clock_mhz?;
+        let mut s = Stats::empty(&self.spec);
+        for c in &self.cpus {
+            c.report(&mut s);
+        }
+        for c in &self.vcpus {
+            c.report(&mut s);
+        }
+        s.counters.fault_cycles += self.sys.fault_cycles();
+        s.os.os_cycles = self.sys.os.stats().os_cycles;
+        if !self.bg.charge_app {
+            s.os.os_cycles -= self.bg.kernel.cycles;
+        }
+        Some(crate::kernel_time::ns_of(
+            crate::kernel_time::TimeStats::app_cycles(&s),
+            mhz,
+        ))
     }
 
     /// A trace event, between two references. Every kind is named here: a new

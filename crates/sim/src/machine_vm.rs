@@ -12,6 +12,7 @@ use crate::translator::{Nested, Stop, Translator};
 use crate::vm::HostCtx;
 use crate::SimError;
 use mmulab_model::mem::Memory;
+use mmulab_model::os::OsPolicy;
 use mmulab_trace::MemRef;
 
 impl Machine {
@@ -36,7 +37,8 @@ impl Machine {
                 )
             })
             .collect();
-        let os = spec.os.build(spec.format).map_err(SimError::Config)?;
+        let mut os = spec.os.build(spec.format).map_err(SimError::Config)?;
+        os.set_zero_page(spec.zero_page);
         let bg = crate::background::Background::new(&spec, &mut mem);
         let mut sys = System::new(mem, os, spec.format, spec.cost.fault_latency);
         sys.host = Some(Box::new(HostCtx::new(&vm, spec.memory_bytes, spec.cost.fault_latency)?));

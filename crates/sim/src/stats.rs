@@ -43,6 +43,10 @@ pub struct Counters {
     pub ad_updates: u64,
     /// Ranges invalidated on behalf of the OS.
     pub shootdowns: u64,
+    /// Access flag faults (software A/D, `machine.ad = "software"`).
+    pub af_faults: u64,
+    /// Permission faults of stores to writable-clean pages (software A/D).
+    pub dirty_faults: u64,
 }
 
 impl Counters {
@@ -128,6 +132,11 @@ pub struct Stats {
     /// The data caches' counters (a machine with `[caches]`), else none and no `caches`
     /// key in the JSON.
     pub caches: Option<crate::stats_cache::CacheReport>,
+    /// True if accessed/dirty bits are kept by software: the JSON then has `ad_faults`.
+    pub soft_ad: bool,
+    /// Simulated time and the kernel thread's background work, if the machine has a
+    /// clock (`machine.clock_mhz`): the JSON then has `time` and `kernel`.
+    pub time: Option<crate::kernel_time::TimeStats>,
 }
 
 /// What every component of a machine implements to report its counters: it adds
@@ -171,6 +180,8 @@ impl Stats {
             nested: spec.vm.as_ref().map(|vm| crate::vm::NestedStats::new(vm, pt_levels)),
             gpu: Vec::new(),
             caches: spec.caches.as_ref().map(|_| Default::default()),
+            soft_ad: spec.ad_software,
+            time: None,
         }
     }
 
@@ -275,6 +286,12 @@ impl Stats {
         }
         if let Some(c) = &self.caches {
             v["caches"] = c.to_json();
+        }
+        if self.soft_ad {
+            v["ad_faults"] = json!({ "access_flag": c.af_faults, "dirty": c.dirty_faults });
+        }
+        if let Some(t) = &self.time {
+            t.add_json(self, &mut v);
         }
         if !self.gpu.is_empty() {
             v["gpu"] = serde_json::to_value(&self.gpu).expect("serializable");

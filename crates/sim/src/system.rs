@@ -114,6 +114,11 @@ impl System {
         Ok(())
     }
 
+    /// Cycles the OS spent in faults so far (the fault latency of each).
+    pub(crate) fn fault_cycles(&self) -> u64 {
+        self.counters.fault_cycles
+    }
+
     /// Counts the shootdowns the machine applies.
     #[inline]
     pub(crate) fn count_shootdowns(&mut self, n: usize) {
@@ -133,6 +138,17 @@ impl Report for System {
         s.page_tables = self.mem.pt.live_tables();
         s.policy = self.os.name().to_string();
         s.os = os.clone();
+        // Leaves on a zero page were recorded as resident one by one; the frame counts
+        // once (model mem/zero.rs).
+        if self.mem.zero.frame_bytes() > 0 {
+            let c = self.mem.zero.resident_correction();
+            let total: i64 = c.iter().sum();
+            s.resident_bytes = (s.resident_bytes as i64 - total).max(0) as u64;
+            s.os.resident_bytes = s.resident_bytes;
+            for (r, d) in s.os.resident_by_size.iter_mut().zip(c) {
+                *r = (*r as i64 - d).max(0) as u64;
+            }
+        }
         s.free_2m_share = crate::background::free_share(&self.mem);
         if let Some(h) = &self.host {
             h.report(s);

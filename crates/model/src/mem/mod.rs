@@ -10,6 +10,7 @@ pub mod backend;
 mod buddy;
 mod ptmem;
 mod rmap;
+pub mod zero;
 
 pub use age::{age, free_2m_share};
 
@@ -84,6 +85,8 @@ pub struct Memory {
     pub spaces: BTreeMap<Asid, (Format, u64)>,
     /// Swapped-out pages.
     pub swap: Swap,
+    /// Linux's zero pages (allocated at first use; never freed or moved).
+    pub zero: zero::ZeroFrames,
 }
 
 impl Memory {
@@ -98,6 +101,7 @@ impl Memory {
             rmap,
             spaces: BTreeMap::new(),
             swap: Swap::default(),
+            zero: zero::ZeroFrames::default(),
         })
     }
 
@@ -168,6 +172,10 @@ impl Memory {
     /// The checked owner of frame `pfn`: a 4 KiB leaf of a live address space that
     /// really maps it, or a movable external frame; `None` if the frame is not movable.
     pub fn owner(&mut self, pfn: u64) -> Option<Movable> {
+        // The zero pages are never migrated (they are not on an LRU list).
+        if self.zero.contains(pfn) {
+            return None;
+        }
         match self.rmap.get(pfn)? {
             Owner::External => Some(Movable::External),
             Owner::Leaf { root, va } => {

@@ -9,6 +9,8 @@ pub struct Base {
     pub stats: OsStats,
     /// Reclaim under memory pressure.
     pub reclaim: super::ReclaimConfig,
+    /// Linux's zero page for read faults (`os.zero_page`; zero.rs).
+    pub zero_page: bool,
 }
 
 impl super::OsPolicy for Base {
@@ -18,9 +20,18 @@ impl super::OsPolicy for Base {
 
     super::policy_fields!(stats, reclaim);
 
-    /// Maps a fresh base page at the faulting address.
+    fn set_zero_page(&mut self, on: bool) -> bool {
+        self.zero_page = on;
+        true
+    }
+
+    /// Maps a fresh base page at the faulting address (with `zero_page`: the zero page
+    /// for a read, a copy of it for a store to it; zero.rs).
     fn fault(&mut self, mut ctx: FaultCtx<'_>) -> Result<(), ModelError> {
         self.stats.faults += 1;
+        if self.zero_page && super::zero::fault(&mut ctx, &mut self.stats)? {
+            return Ok(());
+        }
         let page = ctx.space.fmt.base_page();
         map_new_page(&mut ctx, page, &mut self.stats)
     }

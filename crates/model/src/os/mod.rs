@@ -9,7 +9,8 @@
 //!   `shootdowns` every range whose existing translations it changed, so the machine
 //!   can invalidate TLBs and walk caches.
 //! * [`OsPolicy::tick`] is called by the machine every `os.tick_interval` references
-//!   (never per reference: the hot path stays a counter compare). Background work
+//!   (never per reference: the hot path stays a counter compare), with the simulated
+//!   time when the machine has a clock (`TickCtx::now_ns`). Background work
 //!   (khugepaged's scan, re-promotion, reservation breaking under pressure) happens
 //!   here, under the same shootdown rule.
 //! * [`Os::exit`] ends an address space: every frame it owned goes back to the buddy
@@ -49,6 +50,7 @@ mod reservation;
 mod stats;
 mod thp;
 pub mod unmap;
+pub(crate) mod zero;
 
 pub use base::Base;
 pub use fixed::Fixed;
@@ -89,8 +91,12 @@ pub struct TickCtx<'a> {
     pub mem: &'a mut Memory,
     /// All address spaces, indexed by asid (`None`: never used or exited).
     pub spaces: &'a mut [Option<AddressSpace>],
-    /// References simulated so far (the clock of background work).
+    /// References simulated so far (the clock of background work on a machine without
+    /// a clock).
     pub now: u64,
+    /// Simulated nanoseconds so far, on a machine with a clock (`machine.clock_mhz`):
+    /// then background work runs on this clock (khugepaged's `scan_sleep_millisecs`).
+    pub now_ns: Option<u64>,
     /// Ranges whose translations changed.
     pub shootdowns: &'a mut Vec<Shootdown>,
 }
@@ -133,6 +139,12 @@ pub trait OsPolicy {
     /// Address space `asid` ends: drop the policy's state for it (its page tables and
     /// leaves are torn down by [`Os::exit`] after this). Default: nothing to drop.
     fn exit_space(&mut self, _mem: &mut Memory, _asid: Asid) {}
+    /// Turns Linux's zero pages on or off (`os.zero_page`; zero.rs). Returns false if
+    /// the policy has none (the default: `fixed`, and `reservation`, since FreeBSD
+    /// allocates a zeroed page on a read fault).
+    fn set_zero_page(&mut self, _on: bool) -> bool {
+        false
+    }
     /// The alignment munmap ranges must have. Default: the 4 KiB base page.
     fn unmap_align(&self) -> PageSize {
         PageSize::K4
@@ -210,6 +222,9 @@ macro_rules! policies {
             }
             fn exit_space(&mut self, mem: &mut Memory, asid: Asid) {
                 match self { $(Os::$variant(p) => p.exit_space(mem, asid),)* }
+            }
+            fn set_zero_page(&mut self, on: bool) -> bool {
+                match self { $(Os::$variant(p) => p.set_zero_page(on),)* }
             }
             fn unmap_align(&self) -> PageSize {
                 match self { $(Os::$variant(p) => p.unmap_align(),)* }
@@ -412,6 +427,11 @@ pub(crate) fn order_of(size: PageSize) -> u32 {
 
 /// Frees the frames a leaf maps.
 pub(crate) fn free_leaf(mem: &mut Memory, m: &Mapping) {
+    // A leaf on a zero page frees nothing (the zero pages are never freed; zero.rs).
+    if mem.zero.contains_pa(m.pa) {
+        mem.zero.unmapped(m.size);
+        return;
+    }
     mem.buddy.free(m.pa >> FRAME_SHIFT, order_of(m.size));
 }
 

@@ -47,6 +47,9 @@ pub struct Mthp {
     pub reclaim: super::ReclaimConfig,
     /// Counters.
     pub stats: OsStats,
+    /// Linux's zero page for read faults (`os.zero_page`; zero.rs): folios are then
+    /// allocated only on write faults, as `alloc_anon_folio` is.
+    pub zero_page: bool,
 }
 
 impl Mthp {
@@ -60,6 +63,7 @@ impl Mthp {
             cfg,
             reclaim: super::ReclaimConfig::default(),
             stats: OsStats::default(),
+            zero_page: false,
         }
     }
 }
@@ -71,9 +75,19 @@ impl super::OsPolicy for Mthp {
 
     super::policy_fields!(stats, reclaim);
 
+    fn set_zero_page(&mut self, on: bool) -> bool {
+        self.zero_page = on;
+        true
+    }
+
     /// Handles a fault (`alloc_anon_folio`, then `set_ptes`).
-    fn fault(&mut self, ctx: FaultCtx<'_>) -> Result<(), ModelError> {
+    fn fault(&mut self, mut ctx: FaultCtx<'_>) -> Result<(), ModelError> {
         self.stats.faults += 1;
+        // do_anonymous_page: a read maps the zero page before alloc_anon_folio is
+        // reached; a store to a zero-page entry is do_wp_page's order-0 copy.
+        if self.zero_page && super::zero::fault(&mut ctx, &mut self.stats)? {
+            return Ok(());
+        }
         let FaultCtx {
             mem, space, va, kind, ..
         } = ctx;

@@ -86,9 +86,13 @@ struct Clock {
 
 impl Visitor for Clock {
     fn visit(&mut self, v: &Visit, mem: &mut Memory) -> Action {
-        let Pte::Leaf { attrs, .. } = v.pte else {
+        let Pte::Leaf { attrs, pa } = v.pte else {
             return Action::Continue;
         };
+        // The zero pages are not on an LRU list: reclaim never takes them (zero.rs).
+        if mem.zero.contains_pa(pa) {
+            return Action::Continue;
+        }
         let (size, n) = match group_of(&mem.pt, self.fmt, v.table, v.index, v.level, v.raw) {
             Some((g, _)) if v.va & g.offset_mask() != 0 => return Action::Continue,
             Some((g, _)) => (g, self.fmt.contig(v.level).map_or(1, |c| c.0)),

@@ -52,12 +52,19 @@ os_events! {
     CompactionStall = "compaction_stall",
     /// Compaction attempts that freed a block of the wanted order.
     CompactionSuccess = "compaction_success",
+    /// Store faults on a zero-page entry that copied it into a fresh page (COW from zero;
+    /// os.zero_page).
+    CowFromZero = "cow_from_zero",
     /// Address spaces ended (exit markers).
     Exits = "exits",
     /// Faults in a reservation's range outside its VMA.
     FaultInUnmappedHole = "fault_in_unmapped_hole",
     /// mTHP folios mapped without the contiguous bit.
     FoliosWithoutContpte = "folios_without_contpte",
+    /// Read faults that mapped the huge zero page (os.zero_page, os.thp.use_zero_page).
+    HugeZeroPageMaps = "huge_zero_page_maps",
+    /// Huge zero pages split into base zero-page entries by a store.
+    HugeZeroPageSplits = "huge_zero_page_splits",
     /// 2 MiB ranges khugepaged scanned.
     KhugepagedRangesScanned = "khugepaged_ranges_scanned",
     /// khugepaged wake-ups.
@@ -114,6 +121,8 @@ os_events! {
     ThpFaultFallbackRangeBusy = "thp_fault_fallback_range_busy",
     /// THP faults that fell back: the 2 MiB range crosses the VMA's edge.
     ThpFaultFallbackVmaEdge = "thp_fault_fallback_vma_edge",
+    /// Read faults that mapped the shared zero page (os.zero_page).
+    ZeroPageMaps = "zero_page_maps",
     /// Huge pages split (shrinker, swap-out).
     ThpSplits = "thp_splits",
     /// Underused huge pages the THP shrinker split.

@@ -16,7 +16,8 @@
 //! variants wake kswapd/kcompactd, which mmulab counts but does not model). A range
 //! with a page in swap is not empty (reclaim.rs): the fault maps 4 KiB.
 //!
-//! khugepaged: every `scan_period` references it scans up to `pages_to_scan` base
+//! khugepaged: every `scan_sleep_millisecs` of simulated time on a machine with a clock
+//! (else every `scan_period` references) it scans up to `pages_to_scan` base
 //! pages' worth of 2 MiB ranges (a cursor over address spaces and ranges, using the
 //! walker), and collapses a range that lies inside its VMA when its empty PTEs ≤
 //! `max_ptes_none`: a new 2 MiB block is allocated, the present pages are copied
@@ -45,6 +46,7 @@ use crate::mem::Memory;
 use crate::pt::Pte;
 use crate::translation::Attrs;
 use crate::walk::{map_leaf, walk, Action, Visit, Visitor, WalkCounts, WalkFlags};
+use mmulab_trace::AccessKind;
 use std::collections::BTreeMap;
 
 /// `/sys/kernel/mm/transparent_hugepage/enabled` (config `os.thp.enabled`: `"always"`,
@@ -93,6 +95,9 @@ pub struct ThpConfig {
     pub migrate_cycles_per_page: u64,
     /// Cycles to zero a 4 KiB page (a 2 MiB fault zeroes 512).
     pub zero_cycles_per_page: u64,
+    /// `/sys/kernel/mm/transparent_hugepage/use_zero_page` (default on, as Linux's): a
+    /// read fault maps the huge zero page. Takes effect with `os.zero_page` (zero.rs).
+    pub use_zero_page: bool,
 }
 
 impl Default for ThpConfig {
@@ -103,6 +108,7 @@ impl Default for ThpConfig {
             compaction_cycles: 200_000,
             migrate_cycles_per_page: 4_000,
             zero_cycles_per_page: 0,
+            use_zero_page: true,
         }
     }
 }
@@ -120,8 +126,12 @@ pub struct KhugepagedConfig {
     /// default, `HPAGE_PMD_NR * 8`: 4096 with 4 KiB pages, 16384 with 16 KiB, 65536 with
     /// 64 KiB).
     pub pages_to_scan: Option<u64>,
-    /// References between wake-ups.
+    /// References between wake-ups, on a machine without a clock.
     pub scan_period: u64,
+    /// Milliseconds of simulated time between wake-ups on a machine with a clock
+    /// (`machine.clock_mhz`; `/sys/kernel/mm/transparent_hugepage/khugepaged/
+    /// scan_sleep_millisecs`, Linux's default 10000).
+    pub scan_sleep_millisecs: u64,
     /// Collapse only when at most this many PTEs of the range are empty
     /// (0 ..= `HPAGE_PMD_NR - 1`; `None`: the kernel's default, `HPAGE_PMD_NR - 1`: 511
     /// with 4 KiB pages, 2047 with 16 KiB, 8191 with 64 KiB).
@@ -139,6 +149,7 @@ impl Default for KhugepagedConfig {
             enabled: false,
             pages_to_scan: None,
             scan_period: 1_000_000,
+            scan_sleep_millisecs: 10_000,
             max_ptes_none: None,
             copy_cycles_per_page: 1000,
             defrag: true,
@@ -154,6 +165,8 @@ pub struct Thp {
     /// Scanner settings.
     pub khugepaged: KhugepagedConfig,
     last_scan: u64,
+    /// Simulated time of the last wake-up (ns), on a machine with a clock.
+    last_wake_ns: u64,
     cursor: (usize, u64),
     /// Huge pages khugepaged made: (asid, va) → (first frame, bitmap of the base pages
     /// that were present at collapse). Checked against the page table before use.
@@ -163,6 +176,8 @@ pub struct Thp {
     pub stats: OsStats,
     /// Reclaim under memory pressure.
     pub reclaim: super::ReclaimConfig,
+    /// Linux's zero pages (`os.zero_page`; zero.rs).
+    pub zero_page: bool,
     name: &'static str,
 }
 
@@ -173,11 +188,13 @@ impl Thp {
             cfg,
             khugepaged: k,
             last_scan: 0,
+            last_wake_ns: 0,
             cursor: (0, 0),
             collapsed: BTreeMap::new(),
             defer: Deferral::default(),
             stats: OsStats::default(),
             reclaim: super::ReclaimConfig::default(),
+            zero_page: false,
             name: "thp",
         }
     }
@@ -310,6 +327,7 @@ impl Thp {
 /// than the superpage, `entries` of them) covering a range at or after `want_after`,
 /// and counts its valid entries.
 struct FindTables {
+    fmt: crate::pt::Format,
     level: usize,
     entries: usize,
     found: Option<(u64, u64)>,
@@ -325,7 +343,13 @@ impl Visitor for FindTables {
             return Action::SkipChildren;
         }
         if let Pte::Table(child) = v.pte {
-            let n = (0..self.entries).filter(|&i| mem.pt.read(child, i) != 0).count() as u64;
+            // khugepaged_scan_pmd counts an entry that is none or maps the zero page
+            // (`pte_none(pteval) || is_zero_pfn(pte_pfn(pteval))`) as none.
+            let present = |raw: u64| match self.fmt.decode(self.level + 1, raw) {
+                Pte::Leaf { pa, .. } => !mem.zero.contains_pa(pa),
+                _ => raw != 0,
+            };
+            let n = (0..self.entries).filter(|&i| present(mem.pt.read(child, i))).count() as u64;
             self.found = Some((v.va, n));
             return Action::Stop;
         }
@@ -335,6 +359,11 @@ impl Visitor for FindTables {
 
 impl super::OsPolicy for Thp {
     super::policy_fields!(stats, reclaim);
+
+    fn set_zero_page(&mut self, on: bool) -> bool {
+        self.zero_page = on;
+        true
+    }
 
     fn shrink(
         &mut self,
@@ -358,6 +387,14 @@ impl super::OsPolicy for Thp {
     /// Handles a fault.
     fn fault(&mut self, mut ctx: FaultCtx<'_>) -> Result<(), ModelError> {
         self.stats.faults += 1;
+        let zero = self.zero_page;
+        // A store to a (huge) zero-page entry: do_huge_pmd_wp_page splits a huge zero
+        // PMD and falls back to the PTE-level copy (zero.rs).
+        if zero && ctx.kind == AccessKind::Store {
+            if let Some(m) = super::zero::zero_leaf(&mut ctx) {
+                return super::zero::cow(&mut ctx, m, &mut self.stats);
+            }
+        }
         // do_huge_pmd_anonymous_page: a PMD-sized page, 2M / 32M / 512M by granule
         // (granule.rs); a format without THP was refused at configuration.
         let fmt = ctx.space.fmt;
@@ -379,6 +416,13 @@ impl super::OsPolicy for Thp {
                 || !leaves(ctx.mem, ctx.space.fmt, ctx.space.root, key, key + size.bytes()).is_empty()
             {
                 self.stats.event(OsEvent::ThpFaultFallbackRangeBusy);
+            } else if zero && self.cfg.use_zero_page && ctx.kind == AccessKind::Load {
+                // do_huge_pmd_anonymous_page: a read maps the huge zero page
+                // (mm_get_huge_zero_folio); if it cannot be had, THP_FAULT_FALLBACK.
+                if super::zero::map_huge_zero(&mut ctx, size, &mut self.stats)? {
+                    return Ok(());
+                }
+                self.stats.event(OsEvent::ThpFaultFallback);
             } else if let Some(pfn) = self.alloc_huge(ctx.mem, size, vma.hugepage, ctx.shootdowns) {
                 drop_table(ctx.mem, ctx.space.fmt, ctx.space.root, key, size);
                 if let Err(e) = map_leaf(
@@ -401,6 +445,10 @@ impl super::OsPolicy for Thp {
                 self.stats.event(OsEvent::ThpFaultFallback);
             }
         }
+        // The fallback is do_anonymous_page: with zero pages, a read maps the zero page.
+        if zero && super::zero::fault(&mut ctx, &mut self.stats)? {
+            return Ok(());
+        }
         let base = fmt.base_page();
         self.stats.os_cycles += (base.bytes() / FRAME_SIZE) * self.cfg.zero_cycles_per_page;
         map_new_page(&mut ctx, base, &mut self.stats)
@@ -409,10 +457,20 @@ impl super::OsPolicy for Thp {
     /// khugepaged's wake-up (see the module doc).
     fn tick(&mut self, ctx: TickCtx<'_>) -> Result<(), ModelError> {
         let k = &self.khugepaged;
-        if !k.enabled || ctx.now < self.last_scan + k.scan_period {
+        // khugepaged() → khugepaged_wait_work(): it sleeps scan_sleep_millisecs between
+        // scans (khugepaged_do_scan). On a machine with a clock that is simulated time;
+        // without one, `scan_period` references stand in for it. (The scan the kernel
+        // makes when the first mm registers, before anything much is mapped, and the
+        // scan's own duration before the next sleep are not modelled.)
+        let due = match ctx.now_ns {
+            Some(ns) => ns >= self.last_wake_ns + k.scan_sleep_millisecs.saturating_mul(1_000_000),
+            None => ctx.now >= self.last_scan + k.scan_period,
+        };
+        if !k.enabled || !due {
             return Ok(());
         }
         self.last_scan = ctx.now;
+        self.last_wake_ns = ctx.now_ns.unwrap_or(0);
         self.stats.event(OsEvent::KhugepagedWakeups);
         let nspaces = ctx.spaces.len();
         let mut visited = 0;
@@ -438,6 +496,7 @@ impl super::OsPolicy for Thp {
             let top = fmt.levels()[0];
             let end = top.span().saturating_mul(top.entries() as u64);
             let mut f = FindTables {
+                fmt,
                 level,
                 entries: fmt.levels()[level + 1].entries(),
                 found: None,
@@ -495,7 +554,7 @@ impl super::OsPolicy for Thp {
             let old = clear_leaves(ctx.mem, fmt, root, key, key + size.bytes());
             let base = fmt.base_page().bytes();
             let mut present = vec![0u64; nr.div_ceil(64) as usize];
-            for m in &old {
+            for m in old.iter().filter(|m| !ctx.mem.zero.contains_pa(m.pa)) {
                 for off in (0..m.size.bytes()).step_by(base as usize) {
                     let i = (m.va + off - key) / base;
                     present[(i / 64) as usize] |= 1 << (i % 64);
@@ -507,9 +566,12 @@ impl super::OsPolicy for Thp {
                 if m.attrs.has(Attrs::DIRTY) {
                     attrs = attrs.with(Attrs::DIRTY);
                 }
+                // Zero-page entries are not copied (the new page is zero-filled there).
+                if !ctx.mem.zero.contains_pa(m.pa) {
+                    self.stats.os_cycles += k.copy_cycles_per_page * (m.size.bytes() / FRAME_SIZE);
+                }
                 super::free_leaf(ctx.mem, m);
                 self.stats.record_unmap(m.size);
-                self.stats.os_cycles += k.copy_cycles_per_page * (m.size.bytes() / FRAME_SIZE);
             }
             drop_table(ctx.mem, fmt, root, key, size);
             map_leaf(ctx.mem, fmt, root, key, pfn << FRAME_SHIFT, size, attrs)?;

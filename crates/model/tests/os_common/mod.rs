@@ -21,6 +21,8 @@ pub struct Sys {
     pub spaces: Vec<Option<AddressSpace>>,
     pub pinned: u64,
     pub now: u64,
+    /// Simulated nanoseconds passed to ticks (`None`: background work on references).
+    pub now_ns: Option<u64>,
 }
 
 impl Sys {
@@ -32,6 +34,7 @@ impl Sys {
             spaces: Vec::new(),
             pinned: 0,
             now: 0,
+            now_ns: None,
         }
     }
 
@@ -92,6 +95,7 @@ impl Sys {
                 mem: &mut self.mem,
                 spaces: &mut self.spaces,
                 now: self.now,
+                now_ns: self.now_ns,
                 shootdowns: &mut sd,
             })
             .unwrap();

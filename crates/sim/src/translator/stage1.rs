@@ -8,6 +8,9 @@
 //! path. Stores need a writable, dirty translation: a clean one gets its dirty bit set
 //! (counted as an A/D update), a read-only one faults.
 
+#[path = "ad.rs"]
+mod ad;
+
 use super::{Stop, Translator};
 use crate::host::{Host, NO_ROOT};
 use crate::stats::{Report, Stats};
@@ -49,6 +52,10 @@ struct WalkCounters {
     /// references in the caches and memory.
     walk_cache_cycles: u64,
     data_cache_cycles: u64,
+    /// Software A/D (`machine.ad = "software"`): Access flag faults taken.
+    af_faults: u64,
+    /// Software A/D: permission faults on stores to writable-clean pages taken.
+    dirty_faults: u64,
 }
 
 /// One core's stage-1 translation hardware.
@@ -74,6 +81,8 @@ pub struct Stage1 {
     pub(super) cached: bool,
     /// `caches.base_cycles` (the core's clock; stage1_cache.rs).
     base_cycles: u32,
+    /// Accessed and dirty bits kept by software (`machine.ad = "software"`; ad.rs).
+    soft_ad: bool,
 }
 
 impl Stage1 {
@@ -101,7 +110,13 @@ impl Stage1 {
             rec: Box::default(),
             cached: false,
             base_cycles: 0,
+            soft_ad: false,
         }
+    }
+
+    /// Accessed and dirty bits kept by software, with faults (ad.rs), or by the walker.
+    pub(crate) fn set_software_ad(&mut self, on: bool) {
+        self.soft_ad = on;
     }
 
     /// Prefetches into the host cache what a walk of `r` would read (no simulated
@@ -192,6 +207,9 @@ impl Stage1 {
                 upto: path.len() as u8,
                 attempt: 0,
             });
+        }
+        if self.soft_ad {
+            return self.soft_dirty_on_hit(sys, r, path.len(), t);
         }
         let si = sys.space(r.asid)?;
         let root = sys.root(si);
@@ -326,6 +344,21 @@ impl Stage1 {
         }
         let t = if t.attrs.has(want) {
             t
+        } else if self.soft_ad && attempt == 0 {
+            let at = res.leaf_at.expect("a leaf has a location");
+            return self.soft_ad_fault(sys, r, t, want, at, instr, upto);
+        } else if self.soft_ad {
+            // The walk after a page fault: the handler installed the entry young (and
+            // dirty for a store) itself, as the kernels do (ad.rs); no second fault.
+            let (table, index, level) = res.leaf_at.expect("a leaf has a location");
+            let raw = sys.mem.pt.read(table, index);
+            sys.mem
+                .pt
+                .write(table, index, self.fmt.with_attrs(level, raw, t.attrs.with(want)));
+            Translation {
+                attrs: t.attrs.with(want),
+                ..t
+            }
         } else {
             let attrs = t.attrs.with(want);
             let (table, index, level) = res.leaf_at.expect("a leaf has a location");
@@ -501,6 +534,9 @@ impl Report for Stage1 {
         }
         c.dirty_writes += w.dirty_writes;
         c.ad_updates += w.ad_updates;
+        c.af_faults += w.af_faults;
+        c.dirty_faults += w.dirty_faults;
+        c.fault_cycles += (w.af_faults + w.dirty_faults) * self.cost.fault_latency as u64;
         if self.cached {
             // Each descriptor read costs the latency of where it hit (stage1_cache.rs);
             // the dirty-bit write of a store to a clean entry still costs one

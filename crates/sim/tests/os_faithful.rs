@@ -1,0 +1,221 @@
+//! #23 items 1, 2 and 5 through the machine, each derived by hand: zero pages
+//! (`os.zero_page`), accessed/dirty bits kept by software (`machine.ad`), simulated time
+//! and the kernel thread (`machine.clock_mhz`). Every test names the rule whose removal
+//! makes it fail.
+
+use mmulab_model::addr::PageSize;
+use mmulab_model::os::OsEvent;
+use mmulab_sim::config::{load_machine, MachineSpec};
+use mmulab_sim::{Machine, Stats};
+use mmulab_trace::{AccessKind, MemRef};
+
+fn spec(machine: &str, sets: &[&str]) -> MachineSpec {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    load_machine(machine, None, &sets).unwrap_or_else(|e| panic!("{machine} {sets:?}: {e}"))
+}
+
+fn run(m: &mut Machine, refs: &[(u64, AccessKind)]) -> Stats {
+    for &(addr, kind) in refs {
+        m.access(&MemRef::new(addr, kind, 8)).unwrap();
+    }
+    m.stats()
+}
+
+const LOAD: AccessKind = AccessKind::Load;
+const STORE: AccessKind = AccessKind::Store;
+/// A 2 MiB-aligned address inside the inferred VMA (well above the first 2 MiB).
+const VA: u64 = 0x4000_0000;
+
+/// Linux base pages: the load maps the zero page (fault 1), the store copies it (fault
+/// 2, do_wp_page). Two pages loaded share one zero frame: resident is one 4 KiB frame,
+/// not two. Fails without the zero page (`os.zero_page=false`: 1 fault, resident 8 KiB).
+#[test]
+fn load_then_store_is_two_faults_on_linux_base_pages() {
+    let mut m = Machine::new(spec("default", &["os.zero_page=true"])).unwrap();
+    let s = run(&mut m, &[(VA, LOAD), (VA + 4096, LOAD)]);
+    assert_eq!(s.counters.faults, 2);
+    assert_eq!(s.os.count(OsEvent::ZeroPageMaps), 2);
+    // Two leaves on the one zero frame: 4096 bytes resident, no page allocated.
+    assert_eq!((s.resident_bytes, s.mapped[PageSize::K4.index()]), (4096, 0));
+    let s = run(&mut m, &[(VA, STORE)]);
+    // Third fault: COW of the first page; resident = zero frame + one copy.
+    assert_eq!(s.counters.faults, 3);
+    assert_eq!(s.os.count(OsEvent::CowFromZero), 1);
+    assert_eq!((s.resident_bytes, s.mapped[PageSize::K4.index()]), (8192, 1));
+
+    let mut m = Machine::new(spec("default", &["os.zero_page=true"])).unwrap();
+    let s = run(&mut m, &[(VA, LOAD), (VA, STORE)]);
+    assert_eq!(s.counters.faults, 2, "load then store on Linux: 2 faults");
+}
+
+/// FreeBSD (policy reservation): a read fault allocates a zeroed page, mapped writable
+/// and clean; the store finds it writable: 1 fault. (`os.zero_page` is refused there.)
+#[test]
+fn load_then_store_is_one_fault_on_freebsd() {
+    let mut m = Machine::new(spec("default", &["os.policy=reservation"])).unwrap();
+    let s = run(&mut m, &[(VA, LOAD), (VA, STORE)]);
+    assert_eq!(s.counters.faults, 1);
+    assert_eq!(s.os.count(OsEvent::ZeroPageMaps), 0);
+    let e = load_machine(
+        "default",
+        None,
+        &["os.policy=reservation".into(), "os.zero_page=true".into()],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("os.zero_page") && e.contains("reservation"), "{e}");
+}
+
+/// THP with use_zero_page: the load maps the huge zero page (fault 1; 2 MiB resident,
+/// nothing allocated for the process); the store splits it into 512 zero entries and
+/// copies one 4 KiB page (fault 2: do_huge_pmd_wp_page's fallback, no THP allocated);
+/// a load elsewhere in the range then hits a zero entry without a fault; a store there
+/// is fault 3. Resident: huge zero (2 MiB) + zero page (4 KiB) + 2 copies (8 KiB).
+/// Fails if the huge zero page is removed (use_zero_page=false: a THP at the load, 1
+/// fault in all).
+#[test]
+fn huge_zero_page_then_write_splits_and_copies_a_base_page() {
+    let mut m = Machine::new(spec("skylake", &["os.policy=thp", "os.zero_page=true"])).unwrap();
+    let s = run(&mut m, &[(VA, LOAD)]);
+    assert_eq!(s.counters.faults, 1);
+    assert_eq!(s.os.count(OsEvent::HugeZeroPageMaps), 1);
+    assert_eq!((s.resident_bytes, s.mapped.iter().sum::<u64>()), (2 << 20, 0));
+    let s = run(&mut m, &[(VA + 0x3000, STORE), (VA + 0x5000, LOAD)]);
+    assert_eq!(s.counters.faults, 2);
+    assert_eq!(s.os.count(OsEvent::HugeZeroPageSplits), 1);
+    assert_eq!(s.os.count(OsEvent::ThpFaultAlloc), 0);
+    assert_eq!(s.mapped[PageSize::K4.index()], 1);
+    let s = run(&mut m, &[(VA + 0x5000, STORE)]);
+    assert_eq!(s.counters.faults, 3);
+    assert_eq!(s.resident_bytes, (2 << 20) + 4096 + 2 * 4096);
+
+    let mut m = Machine::new(spec(
+        "skylake",
+        &["os.policy=thp", "os.zero_page=true", "os.thp.use_zero_page=false"],
+    ))
+    .unwrap();
+    let s = run(&mut m, &[(VA, LOAD), (VA + 0x3000, STORE)]);
+    assert_eq!((s.counters.faults, s.os.count(OsEvent::ThpFaultAlloc)), (1, 1));
+}
+
+/// mTHP: a read fault maps the zero page and allocates no folio (alloc_anon_folio runs
+/// only for writes); a store to an untouched range allocates a folio. Fails if mTHP
+/// allocates on reads (resident would be a whole folio after the load).
+#[test]
+fn mthp_read_fault_maps_the_zero_page() {
+    let mut m = Machine::new(spec("neoverse-n1", &["os.policy=mthp", "os.zero_page=true"])).unwrap();
+    let s = run(&mut m, &[(VA, LOAD)]);
+    assert_eq!(s.counters.faults, 1);
+    assert_eq!(s.os.count(OsEvent::ZeroPageMaps), 1);
+    assert_eq!((s.resident_bytes, s.mapped.iter().sum::<u64>()), (4096, 0));
+    // The store to the zero entry copies one base page (wp_page_copy, order 0).
+    let s = run(&mut m, &[(VA, STORE)]);
+    assert_eq!(s.counters.faults, 2);
+    assert_eq!(s.mapped[PageSize::K4.index()], 1);
+    // A store to an untouched 2 MiB range gets the largest default folio (2 MiB here).
+    let s = run(&mut m, &[(VA + (64 << 20), STORE)]);
+    assert_eq!(s.counters.faults, 3);
+    assert!(s.resident_bytes > 4096 + 4096 + 4096, "{}", s.resident_bytes);
+}
+
+/// Software dirty faults: on the Cortex-A53 (catalog: software) without zero pages, a
+/// load fault maps the page writable and clean; the store then takes a permission
+/// fault the handler resolves (1 dirty fault, no page fault); on the Cortex-A76
+/// (catalog: hardware) the walker sets the dirty bit instead (no fault). Charged the
+/// fault latency: os_faults = (1 page fault + 1 dirty fault) x 1000 on the A53. Fails
+/// if the A53's catalog value or the software rule is removed.
+#[test]
+fn software_dirty_fault_on_a53_none_on_a76() {
+    let a53 = spec("cortex-a53", &[]);
+    assert!(a53.ad_software);
+    let mut m = Machine::new(a53).unwrap();
+    let s = run(&mut m, &[(VA, LOAD), (VA, STORE), (VA, STORE)]);
+    assert_eq!(
+        (s.counters.faults, s.counters.af_faults, s.counters.dirty_faults),
+        (1, 0, 1)
+    );
+    assert_eq!(s.counters.fault_cycles, 2 * 1000);
+    assert_eq!(s.to_json()["ad_faults"]["dirty"], 1);
+
+    let a76 = spec("cortex-a76", &[]);
+    assert!(!a76.ad_software);
+    let mut m = Machine::new(a76).unwrap();
+    let s = run(&mut m, &[(VA, LOAD), (VA, STORE), (VA, STORE)]);
+    assert_eq!(
+        (s.counters.faults, s.counters.dirty_faults, s.counters.dirty_writes),
+        (1, 0, 1)
+    );
+    assert!(s.to_json().get("ad_faults").is_none());
+}
+
+/// Simulated time: khugepaged (policy khugepaged, pages_to_scan = 512: one 2 MiB range
+/// a wake-up) sleeps scan_sleep_millisecs = 1 of simulated time. At 1 MHz, 1 ms is 1000
+/// cycles; each first touch of a page costs the fault latency (1000 cycles), so the
+/// machine's time passes 1 ms with the first fault's cycles plus translation, and the
+/// first wake-up (checked every reference: tick_interval = 1) comes at the first
+/// reference after 1 ms. Touching all 512 pages of one 2 MiB range costs 512 faults =
+/// 512 ms, so by then many wake-ups have come; the range is collapsed once it has at
+/// most max_ptes_none = 0 empty entries, i.e. at the first wake-up after the 512th page
+/// is touched. The copy (512 x copy_cycles_per_page = 512 x 10) is the kernel thread's:
+/// `kernel.cycles` = 5120 and the application's `os.os_cycles` = 0. Fails if khugepaged
+/// ignores the clock (scan_period = 10^6 references: no wake-up in 600 references) or if
+/// its cycles are charged to the application.
+#[test]
+fn khugepaged_runs_on_simulated_time_and_its_cycles_are_the_kernel_threads() {
+    let sets = [
+        "os.policy=khugepaged",
+        "machine.clock_mhz=1",
+        "os.tick_interval=1",
+        "os.khugepaged.scan_sleep_millisecs=1",
+        "os.khugepaged.pages_to_scan=512",
+        "os.khugepaged.max_ptes_none=0",
+        "os.khugepaged.copy_cycles_per_page=10",
+    ];
+    let mut m = Machine::new(spec("skylake", &sets)).unwrap();
+    let refs: Vec<(u64, AccessKind)> = (0..512).map(|i| (VA + i * 4096, STORE)).collect();
+    let s = run(&mut m, &refs);
+    assert_eq!(s.os.collapses, 0, "the last page's fault comes after the last wake-up");
+    let t = s.time.expect("a clock");
+    // One wake-up per fault after the first (each fault is 1000 cycles = 1 ms).
+    assert!(t.kernel.wakeups >= 500, "{:?}", t.kernel);
+    let s = run(&mut m, &[(VA, LOAD), (VA, LOAD)]);
+    assert_eq!(s.os.collapses, 1);
+    let t = s.time.unwrap();
+    assert_eq!((t.kernel.pages_collapsed, t.kernel.cycles), (1, 512 * 10));
+    assert_eq!(s.os.os_cycles, 0, "the copy is the kernel thread's");
+    let j = s.to_json();
+    assert_eq!(j["kernel"]["cycles"], 5120);
+    assert!(j["time"]["app_seconds"].as_f64().unwrap() >= 0.512);
+
+    // Charged to the application, the same copy is in the application's cycles.
+    let mut sets2 = sets.to_vec();
+    sets2.push("os.background_charge=application");
+    let mut m = Machine::new(spec("skylake", &sets2)).unwrap();
+    let mut refs2 = refs.clone();
+    refs2.extend([(VA, LOAD), (VA, LOAD)]);
+    let s = run(&mut m, &refs2);
+    assert_eq!((s.os.collapses, s.os.os_cycles), (1, 5120));
+}
+
+/// Without a clock nothing about time is reported and background work stays on the
+/// reference clock, as before (the pinned results rely on it).
+#[test]
+fn without_a_clock_no_time_is_reported() {
+    let mut m = Machine::new(spec("skylake", &["os.policy=khugepaged"])).unwrap();
+    let s = run(&mut m, &[(VA, LOAD)]);
+    assert!(s.time.is_none());
+    let j = s.to_json();
+    assert!(j.get("time").is_none() && j.get("kernel").is_none());
+    let e = load_machine("default", None, &["machine.clock_mhz=0".into()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("machine.clock_mhz"), "{e}");
+    let e = load_machine("default", None, &["machine.ad=sometimes".into()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("sometimes"), "{e}");
+    let e = load_machine("default", None, &["os.background_charge=nobody".into()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("os.background_charge"), "{e}");
+}
