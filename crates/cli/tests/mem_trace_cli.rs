@@ -56,7 +56,12 @@ fn the_stream_has_a_line_per_memory_request_in_both_formats() {
     }
     // No caches: an error naming the section, and no file.
     let path = dir.join("none.trace");
-    let out = sim(&["--workload", "seq:size=1MiB,refs=1K", "--mem-trace", path.to_str().unwrap()]);
+    let out = sim(&[
+        "--workload",
+        "seq:size=1MiB,refs=1K",
+        "--mem-trace",
+        path.to_str().unwrap(),
+    ]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("[caches]"));
     assert!(!path.exists());
