@@ -38,6 +38,9 @@ pub struct Config {
     /// `[vm]`: run the trace in a guest (docs/virtualization.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vm: Option<crate::config_vm::VmSection>,
+    /// `[numa]`: fake NUMA nodes and the memory policy (docs/numa.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa: Option<crate::config_numa::NumaSection>,
 }
 
 /// `[machine]`.
@@ -211,6 +214,8 @@ pub struct MachineSpec {
     pub age: Option<AgeSection>,
     /// The guest and its host (`[vm]`), if the trace runs in a virtual machine.
     pub vm: Option<crate::config_vm::VmSpec>,
+    /// Fake NUMA nodes and the memory policy (`[numa]`), if any.
+    pub numa: Option<mmulab_model::mem::numa::NumaConfig>,
 }
 
 /// Where a config came from, for error messages.
@@ -423,7 +428,15 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
         Some(v) => crate::config_vm::resolve(v, format, memory_bytes, config.machine.seed)?,
         None => None,
     };
+    let numa = match &config.numa {
+        Some(_) if config.vm.is_some() => {
+            return Err("[numa] with [vm]: NUMA emulation of a guest is not modelled; drop one of them".into())
+        }
+        Some(n) => Some(crate::config_numa::resolve(n, config.machine.cores, memory_bytes)?),
+        None => None,
+    };
     Ok(MachineSpec {
+        numa,
         vm,
         format,
         cores: config.machine.cores,

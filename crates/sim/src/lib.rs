@@ -6,6 +6,7 @@
 mod background;
 pub mod catalog;
 pub mod config;
+mod config_numa;
 mod config_os;
 pub mod config_vm;
 pub mod gpu;
@@ -13,6 +14,7 @@ mod host;
 pub mod kvm_split;
 pub mod limits;
 mod machine;
+pub mod numa;
 pub mod report;
 pub mod reproduce;
 pub mod reproduce_gpu;

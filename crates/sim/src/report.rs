@@ -180,6 +180,9 @@ pub fn single(stats: &Stats, title: &str) -> String {
     if let Some(n) = &stats.nested {
         out.push_str(&crate::vm::text(n));
     }
+    if let Some(n) = &stats.numa {
+        out.push_str(&n.text());
+    }
     // Superpage policies: what is resident now (by leaf size) and what the policy did.
     if !matches!(stats.policy.as_str(), "base" | "fixed") {
         let sizes = |a: &[u64; 9], bytes: bool| -> String {

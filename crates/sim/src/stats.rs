@@ -125,6 +125,9 @@ pub struct Stats {
     /// GPUs' statistics (crate::gpu), in the order they were attached; none for a CPU-only
     /// machine, whose JSON then has no `gpu` key.
     pub gpu: Vec<crate::gpu::GpuStats>,
+    /// Fake NUMA nodes (`[numa]`, crate::numa); none without, and the JSON then has no
+    /// `numa` key.
+    pub numa: Option<crate::numa::NumaStats>,
 }
 
 /// What every component of a machine implements to report its counters: it adds
@@ -167,6 +170,7 @@ impl Stats {
             complete: true,
             nested: spec.vm.as_ref().map(|vm| crate::vm::NestedStats::new(vm, pt_levels)),
             gpu: Vec::new(),
+            numa: None,
         }
     }
 
@@ -271,6 +275,9 @@ impl Stats {
         }
         if !self.gpu.is_empty() {
             v["gpu"] = serde_json::to_value(&self.gpu).expect("serializable");
+        }
+        if let Some(n) = &self.numa {
+            v["numa"] = n.to_json();
         }
         v
     }
