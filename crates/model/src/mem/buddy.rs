@@ -88,6 +88,11 @@ impl Buddy {
         self.nodes.is_empty() || node(a) == node(b)
     }
 
+    /// True if frames `[first, first + count)` lie in one node (always, without nodes).
+    pub fn one_node(&self, first: u64, count: u64) -> bool {
+        self.same_node(first, first + count - 1)
+    }
+
     /// Allocates a naturally aligned block of 2^order frames inside frames `[lo, hi)`
     /// (one node's range): the lowest block of the smallest order that has one there,
     /// split down as [`Buddy::alloc`] does. `None` if that range has no such block.

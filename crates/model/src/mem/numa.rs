@@ -39,8 +39,12 @@
 //! non-interleave policy first tries `__GFP_THISNODE` and direct reclaim before falling
 //! back: here the fallback is immediate), per-VMA policies (`mbind`: one policy for the
 //! whole machine, as `numactl --interleave=all` or the downstream `numa_policy=`
-//! cmdline sets it), watermarks per node, and compaction's own node (it migrates to
-//! the lowest free frame anywhere).
+//! cmdline sets it), watermarks per node, and compaction's own node: direct
+//! compaction (os/compact.rs) picks a block inside one node but migrates pages to the
+//! lowest free frame anywhere, and the block it frees goes to the faulting policy
+//! without the memory policy's choice (nor its counters). The fault paths of every
+//! OS policy, swap-in and page tables go through the policy; memory aging and the
+//! GPU driver take the lowest free block as before.
 
 use super::Buddy;
 use crate::addr::{FRAME_SHIFT, FRAME_SIZE};
