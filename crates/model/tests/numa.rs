@@ -174,6 +174,15 @@ fn preferred_falls_back_along_the_zonelist() {
         mem.alloc_pages(0, None).unwrap();
     }
     assert_eq!(mem.alloc_pages(0, None), Some(3072));
+    // Preferred {2}: node 2's zonelist is 2, 3, 1, 0: node 3 (20·16 + load 0), then node
+    // 1 (21·16 + load 4, as node 1 led node 0's remote group) before node 0 (the CPU
+    // penalty: 22·16). With 2 and 3 full the next page is node 1's first frame.
+    let mut mem = Memory::with_numa(16 * MIB, cfg(4, Mode::Preferred, &[2])).unwrap();
+    assert_eq!(mem.numa.as_ref().unwrap().zonelist(2), [2, 3, 1, 0]);
+    for _ in 0..2048 {
+        assert!(mem.alloc_pages(0, None).unwrap() >= 2048);
+    }
+    assert_eq!(mem.alloc_pages(0, None), Some(1024));
 }
 
 /// Local: a core's own node first. Cores 0 and 1 on nodes 3 and 1; the second fault of
@@ -235,4 +244,27 @@ fn thp_units_interleave_whole() {
         .counters()
         .iter()
         .all(|c| c.alloc_frames == 512 && c.interleave_hit == 1));
+}
+
+/// Interleave falls back along the chosen node's zonelist when that node is full, and
+/// then it is not an interleave hit: 16 KiB over 2 nodes of 2 frames ([0, 2), [2, 4));
+/// a VMA at 0 (vm_pgoff 0): pages 1 and 3 go to node 1 (frames 2, 3, hits), page 5
+/// also wants node 1, which is full: node 1's zonelist 1, 0 gives frame 0 (a miss on
+/// node 0, foreign on node 1, no interleave hit).
+#[test]
+fn interleave_fallback_is_not_a_hit() {
+    let mut mem = Memory::with_numa(16 * KIB, cfg(2, Mode::Interleave, &[])).unwrap();
+    let at = |page: u64| At {
+        vm_start: 0,
+        vm_pgoff: 0,
+        addr: page * 4096,
+    };
+    let got: Vec<u64> = [1, 3, 5]
+        .iter()
+        .map(|&p| mem.alloc_pages(0, Some(at(p))).unwrap())
+        .collect();
+    assert_eq!(got, [2, 3, 0]);
+    let c = mem.numa.as_ref().unwrap().counters();
+    assert_eq!((c[0].interleave_hit, c[0].numa_miss), (0, 1));
+    assert_eq!((c[1].interleave_hit, c[1].numa_foreign), (2, 1));
 }
