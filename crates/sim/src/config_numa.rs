@@ -40,7 +40,12 @@ pub(crate) fn resolve(s: &NumaSection, cores: usize, memory_bytes: u64) -> Resul
             names.join(", ")
         )
     })?;
-    let n = fake_split(0, memory_bytes, s.fake).map_err(|e| e.to_string())?.len();
+    let n = fake_split(0, memory_bytes, s.fake)
+        .map_err(|e| match e {
+            mmulab_model::ModelError::Config(m) => m,
+            e => e.to_string(),
+        })?
+        .len();
     let node = |key: &str, i: usize, v: usize| {
         if v < n {
             Ok(v)
