@@ -41,6 +41,9 @@ pub struct Config {
     /// `[caches]`: data caches (docs/memory.md); none by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caches: Option<crate::config_cache::CachesSection>,
+    /// `[numa]`: fake NUMA nodes and the memory policy (docs/numa.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa: Option<crate::config_numa::NumaSection>,
 }
 
 /// `[machine]`.
@@ -242,6 +245,8 @@ pub struct MachineSpec {
     pub vm: Option<crate::config_vm::VmSpec>,
     /// The data caches (`[caches]`), if any.
     pub caches: Option<mmulab_model::cache::CacheSpec>,
+    /// Fake NUMA nodes and the memory policy (`[numa]`), if any.
+    pub numa: Option<mmulab_model::mem::numa::NumaConfig>,
 }
 
 /// Where a config came from, for error messages.
@@ -465,7 +470,15 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
         Some(c) => Some(crate::config_cache::resolve(c, config.walk.mem_latency)?),
         None => None,
     };
+    let numa = match &config.numa {
+        Some(_) if config.vm.is_some() => {
+            return Err("[numa] with [vm]: NUMA emulation of a guest is not modelled; drop one of them".into())
+        }
+        Some(n) => Some(crate::config_numa::resolve(n, config.machine.cores, memory_bytes)?),
+        None => None,
+    };
     Ok(MachineSpec {
+        numa,
         vm,
         caches,
         format,

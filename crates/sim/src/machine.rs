@@ -58,7 +58,10 @@ impl Machine {
         if spec.vm.is_some() {
             return Machine::new_nested(spec);
         }
-        let mut mem = Memory::new(spec.memory_bytes)?;
+        let mut mem = match &spec.numa {
+            Some(n) => Memory::with_numa(spec.memory_bytes, n.clone())?,
+            None => Memory::new(spec.memory_bytes)?,
+        };
         let cpus: Vec<Stage1> = (0..spec.cores)
             .map(|_| {
                 Stage1::new(

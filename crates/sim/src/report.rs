@@ -182,6 +182,9 @@ pub fn single(stats: &Stats, title: &str) -> String {
     }
     if let Some(c) = &stats.caches {
         out.push_str(&c.text());
+        }
+    if let Some(n) = &stats.numa {
+        out.push_str(&n.text());
     }
     // Superpage policies: what is resident now (by leaf size) and what the policy did.
     if !matches!(stats.policy.as_str(), "base" | "fixed") {

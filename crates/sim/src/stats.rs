@@ -137,6 +137,9 @@ pub struct Stats {
     /// Simulated time and the kernel thread's background work, if the machine has a
     /// clock (`machine.clock_mhz`): the JSON then has `time` and `kernel`.
     pub time: Option<crate::kernel_time::TimeStats>,
+    /// Fake NUMA nodes (`[numa]`, crate::numa); none without, and the JSON then has no
+    /// `numa` key.
+    pub numa: Option<crate::numa::NumaStats>,
 }
 
 /// What every component of a machine implements to report its counters: it adds
@@ -182,6 +185,7 @@ impl Stats {
             caches: spec.caches.as_ref().map(|_| Default::default()),
             soft_ad: spec.ad_software,
             time: None,
+            numa: None,
         }
     }
 
@@ -295,6 +299,9 @@ impl Stats {
         }
         if !self.gpu.is_empty() {
             v["gpu"] = serde_json::to_value(&self.gpu).expect("serializable");
+        }
+        if let Some(n) = &self.numa {
+            v["numa"] = n.to_json();
         }
         v
     }

@@ -104,6 +104,7 @@ impl System {
         let si = self.space(r.asid)?;
         let space = self.spaces[si].as_mut().expect("space created");
         self.shootdowns.clear();
+        self.mem.set_cpu(r.core as usize);
         self.os.handle_fault(FaultCtx {
             mem: &mut self.mem,
             space,
@@ -150,6 +151,7 @@ impl Report for System {
             }
         }
         s.free_2m_share = crate::background::free_share(&self.mem);
+        s.numa = crate::numa::NumaStats::collect(&self.mem);
         if let Some(h) = &self.host {
             h.report(s);
         }

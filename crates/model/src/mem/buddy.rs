@@ -8,11 +8,21 @@ pub const MAX_ORDER: u32 = 18;
 /// A binary buddy allocator over frame numbers. Free blocks of each order are kept in
 /// ordered sets, so allocation always takes the lowest-addressed block: runs are
 /// deterministic and fragmentation is reproducible.
+///
+/// With NUMA nodes ([`Buddy::with_nodes`], mem/numa.rs) no block crosses a node's
+/// boundary: the range is carved node by node and a freed block merges only with a
+/// buddy of its own node (as each node's zone has its own free areas in Linux). A
+/// node's free lists are then the part of each order's set inside its range, so
+/// [`Buddy::alloc_in`] is that node's buddy allocator, with blocks aligned on physical
+/// addresses as the kernel's are.
 #[derive(Clone, Debug)]
 pub struct Buddy {
     frames: u64,
     free: Vec<BTreeSet<u64>>,
     free_frames: u64,
+    /// Node ranges of frames `[start, end)`, in order, covering all frames; empty
+    /// without NUMA.
+    nodes: Vec<(u64, u64)>,
 }
 
 impl Buddy {
@@ -28,19 +38,82 @@ impl Buddy {
             frames,
             free: vec![BTreeSet::new(); MAX_ORDER as usize + 1],
             free_frames: 0,
+            nodes: Vec::new(),
         };
-        // Carve the range into the largest naturally aligned blocks.
-        let mut pfn = 0;
-        while pfn < frames {
+        b.carve(0, frames);
+        Ok(b)
+    }
+
+    /// An allocator over `bytes` of memory, all free, whose blocks never cross the
+    /// boundaries of `nodes` (frame ranges `[start, end)` in order, covering every
+    /// frame without gaps: mem/numa.rs's split).
+    pub fn with_nodes(bytes: u64, nodes: &[(u64, u64)]) -> Result<Buddy, ModelError> {
+        let mut b = Buddy::new(bytes)?;
+        let covers = nodes.first().is_some_and(|n| n.0 == 0)
+            && nodes.last().is_some_and(|n| n.1 == b.frames)
+            && nodes.windows(2).all(|w| w[0].1 == w[1].0)
+            && nodes.iter().all(|n| n.0 < n.1);
+        if !covers {
+            return Err(ModelError::Config(format!(
+                "numa: node ranges {nodes:?} do not cover the {} frames of memory in order",
+                b.frames
+            )));
+        }
+        b.free.iter_mut().for_each(BTreeSet::clear);
+        b.free_frames = 0;
+        for &(lo, hi) in nodes {
+            b.carve(lo, hi);
+        }
+        b.nodes = nodes.to_vec();
+        Ok(b)
+    }
+
+    /// Adds `[lo, hi)` to the free lists in the largest naturally aligned blocks.
+    fn carve(&mut self, lo: u64, hi: u64) {
+        let mut pfn = lo;
+        while pfn < hi {
             let mut order = MAX_ORDER;
-            while pfn % (1 << order) != 0 || pfn + (1 << order) > frames {
+            while pfn % (1 << order) != 0 || pfn + (1 << order) > hi {
                 order -= 1;
             }
-            b.free[order as usize].insert(pfn);
-            b.free_frames += 1 << order;
+            self.free[order as usize].insert(pfn);
+            self.free_frames += 1 << order;
             pfn += 1 << order;
         }
-        Ok(b)
+    }
+
+    /// True if frames `a` and `b` lie in the same node (always, without nodes).
+    fn same_node(&self, a: u64, b: u64) -> bool {
+        let node = |p: u64| self.nodes.partition_point(|n| n.1 <= p);
+        self.nodes.is_empty() || node(a) == node(b)
+    }
+
+    /// True if frames `[first, first + count)` lie in one node (always, without nodes).
+    pub fn one_node(&self, first: u64, count: u64) -> bool {
+        self.same_node(first, first + count - 1)
+    }
+
+    /// Allocates a naturally aligned block of 2^order frames inside frames `[lo, hi)`
+    /// (one node's range): the lowest block of the smallest order that has one there,
+    /// split down as [`Buddy::alloc`] does. `None` if that range has no such block.
+    pub fn alloc_in(&mut self, lo: u64, hi: u64, order: u32) -> Option<u64> {
+        let (from, pfn) =
+            (order..=MAX_ORDER).find_map(|o| self.free[o as usize].range(lo..hi).next().map(|&p| (o, p)))?;
+        self.free[from as usize].remove(&pfn);
+        for o in (order..from).rev() {
+            self.free[o as usize].insert(pfn + (1 << o));
+        }
+        self.free_frames -= 1 << order;
+        Some(pfn)
+    }
+
+    /// Free frames inside frames `[lo, hi)` (a node's range: no free block crosses it).
+    pub fn free_frames_in(&self, lo: u64, hi: u64) -> u64 {
+        self.free
+            .iter()
+            .enumerate()
+            .map(|(o, s)| (s.range(lo..hi).count() as u64) << o)
+            .sum()
     }
 
     /// Total frames.
@@ -90,7 +163,7 @@ impl Buddy {
         let (mut pfn, mut order) = (pfn, order);
         while order < MAX_ORDER {
             let buddy = pfn ^ (1 << order);
-            if !self.free[order as usize].remove(&buddy) {
+            if !self.same_node(pfn, buddy) || !self.free[order as usize].remove(&buddy) {
                 break;
             }
             pfn = pfn.min(buddy);

@@ -8,6 +8,7 @@
 mod age;
 pub mod backend;
 mod buddy;
+pub mod numa;
 mod ptmem;
 mod rmap;
 pub mod zero;
@@ -87,6 +88,8 @@ pub struct Memory {
     pub swap: Swap,
     /// Linux's zero pages (allocated at first use; never freed or moved).
     pub zero: zero::ZeroFrames,
+    /// Emulated NUMA nodes and the memory policy (`[numa]`); `None`: one flat memory.
+    pub numa: Option<numa::Numa>,
 }
 
 impl Memory {
@@ -102,14 +105,47 @@ impl Memory {
             spaces: BTreeMap::new(),
             swap: Swap::default(),
             zero: zero::ZeroFrames::default(),
+            numa: None,
         })
     }
 
+    /// `bytes` of physical memory split into the fake NUMA nodes of `cfg` (mem/numa.rs):
+    /// one buddy allocator per node, and the memory policy.
+    pub fn with_numa(bytes: u64, cfg: numa::NumaConfig) -> Result<Memory, ModelError> {
+        let mut mem = Memory::new(bytes)?;
+        let numa = numa::Numa::new(cfg, bytes)?;
+        mem.buddy = Buddy::with_nodes(bytes, numa.ranges())?;
+        mem.numa = Some(numa);
+        Ok(mem)
+    }
+
+    /// Allocates 2^order frames for user memory: by the NUMA policy for the unit `at`
+    /// (its VMA and address) when nodes are emulated, else the lowest free block
+    /// ([`Buddy::alloc`]). OS policies allocate user pages here.
+    #[inline]
+    pub fn alloc_pages(&mut self, order: u32, at: Option<numa::At>) -> Option<u64> {
+        match &mut self.numa {
+            None => self.buddy.alloc(order),
+            Some(n) => n.alloc(&mut self.buddy, order, at),
+        }
+    }
+
+    /// The core whose fault the OS is serving (the NUMA local node is its node).
+    #[inline]
+    pub fn set_cpu(&mut self, cpu: usize) {
+        if let Some(n) = &mut self.numa {
+            n.set_cpu(cpu);
+        }
+    }
+
     /// Allocates a zeroed page table of `entries` entries; returns its physical address.
+    /// With NUMA nodes it is placed by the policy outside any VMA (mem/numa.rs).
     pub fn alloc_table(&mut self, entries: usize) -> Result<u64, ModelError> {
         let bytes = (entries as u64 * 8).max(crate::addr::FRAME_SIZE);
         let order = (bytes / crate::addr::FRAME_SIZE).next_power_of_two().trailing_zeros();
-        let pfn = self.buddy.alloc(order).ok_or_else(|| self.buddy.oom("a page table"))?;
+        let pfn = self
+            .alloc_pages(order, None)
+            .ok_or_else(|| self.buddy.oom("a page table"))?;
         Ok(self.pt.create(pfn, entries, order))
     }
 

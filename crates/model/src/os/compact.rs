@@ -154,7 +154,8 @@ fn try_compact(mem: &mut Memory, order: u32) -> Option<Compacted> {
             continue;
         }
         let first = block << order;
-        if first + size > mem.buddy.frames() {
+        // With NUMA nodes (mem/numa.rs) a block never spans two nodes.
+        if first + size > mem.buddy.frames() || !mem.buddy.one_node(first, size) {
             continue;
         }
         let mut is_free = vec![false; size as usize];

@@ -62,6 +62,7 @@ pub use thp::{Defrag, Enabled, KhugepagedConfig, Thp, ThpConfig};
 
 use crate::addr::{Asid, PageSize, FRAME_SHIFT};
 use crate::error::ModelError;
+use crate::mem::numa::At;
 use crate::mem::Memory;
 use crate::space::AddressSpace;
 use crate::translation::Attrs;
@@ -321,9 +322,10 @@ impl Os {
             shootdowns,
             ..
         } = ctx;
-        let mut pfn = mem.buddy.alloc(order_of(base));
+        let at = numa_at(mem, space, page);
+        let mut pfn = mem.alloc_pages(order_of(base), at);
         if pfn.is_none() && self.reclaim_frames(mem, cfg, shootdowns, cfg.batch_pages) > 0 {
-            pfn = mem.buddy.alloc(order_of(base));
+            pfn = mem.alloc_pages(order_of(base), at);
         }
         let Some(pfn) = pfn else {
             mem.swap.slots.insert((space.asid, page));
@@ -451,12 +453,12 @@ pub(crate) fn free_run(mem: &mut Memory, mut pfn: u64, count: u64) {
 /// Allocates physical memory for one page of `size` and maps it at the aligned address
 /// containing `va`, read-write. Shared by the demand-paging policies.
 pub(crate) fn map_new_page(ctx: &mut FaultCtx<'_>, size: PageSize, stats: &mut OsStats) -> Result<(), ModelError> {
+    let va = ctx.va & !size.offset_mask();
+    let at = numa_at(ctx.mem, ctx.space, va);
     let pfn = ctx
         .mem
-        .buddy
-        .alloc(order_of(size))
+        .alloc_pages(order_of(size), at)
         .ok_or_else(|| ctx.mem.buddy.oom(&format!("a {size} page at va {:#x}", ctx.va)))?;
-    let va = ctx.va & !size.offset_mask();
     let pa = pfn << FRAME_SHIFT;
     if let Err(e) = map_leaf(ctx.mem, ctx.space.fmt, ctx.space.root, va, pa, size, Attrs::user_rw()) {
         ctx.mem.buddy.free(pfn, order_of(size));
@@ -464,6 +466,13 @@ pub(crate) fn map_new_page(ctx: &mut FaultCtx<'_>, size: PageSize, stats: &mut O
     }
     stats.record_map(size);
     Ok(())
+}
+
+/// Where the unit at `addr` of `space` lies for the NUMA policy (its VMA), when nodes
+/// are emulated; `None` otherwise, without consulting (or inferring) a VMA.
+pub(crate) fn numa_at(mem: &Memory, space: &mut AddressSpace, addr: u64) -> Option<At> {
+    mem.numa.as_ref()?;
+    Some(At::anon(&space.vma(addr), addr))
 }
 
 /// The attributes a fresh anonymous page gets: read-write, and already dirty and

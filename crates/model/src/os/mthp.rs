@@ -24,6 +24,7 @@ use super::OsEvent;
 use super::{fresh_attrs, order_of, FaultCtx, OsStats};
 use crate::addr::{PageSize, FRAME_SHIFT, FRAME_SIZE};
 use crate::error::ModelError;
+use crate::mem::numa::At;
 use crate::walk::map_leaf;
 
 /// mTHP settings: the `[os.mthp]` config section itself (docs/config.md; every key
@@ -117,7 +118,7 @@ impl super::OsPolicy for Mthp {
             {
                 continue;
             }
-            let Some(pfn) = mem.buddy.alloc(order_of(size)) else {
+            let Some(pfn) = mem.alloc_pages(order_of(size), Some(At::anon(&vma, key))) else {
                 self.stats.event(OsEvent::MthpFallbackNoMemory);
                 continue;
             };

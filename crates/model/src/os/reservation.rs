@@ -37,6 +37,7 @@ use super::OsEvent;
 use super::{free_leaf, free_run, fresh_attrs, order_of, FaultCtx, OsStats, TickCtx};
 use crate::addr::{Asid, PageSize, FRAME_SHIFT, FRAME_SIZE};
 use crate::error::ModelError;
+use crate::mem::numa::At;
 use crate::mem::Memory;
 use crate::pt::Format;
 use crate::space::AddressSpace;
@@ -213,9 +214,9 @@ impl Reservation {
     /// the least recently changed partial reservations are broken until it succeeds
     /// (vm_reserv_reclaim_inactive). A new reservation does not break others: breaking
     /// a partial reservation frees scattered frames, not a whole extent.
-    fn alloc(&mut self, mem: &mut Memory, order: u32) -> Option<u64> {
+    fn alloc(&mut self, mem: &mut Memory, order: u32, at: Option<At>) -> Option<u64> {
         loop {
-            if let Some(p) = mem.buddy.alloc(order) {
+            if let Some(p) = mem.alloc_pages(order, at) {
                 return Some(p);
             }
             if order >= order_of(self.size) {
@@ -457,7 +458,7 @@ impl super::OsPolicy for Reservation {
                 self.stats.event(OsEvent::NoReservationVmaEdge);
             } else if busy {
                 self.stats.event(OsEvent::NoReservationRangeBusy);
-            } else if let Some(pfn) = self.alloc(mem, order_of(size)) {
+            } else if let Some(pfn) = self.alloc(mem, order_of(size), Some(At::anon(&vma, key))) {
                 self.clock += 1;
                 let words = (self.pages() as usize).div_ceil(64);
                 self.resv.insert(
@@ -483,8 +484,9 @@ impl super::OsPolicy for Reservation {
                 if hole.is_some() {
                     self.stats.event(OsEvent::FaultInUnmappedHole);
                 }
+                let at = super::numa_at(mem, space, page);
                 let pfn = self
-                    .alloc(mem, 0)
+                    .alloc(mem, 0, at)
                     .ok_or_else(|| mem.buddy.oom(&format!("a 4K page at va {va:#x}")))?;
                 map_leaf(mem, fmt, root, page, pfn << FRAME_SHIFT, PageSize::K4, attrs)?;
                 self.stats.record_map(PageSize::K4);

@@ -42,6 +42,7 @@ use super::{fresh_attrs, map_new_page, order_of, FaultCtx, OsStats, Shootdown, T
 use crate::addr::Asid;
 use crate::addr::{PageSize, FRAME_SHIFT, FRAME_SIZE};
 use crate::error::ModelError;
+use crate::mem::numa::At;
 use crate::mem::Memory;
 use crate::pt::Pte;
 use crate::translation::Attrs;
@@ -219,9 +220,10 @@ impl Thp {
         mem: &mut Memory,
         size: PageSize,
         madvised: bool,
+        at: At,
         shootdowns: &mut Vec<Shootdown>,
     ) -> Option<u64> {
-        if let Some(p) = mem.buddy.alloc(order_of(size)) {
+        if let Some(p) = mem.alloc_pages(order_of(size), Some(at)) {
             return Some(p);
         }
         let stall = match self.cfg.defrag {
@@ -423,7 +425,8 @@ impl super::OsPolicy for Thp {
                     return Ok(());
                 }
                 self.stats.event(OsEvent::ThpFaultFallback);
-            } else if let Some(pfn) = self.alloc_huge(ctx.mem, size, vma.hugepage, ctx.shootdowns) {
+            } else if let Some(pfn) = self.alloc_huge(ctx.mem, size, vma.hugepage, At::anon(&vma, key), ctx.shootdowns)
+            {
                 drop_table(ctx.mem, ctx.space.fmt, ctx.space.root, key, size);
                 if let Err(e) = map_leaf(
                     ctx.mem,
@@ -535,7 +538,7 @@ impl super::OsPolicy for Thp {
                 self.stats.event(OsEvent::CollapseSkippedSwapped);
                 continue;
             }
-            let mut pfn = ctx.mem.buddy.alloc(order_of(size));
+            let mut pfn = ctx.mem.alloc_pages(order_of(size), Some(At::anon(&vma, key)));
             if pfn.is_none() && k.defrag {
                 let cost = self.compact_cost();
                 pfn = compact_deferred(

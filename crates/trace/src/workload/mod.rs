@@ -160,7 +160,7 @@ pub struct Args {
     /// Defaults chosen for the user ([`parse_for`]).
     pub(crate) notes: Vec<String>,
     /// This generator's part of a multi-core workload: (index, parts, mode); (0, 1,
-    /// None) alone ([`multi`]).
+    /// None) alone ([`Multi`]).
     part: (u64, u64, Option<Mode>),
 }
 
@@ -220,7 +220,7 @@ impl Args {
     }
 
     /// `Some((i, n))` when this generator is thread `i` of `n` splitting one program's
-    /// work (`threads=n`, [`multi`]); a workload takes its share (a slice of its data,
+    /// work (`threads=n`, [`Multi`]); a workload takes its share (a slice of its data,
     /// a segment of its random stream). `None` alone or as one of `copies=n`, which
     /// run the same program each.
     pub fn thread(&self) -> Option<(u64, u64)> {

@@ -22,7 +22,7 @@ pub enum Mode {
 }
 
 /// The most parts (cores) a workload may be split over (assumed limit: the machine's
-/// own core limit is 4096; a part costs a buffer of [`CHUNK`] references).
+/// own core limit is 4096; a part costs a buffer of 4,096 references).
 pub const MAX_PARTS: u64 = 4096;
 
 /// References fetched from a part at a time.
