@@ -16,6 +16,7 @@ mod machine;
 pub mod report;
 pub mod reproduce;
 pub mod reproduce_gpu;
+mod roi;
 mod run;
 mod stats;
 mod system;
@@ -25,6 +26,7 @@ mod vmas;
 
 pub use background::Sample;
 pub use machine::Machine;
+pub use roi::{roi_line, run_roi, Roi, RoiInfo, Warmup};
 pub use run::{references_simulated, request_stop, run, stop_requested, Progress};
 pub use stats::{Counters, LevelStats, Report, Stats};
 pub use system::System;

@@ -86,6 +86,10 @@ pub struct LevelStats {
     /// Counts.
     #[serde(flatten)]
     pub counts: TlbStats,
+    /// Compulsory misses (first fills of a translation-entry key), when counted
+    /// (`sim --compulsory`, crate::roi); absent from the JSON otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compulsory: Option<u64>,
 }
 
 /// A run's results.
@@ -125,6 +129,10 @@ pub struct Stats {
     /// GPUs' statistics (crate::gpu), in the order they were attached; none for a CPU-only
     /// machine, whose JSON then has no `gpu` key.
     pub gpu: Vec<crate::gpu::GpuStats>,
+    /// The region of interest, when the run had one (crate::roi); JSON `roi`.
+    pub roi: Option<crate::roi::RoiInfo>,
+    /// The warm-up's own statistics, when the run had one (crate::roi); JSON `warmup`.
+    pub warmup: Option<Box<Stats>>,
 }
 
 /// What every component of a machine implements to report its counters: it adds
@@ -152,6 +160,7 @@ impl Stats {
                     last_level: t.next.is_none(),
                     stlb: in_stlb(&spec.tlbs, i),
                     counts: TlbStats::default(),
+                    compulsory: None,
                 })
                 .collect(),
             pwc_hits: vec![0; pt_levels.saturating_sub(1)],
@@ -167,6 +176,8 @@ impl Stats {
             complete: true,
             nested: spec.vm.as_ref().map(|vm| crate::vm::NestedStats::new(vm, pt_levels)),
             gpu: Vec::new(),
+            roi: None,
+            warmup: None,
         }
     }
 
@@ -271,6 +282,12 @@ impl Stats {
         }
         if !self.gpu.is_empty() {
             v["gpu"] = serde_json::to_value(&self.gpu).expect("serializable");
+        }
+        if let Some(r) = &self.roi {
+            v["roi"] = serde_json::to_value(r).expect("serializable");
+        }
+        if let Some(w) = &self.warmup {
+            v["warmup"] = w.to_json();
         }
         v
     }
