@@ -16,6 +16,7 @@ mod machine;
 pub mod report;
 pub mod reproduce;
 pub mod reproduce_gpu;
+pub mod reproduce_sens;
 mod roi;
 mod run;
 mod stats;

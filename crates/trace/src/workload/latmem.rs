@@ -13,6 +13,11 @@
 //! - Stride. With no stride argument lat_mem_rd uses `STRIDE (512/sizeof(char *))`:
 //!   64 bytes on a 64-bit machine, 128 on a 32-bit one (the default here follows the
 //!   machine's address width); each load reads one pointer (8 or 4 bytes).
+//! - Initialisation. lat_mem_rd writes the ring before it times the loads: one pointer
+//!   store per slot, in the order of its loop (`addr[stride]`, `addr[2·stride]`, …, then
+//!   `addr[0]`; forward and random rings: slot order). Those `size / stride` stores come
+//!   first (`init=on`, the default; `init=off` leaves them out) and are the workload's
+//!   warm-up ([`TraceSource::warmup_refs`]), reported apart by `sim`.
 //! - One size per run: lat_mem_rd sweeps `range` from 512 bytes up to `len`
 //!   (`step()`); give `size=` per point (a sweep, docs/sweep.md) to reproduce its curve.
 
@@ -46,6 +51,9 @@ pub struct LatMemRd {
     pages: Vec<u32>,
     lines: Vec<u32>,
     ptr: u16,
+    /// Initialising stores still to emit (slot `init_next + 1` mod `slots`), then loads.
+    init_next: u64,
+    init: u64,
     done: u64,
     total: u64,
 }
@@ -77,6 +85,7 @@ impl super::Generator for LatMemRd {
         let slots = size / stride;
         let refs = a.refs(slots)?;
         let seed = a.count("seed", Some(0))?;
+        let init = if a.flag("init", true)? { slots } else { 0 };
         let base = a.base(0x6000_0000_0000, Some(size))?;
         let (mut pages, mut lines) = (Vec::new(), Vec::new());
         if order == Order::Random {
@@ -99,6 +108,8 @@ impl super::Generator for LatMemRd {
             pages,
             lines,
             ptr,
+            init_next: 0,
+            init,
             done: 0,
             total: refs,
         })
@@ -118,6 +129,16 @@ fn shuffled(n: u32, rng: &mut SplitMix64) -> Vec<u32> {
 impl TraceSource for LatMemRd {
     fn next_batch(&mut self, batch: &mut crate::Batch, max: usize) -> Result<usize, TraceError> {
         let (base, stride, n, ptr) = (self.base, self.stride, self.slots, self.ptr);
+        if self.init_next < self.init {
+            // The ring's construction: slots 1, 2, …, n-1, then 0 (a store each).
+            let k = (self.init - self.init_next).min(max as u64);
+            let first = self.init_next;
+            batch.refs.extend(
+                (first..first + k).map(|i| MemRef::new(base + (i + 1) % n * stride, AccessKind::Store, ptr)),
+            );
+            self.init_next += k;
+            return Ok(k as usize);
+        }
         let (order, pages, lines) = (self.order, &self.pages, &self.lines);
         Ok(emit(&mut self.done, self.total, &mut batch.refs, max, |k| {
             let k = k % n;
@@ -136,7 +157,10 @@ impl TraceSource for LatMemRd {
         self.spec.clone()
     }
     fn progress(&self) -> Option<(u64, u64)> {
-        Some((self.done, self.total))
+        Some((self.init_next + self.done, self.init + self.total))
+    }
+    fn warmup_refs(&self) -> u64 {
+        self.init
     }
 }
 
@@ -155,16 +179,16 @@ mod tests {
     /// pointer is &addr[range - stride] = 192, then 128, 64, and back to 0.
     #[test]
     fn default_is_backward_with_stride_64() {
-        let got = offsets(parse("lat_mem_rd:size=256,refs=6").unwrap(), 0x6000_0000_0000);
+        let got = offsets(parse("lat_mem_rd:size=256,refs=6,init=off").unwrap(), 0x6000_0000_0000);
         assert_eq!(got, [0, 192, 128, 64, 0, 192]);
-        let fwd = offsets(parse("lat_mem_rd:size=256,refs=5,order=forward").unwrap(), 0x6000_0000_0000);
+        let fwd = offsets(parse("lat_mem_rd:size=256,refs=5,order=forward,init=off").unwrap(), 0x6000_0000_0000);
         assert_eq!(fwd, [0, 64, 128, 192, 0]);
     }
 
     /// On a 32-bit machine STRIDE = 512 / sizeof(char *) = 128, 4-byte loads.
     #[test]
     fn stride_follows_the_pointer_size() {
-        let (w, _) = parse_for("lat_mem_rd:size=512,refs=4,base=0x10000000", 32).unwrap();
+        let (w, _) = parse_for("lat_mem_rd:size=512,refs=4,base=0x10000000,init=off", 32).unwrap();
         let mut b = crate::Batch::default();
         let mut w = w;
         while w.next_batch(&mut b, 8).unwrap() > 0 {}
@@ -177,7 +201,7 @@ mod tests {
     #[test]
     fn random_order_visits_each_page_once_per_pass() {
         let got = offsets(
-            parse("lat_mem_rd:size=64K,stride=1K,order=random,seed=5").unwrap(),
+            parse("lat_mem_rd:size=64K,stride=1K,order=random,seed=5,init=off").unwrap(),
             0x6000_0000_0000,
         );
         assert_eq!(got.len(), 64);
@@ -187,5 +211,19 @@ mod tests {
         let changes = got.windows(2).filter(|w| w[0] / 4096 != w[1] / 4096).count();
         assert_eq!(changes, 15);
         assert_ne!(got, sorted, "not sequential");
+    }
+
+    /// The ring is written first (4 slots: stores at 64, 128, 192, then 0), as the
+    /// workload's warm-up, then the loads begin at slot 0.
+    #[test]
+    fn ring_construction_comes_first() {
+        let w = parse("lat_mem_rd:size=256,refs=2").unwrap();
+        assert_eq!(w.warmup_refs(), 4);
+        let mut b = crate::Batch::default();
+        let mut w = w;
+        while w.next_batch(&mut b, 3).unwrap() > 0 {}
+        let got: Vec<(u64, crate::AccessKind)> = b.refs.iter().map(|r| (r.addr - 0x6000_0000_0000, r.kind)).collect();
+        use crate::AccessKind::{Load, Store};
+        assert_eq!(got, [(64, Store), (128, Store), (192, Store), (0, Store), (0, Load), (192, Load)]);
     }
 }
