@@ -59,7 +59,10 @@ fn variants(m: &MachineCase) -> Result<Vec<Variant>, SimError> {
         });
     }
     let c = spec.cost;
-    for (key, now) in [("walk.mem_latency", c.mem_latency), ("os.fault_latency", c.fault_latency)] {
+    for (key, now) in [
+        ("walk.mem_latency", c.mem_latency),
+        ("os.fault_latency", c.fault_latency),
+    ] {
         for x in [now / 2, now * 2] {
             v.push(Variant {
                 parameter: key.into(),
@@ -158,7 +161,8 @@ fn parallel<J: Sync, R: Send>(
 /// The table: per machine and workload, the seed's figure, then one line per parameter
 /// value with the change and its distance from the nominal change in percentage points.
 pub fn sensitivity_table(e: &Experiment, rows: &[SensRow]) -> String {
-    let mut out = String::from("Sensitivity: the seed policy's change against base when one parameter moves (×½, ×2)\n");
+    let mut out =
+        String::from("Sensitivity: the seed policy's change against base when one parameter moves (×½, ×2)\n");
     let mut nominal = 0.0;
     let mut last = (String::new(), String::new());
     for r in rows {

@@ -26,7 +26,10 @@ const BASE: u64 = 0x4000_0000;
 /// Loads of 8 bytes at the start of pages `pages` (page numbers from BASE).
 fn pages(pages: &[u64]) -> Refs {
     Refs(
-        pages.iter().map(|p| MemRef::new(BASE + p * 4096, AccessKind::Load, 8)).collect(),
+        pages
+            .iter()
+            .map(|p| MemRef::new(BASE + p * 4096, AccessKind::Load, 8))
+            .collect(),
         0,
     )
 }

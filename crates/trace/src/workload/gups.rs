@@ -244,7 +244,12 @@ mod tests {
         while g.next_batch(&mut b, 3).unwrap() > 0 {}
         let got: Vec<(u64, AccessKind)> = b.refs.iter().map(|r| (r.addr - 0x7f00_0000_0000, r.kind)).collect();
         let mut want: Vec<(u64, AccessKind)> = (0..8).map(|i| (i * 8, AccessKind::Store)).collect();
-        want.extend([(16, AccessKind::Load), (16, AccessKind::Store), (32, AccessKind::Load), (32, AccessKind::Store)]);
+        want.extend([
+            (16, AccessKind::Load),
+            (16, AccessKind::Store),
+            (32, AccessKind::Load),
+            (32, AccessKind::Store),
+        ]);
         assert_eq!(got, want);
         let off = crate::workload::parse("gups:table=64,refs=4").unwrap();
         assert_eq!(off.warmup_refs(), 0);

@@ -133,9 +133,9 @@ impl TraceSource for LatMemRd {
             // The ring's construction: slots 1, 2, …, n-1, then 0 (a store each).
             let k = (self.init - self.init_next).min(max as u64);
             let first = self.init_next;
-            batch.refs.extend(
-                (first..first + k).map(|i| MemRef::new(base + (i + 1) % n * stride, AccessKind::Store, ptr)),
-            );
+            batch
+                .refs
+                .extend((first..first + k).map(|i| MemRef::new(base + (i + 1) % n * stride, AccessKind::Store, ptr)));
             self.init_next += k;
             return Ok(k as usize);
         }
@@ -181,7 +181,10 @@ mod tests {
     fn default_is_backward_with_stride_64() {
         let got = offsets(parse("lat_mem_rd:size=256,refs=6,init=off").unwrap(), 0x6000_0000_0000);
         assert_eq!(got, [0, 192, 128, 64, 0, 192]);
-        let fwd = offsets(parse("lat_mem_rd:size=256,refs=5,order=forward,init=off").unwrap(), 0x6000_0000_0000);
+        let fwd = offsets(
+            parse("lat_mem_rd:size=256,refs=5,order=forward,init=off").unwrap(),
+            0x6000_0000_0000,
+        );
         assert_eq!(fwd, [0, 64, 128, 192, 0]);
     }
 
@@ -224,6 +227,16 @@ mod tests {
         while w.next_batch(&mut b, 3).unwrap() > 0 {}
         let got: Vec<(u64, crate::AccessKind)> = b.refs.iter().map(|r| (r.addr - 0x6000_0000_0000, r.kind)).collect();
         use crate::AccessKind::{Load, Store};
-        assert_eq!(got, [(64, Store), (128, Store), (192, Store), (0, Store), (0, Load), (192, Load)]);
+        assert_eq!(
+            got,
+            [
+                (64, Store),
+                (128, Store),
+                (192, Store),
+                (0, Store),
+                (0, Load),
+                (192, Load)
+            ]
+        );
     }
 }

@@ -188,7 +188,12 @@ impl Args {
     }
 
     /// A word under `key`, one of `choices`, else `default`.
-    pub fn choice(&mut self, key: &str, choices: &[&'static str], default: &'static str) -> Result<&'static str, TraceError> {
+    pub fn choice(
+        &mut self,
+        key: &str,
+        choices: &[&'static str],
+        default: &'static str,
+    ) -> Result<&'static str, TraceError> {
         match self.kv.remove(key) {
             None => Ok(default),
             Some(v) => choices
