@@ -96,7 +96,7 @@ pub struct Tlb {
     mru_hits: u64,
     /// Every (key, address space) ever filled, when compulsory misses are counted
     /// ([`Tlb::count_compulsory`]); `None` (the default) costs one test per fill.
-    first_fills: Option<Box<std::collections::HashSet<(u64, Asid)>>>,
+    first_fills: Option<std::collections::HashSet<(u64, Asid)>>,
     /// Fills of a key this level never held before: its compulsory misses.
     compulsory: u64,
 }
@@ -188,7 +188,7 @@ impl Tlb {
     /// filled and so never counted.
     pub fn count_compulsory(&mut self) {
         if self.first_fills.is_none() {
-            self.first_fills = Some(Box::default());
+            self.first_fills = Some(Default::default());
         }
     }
 
@@ -419,7 +419,7 @@ impl Tlb {
     /// [`Tlb::insert`] of a prepared entry.
     #[inline(always)]
     fn insert_key<const FAST: bool>(&mut self, k: &FillKey) -> usize {
-        if let Some(seen) = self.first_fills.as_deref_mut() {
+        if let Some(seen) = self.first_fills.as_mut() {
             self.compulsory += seen.insert((key(k.vpn, k.size), k.asid)) as u64;
         }
         // The steady state of a level holding one size: the array is full, so the fill
