@@ -35,6 +35,10 @@ pub struct TlbTest {
     pub loads: usize,
     /// `"4K"` and/or `"huge"`.
     pub backings: Vec<String>,
+    /// `--set` overrides of the machine (`["tlb.l1d.replacement=random"]`); none by
+    /// default.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sets: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -126,7 +130,8 @@ pub fn run(x: &TlbTest, dir: Option<&Path>) -> Result<TlbTestResult> {
     let mut m = toml::Table::new();
     m.insert("name".into(), toml::Value::String(x.machine.clone()));
     table.insert("machine".into(), toml::Value::Table(m));
-    let spec = config::from_table(table, cfg_path.as_deref(), &[]).map_err(|e| ProbeError::Invalid(e.to_string()))?;
+    let spec =
+        config::from_table(table, cfg_path.as_deref(), &x.sets).map_err(|e| ProbeError::Invalid(e.to_string()))?;
     let mut runs = Vec::new();
     let mut complete = true;
     'all: for backing in &x.backings {

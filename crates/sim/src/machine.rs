@@ -376,6 +376,14 @@ impl Machine {
         }
     }
 
+    /// Counts compulsory misses at every TLB level of every CPU core from now on
+    /// (crate::roi; the nested cores of a `[vm]` machine do not count them).
+    pub fn count_compulsory(&mut self) {
+        for c in &mut self.cpus {
+            c.tlbs.count_compulsory();
+        }
+    }
+
     /// Tracks touched 4 KiB pages (for memory bloat) without a time series.
     pub fn track_touched(&mut self) {
         self.bg.track_touched = true;

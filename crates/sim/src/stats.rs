@@ -90,6 +90,10 @@ pub struct LevelStats {
     /// Counts.
     #[serde(flatten)]
     pub counts: TlbStats,
+    /// Compulsory misses (first fills of a translation-entry key), when counted
+    /// (`sim --compulsory`, crate::roi); absent from the JSON otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compulsory: Option<u64>,
 }
 
 /// A run's results.
@@ -140,6 +144,10 @@ pub struct Stats {
     /// Fake NUMA nodes (`[numa]`, crate::numa); none without, and the JSON then has no
     /// `numa` key.
     pub numa: Option<crate::numa::NumaStats>,
+    /// The region of interest, when the run had one (crate::roi); JSON `roi`.
+    pub roi: Option<crate::roi::RoiInfo>,
+    /// The warm-up's own statistics, when the run had one (crate::roi); JSON `warmup`.
+    pub warmup: Option<Box<Stats>>,
 }
 
 /// What every component of a machine implements to report its counters: it adds
@@ -167,6 +175,7 @@ impl Stats {
                     last_level: t.next.is_none(),
                     stlb: in_stlb(&spec.tlbs, i),
                     counts: TlbStats::default(),
+                    compulsory: None,
                 })
                 .collect(),
             pwc_hits: vec![0; pt_levels.saturating_sub(1)],
@@ -186,6 +195,8 @@ impl Stats {
             soft_ad: spec.ad_software,
             time: None,
             numa: None,
+            roi: None,
+            warmup: None,
         }
     }
 
@@ -302,6 +313,12 @@ impl Stats {
         }
         if let Some(n) = &self.numa {
             v["numa"] = n.to_json();
+        }
+        if let Some(r) = &self.roi {
+            v["roi"] = serde_json::to_value(r).expect("serializable");
+        }
+        if let Some(w) = &self.warmup {
+            v["warmup"] = w.to_json();
         }
         v
     }

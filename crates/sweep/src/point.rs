@@ -166,7 +166,8 @@ impl Point {
         if let Some(meta) = &meta {
             mmulab_sim::preload_vmas(&mut m, meta);
         }
-        let stats = mmulab_sim::run(&mut m, src.as_mut(), None).map_err(|e| e.to_string())?;
+        let stats =
+            mmulab_sim::run_roi(&mut m, src.as_mut(), &mmulab_sim::Roi::default(), None).map_err(|e| e.to_string())?;
         Ok(stats.to_json())
     }
 }

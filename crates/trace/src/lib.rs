@@ -54,6 +54,13 @@ pub trait TraceSource {
     fn meta(&self) -> Option<TraceMeta> {
         None
     }
+
+    /// How many references at the start of the stream are the workload's own warm-up,
+    /// outside its measured region (GUPS's `Table[i] = i`); `sim --warmup auto`, the
+    /// default, simulates them as warm-up and reports them apart. 0 for traces.
+    fn warmup_refs(&self) -> u64 {
+        0
+    }
 }
 
 impl<T: TraceSource + ?Sized> TraceSource for Box<T> {
@@ -68,5 +75,8 @@ impl<T: TraceSource + ?Sized> TraceSource for Box<T> {
     }
     fn meta(&self) -> Option<TraceMeta> {
         (**self).meta()
+    }
+    fn warmup_refs(&self) -> u64 {
+        (**self).warmup_refs()
     }
 }

@@ -15,6 +15,9 @@ use mmulab_sim::reproduce;
       seed 001's superpage-policy experiments (experiments/freebsd.toml, or the built-in copy
       when that file is not in the current directory): tables of the seed's figures against
       mmulab's; --plot draws huge-page coverage over time.
+  mmulab reproduce freebsd --sensitivity [--json]
+      the seed rows' sensitivity: each parameter that sets the magnitude (access_cycles,
+      walk.mem_latency, os.fault_latency, the last-level TLB's entries) x1/2 and x2.
   mmulab reproduce kvm-split [--plot F.png|F.svg] [--json]
       seed 004's KVM eager stage-2 splitting: 64 GiB and 1 GiB memslots, backings 4K/THP/
       hugetlb 1G, granules 4K/16K/64K, enable dirty logging and KVM_CLEAR_DIRTY_LOG, the
@@ -50,6 +53,10 @@ pub struct Args {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// `freebsd` only: vary each parameter that sets the seed rows' magnitude ×½ and ×2
+    /// and print the change (docs/policies.md).
+    #[arg(long, conflicts_with = "plot")]
+    pub sensitivity: bool,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -57,6 +64,12 @@ pub fn run(a: Args) -> Result<()> {
         mmulab_plot::Format::of_path(p).map_err(|e| anyhow::anyhow!("--plot {e}"))?;
     }
     // `freebsd` (seed 001, built in) unless a file of that name exists.
+    if a.sensitivity {
+        if a.file.as_os_str() != "freebsd" {
+            bail!("--sensitivity is for `mmulab reproduce freebsd` only");
+        }
+        return super::reproduce_os::run_freebsd_sensitivity(a.json);
+    }
     if a.file.as_os_str() == "freebsd" && !a.file.exists() {
         return super::reproduce_os::run_freebsd(a.plot.as_deref(), a.json);
     }

@@ -19,6 +19,26 @@ pub fn run_freebsd(plot: Option<&Path>, json: bool) -> Result<()> {
     }
 }
 
+/// `reproduce freebsd --sensitivity`: the seed policy's change against base with each
+/// parameter that sets its magnitude moved ×½ and ×2 (mmulab_sim::reproduce_sens).
+pub fn run_freebsd_sensitivity(json: bool) -> Result<()> {
+    let local = Path::new("experiments/freebsd.toml");
+    let (text, origin) = match std::fs::read_to_string(local) {
+        Ok(t) => (t, local.display().to_string()),
+        Err(_) => (FREEBSD.to_string(), "built-in experiments/freebsd.toml".to_string()),
+    };
+    let e = reproduce::parse(&text, &origin)?;
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(4);
+    eprintln!("mmulab reproduce {} --sensitivity: on {threads} threads…", e.name);
+    let rows = mmulab_sim::reproduce_sens::sensitivity(&e, threads).with_context(|| format!("running {origin}"))?;
+    if json {
+        println!("{}", serde_json::to_string(&rows)?);
+    } else {
+        print!("{}", mmulab_sim::reproduce_sens::sensitivity_table(&e, &rows));
+    }
+    Ok(())
+}
+
 /// Runs a policy experiment (`kind = "os_policies"`) from its file's text.
 pub fn run_text(text: &str, origin: &str, plot: Option<&Path>, json: bool) -> Result<()> {
     run(text, origin, plot, json)
@@ -88,10 +108,11 @@ fn planned_refs(e: &Experiment) -> Vec<(String, String, u64)> {
     for m in &e.machine {
         for w in &e.workload {
             let spec = if m.bits == 32 { &w.spec32 } else { &w.spec64 };
+            // The measured references: the workload's own warm-up is not in `refs`.
             let n = mmulab_trace::workload::parse(spec)
                 .ok()
-                .and_then(|s| s.progress())
-                .map_or(0, |p| p.1);
+                .and_then(|s| s.progress().map(|p| p.1 - s.warmup_refs()))
+                .unwrap_or(0);
             for _ in &m.policies {
                 v.push((m.name.clone(), w.id.clone(), n));
             }

@@ -83,9 +83,52 @@ pub struct Args {
     /// Run a synthetic GPU workload on the GPU, e.g. `texture:textures=8` (docs/gpu.md).
     #[arg(long, value_name = "SPEC", requires = "gpu", conflicts_with_all = ["trace", "workload", "gpu_trace"])]
     pub gpu_workload: Option<String>,
+    /// References to skip before anything is simulated (not simulated at all; as
+    /// drcachesim's -skip_refs). docs/output.md, "Warm-up and region of interest".
+    #[arg(long, value_name = "N", value_parser = count)]
+    pub skip: Option<u64>,
+    /// References simulated as warm-up, their statistics reported apart (JSON `warmup`,
+    /// a line under the table), as drcachesim's -warmup_refs and ChampSim's
+    /// --warmup-instructions. `auto` (default): the workload's own warm-up (gups: its
+    /// `Table[i] = i` initialisation), none for a trace.
+    #[arg(long, value_name = "N|auto")]
+    pub warmup: Option<String>,
+    /// References measured after the warm-up, then stop (drcachesim's -sim_refs).
+    #[arg(long = "refs", value_name = "N", value_parser = count)]
+    pub roi_refs: Option<u64>,
+    /// Look up every base page a reference's bytes straddle, each piece counted as a
+    /// reference (as DynamoRIO's TLB simulator); default: the first byte's page only.
+    #[arg(long)]
+    pub straddle: bool,
+    /// Count compulsory misses per TLB level (first fill of a translation-entry key;
+    /// JSON `tlb.LEVEL.compulsory`).
+    #[arg(long)]
+    pub compulsory: bool,
     /// Run a GPU trace file on the GPU (docs/gpu.md, "Trace format").
     #[arg(long, value_name = "FILE", requires = "gpu", conflicts_with_all = ["trace", "workload"])]
     pub gpu_trace: Option<PathBuf>,
+}
+
+/// A count with decimal suffixes (`100M`), for --skip and --refs.
+fn count(s: &str) -> Result<u64, String> {
+    mmulab_trace::units::parse_count(s)
+}
+
+/// The region of interest the arguments name (docs/output.md).
+pub fn roi(a: &Args) -> Result<mmulab_sim::Roi> {
+    let warmup = match a.warmup.as_deref() {
+        None | Some("auto") => mmulab_sim::Warmup::Auto,
+        Some(n) => mmulab_sim::Warmup::Refs(
+            count(n).map_err(|e| anyhow::anyhow!("--warmup takes a count (e.g. 1M) or `auto`: {e}"))?,
+        ),
+    };
+    Ok(mmulab_sim::Roi {
+        skip: a.skip.unwrap_or(0),
+        warmup,
+        refs: a.roi_refs,
+        straddle: a.straddle,
+        compulsory: a.compulsory,
+    })
 }
 
 /// Opens the reference stream the arguments name, a workload laid out for a machine
@@ -124,7 +167,7 @@ fn read_options(a: &Args) -> Result<TraceOptions> {
 /// Runs `src` on a machine built from `spec`, with progress; returns the statistics,
 /// or an error that carries the statistics gathered before it.
 pub fn simulate(spec: config::MachineSpec, src: &mut dyn TraceSource, label: &str) -> Result<Stats> {
-    simulate_with(spec, src, label, None, None, None)
+    simulate_with(spec, src, label, None, None, None, &mmulab_sim::Roi::default())
 }
 
 /// The error of [`simulate`] when a run stopped on an error: the statistics of the
@@ -156,6 +199,7 @@ pub fn simulate_with(
     series: Option<(u64, &std::path::Path)>,
     meta: Option<&mmulab_trace::TraceMeta>,
     mem_trace: Option<(mmulab_sim::MemTraceFormat, &std::path::Path)>,
+    roi: &mmulab_sim::Roi,
 ) -> Result<Stats> {
     let mut m = Machine::new(spec)?;
     let mut mem_trace_file = None;
@@ -181,7 +225,7 @@ pub fn simulate_with(
         series_file = Some(out);
     }
     let mut p = ProgressLine::new(label);
-    let res = mmulab_sim::run(&mut m, src, Some(&mut |n, f| p.update(n, f)));
+    let res = mmulab_sim::run_roi(&mut m, src, roi, Some(&mut |n, f| p.update(n, f)));
     p.finish();
     // The request stream too is kept when the run stopped early: it covers what ran.
     if let Some(out) = mem_trace_file {
@@ -253,6 +297,7 @@ fn run_to_end(a: Args) -> Result<()> {
         None => config::load(a.config.as_deref(), &a.sets),
     }
     .context("invalid machine config")?;
+    let roi = roi(&a)?;
     let mut src = match &a.trace {
         Some(path) => open_trace_with(path, &read_options(&a)?)?,
         None => source(None, &a.format, a.workload.as_deref(), spec.format.va_bits())?,
@@ -286,6 +331,7 @@ fn run_to_end(a: Args) -> Result<()> {
         a.timeseries.as_deref().map(|p| (a.interval, p)),
         meta.as_ref(),
         mem_trace,
+        &roi,
     )?;
     if a.json {
         let mut v = stats.to_json();
@@ -293,6 +339,9 @@ fn run_to_end(a: Args) -> Result<()> {
         println!("{}", serde_json::to_string(&v)?);
     } else {
         print!("{}", report::single(&stats, &title));
+        if let Some(line) = mmulab_sim::roi_line(&stats) {
+            println!("{line}");
+        }
         if !stats.complete {
             println!("{}", crate::signals::incomplete_line(stats.counters.references));
         }

@@ -262,6 +262,13 @@ impl Hierarchy {
         }
     }
 
+    /// Starts counting compulsory misses at every level ([`Tlb::count_compulsory`]).
+    pub fn count_compulsory(&mut self) {
+        for t in &mut self.levels {
+            t.count_compulsory();
+        }
+    }
+
     /// Fills the levels `path` names with `t` for an access to `va`.
     #[inline]
     pub fn fill(&mut self, path: &[u8], t: &Translation, va: u64) {

@@ -94,6 +94,11 @@ pub struct Tlb {
     /// Hits on the most recent entry ([`Tlb::mru_hit`]): one count for a lookup and a
     /// hit, added to both by [`Tlb::stats`].
     mru_hits: u64,
+    /// Every (key, address space) ever filled, when compulsory misses are counted
+    /// ([`Tlb::count_compulsory`]); `None` (the default) costs one test per fill.
+    first_fills: Option<std::collections::HashSet<(u64, Asid)>>,
+    /// Fills of a key this level never held before: its compulsory misses.
+    compulsory: u64,
 }
 
 #[inline]
@@ -158,6 +163,8 @@ impl Tlb {
             counts: TlbStats::default(),
             fills_empty: 0,
             mru_hits: 0,
+            first_fills: None,
+            compulsory: 0,
         }
     }
 
@@ -171,6 +178,23 @@ impl Tlb {
             evictions: self.counts.fills - self.fills_empty,
             ..self.counts
         }
+    }
+
+    /// Starts counting compulsory misses: from now on a fill of a (key, address space)
+    /// this level never filled before counts one ([`Tlb::compulsory`]). The first
+    /// reference to a translation-entry key misses at every level it looks up (nothing
+    /// could hold it), and each such miss fills the key, so counting first fills counts
+    /// the compulsory part of the 3C classification. A size the level bypasses is never
+    /// filled and so never counted.
+    pub fn count_compulsory(&mut self) {
+        if self.first_fills.is_none() {
+            self.first_fills = Some(Default::default());
+        }
+    }
+
+    /// Compulsory misses since [`Tlb::count_compulsory`], `None` if not counted.
+    pub fn compulsory(&self) -> Option<u64> {
+        self.first_fills.as_ref().map(|_| self.compulsory)
     }
 
     /// Zeroes the counters.
@@ -408,6 +432,9 @@ impl Tlb {
     /// [`Tlb::insert`] of a prepared entry.
     #[inline(always)]
     fn insert_key<const FAST: bool>(&mut self, k: &FillKey) -> usize {
+        if let Some(seen) = self.first_fills.as_mut() {
+            self.compulsory += seen.insert((key(k.vpn, k.size), k.asid)) as u64;
+        }
         // The steady state of a level holding one size: the array is full, so the fill
         // evicts a valid entry, of that size, and the held-size counts stay as they are;
         // the displaced entry need not be read.

@@ -563,6 +563,9 @@ impl Report for Stage1 {
             a.splinters += b.splinters;
             a.bypasses += b.bypasses;
             a.invalidations += b.invalidations;
+            if let Some(c) = t.compulsory() {
+                *l.compulsory.get_or_insert(0) += c;
+            }
         }
         let pwc = self.pwc.stats();
         for (i, h) in pwc.hits.iter().enumerate() {

@@ -3,6 +3,7 @@
 //! | spec | what it generates |
 //! |---|---|
 //! | `gups:table=1GiB[,updates=N][,refs=N]` | HPCC RandomAccess: each update loads and stores one 8-byte word of the table, indexed by the 64-bit LFSR (POLY 0x7). Default updates = 4 × table words, as HPCC. |
+//! | `lat_mem_rd:size=64MiB[,stride=64][,order=backward]` | LMbench's lat_mem_rd: a dependent chase over `size` bytes, one 8-byte pointer every `stride` bytes, backward (default), forward, or in random order (`order=random`, lat_mem_rd `-t`). |
 //! | `chase:pages=N,refs=M` | a dependent pointer chase over N pages in one random cycle, one 64-byte line per page (the line rotates with the page's position so lines do not share a cache set). |
 //! | `stride:pages=N,offset=16,refs=M` | the tlb_test pattern: load `base + i*4096 + i*offset`, `i` wrapping at N. |
 //! | `seq:size=1GiB,refs=M[,stride=64]` | sequential loads every `stride` bytes, wrapping at `size`. |
@@ -27,6 +28,7 @@ mod build;
 mod chase;
 mod gups;
 mod multi;
+mod latmem;
 mod seq;
 mod stream;
 mod stride;
@@ -35,6 +37,7 @@ pub use build::Build;
 pub use chase::Chase;
 pub use gups::{hpcc_starts, hpcc_step, Gups};
 pub use multi::{Mode, Multi, MAX_PARTS};
+pub use latmem::LatMemRd;
 pub use seq::Seq;
 pub use stream::Stream;
 pub use stride::Stride;
@@ -84,7 +87,7 @@ macro_rules! workloads {
     };
 }
 
-workloads!(Gups, Chase, Stride, Seq, Stream, Build);
+workloads!(Gups, Chase, LatMemRd, Stride, Seq, Stream, Build);
 
 /// Most references a workload may generate (`refs`, given or by default): 10^11, which
 /// a run finishes in tens of minutes; above it a spec is refused up front rather than
@@ -227,6 +230,33 @@ impl Args {
         match self.part {
             (i, n, Some(Mode::Threads)) => Some((i, n)),
             _ => None,
+        }
+    }
+
+    /// A switch under `key`: `on`/`off` (also `1`/`0`, `true`/`false`), else `default`.
+    pub fn flag(&mut self, key: &str, default: bool) -> Result<bool, TraceError> {
+        match self.kv.remove(key).as_deref() {
+            None => Ok(default),
+            Some("on" | "1" | "true" | "yes") => Ok(true),
+            Some("off" | "0" | "false" | "no") => Ok(false),
+            Some(v) => Err(self.err(format!("{key}: '{v}' is not on or off"))),
+        }
+    }
+
+    /// A word under `key`, one of `choices`, else `default`.
+    pub fn choice(
+        &mut self,
+        key: &str,
+        choices: &[&'static str],
+        default: &'static str,
+    ) -> Result<&'static str, TraceError> {
+        match self.kv.remove(key) {
+            None => Ok(default),
+            Some(v) => choices
+                .iter()
+                .copied()
+                .find(|c| *c == v)
+                .ok_or_else(|| self.err(format!("{key}: '{v}' is not one of {}", choices.join(", ")))),
         }
     }
 
