@@ -87,3 +87,47 @@ fn plot_draws_both_scenarios_beside_the_seed() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("Seed vs mmulab"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--eager-split-chunk-size GRANULE=SIZE`: a size that is not a block size of the granule,
+/// an unknown granule and a value without `=` are errors naming the flag, the value and
+/// what is allowed; a good one changes the rows' chunk.
+#[test]
+fn chunk_size_flag_is_validated_against_the_granules_block_sizes() {
+    for (value, needles) in [
+        (
+            "4K=4M",
+            &["--eager-split-chunk-size", "4K=4M", "4K granule", "0 (off) or 1G, 2M"][..],
+        ),
+        ("16K=2M", &["16K=2M", "16K granule", "32M"][..]),
+        ("64K=1G", &["64K=1G", "64K granule", "512M"][..]),
+        ("8K=2M", &["8K", "4K, 16K or 64K"][..]),
+        ("2M", &["GRANULE=SIZE"][..]),
+    ] {
+        let out = mmulab(&["reproduce", "kvm-split", "--eager-split-chunk-size", value]);
+        assert!(!out.status.success(), "{value} accepted");
+        let e = String::from_utf8_lossy(&out.stderr);
+        for n in needles {
+            assert!(e.contains(n), "{value}: no {n:?} in {e}");
+        }
+        assert!(out.stdout.is_empty(), "{value}: printed a table");
+    }
+    // Elsewhere the flag is refused rather than ignored.
+    let out = mmulab(&["reproduce", "nested", "--eager-split-chunk-size", "4K=1G"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("reproduce kvm-split"));
+    // 4K=1G: every 4K-granule row uses 1 GiB chunks, so the extra 1G rows are not added:
+    // 120 − 2 slots × 2 scenarios × 3 variants = 108 rows; 16K keeps its 32M default.
+    let out = mmulab(&["reproduce", "kvm-split", "--json", "--eager-split-chunk-size", "4K=1G"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 108);
+    for r in rows {
+        let want: u64 = match r["granule"].as_str().unwrap() {
+            "4K" => 1 << 30,
+            "16K" => 32 << 20,
+            _ => 512 << 20,
+        };
+        assert_eq!(r["chunk_bytes"], want, "{r}");
+    }
+}
