@@ -45,6 +45,16 @@ fn machines_lists_the_catalog() {
     }
     let a9 = v.as_array().unwrap().iter().find(|m| m["name"] == "cortex-a9").unwrap();
     assert_eq!(a9["l2"], "128 + 4");
+    assert_eq!(a9["stage2"], serde_json::Value::Null);
+    // The virtualized cores (machines/vm/) with their stage-2 formats.
+    for (vm, stage2) in [
+        ("cortex-a53-kvm", "aarch64-s2-64k"),
+        ("cortex-a76-kvm", "aarch64-s2"),
+        ("epyc-zen4-kvm", "x86_64"),
+    ] {
+        let m = v.as_array().unwrap().iter().find(|m| m["name"] == vm);
+        assert_eq!(m.map(|m| &m["stage2"]), Some(&serde_json::json!(stage2)), "{vm}");
+    }
 }
 
 #[test]

@@ -289,6 +289,8 @@ fn parquet_is_the_default_output_beside_the_spec() {
     // A Parquet file starts and ends with its magic.
     assert_eq!(&bytes[..4], b"PAR1");
     assert_eq!(&bytes[bytes.len() - 4..], b"PAR1");
+    // Written as points finished into spec.parquet.partial, renamed at the end.
+    assert!(!d.join("spec.parquet.partial").exists());
     let m: Value = serde_json::from_slice(&std::fs::read(d.join("spec.parquet.manifest.json")).unwrap()).unwrap();
     let points = m["points"].as_array().unwrap();
     assert_eq!(points.len(), 2);

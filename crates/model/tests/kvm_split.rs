@@ -1,8 +1,11 @@
 //! KVM dirty logging with eager stage-2 splitting: visit counts of small slots derived by
 //! hand, the extrapolation against full walks, and the bad-input errors.
 //!
-//! Every slot starts at 1 GiB (gpa 0x4000_0000), so with the 4K granule it sits in
-//! level-0 entry 0, level-1 entry 1. The default chunk is the granule's level-2 block.
+//! The tables are the stage-2 formats of a 40-bit IPA (`aarch64-s2*`, as the nested
+//! translator's): 4K walks start at kernel level 1 (two concatenated tables, 1024 entries),
+//! 16K and 64K at level 2 — there is no level-0 read, and at 16K/64K no level-1 read
+//! either. Every slot starts at 1 GiB (gpa 0x4000_0000), so with the 4K granule it sits in
+//! level-1 entry 1. The default chunk is the granule's level-2 block.
 
 use mmulab_model::kvm::memslot::{Memslot, Memslots, KVM_MEM_LOG_DIRTY_PAGES};
 use mmulab_model::kvm::{measure, measure_walked, Backing, Case, Granule, Scenario, SplitCounts, Stage2, Variant};
@@ -31,19 +34,19 @@ fn run(
 
 #[test]
 fn thp_2m_slot_enable_splits_one_block() {
-    // populate: L0[0] → L1 table, L1[1] → L2 table, L2[0] = the 2M block.
-    // wp: one apply chunk (1G step): reads L0, L1, L2 (the block: 1 callback, 1 write).
+    // populate: L1[1] (the concatenated root) → L2 table, L2[0] = the 2M block.
+    // wp: one apply chunk (1G step): reads L1, L2 (the block: 1 callback, 1 write).
     // split: capacity = ceil(2M/1G) + ceil(2M/2M) = 2 → one top-up of 2 pages; one chunk.
-    //   walk reads L0, L1, L2 → callback on the block: level 2 needs 1 page, force_pte;
+    //   walk reads L1, L2 → callback on the block: level 2 needs 1 page, force_pte;
     //   the build takes 1 page and walks the new level-3 table: 512 reads, 512 callbacks,
     //   512 leaves written twice each (break, make: 1024 writes); BBM writes the locked
     //   entry and the table (2 writes), 1 TLBI
     //   by IPA. Vanilla then re-reads the entry and descends: 512 level-3 reads and 512
     //   callbacks that return at once. Skip-level3 and skip-children do not descend.
     let v = run(M2, Backing::Thp, Granule::K4, Scenario::Enable, Variant::Vanilla, M2);
-    assert_eq!(v.wp_walk.reads, [1, 1, 1, 0]);
+    assert_eq!(v.wp_walk.reads, [0, 1, 1, 0]);
     assert_eq!((v.wp_walk.callbacks, v.wp_writes, v.wp_calls), (1, 1, 1));
-    assert_eq!(v.split_walk.reads, [1, 1, 1, 512]);
+    assert_eq!(v.split_walk.reads, [0, 1, 1, 512]);
     assert_eq!(v.split_walk.callbacks, 1 + 512);
     assert_eq!(v.build_walk.reads, [0, 0, 0, 512]);
     assert_eq!(v.build_walk.callbacks, 512);
@@ -53,7 +56,7 @@ fn thp_2m_slot_enable_splits_one_block() {
     assert_eq!((v.topups, v.pages_allocated, v.split_calls), (1, 2, 1));
     for variant in [Variant::SkipLevel3, Variant::SkipChildren] {
         let s = run(M2, Backing::Thp, Granule::K4, Scenario::Enable, variant, M2);
-        assert_eq!(s.split_walk.reads, [1, 1, 1, 0], "{variant:?}");
+        assert_eq!(s.split_walk.reads, [0, 1, 1, 0], "{variant:?}");
         assert_eq!(s.split_walk.callbacks, 1, "{variant:?}");
         // Everything but the split walk's level-3 visits is the same work.
         assert_eq!(s.build_walk, v.build_walk);
@@ -64,13 +67,13 @@ fn thp_2m_slot_enable_splits_one_block() {
 #[test]
 fn pages_2m_slot_enable_only_walks() {
     // Already 4K: nothing to split. wp visits and writes all 512 pages; the split walk
-    // reads L0, L1, the L2 table entry (no callback: LEAF only) and, vanilla, 512 pages
+    // reads L1, the L2 table entry (no callback: LEAF only) and, vanilla, 512 pages
     // (512 callbacks); skip-level3 stops at the level-2 table entry. One top-up (2 pages)
     // happens before the first chunk all the same.
     let v = run(M2, Backing::Pages, Granule::K4, Scenario::Enable, Variant::Vanilla, M2);
-    assert_eq!(v.wp_walk.reads, [1, 1, 1, 512]);
+    assert_eq!(v.wp_walk.reads, [0, 1, 1, 512]);
     assert_eq!((v.wp_walk.callbacks, v.wp_writes), (512, 512));
-    assert_eq!(v.split_walk.reads, [1, 1, 1, 512]);
+    assert_eq!(v.split_walk.reads, [0, 1, 1, 512]);
     assert_eq!(v.split_walk.callbacks, 512);
     assert_eq!((v.blocks_split, v.pages_taken, v.tlbi_ipa), ([0; 4], 0, 0));
     assert_eq!((v.topups, v.pages_allocated), (1, 2));
@@ -82,7 +85,7 @@ fn pages_2m_slot_enable_only_walks() {
         Variant::SkipLevel3,
         M2,
     );
-    assert_eq!(s.split_walk.reads, [1, 1, 1, 0]);
+    assert_eq!(s.split_walk.reads, [0, 1, 1, 0]);
     assert_eq!(s.split_walk.callbacks, 0);
     assert_eq!(s.wp_walk, v.wp_walk);
 }
@@ -92,8 +95,8 @@ fn hugetlb_1g_slot_with_2m_chunks_splits_one_level_then_each_2m() {
     // Chunk 2M: capacity 2 < 513, so the 1G block is split one level only (no force_pte):
     // the build takes 1 page, writes 512 2M blocks (512 reads and callbacks at level 2).
     // The walker re-reads level 1, descends into the new table for its 2M chunk and splits
-    // that block (force_pte, 1 page, 512 level-3 leaves). Each later chunk (511) reads L0,
-    // L1 (table), its L2 block and splits it. Top-ups: chunk 0 finds 0 pages (adds 2),
+    // that block (force_pte, 1 page, 512 level-3 leaves). Each later chunk (511) reads
+    // L1 (table), its L2 block and splits it: 512 walks, each one read at L1 (no L0). Top-ups: chunk 0 finds 0 pages (adds 2),
     // chunk 1 finds 0 (adds 2), chunks 2..511 find 1 (add 1): 512 top-ups, 514 pages.
     let v = run(
         G1,
@@ -103,7 +106,7 @@ fn hugetlb_1g_slot_with_2m_chunks_splits_one_level_then_each_2m() {
         Variant::Vanilla,
         M2,
     );
-    assert_eq!(v.split_walk.reads, [512, 512, 512, 512 * 512]);
+    assert_eq!(v.split_walk.reads, [0, 512, 512, 512 * 512]);
     // 1 level-1 block + 512 level-2 blocks + 512 × 512 level-3 entries.
     assert_eq!(v.split_walk.callbacks, 1 + 512 + 512 * 512);
     assert_eq!(v.build_walk.reads, [0, 0, 512, 512 * 512]);
@@ -113,7 +116,8 @@ fn hugetlb_1g_slot_with_2m_chunks_splits_one_level_then_each_2m() {
     // Every subtree entry twice (break, make), every live block twice.
     assert_eq!(v.descriptors_written, 2 * 512 + 2 + 512 * (2 * 512 + 2));
     assert_eq!((v.topups, v.pages_allocated), (512, 514));
-    assert_eq!(v.wp_walk.reads, [1, 1, 0, 0]);
+    // wp: one apply chunk reads the 1G block at L1.
+    assert_eq!(v.wp_walk.reads, [0, 1, 0, 0]);
     let s = run(
         G1,
         Backing::Hugetlb1G,
@@ -122,7 +126,7 @@ fn hugetlb_1g_slot_with_2m_chunks_splits_one_level_then_each_2m() {
         Variant::SkipLevel3,
         M2,
     );
-    assert_eq!(s.split_walk.reads, [512, 512, 512, 0]);
+    assert_eq!(s.split_walk.reads, [0, 512, 512, 0]);
     assert_eq!(s.split_walk.callbacks, 1 + 512);
     // Skip-children changes nothing here: the 1G split was not complete (no force_pte),
     // and level-3 tables are skipped anyway.
@@ -152,7 +156,8 @@ fn hugetlb_1g_slot_with_1g_chunk_builds_the_whole_tree() {
         Variant::Vanilla,
         G1,
     );
-    assert_eq!(v.split_walk.reads, [1, 1, 512, 512 * 512]);
+    // One walk: the L1 block, then the new L2 table and its L3 tables.
+    assert_eq!(v.split_walk.reads, [0, 1, 512, 512 * 512]);
     assert_eq!(v.split_walk.callbacks, 1 + 512 * 512);
     assert_eq!(v.build_walk.reads, [0, 0, 512, 512 * 512]);
     assert_eq!((v.pages_taken, v.topups, v.pages_allocated), (513, 1, 513));
@@ -165,7 +170,7 @@ fn hugetlb_1g_slot_with_1g_chunk_builds_the_whole_tree() {
         Variant::SkipLevel3,
         G1,
     );
-    assert_eq!((s.split_walk.reads, s.split_walk.callbacks), ([1, 1, 512, 0], 1));
+    assert_eq!((s.split_walk.reads, s.split_walk.callbacks), ([0, 1, 512, 0], 1));
     let c = run(
         G1,
         Backing::Hugetlb1G,
@@ -174,17 +179,17 @@ fn hugetlb_1g_slot_with_1g_chunk_builds_the_whole_tree() {
         Variant::SkipChildren,
         G1,
     );
-    assert_eq!((c.split_walk.reads, c.split_walk.callbacks), ([1, 1, 0, 0], 1));
+    assert_eq!((c.split_walk.reads, c.split_walk.callbacks), ([0, 1, 0, 0], 1));
     assert_eq!(c.build_walk, v.build_walk);
 }
 
 #[test]
 fn thp_2m_slot_clear_dirty_log_in_64_page_words() {
-    // 8 words of 64 × 4K = 256K. Word 0: wp reads L0, L1, the L2 block (1 callback, 1
-    // write); the split walk reads the same 3 entries, splits the whole 2M block (the
+    // 8 words of 64 × 4K = 256K. Word 0: wp reads L1, the L2 block (1 callback, 1
+    // write); the split walk reads the same 2 entries, splits the whole 2M block (the
     // build walks all 512 leaves) and, vanilla, descends over its own 64 pages. Words 1..7:
-    // wp reads L0, L1, L2 (table) and 64 pages (callbacks, no writes: the split copied the
-    // read-only block), the split walk the same (vanilla) or 3 entries (skip-level3).
+    // wp reads L1, L2 (table) and 64 pages (callbacks, no writes: the split copied the
+    // read-only block), the split walk the same (vanilla) or 2 entries (skip-level3).
     // Top-ups (capacity 2 before each chunk): word 0 finds 0 and adds 2, then takes 1;
     // word 1 finds 1 < 2 and adds 1; words 2..7 find 2 (nothing split since): 2 top-ups,
     // 3 pages.
@@ -197,9 +202,9 @@ fn thp_2m_slot_clear_dirty_log_in_64_page_words() {
         M2,
     );
     assert_eq!(v.words, 8);
-    assert_eq!(v.wp_walk.reads, [8, 8, 8, 7 * 64]);
+    assert_eq!(v.wp_walk.reads, [0, 8, 8, 7 * 64]);
     assert_eq!((v.wp_walk.callbacks, v.wp_writes), (1 + 7 * 64, 1));
-    assert_eq!(v.split_walk.reads, [8, 8, 8, 8 * 64]);
+    assert_eq!(v.split_walk.reads, [0, 8, 8, 8 * 64]);
     assert_eq!(v.split_walk.callbacks, 1 + 8 * 64);
     assert_eq!(v.build_walk.reads, [0, 0, 0, 512]);
     assert_eq!((v.topups, v.pages_allocated, v.split_calls), (2, 3, 8));
@@ -212,13 +217,14 @@ fn thp_2m_slot_clear_dirty_log_in_64_page_words() {
         Variant::SkipLevel3,
         M2,
     );
-    assert_eq!((s.split_walk.reads, s.split_walk.callbacks), ([8, 8, 8, 0], 1));
+    assert_eq!((s.split_walk.reads, s.split_walk.callbacks), ([0, 8, 8, 0], 1));
 }
 
 #[test]
 fn granules_16k_and_64k_split_their_level2_blocks() {
-    // 16K: one 32M THP block at L2; the new L3 table has 2048 entries. 64K: tables start
-    // at kernel level 1; one 512M block, 8192 entries per L3 table.
+    // 16K: tables start at kernel level 2 (16 concatenated tables, 32768 entries); one 32M
+    // THP block at L2, read once; the new L3 table has 2048 entries. 64K: tables start at
+    // level 2 too (2048 entries); one 512M block, 8192 entries per L3 table.
     let v = run(
         32 << 20,
         Backing::Thp,
@@ -227,7 +233,7 @@ fn granules_16k_and_64k_split_their_level2_blocks() {
         Variant::Vanilla,
         32 << 20,
     );
-    assert_eq!(v.split_walk.reads, [1, 1, 1, 2048]);
+    assert_eq!(v.split_walk.reads, [0, 0, 1, 2048]);
     assert_eq!(v.build_walk.reads, [0, 0, 0, 2048]);
     assert_eq!((v.pages_taken, v.tlbi_ipa), (1, 1));
     let v = run(
@@ -238,7 +244,7 @@ fn granules_16k_and_64k_split_their_level2_blocks() {
         Variant::Vanilla,
         512 << 20,
     );
-    assert_eq!(v.split_walk.reads, [0, 1, 1, 8192]);
+    assert_eq!(v.split_walk.reads, [0, 0, 1, 8192]);
     assert_eq!(v.build_walk.reads, [0, 0, 0, 8192]);
     let s = run(
         512 << 20,
@@ -248,7 +254,7 @@ fn granules_16k_and_64k_split_their_level2_blocks() {
         Variant::SkipLevel3,
         512 << 20,
     );
-    assert_eq!(s.split_walk.reads, [0, 1, 1, 0]);
+    assert_eq!(s.split_walk.reads, [0, 0, 1, 0]);
 }
 
 #[test]
@@ -336,4 +342,31 @@ fn bad_inputs_name_the_slot_key_or_address() {
     );
     assert!(Stage2::new(Granule::K4, Variant::Vanilla, 0, 1 << 20).is_ok());
     assert!(Memslots::new(52).is_err());
+}
+
+/// One host: the split model's tables are the stage-2 formats the nested translator walks
+/// (`vm.stage2 = "aarch64-s2"`, `-16k`, `-64k`), 40-bit IPA, and a slot past that IPA is an
+/// error naming the slot rather than an aliased mapping.
+#[test]
+fn split_tables_are_the_nested_translators_stage2_formats() {
+    use mmulab_model::pt::Format;
+    for (g, name) in [
+        (Granule::K4, "aarch64-s2"),
+        (Granule::K16, "aarch64-s2-16k"),
+        (Granule::K64, "aarch64-s2-64k"),
+    ] {
+        let s = Stage2::new(g, Variant::Vanilla, 0, 1 << 20).unwrap();
+        assert_eq!(Some(s.format()), Format::from_arch_name(name), "{g:?}");
+        assert_eq!(s.format().va_bits(), 40, "{g:?}");
+    }
+    // 2 MiB at 1 TiB - 1 MiB crosses the end of the 40-bit IPA.
+    let slot = Memslot {
+        id: 7,
+        base_gfn: ((1u64 << 40) - (1 << 20)) >> 12,
+        pages: 512,
+        flags: KVM_MEM_LOG_DIRTY_PAGES,
+    };
+    let mut s = Stage2::new(Granule::K4, Variant::Vanilla, M2, 1 << 20).unwrap();
+    let e = s.populate(&slot, Backing::Pages).unwrap_err().to_string();
+    assert!(e.contains("memslot 7") && e.contains("40-bit IPA"), "{e}");
 }

@@ -1,6 +1,6 @@
 //! `mmulab reproduce nested` (issue 20, item 6; docs/virtualization.md): translation in
 //! a virtual machine on the model of this machine, an AMD EPYC Zen 4 core in a KVM guest
-//! (experiments/vm/epyc-zen4-kvm.toml).
+//! (machines/vm/epyc-zen4-kvm.toml).
 //!
 //! * The 2 × 2 table: GUPS and a pointer chase in the guest, guest pages 4K / 2M (the
 //!   guest's policy `base` / `fixed` 2M) × host backing 4K / hugetlbfs 2M, beside the same
@@ -26,8 +26,8 @@ use crate::error::{ProbeError, Result};
 use crate::probe::{self, ProbeConfig};
 use crate::target::sim::SimTarget;
 
-/// The modelled machine (this one): experiments/vm/epyc-zen4-kvm.toml.
-pub const MACHINE: &str = include_str!("../../../experiments/vm/epyc-zen4-kvm.toml");
+/// The modelled machine (this one): machines/vm/epyc-zen4-kvm.toml.
+pub const MACHINE: &str = include_str!("../../../machines/vm/epyc-zen4-kvm.toml");
 
 /// The workloads: (id, spec).
 pub const WORKLOADS: [(&str, &str); 2] = [
@@ -183,7 +183,7 @@ pub fn table(r: &NestedResult) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "nested translation on experiments/vm/epyc-zen4-kvm.toml (AMD EPYC Zen 4 in a KVM guest, NPT)\n"
+        "nested translation on machines/vm/epyc-zen4-kvm.toml (AMD EPYC Zen 4 in a KVM guest, NPT)\n"
     );
     let _ = writeln!(
         s,

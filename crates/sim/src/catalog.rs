@@ -13,7 +13,8 @@
 //!   level with `remove = true` (and its name) deletes the base's level of that name;
 //! * the base may itself name a base (up to 8 deep; cycles are errors).
 //!
-//! Adding a core: write `machines/<name>.toml` (a `description`, the format, walk
+//! Adding a core: write `machines/<name>.toml` (`machines/vm/<name>.toml` for a core in a
+//! guest, with `[vm]`) (a `description`, the format, walk
 //! caches and latencies, every `[[tlb]]` level, each number's source in a comment) and
 //! add it to [`MACHINES`]; the catalog tests probe it and check the probe recovers it.
 
@@ -45,6 +46,17 @@ pub const MACHINES: &[(&str, &str)] = &[
         include_str!("../../../machines/neoverse-n1-caches.toml"),
     ),
     ("skylake-caches", include_str!("../../../machines/skylake-caches.toml")),
+    // Virtualized cores: a catalog core (or this machine) in a KVM guest, `[vm]` set
+    // (docs/virtualization.md). Their files live in machines/vm/.
+    (
+        "cortex-a53-kvm",
+        include_str!("../../../machines/vm/cortex-a53-kvm.toml"),
+    ),
+    (
+        "cortex-a76-kvm",
+        include_str!("../../../machines/vm/cortex-a76-kvm.toml"),
+    ),
+    ("epyc-zen4-kvm", include_str!("../../../machines/vm/epyc-zen4-kvm.toml")),
 ];
 
 /// The TOML text of a catalog machine.
@@ -55,6 +67,19 @@ pub fn get(name: &str) -> Option<&'static str> {
 /// Catalog names, in catalog order.
 pub fn names() -> Vec<&'static str> {
     MACHINES.iter().map(|(n, _)| *n).collect()
+}
+
+/// True if catalog machine `name` runs its cores in a guest (its file sets `[vm]`).
+pub fn is_vm(name: &str) -> bool {
+    get(name).is_some_and(|t| {
+        toml::from_str::<toml::Table>(t)
+            .ok()
+            .and_then(|t| {
+                t.get("vm")
+                    .map(|v| v.get("enabled").and_then(|e| e.as_bool()) != Some(false))
+            })
+            .unwrap_or(false)
+    })
 }
 
 /// The `[machine] description` of a catalog entry (empty if it has none).
@@ -196,8 +221,9 @@ mod tests {
     #[test]
     fn every_machine_file_is_in_the_catalog_and_valid() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../machines");
-        let mut files: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
+        let mut files: Vec<String> = [dir.clone(), dir.join("vm")]
+            .iter()
+            .flat_map(|d| std::fs::read_dir(d).unwrap())
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "toml"))
             .filter_map(|p| p.file_stem()?.to_str().map(str::to_string))
@@ -213,6 +239,9 @@ mod tests {
             if *name != "default" {
                 assert!(!description(text).is_empty(), "{name} has no description");
             }
+            // The files in machines/vm/ (and only they) are virtualized cores.
+            assert_eq!(spec.vm.is_some(), name.ends_with("-kvm"), "{name}");
+            assert_eq!(is_vm(name), spec.vm.is_some(), "{name}");
         }
     }
 

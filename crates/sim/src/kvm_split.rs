@@ -104,8 +104,79 @@ pub const SEED: [(Scenario, Backing, f64, f64); 6] = [
     (Scenario::Enable, Backing::Hugetlb1G, 13.4, 13.2),
 ];
 
-/// Runs every combination on up to `threads` threads.
+/// `eager_split_chunk_size` per granule (`KVM_CAP_ARM_EAGER_SPLIT_CHUNK_SIZE`; `reproduce
+/// kvm-split --eager-split-chunk-size GRANULE=SIZE`): the reproduction's default, the
+/// granule's level-2 block ([`Case::default_chunk`]), unless set.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Chunks {
+    set: Vec<(Granule, u64)>,
+}
+
+/// The flag the chunk sizes come from, as errors name it.
+pub const CHUNK_FLAG: &str = "--eager-split-chunk-size";
+
+impl Chunks {
+    /// Parses `GRANULE=SIZE` values (`4K=1G`, `16K=32M`, `64K=0`). SIZE is 0 (off, the
+    /// kernel's default) or a block size of the granule, as the kernel's
+    /// `kvm_vm_ioctl_enable_cap` (arch/arm64/kvm/arm.c) accepts only `new_cap == 0 ||
+    /// kvm_is_block_size_supported(new_cap)`; anything else is an error naming the flag,
+    /// the value and the sizes allowed.
+    pub fn parse(values: &[String]) -> Result<Chunks, String> {
+        let mut set: Vec<(Granule, u64)> = Vec::new();
+        for v in values {
+            let Some((g, size)) = v.split_once('=') else {
+                return Err(format!(
+                    "{CHUNK_FLAG} {v:?}: write GRANULE=SIZE, e.g. 4K=1G (granules 4K, 16K, 64K)"
+                ));
+            };
+            let granule = Granule::ALL
+                .into_iter()
+                .find(|x| x.name().eq_ignore_ascii_case(g.trim()))
+                .ok_or_else(|| format!("{CHUNK_FLAG} {v}: {g:?} is not a stage-2 granule; use 4K, 16K or 64K"))?;
+            let allowed = || {
+                let sizes: Vec<String> = granule.block_sizes().iter().map(|b| b.to_string()).collect();
+                format!("0 (off) or {}", sizes.join(", "))
+            };
+            let bytes = match size.trim() {
+                "0" => 0,
+                t => match PageSize::parse(t) {
+                    Ok(p) if granule.block_sizes().contains(&p) => p.bytes(),
+                    _ => {
+                        return Err(format!(
+                            "{CHUNK_FLAG} {v}: {size:?} is not a block size of the {} granule (eager_split_chunk_size, KVM_CAP_ARM_EAGER_SPLIT_CHUNK_SIZE); use {}",
+                            granule.name(),
+                            allowed()
+                        ))
+                    }
+                },
+            };
+            if set.iter().any(|(x, _)| *x == granule) {
+                return Err(format!(
+                    "{CHUNK_FLAG} {v}: the {} granule's chunk size is given twice",
+                    granule.name()
+                ));
+            }
+            set.push((granule, bytes));
+        }
+        Ok(Chunks { set })
+    }
+
+    /// The chunk size for granule `g`, bytes.
+    pub fn get(&self, g: Granule) -> u64 {
+        self.set
+            .iter()
+            .find(|(x, _)| *x == g)
+            .map_or_else(|| Case::default_chunk(g), |&(_, b)| b)
+    }
+}
+
+/// Runs every combination on up to `threads` threads, with the default chunk sizes.
 pub fn run(threads: usize) -> Result<KvmSplit, ModelError> {
+    run_with(threads, &Chunks::default())
+}
+
+/// Runs every combination on up to `threads` threads with chunk sizes `chunks`.
+pub fn run_with(threads: usize, chunks: &Chunks) -> Result<KvmSplit, ModelError> {
     let mut cases = Vec::new();
     for slot in SLOTS {
         for scenario in Scenario::ALL {
@@ -118,12 +189,12 @@ pub fn run(threads: usize) -> Result<KvmSplit, ModelError> {
                             granule,
                             scenario,
                             variant,
-                            chunk: Case::default_chunk(granule),
+                            chunk: chunks.get(granule),
                         };
                         cases.push(case);
                         // Extra rows: 1 GiB chunks, where a 1G block is split whole
                         // (force_pte) and skip-children has children to skip.
-                        if granule == Granule::K4 && backing == Backing::Hugetlb1G {
+                        if granule == Granule::K4 && backing == Backing::Hugetlb1G && case.chunk != 1 << 30 {
                             cases.push(Case { chunk: 1 << 30, ..case });
                         }
                     }
@@ -150,7 +221,7 @@ pub fn run(threads: usize) -> Result<KvmSplit, ModelError> {
             .unwrap_or(time);
         rows.push(row(case, c, *extrapolated, time, vanilla));
     }
-    let comparison = compare(&rows, &cases, &results, &cost);
+    let comparison = compare(&rows, &cases, &results, &cost, chunks);
     Ok(KvmSplit { rows, comparison })
 }
 
@@ -199,7 +270,13 @@ fn round1(x: f64) -> f64 {
 }
 
 /// mmulab's mean saving over the granules (64 GiB slot) beside each seed figure.
-fn compare(rows: &[Row], cases: &[Case], results: &[(SplitCounts, bool)], cost: &SplitCost) -> Vec<Comparison> {
+fn compare(
+    rows: &[Row],
+    cases: &[Case],
+    results: &[(SplitCounts, bool)],
+    cost: &SplitCost,
+    chunks: &Chunks,
+) -> Vec<Comparison> {
     let mut out: Vec<Comparison> = Vec::new();
     for (scenario, backing, a, b) in SEED {
         for (variant, seed) in [(Variant::SkipLevel3, a), (Variant::SkipChildren, b)] {
@@ -210,7 +287,7 @@ fn compare(rows: &[Row], cases: &[Case], results: &[(SplitCounts, bool)], cost: 
                         && c.scenario == scenario
                         && c.backing == backing
                         && c.variant == variant
-                        && c.chunk == Case::default_chunk(c.granule)
+                        && c.chunk == chunks.get(c.granule)
                 })
                 .collect();
             let mmulab = round1(picked.iter().map(|&i| rows[i].saving_vs_vanilla).sum::<f64>() / picked.len() as f64);

@@ -9,11 +9,13 @@ pub mod exec;
 pub mod journal;
 pub mod point;
 pub mod spec;
+pub mod stream;
 pub mod table;
 
 pub use exec::{Executor, Pool, Ray};
 pub use point::{identify, Point, Row, Source};
 pub use spec::{Mode, Spec};
+pub use stream::ParquetStream;
 pub use table::Table;
 
 /// Anything that stops a sweep as a whole (a point's own failure is a row, not this).

@@ -129,6 +129,14 @@ impl Table {
 
     /// Writes one Parquet file (one row group, uncompressed), each column OPTIONAL.
     pub fn write_parquet<W: Write + Send>(&self, w: W) -> parquet::errors::Result<()> {
+        let mut writer = self.parquet_writer(w)?;
+        self.write_row_group(&mut writer, &self.cells)?;
+        writer.close()?;
+        Ok(())
+    }
+
+    /// A Parquet writer over `w` with this table's columns as its schema (each OPTIONAL).
+    pub fn parquet_writer<W: Write + Send>(&self, w: W) -> parquet::errors::Result<SerializedFileWriter<W>> {
         let fields =
             self.names
                 .iter()
@@ -150,11 +158,19 @@ impl Table {
                 .set_created_by(format!("mmulab {}", env!("CARGO_PKG_VERSION")))
                 .build(),
         );
-        let mut writer = SerializedFileWriter::new(w, schema, props)?;
+        SerializedFileWriter::new(w, schema, props)
+    }
+
+    /// Writes `cells` (rows laid out as this table's columns) as one row group.
+    pub fn write_row_group<W: Write + Send>(
+        &self,
+        writer: &mut SerializedFileWriter<W>,
+        cells: &[Vec<Value>],
+    ) -> parquet::errors::Result<()> {
         let mut rg = writer.next_row_group()?;
         let mut c = 0;
         while let Some(mut col) = rg.next_column()? {
-            let values = self.cells.iter().map(|r| &r[c]);
+            let values = cells.iter().map(|r| &r[c]);
             let defs: Vec<i16> = values.clone().map(|v| i16::from(!v.is_null())).collect();
             let present = values.filter(|v| !v.is_null());
             match self.kinds[c] {
@@ -179,7 +195,6 @@ impl Table {
             c += 1;
         }
         rg.close()?;
-        writer.close()?;
         Ok(())
     }
 }

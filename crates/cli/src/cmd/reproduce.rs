@@ -18,11 +18,12 @@ use mmulab_sim::reproduce;
   mmulab reproduce freebsd --sensitivity [--json]
       the seed rows' sensitivity: each parameter that sets the magnitude (access_cycles,
       walk.mem_latency, os.fault_latency, the last-level TLB's entries) x1/2 and x2.
-  mmulab reproduce kvm-split [--plot F.png|F.svg] [--json]
+  mmulab reproduce kvm-split [--plot F.png|F.svg] [--json] [--eager-split-chunk-size G=SIZE]...
       seed 004's KVM eager stage-2 splitting: 64 GiB and 1 GiB memslots, backings 4K/THP/
       hugetlb 1G, granules 4K/16K/64K, enable dirty logging and KVM_CLEAR_DIRTY_LOG, the
       split walker today vs skip-level3 vs skip-children, beside the seed's savings
-      (docs/kvm-split.md); --plot draws the savings.
+      (docs/kvm-split.md); --plot draws the savings; --eager-split-chunk-size 4K=1G sets a
+      granule's chunk (0 or one of its block sizes: 4K 2M/1G, 16K 32M, 64K 512M).
   mmulab reproduce nested [--plot F.png|F.svg] [--json]
       nested (two-stage) translation on the model of this machine, an AMD EPYC Zen 4 core in a
       KVM guest: GUPS and a pointer chase, guest 4K/2M x host 4K/2M (walk references per TLB
@@ -57,6 +58,11 @@ pub struct Args {
     /// and print the change (docs/policies.md).
     #[arg(long, conflicts_with = "plot")]
     pub sensitivity: bool,
+    /// `kvm-split` only: KVM's eager-split chunk size for a granule, GRANULE=SIZE (e.g.
+    /// 4K=1G; 0 = off); SIZE must be a block size of the granule. Repeatable. Default: each
+    /// granule's level-2 block (2M, 32M, 512M).
+    #[arg(long, value_name = "GRANULE=SIZE")]
+    pub eager_split_chunk_size: Vec<String>,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -75,7 +81,10 @@ pub fn run(a: Args) -> Result<()> {
     }
     // `kvm-split` (seed 004, built in) unless a file of that name exists.
     if a.file.as_os_str() == "kvm-split" && !a.file.exists() {
-        return super::reproduce_kvm::run(a.plot.as_deref(), a.json);
+        return super::reproduce_kvm::run(a.plot.as_deref(), a.json, &a.eager_split_chunk_size);
+    }
+    if !a.eager_split_chunk_size.is_empty() {
+        bail!("--eager-split-chunk-size belongs to `mmulab reproduce kvm-split`; drop it here");
     }
     // `nested` (built in) unless a file of that name exists.
     if a.file.as_os_str() == "nested" && !a.file.exists() {

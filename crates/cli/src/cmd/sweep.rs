@@ -4,7 +4,7 @@
 use crate::output::OutputFile;
 use crate::progress::Ticker;
 use anyhow::{bail, Context, Result};
-use mmulab_sweep::{journal, Executor, Plan, Pool, Ray, Row, Spec, Table};
+use mmulab_sweep::{journal, Executor, ParquetStream, Plan, Pool, Ray, Row, Spec, Table};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -110,6 +110,17 @@ pub fn run(a: Args) -> Result<()> {
     let mut journal = journal::Journal::new(&journal_path);
     let mut rows: Vec<Row> = plan.done.clone();
     let mut journal_error = None;
+    // Parquet to a regular file: row groups written as points finish (stream.rs).
+    let mut stream = (matches!(kind, Kind::Parquet) && (!output.exists() || output.is_file())).then(|| {
+        let order = plan.points.iter().map(|p| p.index).collect();
+        ParquetStream::new(
+            &output,
+            order,
+            &plan.done,
+            mmulab_sweep::stream::ROWS_PER_GROUP,
+            mmulab_sweep::stream::FLUSH_INTERVAL,
+        )
+    });
     let res = executor.run(&plan.todo, &mut |row| {
         // A point stopped by Ctrl-C is not a result: it runs again next time.
         if !row.complete {
@@ -119,6 +130,12 @@ pub fn run(a: Args) -> Result<()> {
             journal_error.get_or_insert(e);
         }
         finished.fetch_add(1, Ordering::Relaxed);
+        // A stream that cannot write falls back to the whole write at the end.
+        if stream.as_mut().is_some_and(|s| s.push(row.clone()).is_err()) {
+            if let Some(s) = stream.take() {
+                s.abandon();
+            }
+        }
         rows.push(row);
     });
     drop(ticker);
@@ -126,8 +143,16 @@ pub fn run(a: Args) -> Result<()> {
     let new = rows.len() - plan.done.len();
     // Whatever finished is written, whole, even when the executor failed after it.
     if new > 0 || !output.exists() && res.is_ok() {
-        write_results(&output, kind, &rows)?;
+        let streamed = match stream {
+            Some(s) => s.finish(&rows).unwrap_or(false),
+            None => false,
+        };
+        if !streamed {
+            write_results(&output, kind, &rows)?;
+        }
         write_manifest(&output, &plan, &rows)?;
+    } else if let Some(s) = stream {
+        s.abandon();
     }
     if let Some(e) = journal_error {
         return Err(e.into());

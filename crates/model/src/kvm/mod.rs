@@ -32,11 +32,11 @@ use crate::pt::Format;
 /// A stage-2 translation granule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Granule {
-    /// 4 KiB: levels 0..3, blocks of 1 GiB (level 1) and 2 MiB (level 2).
+    /// 4 KiB: levels 1..3 (40-bit IPA), blocks of 1 GiB (level 1) and 2 MiB (level 2).
     K4,
-    /// 16 KiB: levels 0..3, blocks of 32 MiB (level 2) only.
+    /// 16 KiB: levels 2..3 (40-bit IPA), blocks of 32 MiB (level 2) only.
     K16,
-    /// 64 KiB: levels 1..3, blocks of 512 MiB (level 2) only.
+    /// 64 KiB: levels 2..3 (40-bit IPA), blocks of 512 MiB (level 2) only.
     K64,
 }
 
@@ -73,25 +73,26 @@ impl Granule {
         }
     }
 
-    /// The kernel's level number of model level `index` (the 64K tables start at level 1).
+    /// The kernel's level number of model level `index` (the tables start at level 1 for
+    /// 4K, level 2 for 16K and 64K).
     pub fn kernel_level(self, index: usize) -> usize {
         index + 4 - s2_format(self).levels().len()
     }
 }
 
-/// The descriptor layout the stage-2 tables use for `g`.
-///
-/// The aarch64 stage-1 formats stand in for the stage-2 ones: the bits the split reads and
-/// writes — valid (bit 0), table/block (bit 1), the output address (bits 12..47, 16..47
-/// for 64K) — are laid out alike in stage-1 and stage-2 descriptors (ARM ARM D8.3); only
-/// the permission bits differ (`S2AP[7:6]` and `MemAttr` instead of AP and AttrIndx), and the
-/// split copies those opaquely. This one function is where the stage-2 formats replace
-/// them.
+/// The stage-2 format of granule `g`: the same tables the nested translator walks
+/// (`vm.stage2`, docs/virtualization.md), so both features describe one host — ARMv8-A
+/// stage-2 descriptors (S2AP, MemAttr, DBM; Arm ARM D8.3) sized for KVM's default 40-bit
+/// IPA with its concatenated start level (Linux `stage2_pgtable_levels(40)`: 4K from
+/// level 1 with 2 concatenated tables, 16K from level 2 with 16, 64K from level 2).
+/// Every split walk therefore starts at level 1 (4K) or level 2 (16K, 64K): compared with
+/// a 48-bit, 4-level layout, one read fewer per walk at 4K (no level 0), two fewer at 16K
+/// (no levels 0 and 1) and one fewer at 64K (no level 1); docs/kvm-split.md.
 pub fn s2_format(g: Granule) -> Format {
     match g {
-        Granule::K4 => Format::Armv8_4K,
-        Granule::K16 => Format::Armv8_16K,
-        Granule::K64 => Format::Armv8_64K,
+        Granule::K4 => Format::Aarch64S2_4K,
+        Granule::K16 => Format::Aarch64S2_16K,
+        Granule::K64 => Format::Aarch64S2_64K,
     }
 }
 

@@ -187,6 +187,17 @@ impl Stage2 {
             .fmt
             .leaf_level(size)
             .ok_or_else(|| ModelError::Config(format!("{} has no {size} leaf", self.fmt.arch_name())))?;
+        let ipa_end = 1u64 << self.fmt.va_bits();
+        if slot.end() > ipa_end {
+            return Err(ModelError::Config(format!(
+                "memslot {} ({:#x}, {:#x} bytes) reaches past the {}-bit IPA of {} tables (ends at {ipa_end:#x})",
+                slot.id,
+                slot.start(),
+                slot.bytes(),
+                self.fmt.va_bits(),
+                self.fmt.arch_name()
+            )));
+        }
         if slot.start() % size.bytes() != 0 || slot.bytes() % size.bytes() != 0 {
             return Err(ModelError::Config(format!(
                 "memslot {} ({:#x}, {:#x} bytes) is not a whole number of aligned {size} {} leaves",
@@ -196,7 +207,9 @@ impl Stage2 {
                 backing.name()
             )));
         }
-        let attrs = Attrs::user_rw();
+        // Read-write as `stage2_set_prot_attr` maps guest RAM after a write fault: S2AP
+        // read and write (`DIRTY` is S2AP[1] in the stage-2 formats).
+        let attrs = Attrs::user_rw().with(Attrs::DIRTY);
         let mut gpa = slot.start();
         // The table holding the previous leaf, and the address range it covers.
         let mut last: Option<(u64, u64)> = None;

@@ -252,8 +252,21 @@ pub struct Expected {
 /// whenever it holds anything for the page, so each level's entry is derived from the
 /// bottom of the data path up: `arriving` is what the fill carries, and a level keeps it
 /// if it holds that size, its largest smaller piece if it splinters, or nothing.
+///
+/// In a guest (`[vm]`), a combined entry is no larger than the host page under the guest
+/// page (docs/virtualization.md): over base host pages (`vm.backing = "4K"`) or a smaller
+/// hugetlb size the huge page arrives as host-page pieces. THP in the host maps at least
+/// the probe's 2 MiB (the stage-2 PMD block: 2M, 32M or 512M).
 pub fn expected(spec: &MachineSpec) -> Vec<Expected> {
-    let huge = huge_size(spec);
+    let host = spec.vm.as_ref().and_then(|vm| match vm.host_os {
+        OsSpec::Base { .. } => Some(vm.stage2.base_page()),
+        OsSpec::Fixed(p) => Some(p),
+        _ => None,
+    });
+    let huge = match (huge_size(spec), host) {
+        (Some(h), Some(p)) => Some(h.min(p)),
+        (h, _) => h,
+    };
     let mut chain = Vec::new();
     let mut cur = Some(spec.data_entry);
     while let Some(i) = cur {
