@@ -109,13 +109,12 @@ fn run_linux(a: Args) -> Result<()> {
     let pct = |x: f64| (x - 1.0) * 100.0;
     println!("mmulab advise: {}", adv.command.join(" "));
     println!(
-        "measured speed-up (4 KiB time / THP time): {:.3}  ({:+.1} %; pairs {:+.1} % .. {:+.1} %, {} pairs; {})",
+        "measured speed-up (4 KiB time / THP time): {:.3}  ({:+.1} %; pairs {:+.1} % .. {:+.1} %, {} pairs; CPU time user+sys)",
         m.speedup,
         pct(m.speedup),
         pct(m.low),
         pct(m.high),
         m.runs,
-        "CPU time user+sys"
     );
     println!(
         "predicted speed-up:                        {:.3}  ({:+.1} %; model fit error {:.1} %{})",
