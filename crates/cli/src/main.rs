@@ -40,6 +40,9 @@ enum Command {
     Probe(cmd::probe::Args),
     /// Native benchmarks (GUPS, latency, bandwidth) under 4 KiB, THP, mTHP or hugetlbfs pages.
     Bench(cmd::bench::Args),
+    /// Will huge pages help a program? Measured (4 KiB vs THP runs) and predicted
+    /// (recorded, simulated on this machine's probed TLBs), with a verdict.
+    Advise(cmd::advise::Args),
     /// List the machine catalog (cores usable with --machine NAME).
     Machines(cmd::machines::Args),
     /// Run the DRAM model alone on a DRAMsim3-format request stream (or generate one).
@@ -61,6 +64,7 @@ fn main() -> ExitCode {
         Command::Record(a) => cmd::record::run(a),
         Command::Probe(a) => cmd::probe::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Advise(a) => cmd::advise::run(a),
         Command::Machines(a) => cmd::machines::run(a),
         Command::Dram(a) => cmd::dram::run(a),
         Command::Reproduce(a) => cmd::reproduce::run(a),

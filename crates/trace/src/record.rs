@@ -85,6 +85,9 @@ pub struct RecordOptions {
     /// Send the program's stdout to this process's stderr (so that stdout can hold
     /// something else).
     pub stdout_to_stderr: bool,
+    /// Stop after this many references (a prefix of the run): the program is ended
+    /// (SIGKILL) and the trace holds exactly this many. `None`: the whole run.
+    pub max_refs: Option<u64>,
 }
 
 /// What a recording produced.
@@ -109,6 +112,8 @@ pub struct Recording {
     /// How Valgrind (the program) ended: a failure still leaves a valid trace of what the
     /// program did until then.
     pub exit_status: ExitStatus,
+    /// The recording stopped at [`RecordOptions::max_refs`] (the program was ended).
+    pub truncated: bool,
 }
 
 const MAX_SAMPLES: usize = 256;
@@ -245,8 +250,14 @@ impl Recorder {
         let mut kinds = [0u64; 3];
         // Valgrind's own `==PID==` messages share the pipe; the last ones are kept for an error.
         let mut messages: VecDeque<String> = VecDeque::new();
+        let max_refs = opts.max_refs.unwrap_or(u64::MAX);
+        let mut truncated = false;
         let read = (|| -> Result<Option<TraceError>, RecordError> {
             loop {
+                if w.refs() + buf.len() as u64 >= max_refs {
+                    truncated = true;
+                    return Ok(None);
+                }
                 let line = match lines.next_line(w.refs() + buf.len() as u64) {
                     Ok(Some(l)) => l,
                     Ok(None) => return Ok(None),
@@ -279,7 +290,7 @@ impl Recorder {
             Ok(e)
         });
         // The trace cannot be written (or Lackey's output parsed): end the program.
-        if !matches!(read, Ok(None)) {
+        if truncated || !matches!(read, Ok(None)) {
             let _ = child.kill();
         }
         *running.lock().unwrap_or_else(|p| p.into_inner()) = false;
@@ -344,6 +355,7 @@ impl Recorder {
             vmas_last_sample,
             seconds,
             exit_status: status,
+            truncated,
         })
     }
 }

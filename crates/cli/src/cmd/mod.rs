@@ -1,3 +1,4 @@
+pub mod advise;
 pub mod bench;
 pub mod convert;
 pub mod demo;

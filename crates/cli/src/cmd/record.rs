@@ -54,6 +54,7 @@ pub fn run(a: Args) -> Result<()> {
         level: a.level,
         maps_interval: Duration::from_millis(a.maps_interval_ms),
         stdout_to_stderr: a.json,
+        max_refs: None,
     };
     let mut p = ProgressLine::new(&format!("record {}", a.command[0]));
     let recorded = recorder.record(

@@ -1,0 +1,198 @@
+//! `mmulab advise [--runs N] [--json] [--max-refs N] -- CMD ARGS…`: will huge pages help
+//! this program? The work is the library's (`mmulab_probe::advise`, docs/advise.md);
+//! this command parses the arguments and prints the answer.
+
+use anyhow::{bail, Result};
+use std::path::PathBuf;
+
+/// Measure and predict what transparent huge pages do for a program, and say how sure.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Timed runs of each way (4 KiB, THP), interleaved, after one untimed warm-up.
+    #[arg(long, default_value_t = 5)]
+    pub runs: usize,
+    /// Print one JSON object on stdout (docs/output.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Record only the first N references (a prefix; the output says so and estimates
+    /// its share of the run). Default: the whole run.
+    #[arg(long, value_name = "N")]
+    pub max_refs: Option<u64>,
+    /// Simulate this trace (.mlt, e.g. from `mmulab record`) instead of recording one.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Probe this machine again instead of using the cached probe.
+    #[arg(long)]
+    pub reprobe: bool,
+    /// (Re)build the runtime model (native benchmarks beside their simulation); without
+    /// a command, only that.
+    #[arg(long)]
+    pub calibrate: bool,
+    /// Repeats of each calibration benchmark (the minimum is kept).
+    #[arg(long, default_value_t = 2)]
+    pub calibration_repeats: usize,
+    /// Where the per-machine cache lives (default $XDG_CACHE_HOME/mmulab or
+    /// ~/.cache/mmulab).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Take this machine's TLB geometry from a machine config (TOML, e.g. from `mmulab
+    /// probe --emit-machine` on a quiet day) instead of probing; stored in the cache in
+    /// place of the probe, and the model is recalibrated on it.
+    #[arg(long, value_name = "FILE.toml")]
+    pub machine: Option<PathBuf>,
+    /// The program and its arguments (after `--`).
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+pub fn run(a: Args) -> Result<()> {
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = a;
+        bail!("unsupported: `mmulab advise` runs programs through Linux interfaces (prctl, /proc smaps_rollup); this OS is not Linux");
+    }
+    #[cfg(target_os = "linux")]
+    run_linux(a)
+}
+
+#[cfg(target_os = "linux")]
+fn run_linux(a: Args) -> Result<()> {
+    use mmulab_probe::advise::{self, Options};
+    if a.command.is_empty() && !a.calibrate && !a.reprobe && a.machine.is_none() {
+        bail!("no command given: `mmulab advise [OPTIONS] -- CMD ARGS…` (or `mmulab advise --calibrate`)");
+    }
+    if a.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    if a.calibration_repeats == 0 {
+        bail!("--calibration-repeats must be at least 1");
+    }
+    let opts = Options {
+        command: a.command.clone(),
+        runs: a.runs,
+        max_refs: a.max_refs,
+        trace: a.trace.clone(),
+        reprobe: a.reprobe,
+        calibrate: a.calibrate,
+        calibration_repeats: a.calibration_repeats,
+        cache_dir: a.cache_dir.clone(),
+        machine: a.machine.clone(),
+    };
+    let mut line = crate::progress::ProgressLine::new("advise");
+    let mut progress = |p: &str| line.phase(p, None);
+    if a.command.is_empty() {
+        let r = advise::machine(&opts, &mut progress);
+        line.finish();
+        let (c, path, _) = r?;
+        let m = c.model.as_ref().expect("machine() calibrates");
+        if a.json {
+            println!("{}", serde_json::json!({"cache_file": path, "model": m}));
+        } else {
+            println!(
+                "runtime model of this machine ({}), stored in {}:",
+                c.cpu_id,
+                path.display()
+            );
+            print!("{}", model_text(m));
+        }
+        return Ok(());
+    }
+    let r = advise::advise(&opts, &mut progress);
+    line.finish();
+    let adv = r?;
+    if a.json {
+        println!("{}", serde_json::to_string(&adv)?);
+        return Ok(());
+    }
+    let m = &adv.measured;
+    let p = &adv.predicted;
+    let pct = |x: f64| (x - 1.0) * 100.0;
+    println!("mmulab advise: {}", adv.command.join(" "));
+    println!(
+        "measured speed-up (4 KiB time / THP time): {:.3}  ({:+.1} %; pairs {:+.1} % .. {:+.1} %, {} pairs; CPU time user+sys)",
+        m.speedup,
+        pct(m.speedup),
+        pct(m.low),
+        pct(m.high),
+        m.runs,
+    );
+    println!(
+        "predicted speed-up:                        {:.3}  ({:+.1} %; model fit error {:.1} %{})",
+        p.speedup,
+        pct(p.speedup),
+        p.model_mean_rel_error * 100.0,
+        if p.nested {
+            "; guest over 4 KiB host pages: nested model"
+        } else {
+            ""
+        }
+    );
+    println!(
+        "translation share of the 4 KiB run:        {:.1} %",
+        adv.translation_share * 100.0
+    );
+    let ps = &adv.page_sizes;
+    println!(
+        "page sizes: 4 KiB runs AnonHugePages ≤ {} KiB; THP runs ≥ {} KiB ({}), THP mode {}",
+        ps.base_anon_huge_max >> 10,
+        ps.thp_anon_huge_min.first().map_or(0, |x| x.1 >> 10),
+        match ps.thp_verified {
+            Some(true) => "verified",
+            Some(false) => "NO huge pages",
+            None => "not verified: the program ended before the first sample",
+        },
+        ps.thp_mode
+    );
+    for w in &ps.ways_used {
+        println!("  used: {}", w.label());
+    }
+    for u in &ps.ways_unavailable {
+        println!("  unavailable: {}: {}", u.way, u.why);
+    }
+    let r = &adv.recording;
+    println!(
+        "recording: {} ({} references, {:.1} s; share of the run {:.0} %{})",
+        r.method,
+        r.references,
+        r.seconds,
+        r.share_estimate * 100.0,
+        if r.sampled {
+            format!(", estimated with an assumed Lackey slowdown of {}×", r.slowdown)
+        } else {
+            String::new()
+        }
+    );
+    println!(
+        "load average {:.2} before, {:.2} after",
+        adv.load_average.0, adv.load_average.1
+    );
+    println!("verdict: {}", adv.verdict);
+    Ok(())
+}
+
+#[cfg(target_os = "linux")]
+fn model_text(m: &mmulab_probe::advise::model::RuntimeModel) -> String {
+    use mmulab_probe::advise::model::FEATURES;
+    let mut s = format!("  ns/ref = {:.3}", m.intercept);
+    for (c, f) in m.coef.iter().zip(FEATURES) {
+        s.push_str(&format!(" + {c:.4}·{f}"));
+    }
+    s.push_str(&format!(
+        "\n  fit over {} points: RMS error {:.2} ns/ref, mean relative error {:.1} %; of the 4 KiB − huge differences {:.2} ns/ref\n",
+        m.points.len(),
+        m.rmse_ns,
+        m.mean_rel_error * 100.0,
+        m.delta_rmse_ns
+    ));
+    for d in &m.dropped {
+        s.push_str(&format!("  dropped: {d}\n"));
+    }
+    for p in &m.points {
+        let pred = m.ns_per_ref(&p.x);
+        s.push_str(&format!(
+            "  {:<28} measured {:7.2} ns  model {:7.2} ns  (W {:.2}, M {:.3}, H {:.3}, D {:.2})\n",
+            p.what, p.y, pred, p.x[0], p.x[1], p.x[2], p.x[3]
+        ));
+    }
+    s
+}

@@ -1,0 +1,290 @@
+//! Running the program natively one way (4 KiB pages, THP through glibc's tunable, THP
+//! `always`), timing it (CPU time of the child from `wait4`'s rusage, and wall time) and
+//! watching the page sizes it got in `/proc/PID/smaps_rollup` while it runs.
+//!
+//! - 4 KiB: `prctl(PR_SET_THP_DISABLE, 1)` in the child before `execve`. The flag is kept
+//!   across `execve` and inherited by children (Linux `kernel/sys.c`, `prctl_set_thp_disable`
+//!   sets `MMF_DISABLE_THP` in `mm->flags`, which `mm_init` copies through
+//!   `MMF_INIT_MASK`; `__thp_vma_allowable_orders` refuses every order while it is set).
+//! - THP (madvise): `GLIBC_TUNABLES=glibc.malloc.hugetlb=1` (glibc ≥ 2.35): malloc calls
+//!   `madvise(MADV_HUGEPAGE)` on its heap and its mmapped chunks, which THP's `madvise`
+//!   mode needs.
+//! - THP `always`: the system setting; used only where it already is `always`.
+
+use std::io::Read;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::error::{ProbeError, Result};
+
+/// How a run gets its pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Way {
+    /// THP disabled for the process (`prctl(PR_SET_THP_DISABLE)`).
+    Base4k,
+    /// `GLIBC_TUNABLES=glibc.malloc.hugetlb=1` (malloc madvises its memory).
+    GlibcHugetlbTunable,
+    /// The system's THP `always` mode, no change to the program.
+    ThpAlways,
+}
+
+impl Way {
+    /// A short label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Way::Base4k => "4K (prctl PR_SET_THP_DISABLE)",
+            Way::GlibcHugetlbTunable => "THP (GLIBC_TUNABLES=glibc.malloc.hugetlb=1)",
+            Way::ThpAlways => "THP (system mode always)",
+        }
+    }
+}
+
+/// One native run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Run {
+    /// How it got its pages.
+    pub way: Way,
+    /// User + system CPU time of the child, seconds (the time compared: on a loaded
+    /// machine it excludes the time spent waiting for a CPU).
+    pub cpu_s: f64,
+    /// User CPU time, seconds.
+    pub user_s: f64,
+    /// System CPU time, seconds.
+    pub sys_s: f64,
+    /// Wall time, seconds.
+    pub wall_s: f64,
+    /// Largest `AnonHugePages` seen in smaps_rollup, bytes.
+    pub anon_huge_max: u64,
+    /// Largest `Anonymous` seen, bytes.
+    pub anon_max: u64,
+    /// smaps_rollup samples read while it ran.
+    pub samples: u32,
+}
+
+/// How often smaps_rollup is read while the program runs.
+pub const SAMPLE_EVERY: Duration = Duration::from_millis(5);
+
+/// The two smaps_rollup fields used, bytes: (`AnonHugePages`, `Anonymous`).
+pub fn parse_rollup(text: &str) -> (u64, u64) {
+    let mut out = (0, 0);
+    for line in text.lines() {
+        let mut it = line.split_whitespace();
+        let key = it.next().unwrap_or("");
+        let kb: u64 = it.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+        match key {
+            "AnonHugePages:" => out.0 = kb * 1024,
+            "Anonymous:" => out.1 = kb * 1024,
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The command joined for messages.
+pub fn shown(cmd: &[String]) -> String {
+    cmd.join(" ")
+}
+
+/// Checks that the program exists and is executable (on PATH, or the path given).
+pub fn check_command(cmd: &[String]) -> Result<()> {
+    let Some(prog) = cmd.first() else {
+        return Err(ProbeError::Invalid(
+            "no command given: `mmulab advise -- CMD ARGS…`".into(),
+        ));
+    };
+    let executable = |p: &std::path::Path| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let found = if prog.contains('/') {
+        executable(std::path::Path::new(prog))
+    } else {
+        std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|d| executable(&d.join(prog))))
+    };
+    if found {
+        Ok(())
+    } else {
+        Err(ProbeError::Invalid(format!(
+            "command `{prog}` not found or not executable: give a program on PATH or its path (`mmulab advise -- ./prog ARGS`)"
+        )))
+    }
+}
+
+/// Runs `cmd` once the given way; a non-zero exit is an error naming its status and the
+/// last lines the program wrote to stderr.
+pub fn run(cmd: &[String], way: Way) -> Result<Run> {
+    let Some(prog) = cmd.first() else {
+        return Err(ProbeError::Invalid(
+            "no command given: `mmulab advise -- CMD ARGS…`".into(),
+        ));
+    };
+    let mut c = Command::new(prog);
+    c.args(&cmd[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    match way {
+        Way::Base4k => {
+            // SAFETY: prctl is async-signal-safe; the closure touches no shared state.
+            unsafe {
+                c.pre_exec(|| {
+                    if libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        Way::GlibcHugetlbTunable => {
+            let t = match std::env::var("GLIBC_TUNABLES") {
+                Ok(v) if !v.is_empty() => format!("{v}:glibc.malloc.hugetlb=1"),
+                _ => "glibc.malloc.hugetlb=1".to_string(),
+            };
+            c.env("GLIBC_TUNABLES", t);
+        }
+        Way::ThpAlways => {}
+    }
+    let t0 = Instant::now();
+    let mut child = c.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ProbeError::Invalid(format!(
+            "command `{prog}` not found: give a program on PATH or its path (`mmulab advise -- ./prog ARGS`)"
+        )),
+        std::io::ErrorKind::PermissionDenied => {
+            ProbeError::Invalid(format!("command `{prog}` is not executable (permission denied)"))
+        }
+        _ => ProbeError::io(format!("cannot start `{prog}`"), e),
+    })?;
+    let pid = child.id();
+    let mut err_pipe = child.stderr.take();
+    let stderr_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(p) = err_pipe.as_mut() {
+            let _ = p.read_to_end(&mut buf);
+        }
+        buf
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let stop = stop.clone();
+        std::thread::spawn(move || sample(pid, stop))
+    };
+    let mut status = 0i32;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 on our own child's pid with valid pointers. `child` is never waited on
+    // through std afterwards (dropping a Child neither waits nor kills).
+    let r = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut ru) };
+    let wall_s = t0.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    let sampled = sampler.join().unwrap_or(Err("the sampler thread panicked".into()));
+    let stderr = stderr_reader.join().unwrap_or_default();
+    if r < 0 {
+        return Err(ProbeError::last_os(format!("waiting for `{prog}`")));
+    }
+    let st = ExitStatus::from_raw(status);
+    if !st.success() {
+        let text = String::from_utf8_lossy(&stderr);
+        let tail: Vec<&str> = text.lines().rev().take(5).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        return Err(ProbeError::Invalid(format!(
+            "`{}` failed ({st}) in its {} run; advise times only programs that succeed{}",
+            shown(cmd),
+            way.label(),
+            if tail.is_empty() {
+                String::new()
+            } else {
+                format!("; its last stderr lines:\n  {}", tail.join("\n  "))
+            }
+        )));
+    }
+    let (anon_huge_max, anon_max, samples) = sampled.map_err(ProbeError::Unavailable)?;
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    let (user_s, sys_s) = (tv(ru.ru_utime), tv(ru.ru_stime));
+    drop(child);
+    Ok(Run {
+        way,
+        cpu_s: user_s + sys_s,
+        user_s,
+        sys_s,
+        wall_s,
+        anon_huge_max,
+        anon_max,
+        samples,
+    })
+}
+
+/// Reads smaps_rollup of `pid` until `stop` or until it cannot be read (the process
+/// ended). Returns the maxima and the number of samples, or an error when /proc refused
+/// access (not merely a process that ended).
+fn sample(pid: u32, stop: Arc<AtomicBool>) -> std::result::Result<(u64, u64, u32), String> {
+    let path = format!("/proc/{pid}/smaps_rollup");
+    let (mut huge, mut anon, mut n) = (0u64, 0u64, 0u32);
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Ok((huge, anon, n));
+        }
+        match std::fs::read_to_string(&path) {
+            // Empty while the child is still between fork and exec, or already a zombie.
+            Ok(text) if !text.is_empty() => {
+                let (h, a) = parse_rollup(&text);
+                huge = huge.max(h);
+                anon = anon.max(a);
+                n += 1;
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                return Err(format!(
+                    "{path} is unreadable ({e}): advise verifies page sizes there; run it as the program's user with /proc mounted"
+                ))
+            }
+            Err(_) => {}
+        }
+        std::thread::sleep(SAMPLE_EVERY);
+    }
+}
+
+/// The system THP mode (`always`, `madvise`, `never`) or why it is unknown.
+pub fn thp_mode() -> std::result::Result<String, String> {
+    crate::os::sysfs::thp_mode()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rollup_fields() {
+        let t = "55-7f ---p 0 00:00 0 [rollup]\nRss: 1740 kB\nAnonymous: 116 kB\nAnonHugePages: 4096 kB\n";
+        assert_eq!(parse_rollup(t), (4096 * 1024, 116 * 1024));
+    }
+
+    #[test]
+    fn check_command_finds_programs_on_path_and_by_path() {
+        assert!(check_command(&["sh".into()]).is_ok());
+        assert!(check_command(&["/bin/sh".into()]).is_ok());
+        let e = check_command(&["mmulab-no-such-program-xyz".into()]).unwrap_err();
+        assert!(e.to_string().contains("not found"), "{e}");
+        // A file that is not executable.
+        let f = std::env::temp_dir().join(format!("mmulab-advise-noexec-{}", std::process::id()));
+        std::fs::write(&f, "x").unwrap();
+        assert!(check_command(&[f.display().to_string()]).is_err());
+        let _ = std::fs::remove_file(&f);
+        assert!(check_command(&[]).is_err());
+    }
+
+    #[test]
+    fn a_missing_command_and_a_failing_one_are_clear_errors() {
+        let e = run(&["mmulab-no-such-program-xyz".into()], Way::Base4k).unwrap_err();
+        assert!(e.to_string().contains("not found"), "{e}");
+        let e = run(&["sh".into(), "-c".into(), "echo boom >&2; exit 3".into()], Way::Base4k).unwrap_err();
+        let s = e.to_string();
+        assert!(s.contains("exit status: 3") && s.contains("boom"), "{s}");
+        assert!(run(&[], Way::Base4k).is_err());
+    }
+}

@@ -1,0 +1,541 @@
+//! `mmulab advise`: will huge pages help this program, and by how much?
+//!
+//! 1. This machine's probed TLB geometry and calibrated runtime model come from the
+//!    per-machine cache ([`cache`]), built on first use (the probe, then [`calibrate`]).
+//! 2. The program runs natively, interleaved 4 KiB / THP (the ways that work here,
+//!    [`child`]), `runs` times each after one untimed warm-up; smaps_rollup sampled while
+//!    it runs says which page sizes it actually got.
+//! 3. A reference trace is recorded with Valgrind Lackey (whole, or a prefix of
+//!    `max_refs` references) and simulated on the probed machine under base pages and THP
+//!    ([`predict`]; in a guest with the nested model over 4 KiB host pages).
+//! 4. The runtime model turns the simulated translation events into time saved; measured
+//!    and predicted speed-ups, the translation share and the verdict ([`verdict`]).
+//!
+//! Contract: nothing is printed; progress goes to a callback; errors name what to do.
+
+pub mod cache;
+pub mod calibrate;
+pub mod child;
+pub mod model;
+pub mod predict;
+pub mod verdict;
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::error::{ProbeError, Result};
+use child::Way;
+use model::RuntimeModel;
+
+/// Lackey's slowdown over a native run, used only to estimate a prefix recording's share
+/// of the whole run (assumed; docs/advise.md gives the figures measured here).
+pub const LACKEY_SLOWDOWN: f64 = 100.0;
+
+/// What to do.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The program and its arguments.
+    pub command: Vec<String>,
+    /// Timed runs of each way.
+    pub runs: usize,
+    /// Record at most this many references (a prefix).
+    pub max_refs: Option<u64>,
+    /// Use this trace instead of recording one.
+    pub trace: Option<PathBuf>,
+    /// Probe again even if a cached probe exists.
+    pub reprobe: bool,
+    /// Calibrate the runtime model again.
+    pub calibrate: bool,
+    /// Repeats of each calibration benchmark.
+    pub calibration_repeats: usize,
+    /// The cache directory (default [`cache::dir`]).
+    pub cache_dir: Option<PathBuf>,
+    /// Take the TLB geometry from this machine config instead of probing (stored in the
+    /// cache in place of the probe's; the model is recalibrated).
+    pub machine: Option<PathBuf>,
+}
+
+/// A way that could not be used, and why.
+#[derive(Clone, Debug, Serialize)]
+pub struct Unavailable {
+    /// The way.
+    pub way: String,
+    /// Why.
+    pub why: String,
+}
+
+/// The page sizes the runs got.
+#[derive(Clone, Debug, Serialize)]
+pub struct PageSizes {
+    /// Largest `AnonHugePages` of any 4 KiB run, bytes (0 expected).
+    pub base_anon_huge_max: u64,
+    /// Per THP way: the smallest of its runs' largest `AnonHugePages`, bytes.
+    pub thp_anon_huge_min: Vec<(Way, u64)>,
+    /// Largest `Anonymous` seen, bytes.
+    pub anon_max: u64,
+    /// Whether the THP runs were seen with huge pages (`null`: no sample was taken: the
+    /// program ended within the first sampling interval).
+    pub thp_verified: Option<bool>,
+    /// Ways used.
+    pub ways_used: Vec<Way>,
+    /// Ways not available here.
+    pub ways_unavailable: Vec<Unavailable>,
+    /// System THP mode.
+    pub thp_mode: String,
+}
+
+/// The recording.
+#[derive(Clone, Debug, Serialize)]
+pub struct RecordingInfo {
+    /// Only a prefix was recorded.
+    pub sampled: bool,
+    /// How: `valgrind lackey (whole run)`, `... (prefix of N references)` or `given trace`.
+    pub method: String,
+    /// References recorded.
+    pub references: u64,
+    /// Seconds recording took.
+    pub seconds: f64,
+    /// Estimated share of the run's references recorded (1 for a whole run).
+    pub share_estimate: f64,
+    /// Lackey's slowdown over the native 4 KiB run (recording CPU seconds / native CPU
+    /// seconds); measured for a whole run, else the assumed [`LACKEY_SLOWDOWN`].
+    pub slowdown: f64,
+}
+
+/// The prediction.
+#[derive(Clone, Debug, Serialize)]
+pub struct Predicted {
+    /// Predicted speed-up (4 KiB time / THP time).
+    pub speedup: f64,
+    /// Predicted translation time of the 4 KiB run, seconds.
+    pub translation_s_4k: f64,
+    /// Predicted translation time of the THP run, seconds.
+    pub translation_s_thp: f64,
+    /// Simulated events (of the recording).
+    pub simulated: predict::Simulated,
+    /// The model's fit error (RMS, ns per reference; mean relative).
+    pub model_rmse_ns: f64,
+    /// Mean relative error of the fit.
+    pub model_mean_rel_error: f64,
+    /// The nested (guest) model was used.
+    pub nested: bool,
+}
+
+/// The answer.
+#[derive(Clone, Debug, Serialize)]
+pub struct Advice {
+    /// The program.
+    pub command: Vec<String>,
+    /// Measured speed-up.
+    pub measured: verdict::Measured,
+    /// Predicted speed-up.
+    pub predicted: Predicted,
+    /// Translation share of the 4 KiB run's time (predicted).
+    pub translation_share: f64,
+    /// The verdict.
+    pub verdict: String,
+    /// Page sizes verified.
+    pub page_sizes: PageSizes,
+    /// The recording.
+    pub recording: RecordingInfo,
+    /// Every timed run, in order.
+    pub runs: Vec<child::Run>,
+    /// The time compared.
+    pub time_basis: &'static str,
+    /// The machine: cache file, whether reused, hypervisor, probed levels.
+    pub machine: serde_json::Value,
+    /// The 1-minute load average before the runs and after them.
+    pub load_average: (f64, f64),
+}
+
+/// The 1-minute load average.
+pub fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(f64::NAN)
+}
+
+fn now_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Probes this machine (the standard probe) into a cache entry.
+pub fn probe_machine(id: &str, progress: &mut dyn FnMut(&str)) -> Result<cache::MachineCache> {
+    progress("probing this machine's TLBs (cached afterwards)");
+    let mut target = crate::target::native::NativeTarget::new(true);
+    let cfg = crate::probe::ProbeConfig::standard();
+    let report = crate::probe::run(&mut target, &cfg, &mut |_, _| {})?;
+    if report.levels.is_empty() {
+        return Err(ProbeError::Unavailable(
+            "the probe found no TLB level on this machine (noise?); rerun `mmulab advise --reprobe` when it is quieter"
+                .into(),
+        ));
+    }
+    let hv = report.hypervisor.as_ref();
+    Ok(cache::MachineCache {
+        version: cache::VERSION,
+        cpu_id: id.to_string(),
+        machine_toml: crate::probe::machine::machine_toml(&report),
+        hypervisor: hv.is_some_and(|h| h.present),
+        hypervisor_vendor: hv.and_then(|h| h.vendor.clone()),
+        probe_levels: serde_json::to_value(&report.levels).unwrap_or_default(),
+        probed_at: now_s(),
+        model: None,
+    })
+}
+
+/// A cache entry from a machine config file given by the user (`--machine`).
+pub fn given_machine(id: &str, path: &std::path::Path) -> Result<cache::MachineCache> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ProbeError::io(format!("reading --machine {}", path.display()), e))?;
+    // Checked now, so that a bad file is named here rather than at the first simulation.
+    mmulab_sim::config::from_toml(&text, Some(path), &[])
+        .map_err(|e| ProbeError::Invalid(format!("--machine {}: {e}", path.display())))?;
+    let hv = crate::probe::hypervisor::detect();
+    Ok(cache::MachineCache {
+        version: cache::VERSION,
+        cpu_id: id.to_string(),
+        machine_toml: format!("# from {} (mmulab advise --machine)\n{text}", path.display()),
+        hypervisor: hv.present,
+        hypervisor_vendor: hv.vendor.clone(),
+        probe_levels: serde_json::Value::Null,
+        probed_at: now_s(),
+        model: None,
+    })
+}
+
+/// Whether a machine config text has a `[vm]` table.
+fn has_vm(text: &str) -> bool {
+    text.parse::<toml::Table>().is_ok_and(|t| t.contains_key("vm"))
+}
+
+/// The machine text to simulate for a cache entry: in a guest, with a `[vm]` section
+/// unless the machine has its own.
+pub fn machine_of(c: &cache::MachineCache) -> (String, bool) {
+    if has_vm(&c.machine_toml) {
+        return (c.machine_toml.clone(), true);
+    }
+    let stage2 = c.hypervisor.then(|| {
+        let vendor = crate::os::perf::cpu_vendor();
+        predict::stage2_for(std::env::consts::ARCH, vendor.as_deref())
+    });
+    (predict::machine_text(&c.machine_toml, stage2), stage2.is_some())
+}
+
+/// The cached machine with a calibrated model (probing and calibrating as needed).
+pub fn machine(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<(cache::MachineCache, PathBuf, bool)> {
+    let dir = match &opts.cache_dir {
+        Some(d) => d.clone(),
+        None => cache::dir()?,
+    };
+    let id = cache::cpu_id();
+    let path = cache::path_in(&dir, &id);
+    let (mut c, reused) = match &opts.machine {
+        Some(file) => {
+            let c = given_machine(&id, file)?;
+            cache::store(&path, &c)?;
+            (c, false)
+        }
+        None => cache::load_or_probe(&path, opts.reprobe, || probe_machine(&id, progress))?,
+    };
+    if c.model.is_none() || opts.calibrate {
+        let (text, nested) = machine_of(&c);
+        progress("calibrating the runtime model (cached afterwards)");
+        c.model = Some(calibrate::calibrate(&text, nested, opts.calibration_repeats, progress)?);
+        cache::store(&path, &c)?;
+    }
+    Ok((c, path, reused))
+}
+
+/// The ways of getting THP here, and those that are not available with the reason.
+pub fn thp_ways(mode: &std::result::Result<String, String>) -> (Vec<Way>, Vec<Unavailable>) {
+    let always_why = "the system's THP mode is madvise; advise does not change a system setting: as root, `echo always > /sys/kernel/mm/transparent_hugepage/enabled`, rerun, and restore it";
+    match mode.as_deref() {
+        Ok("always") => (vec![Way::GlibcHugetlbTunable, Way::ThpAlways], vec![]),
+        Ok("madvise") => (
+            vec![Way::GlibcHugetlbTunable],
+            vec![Unavailable {
+                way: "thp always".into(),
+                why: always_why.into(),
+            }],
+        ),
+        Ok(m) => (
+            vec![],
+            vec![Unavailable {
+                way: "thp (any)".into(),
+                why: format!("the system's THP mode is {m}: no process can get transparent huge pages"),
+            }],
+        ),
+        Err(e) => (
+            vec![],
+            vec![Unavailable {
+                way: "thp (any)".into(),
+                why: e.clone(),
+            }],
+        ),
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Records the program (or takes the given trace) into a temporary file.
+fn record(
+    opts: &Options,
+    dir: &std::path::Path,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(PathBuf, bool, RecordingInfo)> {
+    if let Some(t) = &opts.trace {
+        let refs = mmulab_trace::open_trace(t, None)
+            .map_err(|e| ProbeError::Invalid(format!("--trace {}: {e}", t.display())))?;
+        drop(refs);
+        return Ok((
+            t.clone(),
+            false,
+            RecordingInfo {
+                sampled: false,
+                method: format!("given trace {}", t.display()),
+                references: 0,
+                seconds: 0.0,
+                share_estimate: f64::NAN,
+                slowdown: f64::NAN,
+            },
+        ));
+    }
+    let recorder = mmulab_trace::record::Recorder::new().map_err(|e| ProbeError::Unavailable(e.to_string()))?;
+    std::fs::create_dir_all(dir).map_err(|e| ProbeError::io(format!("creating {}", dir.display()), e))?;
+    let path = dir.join(format!("advise-{}.mlt", std::process::id()));
+    let file = std::fs::File::create(&path).map_err(|e| ProbeError::io(format!("creating {}", path.display()), e))?;
+    progress("recording the program with Valgrind Lackey");
+    let ropts = mmulab_trace::record::RecordOptions {
+        command: opts.command.clone(),
+        level: 1,
+        maps_interval: std::time::Duration::from_millis(50),
+        stdout_to_stderr: true,
+        max_refs: opts.max_refs,
+    };
+    let cpu_children = || {
+        // SAFETY: an all-zero rusage is valid for getrusage to overwrite.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: valid pointer; RUSAGE_CHILDREN counts reaped children.
+        unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+        tv(ru.ru_utime) + tv(ru.ru_stime)
+    };
+    let before = cpu_children();
+    let r = recorder.record(&ropts, file, &mut |_| {}, Box::new(|| None));
+    let r = match r {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = std::fs::remove_file(&path);
+            return Err(ProbeError::Unavailable(format!("recording failed: {e}")));
+        }
+    };
+    let cpu = cpu_children() - before;
+    Ok((
+        path,
+        true,
+        RecordingInfo {
+            sampled: r.truncated,
+            method: if r.truncated {
+                format!("valgrind lackey, prefix of {} references", r.references)
+            } else {
+                "valgrind lackey, whole run".into()
+            },
+            references: r.references,
+            seconds: cpu,
+            share_estimate: 1.0,
+            slowdown: f64::NAN,
+        },
+    ))
+}
+
+/// Runs the whole advice.
+pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> {
+    if opts.command.is_empty() {
+        return Err(ProbeError::Invalid(
+            "no command given: `mmulab advise -- CMD ARGS…`".into(),
+        ));
+    }
+    if opts.runs == 0 {
+        return Err(ProbeError::Invalid("--runs must be at least 1".into()));
+    }
+    if opts.max_refs == Some(0) {
+        return Err(ProbeError::Invalid("--max-refs must be at least 1".into()));
+    }
+    if std::fs::metadata("/proc/self/smaps_rollup").is_err() {
+        return Err(ProbeError::Unavailable(
+            "/proc/self/smaps_rollup is unreadable: advise verifies page sizes there (Linux ≥ 4.14 with /proc mounted)"
+                .into(),
+        ));
+    }
+    let mode = child::thp_mode();
+    let (thp, unavailable) = thp_ways(&mode);
+    if thp.is_empty() {
+        return Err(ProbeError::Unavailable(format!(
+            "no way to run the program with transparent huge pages here: {}",
+            unavailable
+                .iter()
+                .map(|u| u.why.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        )));
+    }
+    child::check_command(&opts.command)?;
+    if opts.trace.is_none() {
+        mmulab_trace::record::Recorder::new().map_err(|e| ProbeError::Unavailable(e.to_string()))?;
+    }
+    // One untimed warm-up (page cache, dynamic loader) first: a program that fails is
+    // reported before the long probe and calibration.
+    progress("warm-up run");
+    child::run(&opts.command, Way::Base4k)?;
+    let (mc, cache_path, reused) = machine(opts, progress)?;
+    let model: &RuntimeModel = mc.model.as_ref().expect("machine() calibrates");
+    let load_before = load_average();
+
+    // Native runs: interleaved rounds whose order rotates.
+    let mut ways = vec![Way::Base4k];
+    ways.extend(thp.iter().copied());
+    let mut runs = Vec::new();
+    for r in 0..opts.runs {
+        for k in 0..ways.len() {
+            let way = ways[(k + r) % ways.len()];
+            progress(&format!("run {}/{}: {}", r + 1, opts.runs, way.label()));
+            runs.push(child::run(&opts.command, way)?);
+        }
+    }
+    let load_after = load_average();
+    let times = |w: Way| runs.iter().filter(|x| x.way == w).map(|x| x.cpu_s).collect::<Vec<_>>();
+    let t4 = times(Way::Base4k);
+    // The THP way measured: the glibc tunable (present whenever any way is).
+    let main_thp = thp[0];
+    let tt = times(main_thp);
+    let measured = verdict::measure(&t4, &tt).ok_or_else(|| {
+        ProbeError::Invalid(format!(
+            "`{}` ran too briefly to time (CPU time 0 in a run); give it more work",
+            child::shown(&opts.command)
+        ))
+    })?;
+    let sampled_any = runs.iter().filter(|x| x.way == main_thp).all(|x| x.samples > 0);
+    let thp_min = |w: Way| {
+        runs.iter()
+            .filter(|x| x.way == w)
+            .map(|x| x.anon_huge_max)
+            .min()
+            .unwrap_or(0)
+    };
+    let page_sizes = PageSizes {
+        base_anon_huge_max: runs
+            .iter()
+            .filter(|x| x.way == Way::Base4k)
+            .map(|x| x.anon_huge_max)
+            .max()
+            .unwrap_or(0),
+        thp_anon_huge_min: thp.iter().map(|&w| (w, thp_min(w))).collect(),
+        anon_max: runs.iter().map(|x| x.anon_max).max().unwrap_or(0),
+        thp_verified: sampled_any.then_some(thp_min(main_thp) > 0),
+        ways_used: ways.clone(),
+        ways_unavailable: unavailable,
+        thp_mode: mode.unwrap_or_else(|e| e),
+    };
+
+    // Record and simulate.
+    let dir = match &opts.cache_dir {
+        Some(d) => d.clone(),
+        None => cache::dir()?,
+    };
+    let (trace, temporary, mut rec) = record(opts, &dir, progress)?;
+    let (text, nested) = machine_of(&mc);
+    progress("simulating the trace under base pages and THP");
+    let sim = predict::simulate_trace(&text, nested, &trace);
+    if temporary {
+        let _ = std::fs::remove_file(&trace);
+    }
+    let sim = sim?;
+    let t4_med = median(t4.clone());
+    if rec.references > 0 {
+        if rec.sampled {
+            rec.slowdown = LACKEY_SLOWDOWN;
+            // The prefix took `seconds` under Lackey: about seconds / slowdown natively.
+            rec.share_estimate = (rec.seconds / LACKEY_SLOWDOWN / t4_med).min(1.0);
+        } else {
+            rec.slowdown = rec.seconds / t4_med;
+        }
+    } else {
+        rec.references = sim.base.references;
+        rec.share_estimate = 1.0;
+    }
+    let scale = 1.0 / rec.share_estimate.max(1e-9);
+    let tr4 = model.translation_ns(&sim.base) * scale * 1e-9;
+    let trh = model.translation_ns(&sim.huge) * scale * 1e-9;
+    let saved = (tr4 - trh).min(t4_med * 0.95);
+    let speedup = t4_med / (t4_med - saved);
+    let share = (tr4 / t4_med).min(1.0);
+    let predicted = Predicted {
+        speedup,
+        translation_s_4k: tr4,
+        translation_s_thp: trh,
+        simulated: sim,
+        model_rmse_ns: model.rmse_ns,
+        model_mean_rel_error: model.mean_rel_error,
+        nested,
+    };
+    let brief = verdict::PredictedBrief {
+        speedup,
+        translation_share: share,
+        guest_4k_backing: nested,
+    };
+    let v = verdict::verdict(&measured, Some(&brief), page_sizes.thp_verified);
+    Ok(Advice {
+        command: opts.command.clone(),
+        measured,
+        predicted,
+        translation_share: share,
+        verdict: v,
+        page_sizes,
+        recording: rec,
+        runs,
+        time_basis: "CPU time of the program (user + system, from wait4), so that waiting for a CPU on a loaded machine does not count",
+        machine: serde_json::json!({
+            "cpu_id": mc.cpu_id,
+            "cache_file": cache_path.display().to_string(),
+            "reused": reused,
+            "hypervisor": mc.hypervisor,
+            "hypervisor_vendor": mc.hypervisor_vendor,
+            "levels": mc.probe_levels,
+            "model": {"intercept": model.intercept, "coef": model.coef, "features": model::FEATURES, "dropped": model.dropped, "rmse_ns": model.rmse_ns, "mean_rel_error": model.mean_rel_error, "points": model.points.len()},
+        }),
+        load_average: (load_before, load_after),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thp_ways_follow_the_system_mode() {
+        let (w, u) = thp_ways(&Ok("madvise".into()));
+        assert_eq!(w, vec![Way::GlibcHugetlbTunable]);
+        assert!(u[0].why.contains("does not change a system setting"));
+        let (w, u) = thp_ways(&Ok("always".into()));
+        assert_eq!(w, vec![Way::GlibcHugetlbTunable, Way::ThpAlways]);
+        assert!(u.is_empty());
+        let (w, u) = thp_ways(&Ok("never".into()));
+        assert!(w.is_empty() && u[0].why.contains("never"));
+    }
+}
