@@ -182,7 +182,7 @@ pub fn single(stats: &Stats, title: &str) -> String {
     }
     if let Some(c) = &stats.caches {
         out.push_str(&c.text());
-        }
+    }
     if let Some(n) = &stats.numa {
         out.push_str(&n.text());
     }
