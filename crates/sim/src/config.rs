@@ -44,6 +44,18 @@ pub struct Config {
     /// `[numa]`: fake NUMA nodes and the memory policy (docs/numa.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numa: Option<crate::config_numa::NumaSection>,
+    /// `[dram]`: a DRAM model as main memory below the caches (docs/memory.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dram: Option<DramSection>,
+}
+
+/// `[dram]`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DramSection {
+    /// A built-in DRAM profile (`lpddr4x-4267-pi5`, `ddr4-3200`, `ddr5-4800`) or the path
+    /// of a profile TOML file (docs/config.md, "DRAM profiles").
+    pub profile: String,
 }
 
 /// `[machine]`.
@@ -247,6 +259,8 @@ pub struct MachineSpec {
     pub caches: Option<mmulab_model::cache::CacheSpec>,
     /// Fake NUMA nodes and the memory policy (`[numa]`), if any.
     pub numa: Option<mmulab_model::mem::numa::NumaConfig>,
+    /// The DRAM below the caches (`[dram]`), if any; else a flat memory.
+    pub dram: Option<mmulab_model::dram::DramSpec>,
 }
 
 /// Where a config came from, for error messages.
@@ -477,7 +491,18 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
         Some(n) => Some(crate::config_numa::resolve(n, config.machine.cores, memory_bytes)?),
         None => None,
     };
+    let dram = match &config.dram {
+        None => None,
+        Some(_) if caches.is_none() => {
+            return Err("[dram] needs [caches]: the DRAM serves the requests that miss the last cache level; add a [caches] section (docs/memory.md) or start from a machine that has one, e.g. -m cortex-a76-pi5".into())
+        }
+        Some(_) if config.machine.clock_mhz.is_none() => {
+            return Err("[dram] needs machine.clock_mhz: DRAM timings are in nanoseconds of the DRAM clock and the caches count core cycles; give the core's clock, e.g. --set machine.clock_mhz=2400".into())
+        }
+        Some(d) => Some(mmulab_model::dram::profile::load(&d.profile).map_err(|e| format!("dram.profile: {e}"))?),
+    };
     Ok(MachineSpec {
+        dram,
         numa,
         vm,
         caches,

@@ -9,14 +9,15 @@ use crate::mem_trace::{MemTrace, MemTraceFormat};
 use crate::translator::{Stage1, Translator};
 use crate::SimError;
 use mmulab_model::cache::Caches;
-use mmulab_model::mem::backend::Flat;
+use mmulab_model::dram::Dram;
+use mmulab_model::mem::backend::{Flat, MemoryBackend};
 use mmulab_trace::MemRef;
 
 /// Requests kept before they are written to the request stream.
 const LOG_FLUSH: usize = 1 << 16;
 
 /// The caches `spec` asks for (none without `[caches]`), with the cores switched to
-/// the data-cache path. Main memory is [`Flat`] at `caches.memory_latency` cycles
+/// the data-cache path. Main memory is the DRAM model of `[dram]` when given, else [`Flat`] at `caches.memory_latency` cycles
 /// (default `walk.mem_latency`: a walk read that misses every level then costs what
 /// every walk read cost before caches existed).
 pub(super) fn build(spec: &MachineSpec, mut cpus: Vec<Stage1>) -> (Vec<Stage1>, Option<Box<Caches>>) {
@@ -26,7 +27,10 @@ pub(super) fn build(spec: &MachineSpec, mut cpus: Vec<Stage1>) -> (Vec<Stage1>, 
     for cpu in &mut cpus {
         cpu.enable_caches(c.base_cycles);
     }
-    let backend = Box::new(Flat::new(c.memory_latency));
+    let backend: Box<dyn MemoryBackend + Send> = match (&spec.dram, spec.clock_mhz) {
+        (Some(d), Some(mhz)) => Box::new(Dram::new(d.clone(), mhz)),
+        _ => Box::new(Flat::new(c.memory_latency)),
+    };
     (cpus, Some(Box::new(Caches::new(c, spec.cores, backend))))
 }
 

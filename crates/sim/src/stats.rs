@@ -301,6 +301,9 @@ impl Stats {
         }
         if let Some(c) = &self.caches {
             v["caches"] = c.to_json();
+            if let Some(d) = c.dram_json() {
+                v["dram"] = d;
+            }
         }
         if self.soft_ad {
             v["ad_faults"] = json!({ "access_flag": c.af_faults, "dirty": c.dirty_faults });

@@ -15,12 +15,17 @@ pub struct CacheReport {
     /// Cycles data references spent in the caches and memory (walk reads' cycles are in
     /// the walk cycles).
     pub data_cycles: u64,
+    /// The DRAM's counters and its clock in MHz, when main memory is a DRAM model.
+    pub dram: Option<(mmulab_model::dram::DramStats, f64, String)>,
 }
 
 impl Report for Caches {
     fn report(&self, s: &mut Stats) {
         if let Some(c) = &mut s.caches {
             c.stats = self.stats();
+            if let Some(d) = self.backend().as_any().downcast_ref::<mmulab_model::dram::Dram>() {
+                c.dram = Some((d.stats().clone(), d.spec().clock_mhz, d.spec().name.clone()));
+            }
         }
     }
 }
@@ -47,6 +52,29 @@ impl CacheReport {
         );
         v.insert("data_cycles".into(), json!(self.data_cycles));
         Value::Object(v)
+    }
+
+    /// `dram` of the JSON report (a machine with `[dram]`): row hits, misses and
+    /// conflicts, requests per rank and per bank, bytes, bandwidth over the span of the
+    /// requests, and mean latency in DRAM cycles.
+    pub fn dram_json(&self) -> Option<Value> {
+        let (s, mhz, name) = self.dram.as_ref()?;
+        Some(json!({
+            "profile": name,
+            "reads": s.reads,
+            "writes": s.writes,
+            "row_hits": s.row_hits,
+            "row_misses": s.row_misses,
+            "row_conflicts": s.row_conflicts,
+            "row_hit_rate": s.row_hit_rate(),
+            "per_rank": s.per_rank,
+            "per_bank": s.per_bank,
+            "bytes": s.bytes,
+            "span_cycles": s.span(),
+            "bandwidth_gbs": s.bandwidth_gbs(*mhz),
+            "mean_latency_cycles": s.mean_latency(),
+            "beyond_capacity": s.beyond_capacity,
+        }))
     }
 
     /// The table section of the text report.

@@ -113,6 +113,11 @@ pub struct CacheStats {
 }
 
 impl Caches {
+    /// Main memory below the last level.
+    pub fn backend(&self) -> &dyn MemoryBackend {
+        self.backend.as_ref()
+    }
+
     /// The hierarchy `spec` describes for `cores` cores over `backend`.
     pub fn new(spec: &CacheSpec, cores: usize, backend: Box<dyn MemoryBackend + Send>) -> Caches {
         let levels = spec

@@ -450,6 +450,9 @@ impl MemoryBackend for Dram {
         let (lat, _) = self.access_dram(req.pa, req.write, at);
         (lat as f64 / self.dram_per_core).ceil() as u64
     }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
 #[cfg(test)]

@@ -30,6 +30,9 @@ pub struct MemReq {
 pub trait MemoryBackend {
     /// Serves `req`; returns its latency in cycles.
     fn access(&mut self, req: &MemReq) -> u64;
+    /// The backend itself, for the statistics layer to read a concrete model's counters
+    /// (a DRAM model's rows and ranks) without this trait knowing them.
+    fn as_any(&self) -> &dyn std::any::Any;
 }
 
 /// Every request costs the same latency: the model before caches and DRAM existed
@@ -62,6 +65,9 @@ impl MemoryBackend for Flat {
             self.reads += 1;
         }
         self.latency as u64
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 
