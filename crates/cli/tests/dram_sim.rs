@@ -3,25 +3,8 @@
 //! Pi 5 profile's top address bit picks the rank, and the section's prerequisites are
 //! clear errors.
 
-use serde_json::Value;
-use std::process::{Command, Output};
-
-fn mmulab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mmulab"))
-        .args(args)
-        .output()
-        .expect("run mmulab")
-}
-
-fn json_ok(args: &[&str]) -> Value {
-    let out = mmulab(args);
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("one JSON object")
-}
+mod common;
+use common::{json_at_root as json_ok, mmulab_at_root as mmulab};
 
 // cortex-a76-pi5 has a clock (2400 MHz, assumed in the catalog); skylake-caches has none.
 const PI5: &[&str] = &[

@@ -26,3 +26,16 @@ pub fn mmulab_at_root(args: &[&str]) -> Output {
         .output()
         .expect("run mmulab")
 }
+
+/// Runs `mmulab args` from the repository root; it must succeed and print one JSON
+/// object, which is returned.
+#[allow(dead_code)] // not every test file that includes this module reads JSON
+pub fn json_at_root(args: &[&str]) -> serde_json::Value {
+    let out = mmulab_at_root(args);
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}

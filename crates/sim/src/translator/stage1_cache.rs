@@ -24,22 +24,7 @@ impl Stage1 {
     #[inline]
     pub(crate) fn access_rec(&mut self, sys: &mut System, r: &MemRef) -> Result<(), Stop> {
         self.rec.n = 0;
-        let kind = r.kind;
-        self.counters.kinds[kind as usize] += 1;
-        let instr = kind == AccessKind::IFetch;
-        if instr && !self.has_instr_path {
-            self.counters.ifetches_untranslated += 1;
-            return Ok(());
-        }
-        let entry = self.tlbs.entry_level(instr);
-        if let Some(attrs) = entry.mru_hit(r.addr, r.asid) {
-            use mmulab_model::translation::Attrs;
-            if kind != AccessKind::Store || attrs.has(Attrs::WRITABLE | Attrs::DIRTY) {
-                return Ok(());
-            }
-            entry.undo_mru_hit();
-        }
-        self.access_miss(sys, r, instr)
+        super::Translator::access(self, sys, r)
     }
 
     /// After a translated access of core `core`: its recorded descriptor reads, then
