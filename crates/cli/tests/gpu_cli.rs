@@ -1,35 +1,10 @@
 //! The GPU end to end: `mmulab reproduce v3d-capacity` and `v3d`, `mmulab sim --gpu`
 //! with a hand-derived GPU trace, a trace that uses a destroyed BO, the Mali profile.
 
-use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
-fn mmulab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mmulab"))
-        .args(args)
-        .output()
-        .expect("run mmulab")
-}
-
-fn json_ok(args: &[&str]) -> Value {
-    let out = mmulab(args);
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
-    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}): {text}"))
-}
-
-fn err_text(args: &[&str]) -> String {
-    let out = mmulab(args);
-    assert!(!out.status.success(), "{args:?} should fail");
-    let e = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(!e.contains("panicked"), "{e}");
-    e
-}
+mod common;
+use common::{err_at_root as err_text, json_at_root as json_ok};
 
 fn trace(name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mmulab-gpu-cli-{}", std::process::id()));

@@ -3,7 +3,9 @@
 
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+
+mod common;
+use common::{err_at_root as err_text, json_at_root as json_ok, mmulab_at_root as mmulab};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -11,33 +13,6 @@ fn root() -> PathBuf {
 
 fn data(name: &str) -> String {
     root().join("tests/data").join(name).display().to_string()
-}
-
-fn mmulab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mmulab"))
-        .args(args)
-        .output()
-        .expect("run mmulab")
-}
-
-fn json_ok(args: &[&str]) -> Value {
-    let out = mmulab(args);
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
-    // Exactly one JSON object on stdout.
-    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}): {text}"))
-}
-
-fn err_text(args: &[&str]) -> String {
-    let out = mmulab(args);
-    assert!(!out.status.success(), "{args:?} should fail");
-    let e = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(!e.contains("panicked"), "{e}");
-    e
 }
 
 /// tests/data/tiny.din on tests/data/tiny.toml (L1: 2 entries, LRU, 4K only; L2: 4

@@ -39,3 +39,14 @@ pub fn json_at_root(args: &[&str]) -> serde_json::Value {
     );
     serde_json::from_slice(&out.stdout).expect("one JSON object")
 }
+
+/// Runs `mmulab args` from the repository root; it must fail without a panic, and its
+/// standard error is returned.
+#[allow(dead_code)] // not every test file that includes this module checks errors
+pub fn err_at_root(args: &[&str]) -> String {
+    let out = mmulab_at_root(args);
+    assert!(!out.status.success(), "{args:?} should fail");
+    let e = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!e.contains("panicked"), "{e}");
+    e
+}
