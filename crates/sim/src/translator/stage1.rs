@@ -18,6 +18,7 @@ use crate::system::System;
 use crate::SimError;
 use mmulab_model::addr::Asid;
 use mmulab_model::cost::WalkCost;
+use mmulab_model::mem::Memory;
 use mmulab_model::pt::Format;
 use mmulab_model::tlb::{Hierarchy, Lookup, TlbSpec};
 use mmulab_model::translation::{Attrs, Translation};
@@ -246,19 +247,7 @@ impl Stage1 {
             (asid, root) if asid == r.asid as u32 => root,
             _ => root_of(sys, &mut self.host, r.asid)?,
         };
-        let res = if REC {
-            translate_recorded(
-                &mut sys.mem,
-                self.fmt,
-                root,
-                r.asid,
-                r.addr,
-                &mut self.pwc,
-                &mut self.rec,
-            )
-        } else {
-            translate(&mut sys.mem, self.fmt, root, r.asid, r.addr, &mut self.pwc)
-        };
+        let res = self.walk_from::<REC>(&mut sys.mem, root, r);
         // The walk is counted on each branch rather than before them: then the fast
         // branch keeps the translation in registers instead of the whole result in memory.
         if let Some(t) = res.leaf {
@@ -275,6 +264,17 @@ impl Stage1 {
         }
         self.count_walk(r, &res);
         self.walk_slow(sys, r, res, instr, upto, 0)
+    }
+
+    /// The hardware walk of `r` from `root`; with `REC` (the data-cache path) it also
+    /// records its descriptor reads in `self.rec`.
+    #[inline(always)]
+    fn walk_from<const REC: bool>(&mut self, mem: &mut Memory, root: u64, r: &MemRef) -> WalkResult {
+        if REC {
+            translate_recorded(mem, self.fmt, root, r.asid, r.addr, &mut self.pwc, &mut self.rec)
+        } else {
+            translate(mem, self.fmt, root, r.asid, r.addr, &mut self.pwc)
+        }
     }
 
     /// [`Stage1::walk_fill`] recording the walk's descriptor reads (the data-cache
@@ -489,17 +489,9 @@ impl Translator for Stage1 {
         let si = sys.space(r.asid)?;
         let root = sys.root(si);
         let res = if self.cached {
-            translate_recorded(
-                &mut sys.mem,
-                self.fmt,
-                root,
-                r.asid,
-                r.addr,
-                &mut self.pwc,
-                &mut self.rec,
-            )
+            self.walk_from::<true>(&mut sys.mem, root, r)
         } else {
-            translate(&mut sys.mem, self.fmt, root, r.asid, r.addr, &mut self.pwc)
+            self.walk_from::<false>(&mut sys.mem, root, r)
         };
         self.count_walk(r, &res);
         self.walk_slow(sys, r, res, instr, upto, attempt)
