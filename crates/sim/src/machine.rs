@@ -377,9 +377,12 @@ impl Machine {
     }
 
     /// Counts compulsory misses at every TLB level of every CPU core from now on
-    /// (crate::roi; the nested cores of a `[vm]` machine do not count them).
+    /// (crate::roi), the combined TLBs of a `[vm]` machine's nested cores included.
     pub fn count_compulsory(&mut self) {
         for c in &mut self.cpus {
+            c.tlbs.count_compulsory();
+        }
+        for c in &mut self.vcpus {
             c.tlbs.count_compulsory();
         }
     }

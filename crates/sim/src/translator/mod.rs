@@ -31,10 +31,11 @@ pub use device::Device;
 pub use nested::Nested;
 pub use stage1::Stage1;
 
-use crate::stats::Report;
+use crate::stats::{LevelStats, Report};
 use crate::system::System;
 use crate::SimError;
 use mmulab_model::addr::Asid;
+use mmulab_model::tlb::Tlb;
 use mmulab_trace::MemRef;
 
 /// Why a translator stopped before finishing an access.
@@ -82,4 +83,26 @@ pub(crate) trait Translator: Report {
     /// Address spaces changed (created, exited, faulted, unmapped, background work):
     /// drop any host-side cache of their page-table roots.
     fn spaces_changed(&mut self);
+}
+
+/// Adds a core's TLB levels to the per-level figures (counts, and compulsory misses
+/// where they are counted) and the cycles of their lookups, each at its level's latency,
+/// to `tlb_cycles`: the one place stage-1 and nested cores report their TLBs.
+pub(crate) fn add_tlb_levels(levels: &mut [LevelStats], tlbs: &[Tlb], tlb_cycles: &mut u64) {
+    for (l, t) in levels.iter_mut().zip(tlbs) {
+        let b = t.stats();
+        *tlb_cycles += b.accesses * t.spec().latency as u64;
+        let a = &mut l.counts;
+        a.accesses += b.accesses;
+        a.hits += b.hits;
+        a.misses += b.misses;
+        a.fills += b.fills;
+        a.evictions += b.evictions;
+        a.splinters += b.splinters;
+        a.bypasses += b.bypasses;
+        a.invalidations += b.invalidations;
+        if let Some(c) = t.compulsory() {
+            *l.compulsory.get_or_insert(0) += c;
+        }
+    }
 }

@@ -29,7 +29,7 @@
 //! host's backing policy maps it); either way the machine resumes this translator,
 //! which walks again from the start.
 
-use super::{Stop, Translator};
+use super::{add_tlb_levels, Stop, Translator};
 use crate::stats::{Report, Stats};
 use crate::system::System;
 use crate::vm::VMID;
@@ -346,19 +346,7 @@ impl Report for Nested {
         let p2 = self.pwc2.stats();
         c.walk_cycles += (r1 + r2) * self.cost.mem_latency as u64;
         c.walk_cycles += (p1.lookups + p2.lookups) * self.cost.pwc_latency as u64;
-        for (l, t) in s.levels.iter_mut().zip(self.tlbs.levels()) {
-            let b = t.stats();
-            c.tlb_cycles += b.accesses * t.spec().latency as u64;
-            let a = &mut l.counts;
-            a.accesses += b.accesses;
-            a.hits += b.hits;
-            a.misses += b.misses;
-            a.fills += b.fills;
-            a.evictions += b.evictions;
-            a.splinters += b.splinters;
-            a.bypasses += b.bypasses;
-            a.invalidations += b.invalidations;
-        }
+        add_tlb_levels(&mut s.levels, self.tlbs.levels(), &mut c.tlb_cycles);
         for (i, h) in p1.hits.iter().enumerate() {
             s.pwc_hits[i] += h;
         }

@@ -11,7 +11,7 @@
 #[path = "ad.rs"]
 mod ad;
 
-use super::{Stop, Translator};
+use super::{add_tlb_levels, Stop, Translator};
 use crate::host::{Host, NO_ROOT};
 use crate::stats::{Report, Stats};
 use crate::system::System;
@@ -543,22 +543,7 @@ impl Report for Stage1 {
         if self.pwc.enabled() {
             c.walk_cycles += w.walks * self.cost.pwc_latency as u64;
         }
-        for (l, t) in s.levels.iter_mut().zip(self.tlbs.levels()) {
-            let b = t.stats();
-            c.tlb_cycles += b.accesses * t.spec().latency as u64;
-            let a = &mut l.counts;
-            a.accesses += b.accesses;
-            a.hits += b.hits;
-            a.misses += b.misses;
-            a.fills += b.fills;
-            a.evictions += b.evictions;
-            a.splinters += b.splinters;
-            a.bypasses += b.bypasses;
-            a.invalidations += b.invalidations;
-            if let Some(c) = t.compulsory() {
-                *l.compulsory.get_or_insert(0) += c;
-            }
-        }
+        add_tlb_levels(&mut s.levels, self.tlbs.levels(), &mut c.tlb_cycles);
         let pwc = self.pwc.stats();
         for (i, h) in pwc.hits.iter().enumerate() {
             s.pwc_hits[i] += h;
