@@ -33,6 +33,21 @@ def _sets(set):
     return list(set)
 
 
+def _run_args(config, machine, workload, trace, set, format):
+    """The leading arguments both native runs take (config, machine, sets, workload,
+    trace, format), checked: exactly one of workload and trace."""
+    if (workload is None) == (trace is None):
+        raise ValueError("give exactly one of workload= and trace=")
+    return (
+        _toml(config, "config"),
+        machine,
+        _sets(set),
+        workload,
+        None if trace is None else os.fspath(trace),
+        format,
+    )
+
+
 def sim(config=None, *, machine=None, workload=None, trace=None, set=None, format="auto"):
     """Simulates one configuration; returns the statistics ``mmulab sim --json`` prints.
 
@@ -41,16 +56,7 @@ def sim(config=None, *, machine=None, workload=None, trace=None, set=None, forma
     workload (e.g. ``"gups:table=64MiB,refs=1M"``) or trace (a path): exactly one.
     set: overrides as ``--set`` takes them, a list of ``"key=value"`` or a dict.
     """
-    if (workload is None) == (trace is None):
-        raise ValueError("give exactly one of workload= and trace=")
-    out = _native.sim(
-        _toml(config, "config"),
-        machine,
-        _sets(set),
-        workload,
-        None if trace is None else os.fspath(trace),
-        format,
-    )
+    out = _native.sim(*_run_args(config, machine, workload, trace, set, format))
     return json.loads(out)
 
 
@@ -77,15 +83,8 @@ def mrc(
     (default: the one data references enter). page_size: the size every reference is
     translated at (default: the one size the OS policy maps).
     """
-    if (workload is None) == (trace is None):
-        raise ValueError("give exactly one of workload= and trace=")
     out = _native.mrc(
-        _toml(config, "config"),
-        machine,
-        _sets(set),
-        workload,
-        None if trace is None else os.fspath(trace),
-        format,
+        *_run_args(config, machine, workload, trace, set, format),
         level,
         page_size,
         max_entries,
