@@ -682,7 +682,10 @@ fn reference_cap_rewrites_long_workloads_only() {
     // 2^29 updates (2^30 references) and 2^27 initialising stores; capped, the
     // initialisation is left out.
     let (capped, note) = cap_refs("mmulab sim --workload gups:table=1GiB --json", 5_000_000).unwrap();
-    assert_eq!(capped, "mmulab sim --workload gups:table=1GiB,refs=5000000,init=off --json");
+    assert_eq!(
+        capped,
+        "mmulab sim --workload gups:table=1GiB,refs=5000000,init=off --json"
+    );
     assert!(note.unwrap().contains("1207959552"));
     let (capped, _) = cap_refs("mmulab sim -w 'chase:pages=1000,refs=1G'", 100).unwrap();
     assert_eq!(capped, "mmulab sim -w 'chase:pages=1000,refs=100'");

@@ -191,7 +191,10 @@ fn the_issue_example_config_works_verbatim_and_reports_every_field() {
     assert!(v["cycles"]["translation"].as_u64().unwrap() > 0);
     // Each page's first touch is an update's load (Linux's zero page, a fault), then its
     // store (the copy, a second fault): two faults per 4 KiB page mapped.
-    assert_eq!(v["faults"].as_u64().unwrap(), 2 * v["memory"]["pages"]["4K"].as_u64().unwrap());
+    assert_eq!(
+        v["faults"].as_u64().unwrap(),
+        2 * v["memory"]["pages"]["4K"].as_u64().unwrap()
+    );
 }
 
 #[test]

@@ -72,19 +72,28 @@ fn fresh_pages_are_mapped_young_and_linux_pages_dirty() {
     let s = run(&mut m, &[(VA, STORE)]);
     assert_eq!((s.counters.faults, s.counters.walks, s.counters.ad_updates), (1, 2, 0));
     let s = run(&mut m, &[(VA + 4096, LOAD), (VA, STORE)]);
-    assert_eq!((s.counters.faults, s.counters.ad_updates, s.counters.dirty_writes), (2, 0, 0));
+    assert_eq!(
+        (s.counters.faults, s.counters.ad_updates, s.counters.dirty_writes),
+        (2, 0, 0)
+    );
 
     let mut m = Machine::new(spec("default", &["os.zero_page=false"])).unwrap();
     let s = run(&mut m, &[(VA, LOAD)]);
     assert_eq!((s.counters.faults, s.counters.walks, s.counters.ad_updates), (1, 2, 0));
     let s = run(&mut m, &[(VA, STORE)]);
-    assert_eq!((s.counters.faults, s.counters.ad_updates, s.counters.dirty_writes), (1, 1, 1));
+    assert_eq!(
+        (s.counters.faults, s.counters.ad_updates, s.counters.dirty_writes),
+        (1, 1, 1)
+    );
 
     let mut m = Machine::new(spec("default", &["os.policy=reservation"])).unwrap();
     let s = run(&mut m, &[(VA, LOAD)]);
     assert_eq!((s.counters.faults, s.counters.ad_updates), (1, 0));
     let s = run(&mut m, &[(VA, STORE)]);
-    assert_eq!((s.counters.faults, s.counters.ad_updates, s.counters.dirty_writes), (1, 1, 1));
+    assert_eq!(
+        (s.counters.faults, s.counters.ad_updates, s.counters.dirty_writes),
+        (1, 1, 1)
+    );
 
     // THP and mTHP (zero pages off: the read allocates) and fixed pages: young too.
     for sets in [

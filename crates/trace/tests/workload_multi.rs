@@ -109,7 +109,16 @@ fn gups_threads_initialise_their_slices_of_the_table_first() {
     let s = AccessKind::Store;
     assert_eq!(
         init,
-        [(0, 0, s), (1, 32, s), (0, 8, s), (1, 40, s), (0, 16, s), (1, 48, s), (0, 24, s), (1, 56, s)]
+        [
+            (0, 0, s),
+            (1, 32, s),
+            (0, 8, s),
+            (1, 40, s),
+            (0, 16, s),
+            (1, 48, s),
+            (0, 24, s),
+            (1, 56, s)
+        ]
     );
     assert_eq!(r.len(), 8 + 2 * 2);
     assert_eq!(r[8].kind, AccessKind::Load);

@@ -176,7 +176,10 @@ impl TraceSource for Gups {
         self.spec.clone()
     }
     fn progress(&self) -> Option<(u64, u64)> {
-        Some((self.init_next - self.init_first + self.done, self.init - self.init_first + self.total))
+        Some((
+            self.init_next - self.init_first + self.done,
+            self.init - self.init_first + self.total,
+        ))
     }
     fn warmup_refs(&self) -> u64 {
         self.init - self.init_first
