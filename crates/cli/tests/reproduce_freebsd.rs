@@ -102,7 +102,9 @@ fn sim_writes_a_time_series() {
     let (ok, _, err) = mmulab(&[
         "sim",
         "-w",
-        "gups:table=16MiB,updates=100K",
+        // init=off: 200K references from an untouched table (the initialisation would
+        // add 2 M warm-up stores to the series).
+        "gups:table=16MiB,updates=100K,init=off",
         "--set",
         "os.policy=reservation",
         "--timeseries",

@@ -31,7 +31,10 @@ pub struct OsSection {
     /// References between calls of the policy's background work (`Os::tick`) and
     /// time-series samples' granularity floor.
     pub tick_interval: u64,
-    /// Linux's zero pages (`os.zero_page`; model os/zero.rs).
+    /// Linux's zero pages (`os.zero_page`; model os/zero.rs). On by default, as in Linux
+    /// (`do_anonymous_page` maps the zero page for every read fault unless
+    /// `mm_forbids_zeropage`); `false` gives the older behaviour, a page allocated at a
+    /// read fault. No effect on `fixed` and `reservation` (FreeBSD allocates a zeroed page).
     pub zero_page: bool,
     /// Background work charged to the application instead of a kernel thread
     /// (`os.background_charge = "application"`; crate::kernel_time).
@@ -46,7 +49,7 @@ impl Default for OsSection {
             },
             fault_latency: 1000,
             tick_interval: 100_000,
-            zero_page: false,
+            zero_page: true,
             charge_app: false,
         }
     }

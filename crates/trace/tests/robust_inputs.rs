@@ -94,7 +94,10 @@ fn unbounded_refs_and_procs_are_refused_with_range() {
     // A huge table's default count (8 × words) is out of range too; a given refs= is not.
     let e = spec_err("gups:table=64TiB", 48);
     assert!(e.contains("default"), "{e}");
-    assert!(parse("gups:table=64TiB,refs=1000").is_ok());
+    assert!(parse("gups:table=64TiB,refs=1000,init=off").is_ok());
+    // The initialisation (on by default) counts too: 8 Ti stores are out of range.
+    let e = spec_err("gups:table=64TiB,refs=1000", 48);
+    assert!(e.contains("init=off") && e.contains("100000000000"), "{e}");
     assert!(parse(&format!("seq:size=1M,refs={MAX_REFS}")).is_ok());
     assert!(parse(&format!("seq:size=1M,refs={}", MAX_REFS + 1)).is_err());
     let e = spec_err("chase:pages=4294967295", 48);

@@ -83,7 +83,7 @@ fn copies_repeat_the_program_in_their_own_address_spaces() {
 fn gups_threads_take_consecutive_segments_of_one_stream() {
     // table=64 bytes: 8 words, updates default 4 × 8 = 32 per thread; thread 1 starts at
     // stream position 32, HPCC_starts(32).
-    let r = all("gups:table=64,threads=2,refs=4");
+    let r = all("gups:table=64,threads=2,refs=4,init=off");
     let base = 0x7f00_0000_0000u64;
     let mut ran0 = hpcc_starts(0);
     let mut ran1 = hpcc_starts(32);
@@ -94,6 +94,36 @@ fn gups_threads_take_consecutive_segments_of_one_stream() {
     assert_eq!((r[1].core, r[1].asid), (1, 0));
     assert_eq!(r[2].kind, AccessKind::Store);
     assert_eq!(r[2].addr, r[0].addr);
+}
+
+/// HPCC's `Table[i] = i` split over threads (on by default): table=64 is 8 words;
+/// thread 0 stores words 0–3 (offsets 0, 8, 16, 24), thread 1 words 4–7 (32 … 56),
+/// interleaved one by one, then the updates; the 8 stores are the warm-up (2 × 4).
+/// Fails if each thread initialised the whole table (16 stores) or none.
+#[test]
+fn gups_threads_initialise_their_slices_of_the_table_first() {
+    assert_eq!(parse("gups:table=64,threads=2,refs=2").unwrap().warmup_refs(), 8);
+    let r = all("gups:table=64,threads=2,refs=2");
+    let base = 0x7f00_0000_0000u64;
+    let init: Vec<_> = r[..8].iter().map(|m| (m.core, m.addr - base, m.kind)).collect();
+    let s = AccessKind::Store;
+    assert_eq!(
+        init,
+        [
+            (0, 0, s),
+            (1, 32, s),
+            (0, 8, s),
+            (1, 40, s),
+            (0, 16, s),
+            (1, 48, s),
+            (0, 24, s),
+            (1, 56, s)
+        ]
+    );
+    assert_eq!(r.len(), 8 + 2 * 2);
+    assert_eq!(r[8].kind, AccessKind::Load);
+    // Copies each initialise their own table.
+    assert_eq!(parse("gups:table=64,copies=2,refs=2").unwrap().warmup_refs(), 16);
 }
 
 #[test]

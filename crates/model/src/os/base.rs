@@ -1,4 +1,4 @@
-use super::{map_new_page, FaultCtx, OsStats};
+use super::{anon_attrs, map_new_page, FaultCtx, OsStats};
 use crate::error::ModelError;
 
 /// Every page of the format's base size (4 KiB; 16 or 64 KiB with those ARMv8 granules),
@@ -25,14 +25,16 @@ impl super::OsPolicy for Base {
         true
     }
 
-    /// Maps a fresh base page at the faulting address (with `zero_page`: the zero page
-    /// for a read, a copy of it for a store to it; zero.rs).
+    /// Maps a fresh base page at the faulting address, young (and dirty as
+    /// `do_anonymous_page` maps it, with `zero_page`: then a read maps the zero page and a
+    /// store to it copies it; zero.rs).
     fn fault(&mut self, mut ctx: FaultCtx<'_>) -> Result<(), ModelError> {
         self.stats.faults += 1;
         if self.zero_page && super::zero::fault(&mut ctx, &mut self.stats)? {
             return Ok(());
         }
         let page = ctx.space.fmt.base_page();
-        map_new_page(&mut ctx, page, &mut self.stats)
+        let attrs = anon_attrs(ctx.kind, self.zero_page);
+        map_new_page(&mut ctx, page, attrs, &mut self.stats)
     }
 }

@@ -1,4 +1,4 @@
-use super::{map_new_page, FaultCtx, OsStats};
+use super::{fresh_attrs, map_new_page, FaultCtx, OsStats};
 use crate::addr::PageSize;
 use crate::error::ModelError;
 
@@ -33,9 +33,11 @@ impl super::OsPolicy for Fixed {
         self.page_size
     }
 
-    /// Maps a fresh page of the configured size at the faulting address.
+    /// Maps a fresh page of the configured size at the faulting address: young, and
+    /// dirty if the access was a store (no kernel's policy: the neutral choice).
     fn fault(&mut self, mut ctx: FaultCtx<'_>) -> Result<(), ModelError> {
         self.stats.faults += 1;
-        map_new_page(&mut ctx, self.page_size, &mut self.stats)
+        let attrs = fresh_attrs(ctx.kind);
+        map_new_page(&mut ctx, self.page_size, attrs, &mut self.stats)
     }
 }

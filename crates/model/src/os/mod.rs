@@ -451,8 +451,14 @@ pub(crate) fn free_run(mem: &mut Memory, mut pfn: u64, count: u64) {
 }
 
 /// Allocates physical memory for one page of `size` and maps it at the aligned address
-/// containing `va`, read-write. Shared by the demand-paging policies.
-pub(crate) fn map_new_page(ctx: &mut FaultCtx<'_>, size: PageSize, stats: &mut OsStats) -> Result<(), ModelError> {
+/// containing `va` with `attrs` (read-write; [`linux_anon_attrs`] or [`fresh_attrs`]).
+/// Shared by the demand-paging policies.
+pub(crate) fn map_new_page(
+    ctx: &mut FaultCtx<'_>,
+    size: PageSize,
+    attrs: Attrs,
+    stats: &mut OsStats,
+) -> Result<(), ModelError> {
     let va = ctx.va & !size.offset_mask();
     let at = numa_at(ctx.mem, ctx.space, va);
     let pfn = ctx
@@ -460,7 +466,7 @@ pub(crate) fn map_new_page(ctx: &mut FaultCtx<'_>, size: PageSize, stats: &mut O
         .alloc_pages(order_of(size), at)
         .ok_or_else(|| ctx.mem.buddy.oom(&format!("a {size} page at va {:#x}", ctx.va)))?;
     let pa = pfn << FRAME_SHIFT;
-    if let Err(e) = map_leaf(ctx.mem, ctx.space.fmt, ctx.space.root, va, pa, size, Attrs::user_rw()) {
+    if let Err(e) = map_leaf(ctx.mem, ctx.space.fmt, ctx.space.root, va, pa, size, attrs) {
         ctx.mem.buddy.free(pfn, order_of(size));
         return Err(e);
     }
@@ -475,11 +481,47 @@ pub(crate) fn numa_at(mem: &Memory, space: &mut AddressSpace, addr: u64) -> Opti
     Some(At::anon(&space.vma(addr), addr))
 }
 
-/// The attributes a fresh anonymous page gets: read-write, and already dirty and
-/// accessed if the faulting access was a store (as pmap_enter / do_anonymous_page do).
+/// The attributes FreeBSD gives a fresh anonymous page: read-write and accessed, and
+/// dirty only if the faulting access was a store. amd64 `pmap_enter`: `newpte = pa |
+/// PG_A | PG_V`, `PG_M` only `if ((flags & VM_PROT_WRITE) != 0)`; arm64 `pmap_enter`:
+/// `ATTR_AF` in the new L3 entry, `ATTR_S1_AP_RO` (with `ATTR_SW_DBM`: clean) unless the
+/// access was a write. Also a swap-in (`do_swap_page` makes the entry dirty only for a
+/// write fault) and the `fixed` policy.
 pub(crate) fn fresh_attrs(kind: AccessKind) -> Attrs {
     match kind {
         AccessKind::Store => Attrs::user_rw().with(Attrs::DIRTY | Attrs::ACCESSED),
         _ => Attrs::user_rw().with(Attrs::ACCESSED),
+    }
+}
+
+/// The attributes of a fresh anonymous page of a Linux policy: Linux's
+/// ([`linux_anon_attrs`]) with zero pages on (`os.zero_page`, the default), where a page
+/// is allocated only at a write fault (or an instruction fetch); without them a read
+/// fault allocates, and the page is mapped as FreeBSD maps it ([`fresh_attrs`]: young,
+/// clean unless the access was a store), which was mmulab's behaviour before #23 (Linux
+/// allocates at a read fault only where the zero page is forbidden, `mm_forbids_zeropage`).
+pub(crate) fn anon_attrs(kind: AccessKind, zero_page: bool) -> Attrs {
+    if zero_page {
+        linux_anon_attrs(kind)
+    } else {
+        fresh_attrs(kind)
+    }
+}
+
+/// The attributes Linux gives a fresh anonymous page (base page, mTHP folio or THP): mapped
+/// young, since `vm_page_prot` carries the accessed bit (x86 `PAGE_SHARED`/`PAGE_COPY`:
+/// `___A`; arm64 `PROT_DEFAULT`: `PTE_AF`; ARMv7 `pgprot_user`: `L_PTE_YOUNG`), and dirty
+/// in a writable VMA whether the fault was a read or a write: mm/memory.c
+/// `do_anonymous_page` (`folio_mk_pte(folio, vma->vm_page_prot)`, `pte_sw_mkyoung`, `if
+/// (vma->vm_flags & VM_WRITE) entry = pte_mkwrite(pte_mkdirty(entry), vma)`), and for a
+/// THP mm/huge_memory.c `__do_huge_pmd_anonymous_page` (`mk_huge_pmd(page,
+/// vma->vm_page_prot)`, `maybe_pmd_mkwrite(pmd_mkdirty(entry), vma)`). With zero pages on
+/// only a write fault reaches the allocation (and a THP read fault with
+/// `use_zero_page = false`). An instruction fetch is a file-backed text page in Linux
+/// (`finish_fault` → `set_pte_range`: young, dirty only for a write): young, clean.
+pub(crate) fn linux_anon_attrs(kind: AccessKind) -> Attrs {
+    match kind {
+        AccessKind::IFetch => Attrs::user_rw().with(Attrs::ACCESSED),
+        _ => Attrs::user_rw().with(Attrs::DIRTY | Attrs::ACCESSED),
     }
 }

@@ -21,7 +21,7 @@
 use super::granule::default_mthp_sizes;
 use super::remap::leaves;
 use super::OsEvent;
-use super::{fresh_attrs, order_of, FaultCtx, OsStats};
+use super::{anon_attrs, order_of, FaultCtx, OsStats};
 use crate::addr::{PageSize, FRAME_SHIFT, FRAME_SIZE};
 use crate::error::ModelError;
 use crate::mem::numa::At;
@@ -95,7 +95,8 @@ impl super::OsPolicy for Mthp {
         let (fmt, root) = (space.fmt, space.root);
         let base = fmt.base_page();
         let vma = space.vma(va);
-        let attrs = fresh_attrs(kind);
+        // do_anonymous_page: one entry, young and dirty, for every page of the folio.
+        let attrs = anon_attrs(kind, self.zero_page);
         let default;
         let sizes: &[PageSize] = match &self.cfg.sizes {
             Some(s) => s,

@@ -38,7 +38,7 @@ use super::compact::{compact_deferred, CompactCost, Deferral};
 use super::granule::{linux_pmd_size, pmd_nr};
 use super::remap::{clear_leaves, drop_table, leaves};
 use super::OsEvent;
-use super::{fresh_attrs, map_new_page, order_of, FaultCtx, OsStats, Shootdown, TickCtx};
+use super::{anon_attrs, map_new_page, order_of, FaultCtx, OsStats, Shootdown, TickCtx};
 use crate::addr::Asid;
 use crate::addr::{PageSize, FRAME_SHIFT, FRAME_SIZE};
 use crate::error::ModelError;
@@ -435,7 +435,7 @@ impl super::OsPolicy for Thp {
                     key,
                     pfn << FRAME_SHIFT,
                     size,
-                    fresh_attrs(ctx.kind),
+                    anon_attrs(ctx.kind, zero),
                 ) {
                     ctx.mem.buddy.free(pfn, order_of(size));
                     return Err(e);
@@ -454,7 +454,8 @@ impl super::OsPolicy for Thp {
         }
         let base = fmt.base_page();
         self.stats.os_cycles += (base.bytes() / FRAME_SIZE) * self.cfg.zero_cycles_per_page;
-        map_new_page(&mut ctx, base, &mut self.stats)
+        let attrs = anon_attrs(ctx.kind, zero);
+        map_new_page(&mut ctx, base, attrs, &mut self.stats)
     }
 
     /// khugepaged's wake-up (see the module doc).
@@ -564,11 +565,11 @@ impl super::OsPolicy for Thp {
                 }
             }
             self.collapsed.insert((asid, key), (pfn, present));
-            let mut attrs = Attrs::user_rw().with(Attrs::ACCESSED);
+            // mm/khugepaged.c collapse_huge_page: `_pmd = folio_mk_pmd(folio,
+            // vma->vm_page_prot)` (young; `mk_huge_pmd` in older kernels), then
+            // `maybe_pmd_mkwrite(pmd_mkdirty(_pmd), vma)`: dirty whatever the old entries were.
+            let attrs = Attrs::user_rw().with(Attrs::ACCESSED | Attrs::DIRTY);
             for m in &old {
-                if m.attrs.has(Attrs::DIRTY) {
-                    attrs = attrs.with(Attrs::DIRTY);
-                }
                 // Zero-page entries are not copied (the new page is zero-filled there).
                 if !ctx.mem.zero.contains_pa(m.pa) {
                     self.stats.os_cycles += k.copy_cycles_per_page * (m.size.bytes() / FRAME_SIZE);

@@ -57,20 +57,24 @@ pub fn hpcc_starts(n: i64) -> u64 {
 /// initialised, `for (i=0; i<TableSize; i++) Table[i] = i;` (one 8-byte store per word,
 /// in order), before "Begin timing here": those `words` stores come first and are the
 /// workload's warm-up ([`TraceSource::warmup_refs`]), simulated but reported apart by
-/// `sim` unless `--warmup` says otherwise. They come with `init=on`; the default,
-/// `init=off`, leaves them out, because the pinned results (crates/cli/tests/
-/// pinned_results.rs) run gups specs without the key and must stay byte-identical: with
-/// the initialisation by default every figure of seven of them would change (and
-/// naming `init=off` in them would change their `source` field). The updates are HPCC's scalar equivalent (one LFSR stream from
-/// `HPCC_starts(seed)`), not its 128 interleaved streams.
+/// `sim` unless `--warmup` says otherwise. On by default (`init=on`), as HPCC runs;
+/// `init=off` leaves them out (the table is then first touched by the updates, which
+/// was mmulab's behaviour before #23). With `threads=N`, thread `i` initialises the
+/// `i`-th of N slices of the table (as a parallel `for` over the table splits it); with
+/// `copies=N` each copy initialises its own table. The updates are HPCC's scalar
+/// equivalent (one LFSR stream from `HPCC_starts(seed)`), not its 128 interleaved
+/// streams.
 pub struct Gups {
     spec: String,
     base: u64,
     mask: u64,
     ran: u64,
-    /// Initialising stores still to emit (`Table[init_next..]`), then the updates.
+    /// Initialising stores still to emit (`Table[init_next..init]`), then the updates.
     init_next: u64,
+    /// The end (exclusive) of this part's slice of the initialisation.
     init: u64,
+    /// Its start.
+    init_first: u64,
     done: u64,
     total: u64,
 }
@@ -93,11 +97,17 @@ impl super::Generator for Gups {
         // HPCC_starts(updates_per_process × rank).
         let seed = a.count("seed", Some(0))? + a.thread().map_or(0, |(i, _)| i.saturating_mul(updates));
         let base = a.base(0x7f00_0000_0000, Some(table))?;
-        let init = if a.flag("init", false)? { words } else { 0 };
-        if refs.saturating_add(init) > super::MAX_REFS {
+        // Thread i of n initialises words [i·words/n, (i+1)·words/n).
+        let (first, last) = match a.thread() {
+            Some((i, n)) => (words * i / n, words * (i + 1) / n),
+            None => (0, words),
+        };
+        let (init_next, init) = if a.flag("init", true)? { (first, last) } else { (0, 0) };
+        if refs.saturating_add(init - init_next) > super::MAX_REFS {
             return Err(TraceError::Spec(format!(
-                "workload '{}': the {init} initialising stores and refs = {refs} make more than {} references; give a smaller table or refs=, or init=off",
+                "workload '{}': the {} initialising stores (init=on, the default) and refs = {refs} make more than {} references; give a smaller table or refs=, or init=off",
                 a.spec(),
+                init - init_next,
                 super::MAX_REFS
             )));
         }
@@ -106,8 +116,9 @@ impl super::Generator for Gups {
             base,
             mask: words - 1,
             ran: hpcc_starts(seed as i64),
-            init_next: 0,
+            init_next,
             init,
+            init_first: init_next,
             done: 0,
             total: refs,
         })
@@ -165,10 +176,13 @@ impl TraceSource for Gups {
         self.spec.clone()
     }
     fn progress(&self) -> Option<(u64, u64)> {
-        Some((self.init_next + self.done, self.init + self.total))
+        Some((
+            self.init_next - self.init_first + self.done,
+            self.init - self.init_first + self.total,
+        ))
     }
     fn warmup_refs(&self) -> u64 {
-        self.init
+        self.init - self.init_first
     }
 }
 
@@ -204,7 +218,7 @@ mod tests {
             want.push(MemRef::new(base + (ran & mask) * 8, kind, 8));
         }
         for batch in [1, 2, 3, 333, 1000, 8192] {
-            let mut g = crate::workload::parse("gups:table=1M,refs=2001").unwrap();
+            let mut g = crate::workload::parse("gups:table=1M,refs=2001,init=off").unwrap();
             let mut b = crate::Batch::default();
             loop {
                 let before = b.refs.len();
@@ -222,7 +236,7 @@ mod tests {
 
     #[test]
     fn pairs_load_then_store_same_word() {
-        let mut g = crate::workload::parse("gups:table=1M,updates=1000").unwrap();
+        let mut g = crate::workload::parse("gups:table=1M,updates=1000,init=off").unwrap();
         let mut b = crate::Batch::default();
         while g.next_batch(&mut b, 333).unwrap() > 0 {}
         let buf = b.refs;
@@ -254,7 +268,10 @@ mod tests {
             (32, AccessKind::Store),
         ]);
         assert_eq!(got, want);
-        let off = crate::workload::parse("gups:table=64,refs=4").unwrap();
+        let off = crate::workload::parse("gups:table=64,refs=4,init=off").unwrap();
         assert_eq!(off.warmup_refs(), 0);
+        // On by default (#23: GUPS as HPCC runs it).
+        let default = crate::workload::parse("gups:table=64,refs=4").unwrap();
+        assert_eq!(default.warmup_refs(), 8);
     }
 }

@@ -157,6 +157,15 @@ impl TraceSource for Multi {
     fn describe(&self) -> String {
         self.spec.clone()
     }
+    /// The parts' warm-ups (GUPS's initialisation): as long as every part is still in
+    /// its own, each round of `interleave` references per part is warm-up, so the first
+    /// N × m references are (m: the smallest part's warm-up rounded down to a multiple of
+    /// `interleave`); the few initialising references after that are measured.
+    fn warmup_refs(&self) -> u64 {
+        let k = self.interleave as u64;
+        let m = self.parts.iter().map(|p| p.src.warmup_refs()).min().unwrap_or(0) / k * k;
+        m * self.parts.len() as u64
+    }
     fn progress(&self) -> Option<(u64, u64)> {
         let mut sum = (0, 0);
         for p in &self.parts {
