@@ -94,13 +94,12 @@ impl Reorder {
     pub(super) fn join(&mut self, bi: usize, row: u32, at: u64, slot: u64) -> Option<(u64, usize)> {
         let e = &mut self.banks[bi];
         // The first closing of `row` after the request arrived.
-        let mut k: Option<usize> = None;
-        for (i, c) in e.iter().enumerate() {
-            if c.row == row && at < c.pre && c.joins < JOIN_CAP && k.map_or(true, |k| c.pre < e[k].pre) {
-                k = Some(i);
-            }
-        }
-        let k = k?;
+        let k = e
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.row == row && at < c.pre && c.joins < JOIN_CAP)
+            .min_by_key(|(_, c)| c.pre)?
+            .0;
         let pre = e[k].pre;
         for c in e.iter_mut() {
             if c.row != NONE && c.pre > pre {
