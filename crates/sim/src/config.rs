@@ -257,6 +257,8 @@ pub struct MachineSpec {
     pub vm: Option<crate::config_vm::VmSpec>,
     /// The data caches (`[caches]`), if any.
     pub caches: Option<mmulab_model::cache::CacheSpec>,
+    /// `caches.mlp`: data misses a core keeps in flight (1 without `[caches]`).
+    pub cache_mlp: u32,
     /// Fake NUMA nodes and the memory policy (`[numa]`), if any.
     pub numa: Option<mmulab_model::mem::numa::NumaConfig>,
     /// The DRAM below the caches (`[dram]`), if any; else a flat memory.
@@ -502,6 +504,7 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
         Some(d) => Some(mmulab_model::dram::profile::load(&d.profile).map_err(|e| format!("dram.profile: {e}"))?),
     };
     Ok(MachineSpec {
+        cache_mlp: config.caches.as_ref().map_or(1, |c| c.mlp),
         dram,
         numa,
         vm,

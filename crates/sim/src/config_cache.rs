@@ -14,6 +14,11 @@ pub struct CachesSection {
     /// cache/memory latencies (assumed 1: one issue slot per reference).
     #[serde(default = "one")]
     pub base_cycles: u32,
+    /// Data misses to memory a core keeps in flight at once (its miss slots; 1 to 64;
+    /// default 1: the core waits for each miss before the next leaves). Assumed per
+    /// machine (translator/mlp.rs, docs/memory.md).
+    #[serde(default = "one")]
+    pub mlp: u32,
     /// Cycles of a request to main memory below the last level (the flat memory).
     /// Default: `walk.mem_latency`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -75,6 +80,12 @@ fn line64() -> u32 {
 
 /// Checks `[caches]` and resolves it into the model's spec; errors name the key.
 pub fn resolve(c: &CachesSection, walk_mem_latency: u32) -> Result<CacheSpec, String> {
+    if c.mlp == 0 || c.mlp > 64 {
+        return Err(format!(
+            "caches.mlp = {} must be from 1 to 64 (data misses a core keeps in flight)",
+            c.mlp
+        ));
+    }
     let mut levels = Vec::new();
     for (name, l, shared_default) in [
         ("l1d", Some(&c.l1d), false),
@@ -158,6 +169,7 @@ mod tests {
     fn resolves_defaults_and_names_the_bad_key() {
         let mut c = CachesSection {
             base_cycles: 1,
+            mlp: 1,
             memory_latency: None,
             l1d: level("64KiB", 4),
             l2: None,
@@ -177,5 +189,10 @@ mod tests {
         c.l2 = None;
         c.l1d.shared = Some(true);
         assert!(resolve(&c, 30).unwrap_err().contains("caches.l1d.shared"));
+        c.l1d.shared = None;
+        c.mlp = 0;
+        assert!(resolve(&c, 30)
+            .unwrap_err()
+            .starts_with("caches.mlp = 0 must be from 1 to 64"));
     }
 }

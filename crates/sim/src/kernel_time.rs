@@ -81,9 +81,12 @@ pub fn ns_of(cycles: u64, clock_mhz: f64) -> u64 {
 
 impl TimeStats {
     /// The application's cycles in `s` (its `os.os_cycles` already without the kernel
-    /// thread's unless charged to the application).
+    /// thread's unless charged to the application). With data caches, the slowest core's
+    /// clock (`caches.elapsed_cycles`: its references, translation and data latency)
+    /// stands for the translation cycles summed over the cores.
     pub fn app_cycles(s: &Stats) -> u64 {
-        s.translation_cycles() + s.counters.fault_cycles + s.os.os_cycles
+        let cores = s.caches.as_ref().map(|c| c.elapsed_cycles()).filter(|&n| n > 0);
+        cores.unwrap_or_else(|| s.translation_cycles()) + s.counters.fault_cycles + s.os.os_cycles
     }
 
     /// Adds `time` and `kernel` to the JSON report `v` of `s` (docs/output.md).

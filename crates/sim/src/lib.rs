@@ -21,6 +21,7 @@ pub mod numa;
 pub mod report;
 pub mod reproduce;
 pub mod reproduce_gpu;
+pub mod reproduce_numa;
 pub mod reproduce_sens;
 mod roi;
 mod run;

@@ -24,8 +24,10 @@ pub(super) fn build(spec: &MachineSpec, mut cpus: Vec<Stage1>) -> (Vec<Stage1>, 
     let Some(c) = &spec.caches else {
         return (cpus, None);
     };
+    let l1 = c.levels.first().map_or(0, |l| l.latency);
+    let lookups = c.levels.iter().map(|l| l.latency).sum();
     for cpu in &mut cpus {
-        cpu.enable_caches(c.base_cycles);
+        cpu.enable_caches(c.base_cycles, spec.cache_mlp, l1, lookups);
     }
     let backend: Box<dyn MemoryBackend + Send> = match (&spec.dram, spec.clock_mhz) {
         (Some(d), Some(mhz)) => Box::new(Dram::new(d.clone(), mhz)),

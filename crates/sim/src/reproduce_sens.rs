@@ -133,7 +133,7 @@ pub fn sensitivity(e: &Experiment, threads: usize) -> Result<Vec<SensRow>, SimEr
 }
 
 /// `f` over `jobs` on `threads` threads, results in job order.
-fn parallel<J: Sync, R: Send>(
+pub(crate) fn parallel<J: Sync, R: Send>(
     jobs: &[J],
     threads: usize,
     f: impl Fn(&J) -> Result<R, SimError> + Sync,

@@ -15,6 +15,10 @@ pub struct CacheReport {
     /// Cycles data references spent in the caches and memory (walk reads' cycles are in
     /// the walk cycles).
     pub data_cycles: u64,
+    /// Per core, when it was done: its clock (base cycles, TLB, walks, data latency
+    /// less what its miss slots overlapped) or its last miss's return, whichever is
+    /// later (translator/mlp.rs).
+    pub core_cycles: Vec<u64>,
     /// The DRAM's counters and its clock in MHz, when main memory is a DRAM model.
     pub dram: Option<(mmulab_model::dram::DramStats, f64, String)>,
 }
@@ -51,7 +55,14 @@ impl CacheReport {
             json!({ "reads": self.stats.mem_reads, "writes": self.stats.mem_writes }),
         );
         v.insert("data_cycles".into(), json!(self.data_cycles));
+        v.insert("core_cycles".into(), json!(self.core_cycles));
+        v.insert("elapsed_cycles".into(), json!(self.elapsed_cycles()));
         Value::Object(v)
+    }
+
+    /// The slowest core's cycles: the run's elapsed time on the cores' clocks.
+    pub fn elapsed_cycles(&self) -> u64 {
+        self.core_cycles.iter().copied().max().unwrap_or(0)
     }
 
     /// `dram` of the JSON report (a machine with `[dram]`): row hits, misses and
@@ -102,11 +113,12 @@ impl CacheReport {
             ]);
         }
         format!(
-            "\n{}memory: {} reads, {} writes; data reference cycles {}\n",
+            "\n{}memory: {} reads, {} writes; data reference cycles {}\nelapsed {} cycles (the slowest core's clock)\n",
             t.render(),
             thousands(self.stats.mem_reads),
             thousands(self.stats.mem_writes),
-            thousands(self.data_cycles)
+            thousands(self.data_cycles),
+            thousands(self.elapsed_cycles())
         )
     }
 }

@@ -12,6 +12,7 @@ pub mod reproduce;
 pub mod reproduce_gpu;
 pub mod reproduce_kvm;
 pub mod reproduce_nested;
+pub mod reproduce_numa;
 pub mod reproduce_os;
 pub mod sim;
 pub mod sim_gpu;

@@ -26,9 +26,10 @@
 //! queueing behind its bank and the bus, plus CL for a row hit, tRCD + CL for a miss
 //! (bank closed), tRP + tRCD + CL for a conflict (another row open, precharged no
 //! earlier than tRAS after its activate), plus the burst. Bank-level parallelism and bus
-//! contention among cores emerge from the ready times. Commands to one bank are issued in
-//! arrival order (no FR-FCFS row-hit-first reordering within a bank); docs/memory.md
-//! compares the result with DRAMsim3.
+//! contention among cores emerge from the ready times. Within a bank, a request for a row
+//! that a conflict closed after the request had arrived is served as FR-FCFS would have
+//! served it, as a row hit before that precharge (sched.rs); docs/memory.md compares the
+//! result with DRAMsim3.
 //!
 //! Written here rather than taken from a library: the timing model is the product, and
 //! it must run at tens of millions of requests per second inside the simulator.
@@ -36,10 +37,12 @@
 pub mod config;
 pub mod mapping;
 pub mod profile;
+mod sched;
 pub mod stream;
 
 pub use config::{DramConfig, DramSpec, RowPolicy, Timing, TimingConfig};
 pub use mapping::{AddressMap, Loc};
+pub use sched::{JOIN_CAP, ROWS as REORDER_ROWS};
 
 use crate::mem::backend::{MemReq, MemoryBackend};
 
@@ -269,6 +272,8 @@ pub struct Dram {
     groups: Vec<Group>,
     ranks: Vec<Rank>,
     chans: Vec<Channel>,
+    /// Rows closed by conflicts, for row-hit-first reordering (sched.rs).
+    reorder: sched::Reorder,
     stats: DramStats,
 }
 
@@ -296,6 +301,7 @@ impl Dram {
                 })
                 .collect(),
             chans: vec![Channel::default(); spec.channels as usize],
+            reorder: sched::Reorder::new(nb),
             stats: DramStats {
                 per_bank: vec![0; nb],
                 per_rank: vec![0; nr],
@@ -345,7 +351,20 @@ impl Dram {
                 b.act_ok = b.act_ok.max(r.ref_off + (n - 1) * t.trefi + t.trfc);
             }
         }
-        let (outcome, mut cmd) = if b.open == l.ro {
+        // A row a conflict closed after this request arrived: FR-FCFS would have served
+        // it first (sched.rs); the bank's later work moves one column slot later.
+        let col_slot = t.tburst.max(t.tccd_l);
+        let joined = if b.open != l.ro {
+            self.reorder.join(bi, l.ro, at, col_slot)
+        } else {
+            None
+        };
+        let (outcome, mut cmd) = if let Some((col, _)) = joined {
+            b.act_ok += col_slot;
+            b.pre_ok += col_slot;
+            b.col_ok += col_slot;
+            (RowOutcome::Hit, col)
+        } else if b.open == l.ro {
             b.hits += 1;
             (RowOutcome::Hit, at.max(b.col_ok))
         } else {
@@ -353,7 +372,9 @@ impl Dram {
                 (RowOutcome::Miss, at.max(b.act_ok))
             } else {
                 // Precharge no earlier than tRAS/tRTP/tWR allow, then tRP.
-                (RowOutcome::Conflict, at.max(b.pre_ok).max(b.col_ok) + t.trp)
+                let pre = at.max(b.pre_ok).max(b.col_ok);
+                self.reorder.closed(bi, b.open, pre, b.col_ok.saturating_sub(1));
+                (RowOutcome::Conflict, pre + t.trp)
             };
             // The first time from `earliest` that meets tRRD and tFAW in the rank,
             // tRRD_L in the group and misses refresh (each step only moves later).
@@ -392,6 +413,9 @@ impl Dram {
         };
         c.reserve(slot, t.tburst, ri as u32);
         g.cols.record(cmd);
+        if let Some((_, k)) = joined {
+            self.reorder.placed(bi, k, cmd);
+        }
         let end = slot.0 + t.tburst;
         b.col_ok = b.col_ok.max(cmd + 1);
         b.pre_ok = b.pre_ok.max(if write { end + t.twr } else { cmd + t.trtp });

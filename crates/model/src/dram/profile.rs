@@ -6,10 +6,14 @@ use crate::error::ModelError;
 use std::path::Path;
 
 /// Built-in profiles: (name, TOML text).
-pub const BUILTIN: [(&str, &str); 3] = [
+pub const BUILTIN: [(&str, &str); 4] = [
     (
         "lpddr4x-4267-pi5",
         include_str!("../../../../machines/dram/lpddr4x-4267-pi5.toml"),
+    ),
+    (
+        "lpddr4x-4267-pi5-4gb",
+        include_str!("../../../../machines/dram/lpddr4x-4267-pi5-4gb.toml"),
     ),
     ("ddr4-3200", include_str!("../../../../machines/dram/ddr4-3200.toml")),
     ("ddr5-4800", include_str!("../../../../machines/dram/ddr5-4800.toml")),

@@ -27,6 +27,8 @@ use mmulab_trace::{AccessKind, MemRef};
 
 #[path = "stage1_cache.rs"]
 mod cache;
+#[path = "mlp.rs"]
+mod mlp;
 
 /// Walk attempts one access may make (a fault between each) before the policy is
 /// deemed broken.
@@ -82,6 +84,11 @@ pub struct Stage1 {
     pub(super) cached: bool,
     /// `caches.base_cycles` (the core's clock; stage1_cache.rs).
     base_cycles: u32,
+    /// Miss slots of the data-cache path (`caches.mlp`; mlp.rs).
+    mlp: mlp::Mlp,
+    /// Every cache level's lookup latency summed (a data reference that took longer
+    /// was filled from memory).
+    lookups: u64,
     /// Accessed and dirty bits kept by software (`machine.ad = "software"`; ad.rs).
     soft_ad: bool,
 }
@@ -111,6 +118,8 @@ impl Stage1 {
             rec: Box::default(),
             cached: false,
             base_cycles: 0,
+            mlp: mlp::Mlp::new(1, 0),
+            lookups: 0,
             soft_ad: false,
         }
     }
@@ -536,6 +545,7 @@ impl Report for Stage1 {
             c.walk_cycles += w.walk_cache_cycles + w.dirty_writes * self.cost.mem_latency as u64;
             if let Some(cs) = &mut s.caches {
                 cs.data_cycles += w.data_cache_cycles;
+                cs.core_cycles.push(self.end_cycles());
             }
         } else {
             c.walk_cycles += (w.walk_reads + w.dirty_writes) * self.cost.mem_latency as u64;

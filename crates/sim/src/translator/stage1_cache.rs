@@ -14,9 +14,13 @@ use mmulab_trace::{AccessKind, MemRef};
 
 impl Stage1 {
     /// Turns the data-cache path on: walks record their descriptor reads.
-    pub(crate) fn enable_caches(&mut self, base_cycles: u32) {
+    /// `mlp` miss slots (mlp.rs); `l1` and `lookups`: the first level's latency and
+    /// every level's summed (a reference that took longer went to memory).
+    pub(crate) fn enable_caches(&mut self, base_cycles: u32, mlp: u32, l1: u32, lookups: u32) {
         self.cached = true;
         self.base_cycles = base_cycles;
+        self.mlp = super::mlp::Mlp::new(mlp, l1);
+        self.lookups = lookups as u64;
     }
 
     /// [`super::Translator::access`] with walks recording their descriptor reads (the
@@ -49,8 +53,22 @@ impl Stage1 {
             self.counters.walk_cache_cycles += lat;
         }
         let pa = self.pa_of(sys, r)?;
-        let lat = caches.access(core, pa, r.kind == AccessKind::Store, false, || self.clock());
+        // A request to memory leaves when a miss slot is free (mlp.rs).
+        let mut issued = None;
+        let me = &*self;
+        let lat = caches.access(core, pa, r.kind == AccessKind::Store, false, || {
+            let t = me.clock();
+            let w = me.mlp.wait(t);
+            issued = Some((t, w));
+            t + w
+        });
         self.counters.data_cache_cycles += lat;
+        // A fill from memory (not only a write-back of a victim) takes a slot.
+        if let Some((t, w)) = issued {
+            if lat > self.lookups {
+                self.mlp.miss(t, w, lat);
+            }
+        }
         Ok(())
     }
 
@@ -78,7 +96,8 @@ impl Stage1 {
     /// This core's clock in cycles: `base_cycles` per reference, its TLB lookups, its
     /// page-walk-cache lookups, its walks' and data references' cache and memory
     /// latencies, its dirty-bit writes (derived from the counters when a request
-    /// leaves for memory, not kept per reference).
+    /// leaves for memory, not kept per reference), less the memory latency its data
+    /// misses overlapped (mlp.rs).
     pub(crate) fn clock(&self) -> u64 {
         let c = &self.counters;
         let refs: u64 = c.kinds.iter().sum();
@@ -93,11 +112,18 @@ impl Stage1 {
         } else {
             0
         };
-        refs * self.base_cycles as u64
-            + tlb
-            + pwc
-            + c.walk_cache_cycles
-            + c.data_cache_cycles
-            + c.dirty_writes * self.cost.mem_latency as u64
+        self.mlp.clock(
+            refs * self.base_cycles as u64
+                + tlb
+                + pwc
+                + c.walk_cache_cycles
+                + c.data_cache_cycles
+                + c.dirty_writes * self.cost.mem_latency as u64,
+        )
+    }
+
+    /// When this core is done: its clock, or the return of its last miss in flight.
+    pub(crate) fn end_cycles(&self) -> u64 {
+        self.mlp.end(self.clock())
     }
 }
