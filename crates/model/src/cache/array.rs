@@ -93,9 +93,14 @@ impl Cache {
     /// The position of `line` in the set of `ways` tags, if present.
     #[inline(always)]
     fn find(set: &[u64], line: u64) -> Option<usize> {
-        // An empty way's tag (`u64::MAX`) shifted is `u64::MAX >> 1`, which is no line
-        // number of a line of 2 bytes or more; with 1-byte lines it is tested for.
-        set.iter().position(|&t| t >> 1 == line && t != EMPTY)
+        // A tag matches when it equals `line << 1` but for the dirty bit. An empty way
+        // matches only a line number of all ones (1-byte lines at the top of the address
+        // space); empty ways come last, so a first match that is empty means absent.
+        let key = line << 1;
+        match set.iter().position(|&t| (t ^ key) < 2) {
+            Some(w) if set[w] != EMPTY => Some(w),
+            _ => None,
+        }
     }
 
     /// Looks `pa` up. On a hit: the line becomes most recently used, a `write` marks it

@@ -104,7 +104,9 @@ impl Thread {
         Thread {
             src,
             path: path.to_path_buf(),
-            buf: vec![0u8; RECORD * 4096],
+            // Larger than the 64 KiB buffer of the decompressing reader (format/input.rs),
+            // so a read bypasses that buffer and decompresses straight into this one.
+            buf: vec![0u8; RECORD * 8192],
             start: 0,
             end: 0,
             offset: 0,
@@ -456,7 +458,7 @@ pub fn thread_files(dir: &Path) -> Result<Vec<PathBuf>, TraceError> {
 /// are cut into segments at its TIMESTAMP markers and the segment with the smallest
 /// timestamp runs next (ties: the lower file index), as DynamoRIO's serial replay does.
 /// [`Interleave::RoundRobin`] gives each live thread `quantum` references in turn.
-/// Memory: one open decoder per thread (roughly 100–200 KiB: record buffer, file buffers, inflate
+/// Memory: one open decoder per thread (roughly 200–300 KiB: record buffer, file buffers, inflate
 /// state), never a whole file. Each thread also keeps one file open, so a directory with
 /// more threads than the open-file limit (`ulimit -n`) needs that limit raised.
 pub struct DrDirReader {
