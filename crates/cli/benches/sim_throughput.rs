@@ -47,6 +47,14 @@
 //! a design with 6% fewer of them but 2.4 more mispredictions per update (a hash-chain
 //! search whose "bucket empty?" branch is a coin toss under random addresses) ran 20%
 //! slower. Needs `valgrind` (`apt-get install valgrind`); takes about a minute per binary.
+//! `-- --count --caches` counts on the data-cache machine (`cortex-a76-pi5`), `--count
+//! --dram` with its DRAM model as well.
+//!
+//! Data caches (issue #22 item 2: ≥ 10 M references/s with caches and DRAM on): the
+//! default run ends with four more rows, `seq` and `gups` over 1 GiB (4 KiB pages) on
+//! the catalog machine `cortex-a76-pi5` (L1D, L2, shared L3), alone (`caches`) and with
+//! `--set dram.profile=lpddr4x-4267-pi5` (`caches+dram`); `-- --caches-only` runs just
+//! those. This is the benchmark the issue's figure refers to.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -59,6 +67,19 @@ struct Run {
 
 fn run(bin: &str, config: &str, workload: &str, sets: &[&str]) -> Run {
     run_on(bin, config, workload, sets, None)
+}
+
+/// The catalog machine of the data-cache rows (issue #22 item 2).
+const CACHE_MACHINE: &str = "cortex-a76-pi5";
+/// The DRAM profile of the caches + DRAM rows.
+const CACHE_DRAM: &str = "dram.profile=lpddr4x-4267-pi5";
+
+/// `config` as `sim` takes it: a config file, or `machine:NAME` for a catalog machine.
+fn target_args(config: &str) -> [&str; 2] {
+    match config.strip_prefix("machine:") {
+        Some(m) => ["--machine", m],
+        None => ["--config", config],
+    }
 }
 
 /// Makes `cmd`'s process run on CPU `cpu` only.
@@ -84,7 +105,8 @@ fn run_on(bin: &str, config: &str, workload: &str, sets: &[&str], cpu: Option<us
     if let Some(cpu) = cpu {
         pin(&mut cmd, cpu);
     }
-    cmd.args(["sim", "--config", config, "--workload", workload, "--json"]);
+    cmd.arg("sim").args(target_args(config));
+    cmd.args(["--workload", workload, "--json"]);
     for s in sets {
         cmd.args(["--set", s]);
     }
@@ -302,7 +324,7 @@ fn sliced_pair(
 }
 
 /// Cachegrind event totals of one `mmulab sim` run of `workload`.
-fn cachegrind(bin: &str, config: &str, workload: &str) -> std::collections::BTreeMap<String, f64> {
+fn cachegrind(bin: &str, config: &str, sets: &[&str], workload: &str) -> std::collections::BTreeMap<String, f64> {
     let out = Command::new("valgrind")
         .args([
             "--tool=cachegrind",
@@ -311,7 +333,10 @@ fn cachegrind(bin: &str, config: &str, workload: &str) -> std::collections::BTre
             "--cachegrind-out-file=/dev/null",
             bin,
         ])
-        .args(["sim", "--config", config, "--workload", workload, "--json"])
+        .arg("sim")
+        .args(target_args(config))
+        .args(["--workload", workload, "--json"])
+        .args(sets.iter().flat_map(|s| ["--set", *s]))
         .stdout(std::process::Stdio::null())
         .output()
         .unwrap_or_else(|e| panic!("--count runs valgrind, which failed to start ({e}): apt-get install valgrind"));
@@ -339,10 +364,10 @@ fn cachegrind(bin: &str, config: &str, workload: &str) -> std::collections::BTre
 }
 
 /// `--count`: cachegrind events per GUPS update (see the module documentation).
-fn count(bins: &[&str], config: &str) {
+fn count(bins: &[&str], config: &str, sets: &[&str]) {
     let (short, long) = (2_000_000u64, 4_000_000u64);
     println!(
-        "cachegrind events per GUPS update over 1 GiB, 4 KiB pages: (updates={long} minus updates={short}) / {}\n",
+        "cachegrind events per GUPS update over 1 GiB, 4 KiB pages: (updates={long} minus updates={short}) / {} ({config} {sets:?})\n",
         long - short
     );
     let events = [
@@ -358,8 +383,8 @@ fn count(bins: &[&str], config: &str) {
     for bin in bins {
         // The two runs side by side (one core each).
         let (a, b) = std::thread::scope(|s| {
-            let a = s.spawn(|| cachegrind(bin, config, &format!("gups:table=1GiB,updates={short}")));
-            let b = cachegrind(bin, config, &format!("gups:table=1GiB,updates={long}"));
+            let a = s.spawn(|| cachegrind(bin, config, sets, &format!("gups:table=1GiB,updates={short}")));
+            let b = cachegrind(bin, config, sets, &format!("gups:table=1GiB,updates={long}"));
             (a.join().expect("cachegrind thread"), b)
         });
         print!("{bin:<44}");
@@ -387,7 +412,15 @@ fn main() {
     if args.iter().any(|a| a == "--count") {
         let mut bins = vec![bin];
         bins.extend(arg_value(&args, "--against"));
-        count(&bins, &config);
+        // `--caches`: on the data-cache machine; `--dram`: with its DRAM too.
+        let (target, sets) = match (args.iter().any(|a| a == "--caches"), args.iter().any(|a| a == "--dram")) {
+            (false, false) => (config.clone(), &[][..]),
+            (_, dram) => (
+                format!("machine:{CACHE_MACHINE}"),
+                if dram { &[CACHE_DRAM][..] } else { &[][..] },
+            ),
+        };
+        count(&bins, &target, sets);
         return;
     }
     if let Some(other) = arg_value(&args, "--against") {
@@ -424,32 +457,53 @@ fn main() {
         "{:<40} {:>6} {:>10} {:>10} {:>13} {:>13} {:>12}",
         "workload", "pages", "fastest s", "median s", "M refs/s best", "M refs/s med", "peak RSS MiB"
     );
+    // (name, pages, workload, sets, config): the issue-2 rows, then the data-cache rows
+    // (`--caches-only`: those alone).
+    let caches_only = args.iter().any(|a| a == "--caches-only");
+    let cache_machine = format!("machine:{CACHE_MACHINE}");
+    let dram = [CACHE_DRAM];
     let mut cases = Vec::new();
     for (name, w) in [
         ("seq", format!("seq:size=1GiB,refs={refs}")),
         ("gups", format!("gups:table=1GiB,refs={refs}")),
     ] {
-        for (pages, sets) in [("4K", &[][..]), ("2M", &huge[..])] {
-            cases.push((name, pages, w.clone(), sets));
+        if !caches_only {
+            for (pages, sets) in [("4K", &[][..]), ("2M", &huge[..])] {
+                cases.push((name, pages, w.clone(), sets, config.as_str()));
+            }
         }
+    }
+    for (name, w) in [
+        ("seq caches", format!("seq:size=1GiB,refs={refs}")),
+        ("gups caches", format!("gups:table=1GiB,refs={refs}")),
+        ("seq caches+dram", format!("seq:size=1GiB,refs={refs}")),
+        ("gups caches+dram", format!("gups:table=1GiB,refs={refs}")),
+    ] {
+        let sets = if name.ends_with("dram") { &dram[..] } else { &[][..] };
+        cases.push((name, "4K", w, sets, cache_machine.as_str()));
     }
     let mut runs: Vec<Vec<Run>> = cases.iter().map(|_| Vec::new()).collect();
     for _ in 0..rounds {
-        for (i, (_, _, w, sets)) in cases.iter().enumerate() {
-            let r = run(bin, &config, w, sets);
+        for (i, (_, _, w, sets, config)) in cases.iter().enumerate() {
+            let r = run(bin, config, w, sets);
             assert_eq!(r.refs, refs);
             runs[i].push(r);
         }
     }
     let mut best = std::collections::BTreeMap::new();
     let mut median = std::collections::BTreeMap::new();
-    for ((name, pages, w, _), rs) in cases.iter().zip(&mut runs) {
+    for ((name, pages, w, _, _), rs) in cases.iter().zip(&mut runs) {
         rs.sort_by(|a, b| a.cpu_secs.total_cmp(&b.cpu_secs));
         let (fast, mid) = (&rs[0], &rs[rs.len() / 2]);
         let rate = |r: &Run| r.refs as f64 / r.cpu_secs / 1e6;
         best.insert((*name, *pages), rate(fast));
         median.insert((*name, *pages), rate(mid));
         let rss = rs.iter().map(|r| r.max_rss_kib).max().unwrap_or(0);
+        let w = if name.contains("caches") {
+            format!("{w} {}", name.split_once(' ').map_or("", |x| x.1))
+        } else {
+            w.clone()
+        };
         println!(
             "{w:<40} {pages:>6} {:>10.2} {:>10.2} {:>13.1} {:>13.1} {:>12.1}",
             fast.cpu_secs,
@@ -458,6 +512,17 @@ fn main() {
             rate(mid),
             rss as f64 / 1024.0
         );
+    }
+    println!();
+    println!(
+        "data caches ({CACHE_MACHINE}; +dram: --set {CACHE_DRAM}): target >= 10 M refs/s (issue #22 item 2); fastest of {rounds} (median)"
+    );
+    for name in ["seq caches", "gups caches", "seq caches+dram", "gups caches+dram"] {
+        let (b, m) = (best[&(name, "4K")], median[&(name, "4K")]);
+        println!("{name:<16}: {b:.1} M refs/s ({:.2} x target) (median {m:.1})", b / 10.0);
+    }
+    if caches_only {
+        return;
     }
     let small = run(bin, &config, &format!("gups:table=1GiB,refs={}", refs / 10), &[]);
     let large = run(bin, &config, &format!("gups:table=1GiB,refs={refs}"), &[]);

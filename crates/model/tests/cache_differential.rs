@@ -7,7 +7,7 @@
 //! the same, every memory request must be the same (address, direction, core, time),
 //! and the counters must agree. Then a short sequence whose counts are derived by hand.
 
-use mmulab_model::cache::{CacheSpec, Caches, LevelCounts, LevelSpec};
+use mmulab_model::cache::{Cache, CacheSpec, Caches, LevelCounts, LevelSpec, Victim};
 use mmulab_model::mem::backend::{Flat, MemReq};
 use mmulab_trace::workload::SplitMix64;
 
@@ -279,4 +279,62 @@ fn a_conflict_miss_and_write_backs_counted_by_hand() {
             (0x000, true, 12)
         ]
     );
+}
+
+/// One array (`Cache`) against one `RefCache`, operation by operation: every lookup's
+/// hit, every fill's and write-back's victim (address and dirty bit), and `contains`
+/// over the whole span after each round. The array keeps each set in recency order in
+/// place (no stamps); this pins that to the plain list model, empty ways included.
+#[test]
+fn one_array_agrees_with_the_reference_lists_operation_by_operation() {
+    let mut rng = SplitMix64::new(2207);
+    let mut ops = 0u64;
+    for round in 0..400 {
+        let line = 16u32 << rng.below(5);
+        let ways = 1 + rng.below(16) as usize;
+        let sets = 1 + rng.below(24);
+        let l = LevelSpec {
+            name: "l1d".into(),
+            size: sets * ways as u64 * line as u64,
+            ways,
+            line,
+            latency: 1,
+            shared: false,
+        };
+        let mut c = Cache::new(l.size, ways, line);
+        let mut r = RefCache::new(&l);
+        let span = l.size * (1 + rng.below(4));
+        let victim = |v: Option<(u64, bool)>| v.map(|(pa, dirty)| Victim { pa, dirty });
+        for i in 0..2000 {
+            let pa = rng.below(span);
+            match rng.below(3) {
+                // A lookup, then a fill on a miss (as the hierarchy does).
+                0 | 1 => {
+                    let write = rng.below(2) == 0;
+                    let hit = c.lookup(pa, write);
+                    assert_eq!(hit, r.lookup(pa, write), "round {round} op {i}: lookup {pa:#x}");
+                    if !hit {
+                        let dirty = write && rng.below(2) == 0;
+                        assert_eq!(
+                            c.fill(pa, dirty),
+                            victim(r.fill(pa, dirty)),
+                            "round {round} op {i}: fill"
+                        );
+                    }
+                }
+                _ => assert_eq!(
+                    c.write_back(pa),
+                    victim(r.write_back(pa)),
+                    "round {round} op {i}: write-back"
+                ),
+            }
+            ops += 1;
+        }
+        for pa in (0..span).step_by(line as usize) {
+            let s = r.set(pa);
+            let present = r.lists[s].iter().any(|e| e.0 == r.base(pa));
+            assert_eq!(c.contains(pa), present, "round {round}: contains {pa:#x}");
+        }
+    }
+    assert_eq!(ops, 800_000);
 }

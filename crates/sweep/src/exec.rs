@@ -7,8 +7,36 @@ use crate::point::{Point, Row};
 use crate::SweepError;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
+
+/// References simulated by points that ran in other processes (Ray tasks), added from
+/// each finished row's `references` as the row arrives.
+static REPORTED: AtomicU64 = AtomicU64::new(0);
+
+/// References simulated so far for sweeps of this process: those simulated here
+/// (`mmulab_sim::references_simulated`, live, once per batch: the [`Pool`]'s points)
+/// plus those reported in the rows of points run elsewhere ([`references_reported`]: a
+/// [`Ray`] task's count arrives when its point finishes). What a sweep's progress line
+/// shows.
+pub fn references_simulated() -> u64 {
+    mmulab_sim::references_simulated() + references_reported()
+}
+
+/// References of the points run in other processes whose rows have arrived (the
+/// `references` statistic of each finished row a [`Ray`] executor received).
+pub fn references_reported() -> u64 {
+    REPORTED.load(Ordering::Relaxed)
+}
+
+/// The `references` statistic of a row (0 for a failed point).
+fn row_references(row: &Row) -> u64 {
+    row.stats
+        .iter()
+        .find(|(k, _)| k == "references")
+        .and_then(|(_, v)| v.as_u64())
+        .unwrap_or(0)
+}
 
 /// Runs points and hands each finished row to `each`, in the order they finish, on the
 /// calling thread. A point's own failure is a row with an error; an `Err` means the
@@ -109,7 +137,12 @@ impl Executor for Ray {
         for line in BufReader::new(child.stdout.take().expect("piped")).lines() {
             let Ok(line) = line else { break };
             match serde_json::from_str::<Row>(&line) {
-                Ok(row) => each(row),
+                Ok(row) => {
+                    // The task ran in another process: its references count here only
+                    // through its row.
+                    REPORTED.fetch_add(row_references(&row), Ordering::Relaxed);
+                    each(row)
+                }
                 Err(e) => {
                     bad_line.get_or_insert(format!("unexpected output line from the Ray driver ({e}): {line}"));
                 }

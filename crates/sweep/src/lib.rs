@@ -12,7 +12,7 @@ pub mod spec;
 pub mod stream;
 pub mod table;
 
-pub use exec::{Executor, Pool, Ray};
+pub use exec::{references_reported, references_simulated, Executor, Pool, Ray};
 pub use point::{identify, Point, Row, Source};
 pub use spec::{Mode, Spec};
 pub use stream::ParquetStream;

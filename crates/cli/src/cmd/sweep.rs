@@ -102,7 +102,7 @@ pub fn run(a: Args) -> Result<()> {
         &format!("sweep {}", a.spec.display()),
         Box::new(move || {
             Some((
-                mmulab_sim::references_simulated(),
+                mmulab_sweep::references_simulated(),
                 Some((seen.load(Ordering::Relaxed), total as u64)),
             ))
         }),

@@ -4,14 +4,24 @@
 //! must learn the dirty bit of the line a fill displaces (to write it back), which that
 //! array does not return, and its entries carry address-space tags and 16-bit
 //! fingerprints a physically tagged cache has no use for. The sets of a data cache are
-//! small (4 to 16 ways in every catalog machine), so a linear scan of one set's tags
-//! with an LRU stamp per line is as fast as anything cleverer, and simple enough to
-//! check against the plain reference model of `crates/model/tests/cache_differential.rs`.
+//! small (4 to 16 ways in every catalog machine), so a linear scan of one set's tags,
+//! kept in recency order ([`Cache`]), is as fast as anything cleverer, and simple enough
+//! to check against the plain reference model of `crates/model/tests/cache_differential.rs`.
 
 /// The tag word of an empty way.
 const EMPTY: u64 = u64::MAX;
 
 /// A set-associative array of cache lines (see the module documentation).
+///
+/// Each set keeps its lines in recency order, most recently used first, and its empty
+/// ways last: a hit moves its line to the front (the lines before it shift down one),
+/// a fill shifts the whole set down one and puts the new line first, so the line that
+/// falls off the end is the least recently used one (or an empty way). That is exactly
+/// LRU with "an empty way first" (the position of a line in its set is not observable:
+/// only which lines a set holds, their order of use and their dirty bits are), with no
+/// per-line stamp to keep or search: a miss and its fill read and write one set's tags,
+/// nothing else (`crates/model/tests/cache_differential.rs` checks it against a plain
+/// list model, array operations and the hierarchy alike).
 #[derive(Clone, Debug)]
 pub struct Cache {
     sets: usize,
@@ -19,13 +29,9 @@ pub struct Cache {
     line_shift: u32,
     /// `sets - 1` when `sets` is a power of two.
     set_mask: Option<u64>,
-    /// Per way: line number << 1 | dirty, or [`EMPTY`].
+    /// Per set, `ways` tag words in recency order (most recent first, empty ways last):
+    /// line number << 1 | dirty, or [`EMPTY`].
     tags: Vec<u64>,
-    /// Per way: the access count at its last use (LRU: the smallest in a set is the
-    /// least recently used).
-    stamps: Vec<u64>,
-    /// Accesses so far (the LRU clock).
-    now: u64,
 }
 
 /// What a fill displaced: a valid line, with its dirty bit.
@@ -55,8 +61,6 @@ impl Cache {
             line_shift: line.trailing_zeros(),
             set_mask: sets.is_power_of_two().then(|| sets as u64 - 1),
             tags: vec![EMPTY; sets * ways],
-            stamps: vec![0; sets * ways],
-            now: 0,
         }
     }
 
@@ -86,59 +90,56 @@ impl Cache {
         (line, set * self.ways)
     }
 
+    /// The position of `line` in the set of `ways` tags, if present.
+    #[inline(always)]
+    fn find(set: &[u64], line: u64) -> Option<usize> {
+        // A tag matches when it equals `line << 1` but for the dirty bit. An empty way
+        // matches only a line number of all ones (1-byte lines at the top of the address
+        // space); empty ways come last, so a first match that is empty means absent.
+        let key = line << 1;
+        match set.iter().position(|&t| (t ^ key) < 2) {
+            Some(w) if set[w] != EMPTY => Some(w),
+            _ => None,
+        }
+    }
+
     /// Looks `pa` up. On a hit: the line becomes most recently used, a `write` marks it
     /// dirty, and true is returned. A miss changes nothing (the caller fills).
     #[inline(always)]
     pub fn lookup(&mut self, pa: u64, write: bool) -> bool {
         let (line, base) = self.locate(pa);
-        self.now += 1;
         let set = &mut self.tags[base..base + self.ways];
-        for (w, t) in set.iter_mut().enumerate() {
-            if *t != EMPTY && *t >> 1 == line {
-                *t |= write as u64;
-                self.stamps[base + w] = self.now;
-                return true;
+        match Self::find(set, line) {
+            Some(w) => {
+                let t = set[w] | write as u64;
+                set.copy_within(0..w, 1);
+                set[0] = t;
+                true
             }
+            None => false,
         }
-        false
     }
 
     /// True if the line of `pa` is present (no replacement state changes).
     pub fn contains(&self, pa: u64) -> bool {
         let (line, base) = self.locate(pa);
-        self.tags[base..base + self.ways]
-            .iter()
-            .any(|&t| t != EMPTY && t >> 1 == line)
+        Self::find(&self.tags[base..base + self.ways], line).is_some()
     }
 
-    /// Brings the line of `pa` in as the most recently used (dirty if `dirty`): into
-    /// the lowest empty way of its set, else in place of the least recently used line,
-    /// which is returned. The line must not be present ([`Cache::lookup`] missed).
+    /// Brings the line of `pa` in as the most recently used (dirty if `dirty`): into an
+    /// empty way of its set, else in place of the least recently used line, which is
+    /// returned. The line must not be present ([`Cache::lookup`] missed).
     #[inline]
     pub fn fill(&mut self, pa: u64, dirty: bool) -> Option<Victim> {
         let (line, base) = self.locate(pa);
-        self.now += 1;
-        let set = &self.tags[base..base + self.ways];
-        debug_assert!(
-            !set.iter().any(|&t| t != EMPTY && t >> 1 == line),
-            "fill of a present line"
-        );
-        let way = match set.iter().position(|&t| t == EMPTY) {
-            Some(w) => w,
-            None => {
-                let stamps = &self.stamps[base..base + self.ways];
-                let mut w = 0;
-                for (i, &s) in stamps.iter().enumerate() {
-                    if s < stamps[w] {
-                        w = i;
-                    }
-                }
-                w
-            }
-        };
-        let old = self.tags[base + way];
-        self.tags[base + way] = line << 1 | dirty as u64;
-        self.stamps[base + way] = self.now;
+        let ways = self.ways;
+        let set = &mut self.tags[base..base + ways];
+        debug_assert!(Self::find(set, line).is_none(), "fill of a present line");
+        // The last way holds the least recently used line, or is empty (empty ways are
+        // last): it falls off as the set shifts down one.
+        let old = set[ways - 1];
+        set.copy_within(0..ways - 1, 1);
+        set[0] = line << 1 | dirty as u64;
         (old != EMPTY).then(|| Victim {
             pa: (old >> 1) << self.line_shift,
             dirty: old & 1 != 0,
@@ -150,11 +151,10 @@ impl Cache {
     /// is filled dirty (write-allocate), and what that displaced is returned.
     pub fn write_back(&mut self, pa: u64) -> Option<Victim> {
         let (line, base) = self.locate(pa);
-        for t in &mut self.tags[base..base + self.ways] {
-            if *t != EMPTY && *t >> 1 == line {
-                *t |= 1;
-                return None;
-            }
+        let set = &mut self.tags[base..base + self.ways];
+        if let Some(w) = Self::find(set, line) {
+            set[w] |= 1;
+            return None;
         }
         self.fill(pa, true)
     }

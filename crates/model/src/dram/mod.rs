@@ -39,12 +39,14 @@ pub mod mapping;
 pub mod profile;
 mod sched;
 pub mod stream;
+mod window;
 
 pub use config::{DramConfig, DramSpec, RowPolicy, Timing, TimingConfig};
 pub use mapping::{AddressMap, Loc};
 pub use sched::{JOIN_CAP, ROWS as REORDER_ROWS};
 
 use crate::mem::backend::{MemReq, MemoryBackend};
+use window::Window;
 
 const NONE: u32 = u32::MAX;
 
@@ -71,7 +73,7 @@ pub const ACT_WINDOW: usize = 32;
 /// The recent activates (or column commands) of a rank or bank group, sorted.
 #[derive(Clone, Debug, Default)]
 struct Acts {
-    times: Vec<u64>,
+    times: Window<u64>,
     /// No activate before this (the activates that left the window).
     floor: u64,
 }
@@ -82,8 +84,8 @@ impl Acts {
     #[inline]
     fn check(&self, s: u64, spacing: u64, faw: u64) -> u64 {
         let s = s.max(self.floor);
-        let v = &self.times;
-        let i = v.partition_point(|&a| a <= s);
+        let v = self.times.items();
+        let i = sorted_position(v, s);
         if i > 0 && v[i - 1] + spacing > s {
             return v[i - 1] + spacing;
         }
@@ -98,11 +100,21 @@ impl Acts {
 
     fn record(&mut self, s: u64) {
         if self.times.len() == ACT_WINDOW {
-            let old = self.times.remove(0);
+            let old = self.times.pop_front();
             self.floor = self.floor.max(old);
         }
-        let i = self.times.partition_point(|&a| a <= s);
+        let i = sorted_position(self.times.items(), s);
         self.times.insert(i, s);
+    }
+}
+
+/// The first position in sorted `v` whose time is after `s` (`v.partition_point(|&a| a
+/// <= s)`), answered at once in the common case of a time after every recorded one.
+#[inline(always)]
+fn sorted_position(v: &[u64], s: u64) -> usize {
+    match v.last() {
+        Some(&l) if l > s => v.partition_point(|&a| a <= s),
+        _ => v.len(),
     }
 }
 
@@ -122,6 +134,25 @@ struct Rank {
     wr_end: u64,
     /// Start of its first refresh (ranks take turns).
     ref_off: u64,
+    /// The refresh period last looked up ([`Rank::period`]): its index and start.
+    per_k: u64,
+    per_start: u64,
+}
+
+impl Rank {
+    /// For `at` ≥ `ref_off` and `trefi` > 0: the index `k` of the refresh period that
+    /// holds `at`, and its start `ref_off + k * trefi`. Requests arrive close in time,
+    /// so the period last looked up usually answers without a division (speed only).
+    #[inline]
+    fn period(&mut self, at: u64, trefi: u64) -> (u64, u64) {
+        if at >= self.per_start && at - self.per_start < trefi {
+            return (self.per_k, self.per_start);
+        }
+        let k = (at - self.ref_off) / trefi;
+        self.per_k = k;
+        self.per_start = self.ref_off + k * trefi;
+        (k, self.per_start)
+    }
 }
 
 /// Bursts on a channel's data bus a request may be placed between: the data bus as a
@@ -139,7 +170,7 @@ struct Burst {
 #[derive(Clone, Debug, Default)]
 struct Channel {
     /// The last `BUS_WINDOW` bursts placed, sorted by start.
-    busy: Vec<Burst>,
+    busy: Window<Burst>,
     /// No burst starts before this (the end of the bursts that left the window).
     floor: u64,
 }
@@ -150,14 +181,23 @@ impl Channel {
     #[inline]
     fn find(&self, ready: u64, len: u64, rank: u32, sw: u64) -> (u64, usize) {
         let mut s = ready.max(self.floor);
-        for (i, b) in self.busy.iter().enumerate() {
+        // Bursts that end more than `sw` before `s` can neither hold the new one off nor
+        // leave it a gap (they start before `s`): skip them. The bursts do not overlap
+        // and are sorted by start, so by end too, and they form a prefix. (Speed only:
+        // the scan below from the first burst gives the same answer.)
+        let busy = self.busy.items();
+        let skip = match busy.last() {
+            Some(l) if l.end + sw >= s => busy.partition_point(|b| b.end + sw < s),
+            _ => busy.len(),
+        };
+        for (i, b) in busy.iter().enumerate().skip(skip) {
             let gap = if b.rank != rank { sw } else { 0 };
             if s + len + gap <= b.start {
                 return (s, i);
             }
             s = s.max(b.end + gap);
         }
-        (s, self.busy.len())
+        (s, busy.len())
     }
 
     /// Reserves the slot `find` returned.
@@ -172,7 +212,7 @@ impl Channel {
             },
         );
         if self.busy.len() > BUS_WINDOW {
-            let old = self.busy.remove(0);
+            let old = self.busy.pop_front();
             self.floor = self.floor.max(old.end);
         }
     }
@@ -295,9 +335,13 @@ impl Dram {
             banks: vec![bank; nb],
             groups: vec![Group::default(); ng],
             ranks: (0..nr)
-                .map(|i| Rank {
-                    ref_off: (i as u64 % spec.ranks as u64 + 1) * spec.timing.trefi / spec.ranks as u64,
-                    ..Rank::default()
+                .map(|i| {
+                    let off = (i as u64 % spec.ranks as u64 + 1) * spec.timing.trefi / spec.ranks as u64;
+                    Rank {
+                        ref_off: off,
+                        per_start: off,
+                        ..Rank::default()
+                    }
                 })
                 .collect(),
             chans: vec![Channel::default(); spec.channels as usize],
@@ -343,8 +387,12 @@ impl Dram {
         // Refreshes of the rank started by the time the bank could next act on this
         // request (none without refresh: `trefi` 0).
         let est = at.max(b.col_ok);
-        if let Some(k) = est.saturating_sub(r.ref_off).checked_div(t.trefi) {
-            let n = if est < r.ref_off { 0 } else { k + 1 };
+        if t.trefi > 0 {
+            let n = if est < r.ref_off {
+                0
+            } else {
+                r.period(est, t.trefi).0 + 1
+            };
             if n != b.epoch {
                 b.epoch = n;
                 b.open = NONE;
@@ -380,11 +428,7 @@ impl Dram {
             // tRRD_L in the group and misses refresh (each step only moves later).
             let mut act = earliest;
             loop {
-                let next = refresh_free(
-                    g.acts.check(r.acts.check(act, t.trrd, t.tfaw), t.trrd_l, 0),
-                    r.ref_off,
-                    &t,
-                );
+                let next = refresh_free(g.acts.check(r.acts.check(act, t.trrd, t.tfaw), t.trrd_l, 0), r, &t);
                 if next == act {
                     break;
                 }
@@ -404,7 +448,7 @@ impl Dram {
         // other column commands, misses refresh, and finds its data a slot on the bus.
         let lat = if write { t.cwl } else { t.cl };
         let slot = loop {
-            let next = refresh_free(g.cols.check(cmd, t.tccd_l, 0), r.ref_off, &t);
+            let next = refresh_free(g.cols.check(cmd, t.tccd_l, 0), r, &t);
             let slot = c.find(next + lat, t.tburst, ri as u32, t.trtrs);
             cmd = slot.0 - lat;
             if cmd == next {
@@ -451,13 +495,13 @@ impl Dram {
     }
 }
 
-/// `at`, or the end of the refresh of a rank (first refresh at `off`) that covers it.
+/// `at`, or the end of the refresh of rank `r` (first refresh at `r.ref_off`) that covers it.
 #[inline]
-fn refresh_free(at: u64, off: u64, t: &Timing) -> u64 {
-    if t.trefi == 0 || at < off {
+fn refresh_free(at: u64, r: &mut Rank, t: &Timing) -> u64 {
+    if t.trefi == 0 || at < r.ref_off {
         return at;
     }
-    let start = at - (at - off) % t.trefi;
+    let start = r.period(at, t.trefi).1;
     if at < start + t.trfc {
         start + t.trfc
     } else {

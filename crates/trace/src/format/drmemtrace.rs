@@ -104,7 +104,9 @@ impl Thread {
         Thread {
             src,
             path: path.to_path_buf(),
-            buf: vec![0u8; RECORD * 4096],
+            // Larger than the 64 KiB buffer of the decompressing reader (format/input.rs),
+            // so a read bypasses that buffer and decompresses straight into this one.
+            buf: vec![0u8; RECORD * 8192],
             start: 0,
             end: 0,
             offset: 0,
@@ -174,6 +176,13 @@ impl Thread {
             if self.end - self.start < RECORD && !self.refill(delivered + (out.len() - first) as u64)? {
                 return Ok(Stop::End);
             }
+            // The common records, loads, stores and instruction fetches, straight from
+            // the buffer while they last (up to `max` references and the buffer's last
+            // whole record); any other record goes through the full decoding below.
+            let n = self.refs_run(out, max - (out.len() - first));
+            if n > 0 {
+                continue;
+            }
             let rec: &[u8; RECORD] = self.buf[self.start..self.start + RECORD].try_into().expect("12 bytes");
             let ty = u16::from_le_bytes([rec[0], rec[1]]);
             let size = u16::from_le_bytes([rec[2], rec[3]]);
@@ -242,6 +251,38 @@ impl Thread {
         }
     }
 
+    /// Decodes the leading run of load, store and instruction-fetch records of the
+    /// buffer into `out`, at most `room` of them; returns how many (the buffer's
+    /// position and offset move past them). The same references the full decoding in
+    /// [`Thread::fill`] makes of those records, without its per-record checks.
+    #[inline]
+    fn refs_run(&mut self, out: &mut Vec<MemRef>, room: usize) -> usize {
+        let whole = ((self.end - self.start) / RECORD).min(room);
+        let recs = &self.buf[self.start..self.start + whole * RECORD];
+        out.reserve(whole);
+        let (core, asid) = (self.core, self.asid);
+        let mut n = 0;
+        for rec in recs.chunks_exact(RECORD) {
+            let kind = match u16::from_le_bytes([rec[0], rec[1]]) {
+                0 => AccessKind::Load,
+                1 => AccessKind::Store,
+                10..=16 | 31 | 48 | 49 => AccessKind::IFetch,
+                _ => break,
+            };
+            out.push(MemRef {
+                addr: u64::from_le_bytes(rec[4..12].try_into().expect("8 bytes")),
+                size: u16::from_le_bytes([rec[2], rec[3]]),
+                kind,
+                core,
+                asid,
+            });
+            n += 1;
+        }
+        self.start += n * RECORD;
+        self.offset += (n * RECORD) as u64;
+        n
+    }
+
     /// Handles a marker; returns `Some(stop)` when the caller must stop.
     fn marker(
         &mut self,
@@ -262,7 +303,13 @@ impl Thread {
                 if matches!(opts.cores, CoreMap::Cpu) {
                     self.core = c;
                 }
-                meta.markers.insert("cpus".into(), ids.cpus.len() as u64);
+                // Once per CPU_ID marker: no allocation once the key exists.
+                match meta.markers.get_mut("cpus") {
+                    Some(v) => *v = ids.cpus.len() as u64,
+                    None => {
+                        meta.markers.insert("cpus".into(), ids.cpus.len() as u64);
+                    }
+                }
                 meta.count("cpu_id");
                 return None;
             }
@@ -411,7 +458,7 @@ pub fn thread_files(dir: &Path) -> Result<Vec<PathBuf>, TraceError> {
 /// are cut into segments at its TIMESTAMP markers and the segment with the smallest
 /// timestamp runs next (ties: the lower file index), as DynamoRIO's serial replay does.
 /// [`Interleave::RoundRobin`] gives each live thread `quantum` references in turn.
-/// Memory: one open decoder per thread (roughly 100–200 KiB: record buffer, file buffers, inflate
+/// Memory: one open decoder per thread (roughly 200–300 KiB: record buffer, file buffers, inflate
 /// state), never a whole file. Each thread also keeps one file open, so a directory with
 /// more threads than the open-file limit (`ulimit -n`) needs that limit raised.
 pub struct DrDirReader {
