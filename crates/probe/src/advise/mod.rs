@@ -245,11 +245,12 @@ pub fn machine(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<(cache:
         Some(file) => {
             let mut c = given_machine(&id, file)?;
             // The same machine given again (wherever the file is named from) keeps its
-            // calibrated model: calibration takes a quiet machine and half a minute.
+            // calibrated model and fault costs: calibration takes a quiet machine.
             let same = cache::load(&path)?.filter(|old| given_body(&old.machine_toml) == given_body(&c.machine_toml));
             let reused = same.is_some();
             if let Some(old) = same {
                 c.model = old.model;
+                c.fault_costs = old.fault_costs;
             }
             cache::store(&path, &c)?;
             (c, reused)
