@@ -68,3 +68,14 @@ fn a_failing_command_reports_its_status_and_is_not_timed() {
     // Nothing was timed or printed as a result.
     assert!(o.stdout.is_empty());
 }
+
+#[test]
+fn a_bad_sampling_is_refused_before_anything_runs() {
+    let o = mmulab(&["advise", "--sample", "2M/1M", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("--sample: sampling '2M/1M': needs 0 < ON ≤ PERIOD"), "{e}");
+    let o = mmulab(&["advise", "--recorder", "pin", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("pin"), "{}", stderr(&o));
+}

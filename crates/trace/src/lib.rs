@@ -17,6 +17,7 @@ pub mod format;
 pub mod gpu;
 mod memref;
 pub mod meta;
+pub mod mmtrace;
 mod open;
 pub mod readahead;
 pub mod record;

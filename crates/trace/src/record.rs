@@ -114,6 +114,25 @@ pub struct Recording {
     pub exit_status: ExitStatus,
     /// The recording stopped at [`RecordOptions::max_refs`] (the program was ended).
     pub truncated: bool,
+    /// References the program made, recorded or not (mmtrace counts them; Lackey does
+    /// not: `None`). Absent too when the program was ended early.
+    pub total_references: Option<u64>,
+    /// The sampling, when only windows were recorded.
+    pub sampling: Option<crate::mmtrace::Sampling>,
+}
+
+/// Which Valgrind tool records.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Backend {
+    /// Lackey's text trace (`--trace-mem=yes`): data and instruction references.
+    Lackey,
+    /// mmtrace (`crate::mmtrace`): data references in binary, optionally sampled.
+    Mmtrace {
+        /// The directory to give Valgrind as `VALGRIND_LIB` ([`crate::mmtrace::build`]).
+        lib_dir: std::path::PathBuf,
+        /// Windows to record; `None`: every reference.
+        sampling: Option<crate::mmtrace::Sampling>,
+    },
 }
 
 const MAX_SAMPLES: usize = 256;
@@ -215,16 +234,44 @@ impl Recorder {
         progress: &mut dyn FnMut(u64),
         forward: Box<dyn Fn() -> Option<i32> + Send>,
     ) -> Result<Recording, RecordError> {
+        self.record_with(&Backend::Lackey, opts, out, progress, forward)
+    }
+
+    /// [`Recorder::record`] with the tool chosen.
+    pub fn record_with<W: Write>(
+        &self,
+        backend: &Backend,
+        opts: &RecordOptions,
+        out: W,
+        progress: &mut dyn FnMut(u64),
+        forward: Box<dyn Fn() -> Option<i32> + Send>,
+    ) -> Result<Recording, RecordError> {
         let mut w = MltWriter::new(
             BufWriter::with_capacity(1 << 20, crate::format::Counted::new(out)),
             opts.level,
         )?;
         let (rd, wr) = lackey_pipe()?;
         let mut cmd = Command::new("valgrind");
-        cmd.arg("--tool=lackey")
-            .arg("--trace-mem=yes")
-            .arg(format!("--log-fd={}", wr.as_raw_fd()))
-            .args(&opts.command);
+        match backend {
+            Backend::Lackey => {
+                cmd.arg("--tool=lackey")
+                    .arg("--trace-mem=yes")
+                    .arg(format!("--log-fd={}", wr.as_raw_fd()));
+            }
+            Backend::Mmtrace { lib_dir, sampling } => {
+                // -q: Valgrind's messages go to stderr here (the pipe is binary); only
+                // errors are shown.
+                cmd.env("VALGRIND_LIB", lib_dir)
+                    .arg("-q")
+                    .arg("--tool=mmtrace")
+                    .arg(format!("--out-fd={}", wr.as_raw_fd()));
+                if let Some(s) = sampling {
+                    cmd.arg(format!("--sample-on={}", s.on))
+                        .arg(format!("--sample-period={}", s.period));
+                }
+            }
+        }
+        cmd.args(&opts.command);
         if opts.stdout_to_stderr {
             cmd.stdout(Stdio::from(std::io::stderr().as_fd().try_clone_to_owned()?));
         }
@@ -245,7 +292,14 @@ impl Recorder {
         };
 
         let pipe_name = Path::new("(valgrind lackey pipe)");
-        let mut lines = LineReader::new(BufReader::with_capacity(1 << 20, File::from(rd)), pipe_name, None);
+        let binary = matches!(backend, Backend::Mmtrace { .. });
+        let mut total_references = None;
+        let (mut lines, mut records) = if binary {
+            (None, Some(BufReader::with_capacity(1 << 20, File::from(rd))))
+        } else {
+            let r = BufReader::with_capacity(1 << 20, File::from(rd));
+            (Some(LineReader::new(r, pipe_name, None)), None)
+        };
         let mut buf = Vec::with_capacity(1 << 16);
         let mut kinds = [0u64; 3];
         // Valgrind's own `==PID==` messages share the pipe; the last ones are kept for an error.
@@ -258,6 +312,43 @@ impl Recorder {
                     truncated = true;
                     return Ok(None);
                 }
+                if let Some(r) = records.as_mut() {
+                    let done = w.refs() + buf.len() as u64;
+                    let mut rec = [0u8; crate::mmtrace::RECORD_BYTES];
+                    match std::io::Read::read_exact(r, &mut rec) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+                        Err(error) => {
+                            return Ok(Some(TraceError::Io {
+                                path: "(valgrind mmtrace pipe)".into(),
+                                error,
+                            }))
+                        }
+                    }
+                    match crate::mmtrace::decode(&rec) {
+                        Some(crate::mmtrace::Record::Ref(m)) => {
+                            kinds[m.kind as usize] += 1;
+                            buf.push(m);
+                            if buf.len() == buf.capacity() {
+                                w.push_all(&buf)?;
+                                buf.clear();
+                                progress(w.refs());
+                            }
+                        }
+                        Some(crate::mmtrace::Record::End(n)) => total_references = Some(n),
+                        None => {
+                            return Ok(Some(TraceError::Corrupt {
+                                path: "(valgrind mmtrace pipe)".into(),
+                                offset: done * crate::mmtrace::RECORD_BYTES as u64,
+                                line: None,
+                                what: "an mmtrace record of unknown kind".into(),
+                                refs_before: done,
+                            }))
+                        }
+                    }
+                    continue;
+                }
+                let lines = lines.as_mut().expect("text or binary");
                 let line = match lines.next_line(w.refs() + buf.len() as u64) {
                     Ok(Some(l)) => l,
                     Ok(None) => return Ok(None),
@@ -332,8 +423,16 @@ impl Recorder {
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
         w.section("markers", format!("page_size {page}\n").as_bytes())?;
+        let tool = match backend {
+            Backend::Lackey => "--tool=lackey --trace-mem=yes".to_string(),
+            Backend::Mmtrace { sampling: None, .. } => "--tool=mmtrace (data references)".to_string(),
+            Backend::Mmtrace { sampling: Some(s), .. } => format!(
+                "--tool=mmtrace (data references; sampled: the first {} of every {})",
+                s.on, s.period
+            ),
+        };
         let source = format!(
-            "mmulab record: valgrind --tool=lackey --trace-mem=yes {}\n{}\nexit: {status}\n",
+            "mmulab record: valgrind {tool} {}\n{}\nexit: {status}\n",
             opts.command.join(" "),
             self.version
         );
@@ -356,6 +455,11 @@ impl Recorder {
             seconds,
             exit_status: status,
             truncated,
+            total_references,
+            sampling: match backend {
+                Backend::Mmtrace { sampling, .. } => *sampling,
+                Backend::Lackey => None,
+            },
         })
     }
 }

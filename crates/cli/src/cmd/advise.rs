@@ -18,6 +18,15 @@ pub struct Args {
     /// its share of the run). Default: the whole run.
     #[arg(long, value_name = "N")]
     pub max_refs: Option<u64>,
+    /// The recorder: `mmtrace` (a small Valgrind tool built on first use: data references
+    /// in binary, whole or sampled), `lackey`, or `auto` (mmtrace when it builds here,
+    /// else Lackey, saying why).
+    #[arg(long, value_name = "auto|mmtrace|lackey", default_value = "auto", value_parser = ["auto", "mmtrace", "lackey"])]
+    pub recorder: String,
+    /// Record sampled windows: the first ON references of every PERIOD (e.g. `1M/10M`,
+    /// K/M/G = 10^3/10^6/10^9); mmtrace only. Default: every reference.
+    #[arg(long, value_name = "ON/PERIOD")]
+    pub sample: Option<String>,
     /// Simulate this trace (.mlt, e.g. from `mmulab record`) instead of recording one.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
@@ -67,10 +76,20 @@ fn run_linux(a: Args) -> Result<()> {
     if a.calibration_repeats == 0 {
         bail!("--calibration-repeats must be at least 1");
     }
+    let sample = match &a.sample {
+        Some(s) => Some(mmulab_trace::mmtrace::Sampling::parse(s).map_err(|e| anyhow::anyhow!("--sample: {e}"))?),
+        None => None,
+    };
     let opts = Options {
         command: a.command.clone(),
         runs: a.runs,
         max_refs: a.max_refs,
+        recorder: match a.recorder.as_str() {
+            "lackey" => advise::RecorderChoice::Lackey,
+            "mmtrace" => advise::RecorderChoice::Mmtrace,
+            _ => advise::RecorderChoice::Auto,
+        },
+        sample,
         trace: a.trace.clone(),
         reprobe: a.reprobe,
         calibrate: a.calibrate,
@@ -117,10 +136,12 @@ fn run_linux(a: Args) -> Result<()> {
         m.runs,
     );
     println!(
-        "predicted speed-up:                        {:.3}  ({:+.1} %; model fit error {:.1} %{})",
+        "predicted speed-up:                        {:.3}  ({:+.1} %; overlap o {:.3}, {:.1} ns/ref at 4 KiB; model fit error {:.1} points{})",
         p.speedup,
         pct(p.speedup),
-        p.model_mean_rel_error * 100.0,
+        p.overlap,
+        p.ns_per_ref_4k,
+        p.model_speedup_error_pp,
         if p.nested {
             "; guest over 4 KiB host pages: nested model"
         } else {
@@ -128,8 +149,10 @@ fn run_linux(a: Args) -> Result<()> {
         }
     );
     println!(
-        "translation share of the 4 KiB run:        {:.1} %",
-        adv.translation_share * 100.0
+        "translation share of the 4 KiB run:        {:.1} %  (saved: translation {:.3} s, page faults {:.3} s)",
+        adv.translation_share * 100.0,
+        p.translation_s_4k - p.translation_s_thp,
+        p.fault_s_saved
     );
     let ps = &adv.page_sizes;
     println!(
@@ -151,17 +174,20 @@ fn run_linux(a: Args) -> Result<()> {
     }
     let r = &adv.recording;
     println!(
-        "recording: {} ({} references, {:.1} s; share of the run {:.0} %{})",
+        "recording: {} ({} references, {:.1} s CPU; share of the run {:.1} %{})",
         r.method,
         r.references,
         r.seconds,
         r.share_estimate * 100.0,
-        if r.sampled {
-            format!(", estimated with an assumed Lackey slowdown of {}×", r.slowdown)
-        } else {
-            String::new()
+        match (r.mode, r.total_references) {
+            ("whole", _) => format!(", {:.0}× the native run", r.slowdown),
+            (_, Some(t)) => format!(" of {t} references, counted; {:.0}× the native run", r.slowdown),
+            _ => format!(", estimated with an assumed slowdown of {}×", r.slowdown),
         }
     );
+    if let Some(f) = &r.fallback {
+        println!("  (Lackey, because mmtrace is unavailable: {f})");
+    }
     println!(
         "load average {:.2} before, {:.2} after",
         adv.load_average.0, adv.load_average.1
@@ -172,26 +198,33 @@ fn run_linux(a: Args) -> Result<()> {
 
 #[cfg(target_os = "linux")]
 fn model_text(m: &mmulab_probe::advise::model::RuntimeModel) -> String {
-    use mmulab_probe::advise::model::FEATURES;
-    let mut s = format!("  ns/ref = {:.3}", m.intercept);
-    for (c, f) in m.coef.iter().zip(FEATURES) {
-        s.push_str(&format!(" + {c:.4}·{f}"));
-    }
+    let mut s = format!(
+        "  serial translation ns/ref T = {:.4}·walk_cycles + {:.4}·llt_misses + {:.4}·llt_hits + {:.6}·walk_cycles²\n  \
+         saved ns/ref = o^{:.2} · (T(4 KiB) − T(huge)), o = measured 4 KiB ns/ref ÷ a dependent chase's at the same walk rate (≤ 1)\n",
+        m.coef[0], m.coef[1], m.coef[2], m.coef_w2, m.overlap_exponent
+    );
     s.push_str(&format!(
-        "\n  fit over {} points: RMS error {:.2} ns/ref, mean relative error {:.1} %; of the 4 KiB − huge differences {:.2} ns/ref\n",
-        m.points.len(),
+        "  fit over {} pairs (in-sample): speed-up error {:.1} points mean, {:.1} worst; huge-page time RMS error {:.2} ns/ref, mean relative {:.1} %\n",
+        m.points.len() / 2,
+        m.speedup_error_pp,
+        m.speedup_error_max_pp,
         m.rmse_ns,
         m.mean_rel_error * 100.0,
-        m.delta_rmse_ns
     ));
     for d in &m.dropped {
         s.push_str(&format!("  dropped: {d}\n"));
     }
-    for p in &m.points {
-        let pred = m.ns_per_ref(&p.x);
+    for p in m.pair_fits() {
         s.push_str(&format!(
-            "  {:<28} measured {:7.2} ns  model {:7.2} ns  (W {:.2}, M {:.3}, H {:.3}, D {:.2})\n",
-            p.what, p.y, pred, p.x[0], p.x[1], p.x[2], p.x[3]
+            "  {:<24} {:<9} o {:.3}  4 KiB {:7.2} ns  huge {:7.2} ns  model {:7.2} ns  speed-up {:.3}, model {:.3}\n",
+            p.what,
+            if p.dependent { "chase" } else { "overlaps" },
+            p.overlap,
+            p.measured.0,
+            p.measured.1,
+            p.predicted_huge,
+            p.speedup.0,
+            p.speedup.1
         ));
     }
     s

@@ -21,7 +21,8 @@ pub struct Args {
     /// The benchmark.
     #[arg(value_enum)]
     which: Which,
-    /// Page size: 4k, thp, hugetlb or mthp-SIZE (e.g. mthp-64K).
+    /// Page size: 4k, thp, hugetlb (2 MiB pool), hugetlb-1g (1 GiB pool) or mthp-SIZE
+    /// (e.g. mthp-64K).
     #[arg(long, default_value = "4k")]
     pages: String,
     /// Run several page sizes interleaved and print ratios, e.g. `4k,thp`.

@@ -8,7 +8,7 @@
 use crate::output::OutputFile;
 use crate::progress::ProgressLine;
 use anyhow::{bail, Result};
-use mmulab_trace::record::{RecordError, RecordOptions, Recorder};
+use mmulab_trace::record::{Backend, RecordError, RecordOptions, Recorder};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -28,6 +28,14 @@ pub struct Args {
     /// goes to stderr).
     #[arg(long)]
     pub json: bool,
+    /// The recorder: `lackey` (data and instruction references, text) or `mmtrace` (a
+    /// small Valgrind tool built on first use into the cache directory: data references
+    /// in binary, much faster; docs/advise.md).
+    #[arg(long, value_name = "lackey|mmtrace", default_value = "lackey", value_parser = ["lackey", "mmtrace"])]
+    pub recorder: String,
+    /// With mmtrace: record only the first ON references of every PERIOD (e.g. `1M/10M`).
+    #[arg(long, value_name = "ON/PERIOD")]
+    pub sample: Option<String>,
     /// The program and its arguments (after `--`).
     #[arg(required = true, last = true)]
     pub command: Vec<String>,
@@ -38,6 +46,21 @@ pub fn run(a: Args) -> Result<()> {
         bail!("-o - writes the trace to stdout, where --json would print its summary too: give a file or drop --json");
     }
     let recorder = Recorder::new()?;
+    let sampling = match &a.sample {
+        Some(s) if a.recorder == "mmtrace" => {
+            Some(mmulab_trace::mmtrace::Sampling::parse(s).map_err(|e| anyhow::anyhow!("--sample: {e}"))?)
+        }
+        Some(_) => bail!("--sample needs --recorder mmtrace (Lackey records every reference)"),
+        None => None,
+    };
+    let backend = if a.recorder == "mmtrace" {
+        let dir = mmulab_probe::advise::cache::dir()?.join("valgrind-mmtrace");
+        let lib_dir = mmulab_trace::mmtrace::build(&dir)
+            .map_err(|e| anyhow::anyhow!("{e}; `--recorder lackey` needs no build"))?;
+        Backend::Mmtrace { lib_dir, sampling }
+    } else {
+        Backend::Lackey
+    };
     // Ctrl-C reaches Valgrind too (same process group) and ends the program; mmulab then
     // stays to close a valid trace of what was recorded, and exits with 130.
     crate::signals::stop_on_interrupt();
@@ -57,7 +80,8 @@ pub fn run(a: Args) -> Result<()> {
         max_refs: None,
     };
     let mut p = ProgressLine::new(&format!("record {}", a.command[0]));
-    let recorded = recorder.record(
+    let recorded = recorder.record_with(
+        &backend,
         &opts,
         output.open()?,
         &mut |refs| p.update(refs, None),
@@ -90,6 +114,8 @@ pub fn run(a: Args) -> Result<()> {
         "vmas_last_sample": r.vmas_last_sample,
         "seconds": elapsed,
         "exit_status": status.code(),
+        "recorder": a.recorder,
+        "total_references": r.total_references,
     });
     if a.json {
         println!("{}", serde_json::to_string(&summary)?);

@@ -33,6 +33,9 @@ pub struct MachineCache {
     pub probed_at: u64,
     /// The calibrated model, once built.
     pub model: Option<RuntimeModel>,
+    /// The measured page-fault costs (`faults.rs`), once measured.
+    #[serde(default)]
+    pub fault_costs: Option<super::faults::FaultCosts>,
 }
 
 /// Lower-case, `[a-z0-9-]` only.
@@ -179,6 +182,7 @@ mod tests {
             probe_levels: serde_json::json!([]),
             probed_at: 1,
             model: None,
+            fault_costs: None,
         }
     }
 

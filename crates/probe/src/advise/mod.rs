@@ -16,8 +16,10 @@
 pub mod cache;
 pub mod calibrate;
 pub mod child;
+pub mod faults;
 pub mod model;
 pub mod predict;
+pub mod recording;
 pub mod verdict;
 
 use std::path::PathBuf;
@@ -27,10 +29,7 @@ use serde::Serialize;
 use crate::error::{ProbeError, Result};
 use child::Way;
 use model::RuntimeModel;
-
-/// Lackey's slowdown over a native run, used only to estimate a prefix recording's share
-/// of the whole run (assumed; docs/advise.md gives the figures measured here).
-pub const LACKEY_SLOWDOWN: f64 = 100.0;
+pub use recording::{RecorderChoice, RecordingInfo, LACKEY_SLOWDOWN, MMTRACE_SLOWDOWN};
 
 /// What to do.
 #[derive(Clone, Debug)]
@@ -41,6 +40,10 @@ pub struct Options {
     pub runs: usize,
     /// Record at most this many references (a prefix).
     pub max_refs: Option<u64>,
+    /// The recorder.
+    pub recorder: RecorderChoice,
+    /// Record sampled windows (mmtrace only).
+    pub sample: Option<mmulab_trace::mmtrace::Sampling>,
     /// Use this trace instead of recording one.
     pub trace: Option<PathBuf>,
     /// Probe again even if a cached probe exists.
@@ -85,24 +88,6 @@ pub struct PageSizes {
     pub thp_mode: String,
 }
 
-/// The recording.
-#[derive(Clone, Debug, Serialize)]
-pub struct RecordingInfo {
-    /// Only a prefix was recorded.
-    pub sampled: bool,
-    /// How: `valgrind lackey (whole run)`, `... (prefix of N references)` or `given trace`.
-    pub method: String,
-    /// References recorded.
-    pub references: u64,
-    /// Seconds recording took.
-    pub seconds: f64,
-    /// Estimated share of the run's references recorded (1 for a whole run).
-    pub share_estimate: f64,
-    /// Lackey's slowdown over the native 4 KiB run (recording CPU seconds / native CPU
-    /// seconds); measured for a whole run, else the assumed [`LACKEY_SLOWDOWN`].
-    pub slowdown: f64,
-}
-
 /// The prediction.
 #[derive(Clone, Debug, Serialize)]
 pub struct Predicted {
@@ -112,12 +97,24 @@ pub struct Predicted {
     pub translation_s_4k: f64,
     /// Predicted translation time of the THP run, seconds.
     pub translation_s_thp: f64,
+    /// Page-fault time THP saves, seconds (measured fault costs × simulated faults).
+    pub fault_s_saved: f64,
+    /// The 4 KiB run's measured CPU ns per reference (references of the whole run:
+    /// recorded, or for a prefix estimated from its share).
+    pub ns_per_ref_4k: f64,
+    /// The program's overlap o (model.rs): its 4 KiB ns per reference over a dependent
+    /// chase's at the same walk rate, at most 1.
+    pub overlap: f64,
+    /// The model's γ: the saving scales with overlap^γ.
+    pub overlap_exponent: f64,
     /// Simulated events (of the recording).
     pub simulated: predict::Simulated,
     /// The model's fit error (RMS, ns per reference; mean relative).
     pub model_rmse_ns: f64,
     /// Mean relative error of the fit.
     pub model_mean_rel_error: f64,
+    /// Mean error of the fit's speed-ups over the calibration pairs, percentage points.
+    pub model_speedup_error_pp: f64,
     /// The nested (guest) model was used.
     pub nested: bool,
 }
@@ -185,6 +182,7 @@ pub fn probe_machine(id: &str, progress: &mut dyn FnMut(&str)) -> Result<cache::
         probe_levels: serde_json::to_value(&report.levels).unwrap_or_default(),
         probed_at: now_s(),
         model: None,
+        fault_costs: None,
     })
 }
 
@@ -205,7 +203,16 @@ pub fn given_machine(id: &str, path: &std::path::Path) -> Result<cache::MachineC
         probe_levels: serde_json::Value::Null,
         probed_at: now_s(),
         model: None,
+        fault_costs: None,
     })
+}
+
+/// A `--machine` entry's text without its first line (`# from PATH`, which names the file
+/// as it was given).
+fn given_body(text: &str) -> Option<&str> {
+    text.strip_prefix("# from ")
+        .and_then(|t| t.split_once('\n'))
+        .map(|(_, body)| body)
 }
 
 /// Whether a machine config text has a `[vm]` table.
@@ -236,12 +243,38 @@ pub fn machine(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<(cache:
     let path = cache::path_in(&dir, &id);
     let (mut c, reused) = match &opts.machine {
         Some(file) => {
-            let c = given_machine(&id, file)?;
+            let mut c = given_machine(&id, file)?;
+            // The same machine given again (wherever the file is named from) keeps its
+            // calibrated model and fault costs: calibration takes a quiet machine.
+            let same = cache::load(&path)?.filter(|old| given_body(&old.machine_toml) == given_body(&c.machine_toml));
+            let reused = same.is_some();
+            if let Some(old) = same {
+                c.model = old.model;
+                c.fault_costs = old.fault_costs;
+            }
             cache::store(&path, &c)?;
-            (c, false)
+            (c, reused)
         }
         None => cache::load_or_probe(&path, opts.reprobe, || probe_machine(&id, progress))?,
     };
+    if let (Some(m), false) = (&c.model, opts.calibrate) {
+        let refit = m.refit_if_old().map_err(|e| {
+            ProbeError::Invalid(format!(
+                "refitting the cached runtime model in {}: {e}; run `mmulab advise --calibrate`",
+                path.display()
+            ))
+        })?;
+        if let Some(m) = refit {
+            progress("refitting the cached runtime model from its stored points (new model version)");
+            c.model = Some(m);
+            cache::store(&path, &c)?;
+        }
+    }
+    if c.fault_costs.is_none() || opts.calibrate {
+        progress("measuring page-fault costs (cached afterwards)");
+        c.fault_costs = Some(faults::measure(3)?);
+        cache::store(&path, &c)?;
+    }
     if c.model.is_none() || opts.calibrate {
         let (text, nested) = machine_of(&c);
         progress("calibrating the runtime model (cached afterwards)");
@@ -291,77 +324,6 @@ fn median(mut v: Vec<f64>) -> f64 {
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
-}
-
-/// Records the program (or takes the given trace) into a temporary file.
-fn record(
-    opts: &Options,
-    dir: &std::path::Path,
-    progress: &mut dyn FnMut(&str),
-) -> Result<(PathBuf, bool, RecordingInfo)> {
-    if let Some(t) = &opts.trace {
-        let refs = mmulab_trace::open_trace(t, None)
-            .map_err(|e| ProbeError::Invalid(format!("--trace {}: {e}", t.display())))?;
-        drop(refs);
-        return Ok((
-            t.clone(),
-            false,
-            RecordingInfo {
-                sampled: false,
-                method: format!("given trace {}", t.display()),
-                references: 0,
-                seconds: 0.0,
-                share_estimate: f64::NAN,
-                slowdown: f64::NAN,
-            },
-        ));
-    }
-    let recorder = mmulab_trace::record::Recorder::new().map_err(|e| ProbeError::Unavailable(e.to_string()))?;
-    std::fs::create_dir_all(dir).map_err(|e| ProbeError::io(format!("creating {}", dir.display()), e))?;
-    let path = dir.join(format!("advise-{}.mlt", std::process::id()));
-    let file = std::fs::File::create(&path).map_err(|e| ProbeError::io(format!("creating {}", path.display()), e))?;
-    progress("recording the program with Valgrind Lackey");
-    let ropts = mmulab_trace::record::RecordOptions {
-        command: opts.command.clone(),
-        level: 1,
-        maps_interval: std::time::Duration::from_millis(50),
-        stdout_to_stderr: true,
-        max_refs: opts.max_refs,
-    };
-    let cpu_children = || {
-        // SAFETY: an all-zero rusage is valid for getrusage to overwrite.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: valid pointer; RUSAGE_CHILDREN counts reaped children.
-        unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-        tv(ru.ru_utime) + tv(ru.ru_stime)
-    };
-    let before = cpu_children();
-    let r = recorder.record(&ropts, file, &mut |_| {}, Box::new(|| None));
-    let r = match r {
-        Ok(r) => r,
-        Err(e) => {
-            let _ = std::fs::remove_file(&path);
-            return Err(ProbeError::Unavailable(format!("recording failed: {e}")));
-        }
-    };
-    let cpu = cpu_children() - before;
-    Ok((
-        path,
-        true,
-        RecordingInfo {
-            sampled: r.truncated,
-            method: if r.truncated {
-                format!("valgrind lackey, prefix of {} references", r.references)
-            } else {
-                "valgrind lackey, whole run".into()
-            },
-            references: r.references,
-            seconds: cpu,
-            share_estimate: 1.0,
-            slowdown: f64::NAN,
-        },
-    ))
 }
 
 /// Runs the whole advice.
@@ -458,7 +420,7 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
         Some(d) => d.clone(),
         None => cache::dir()?,
     };
-    let (trace, temporary, mut rec) = record(opts, &dir, progress)?;
+    let (trace, temporary, mut rec) = recording::record(opts, &dir, progress)?;
     let (text, nested) = machine_of(&mc);
     progress("simulating the trace under base pages and THP");
     let sim = predict::simulate_trace(&text, nested, &trace);
@@ -467,31 +429,36 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
     }
     let sim = sim?;
     let t4_med = median(t4.clone());
-    if rec.references > 0 {
-        if rec.sampled {
-            rec.slowdown = LACKEY_SLOWDOWN;
-            // The prefix took `seconds` under Lackey: about seconds / slowdown natively.
-            rec.share_estimate = (rec.seconds / LACKEY_SLOWDOWN / t4_med).min(1.0);
-        } else {
-            rec.slowdown = rec.seconds / t4_med;
-        }
-    } else {
-        rec.references = sim.base.references;
-        rec.share_estimate = 1.0;
-    }
+    rec.settle(t4_med, sim.base.references);
+    // The whole run's references (the recording's, scaled up for a prefix), its
+    // measured 4 KiB ns per reference, and the model's overlap (model.rs).
     let scale = 1.0 / rec.share_estimate.max(1e-9);
-    let tr4 = model.translation_ns(&sim.base) * scale * 1e-9;
-    let trh = model.translation_ns(&sim.huge) * scale * 1e-9;
-    let saved = (tr4 - trh).min(t4_med * 0.95);
+    let refs_total = sim.base.references as f64 * scale;
+    let y4 = t4_med * 1e9 / refs_total.max(1.0);
+    let (x4, xh) = (sim.base.per_ref(0.0), sim.huge.per_ref(0.0));
+    let overlap = model.overlap(y4, x4[0]);
+    let tr4 = model.translation_ns_per_ref(y4, &x4, x4[0]) * refs_total * 1e-9;
+    let trh = model.translation_ns_per_ref(y4, &xh, x4[0]) * refs_total * 1e-9;
+    // Faults are counted as recorded, not scaled: a program faults its memory in once,
+    // mostly at its start (a prefix holds most of them; a sampled recording fewer).
+    let fault_saved = mc.fault_costs.as_ref().map_or(0.0, |c| {
+        c.saved_s(sim.base.faults, sim.huge.faults, sim.huge.huge_pages)
+    });
+    let saved = (tr4 - trh + fault_saved).min(t4_med * 0.95);
     let speedup = t4_med / (t4_med - saved);
     let share = (tr4 / t4_med).min(1.0);
     let predicted = Predicted {
         speedup,
         translation_s_4k: tr4,
         translation_s_thp: trh,
+        fault_s_saved: fault_saved,
+        ns_per_ref_4k: y4,
+        overlap,
+        overlap_exponent: model.overlap_exponent,
         simulated: sim,
         model_rmse_ns: model.rmse_ns,
         model_mean_rel_error: model.mean_rel_error,
+        model_speedup_error_pp: model.speedup_error_pp,
         nested,
     };
     let brief = verdict::PredictedBrief {
@@ -517,7 +484,8 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
             "hypervisor": mc.hypervisor,
             "hypervisor_vendor": mc.hypervisor_vendor,
             "levels": mc.probe_levels,
-            "model": {"intercept": model.intercept, "coef": model.coef, "features": model::FEATURES, "dropped": model.dropped, "rmse_ns": model.rmse_ns, "mean_rel_error": model.mean_rel_error, "points": model.points.len()},
+            "fault_costs": mc.fault_costs,
+            "model": {"version": model.version, "coef": model.coef, "coef_w2": model.coef_w2, "features": model::FEATURES, "overlap_exponent": model.overlap_exponent, "dropped": model.dropped, "rmse_ns": model.rmse_ns, "mean_rel_error": model.mean_rel_error, "speedup_error_pp": model.speedup_error_pp, "speedup_error_max_pp": model.speedup_error_max_pp, "points": model.points.len()},
         }),
         load_average: (load_before, load_after),
     })
@@ -526,6 +494,17 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_machine_file_given_again_is_recognised_wherever_it_is_named_from() {
+        let a = "# from machines/vm/x.toml (mmulab advise --machine)\n[machine]\ncores = 1\n";
+        let b = "# from ../../machines/vm/x.toml (mmulab advise --machine)\n[machine]\ncores = 1\n";
+        let c = "# from machines/vm/x.toml (mmulab advise --machine)\n[machine]\ncores = 2\n";
+        assert_eq!(given_body(a), given_body(b));
+        assert_ne!(given_body(a), given_body(c));
+        // A probed entry (no such line) never matches a given one.
+        assert_eq!(given_body("[machine]\ncores = 1\n"), None);
+    }
 
     #[test]
     fn thp_ways_follow_the_system_mode() {

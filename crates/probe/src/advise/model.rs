@@ -1,65 +1,148 @@
-//! The calibrated runtime model (Mosmodel-style, Agbarya et al., MICRO 2020): the time of
-//! one memory reference as a linear function of the simulator's translation events,
+//! The calibrated runtime model (after Mosmodel, Agbarya et al., MICRO 2020): the time
+//! that translation costs one memory reference as a function of the simulator's
+//! translation events, scaled by how much of it the program overlaps with other work.
 //!
 //! ```text
-//! ns/ref = a + b·W + c·M + d·H + e·D
+//! T(x)  = b·W + c·M + d·H + f·W²                       (serial translation ns per reference)
+//! o     = min(1, y₄ / S(W₄))                           (the program's overlap, 0 < o ≤ 1)
+//! saved = o^γ · (T(x₄) − T(x_huge))                    (ns per reference, 4 KiB − huge)
 //! ```
 //!
-//! W walk cycles, M last-level TLB misses, H last-level TLB hits (of references that missed
-//! the first level), all per reference from the simulator (`Stats::stlb_misses`,
-//! `stlb_hits`, `counters.walk_cycles`); D the data-cache term: the share of references
-//! that miss the last-level data cache, which the simulator does not model, so it is
-//! written analytically for the calibration benchmarks (uniform random accesses over a
-//! footprint F with a cache of C bytes miss with probability max(0, 1 − C/F)).
+//! W walk cycles, M last-level TLB misses, H last-level TLB hits (of references that
+//! missed the first level), all per reference from the simulator (`Stats::stlb_misses`,
+//! `stlb_hits`, `counters.walk_cycles`); W² is Mosmodel's polynomial term (its best
+//! models are polynomials in these events): on this machine the measured gain grows
+//! faster with the footprint than the simulated walk cycles do (the simulator's
+//! page-table reads have a fixed latency; the real ones miss the caches more often as the
+//! tables grow). W² is the square of the mean, not the mean of the squares (the trace
+//! gives totals; assumed close for a program whose phases have similar walk rates).
 //!
-//! Fitted by least squares on native benchmark runs at several sizes and both page sizes
-//! beside the same runs simulated (`calibrate.rs`), in two stages ([`RuntimeModel::fit`]):
-//! b, c, d from the differences of each 4 KiB / huge pair (a and e·D cancel there, and
-//! with them whatever the data caches do that D does not describe: on a shared host they
-//! do a lot), then a and e on the rest. Written here (not a library) because the fit is a
-//! few unknowns over a few dozen points: normal equations with partial pivoting are exact
-//! enough and keep the model inspectable. Coefficients that come out negative (a
-//! translation event cannot save time) or indistinguishable from zero (t < 2) are dropped
-//! and the fit is repeated without them, so every kept coefficient is ≥ 0 and supported.
+//! **Two kinds of benchmark, one model.** `bench latency --order lines` is a dependent
+//! chase: each load waits for the one before, so every walk cycle is on the critical
+//! path. `bench gups` issues independent updates that the core overlaps (memory-level
+//! parallelism): at 64 MiB here it measures 4.7 ns per reference where the chase with the
+//! same walk rate takes 71 ns. One coefficient per walk cycle cannot serve both (the
+//! previous model tried, and its fit was off by 295 % on average). So:
 //!
-//! For a program, a and e·D are the same under both page sizes (same instructions, same
-//! data accesses), so only b, c, d enter the prediction: the translation time saved is
-//! b·ΔW + c·ΔM + d·ΔH per reference.
+//! 1. b, c, d, f are fitted on the **dependent-chase pairs** only (each 4 KiB / huge pair
+//!    at one size: their difference, without intercept; a pair shares its instructions
+//!    and data accesses, so what the caches do cancels). Coefficients that come out
+//!    negative or indistinguishable from zero (t < 2) are dropped and the rest refitted.
+//! 2. S(W) is the **serial curve**: the chase's measured 4 KiB ns per reference against its
+//!    simulated walk cycles per reference, interpolated linearly (flat below the first
+//!    point, continued with slope b + 2f·W past the last: each further walk cycle on the
+//!    critical path). A workload whose measured 4 KiB ns per reference y₄ is below S at
+//!    its own walk rate overlaps its references; o = y₄ / S(W₄) says how much (1 for the
+//!    chase itself, by construction; 1 at most: a program slower than the chase per
+//!    reference spends the rest outside memory). The trace cannot tell dependent from
+//!    independent references; the program's measured time can.
+//! 3. γ, how the overlap hides translation, is fitted on the **independent pairs** (GUPS)
+//!    by least squares over 0 ≤ γ ≤ 3 (γ = 1: translation overlaps exactly as the rest
+//!    does). Without such pairs γ = 1 (assumed).
+//!
+//! The stored error is that of the whole procedure on every calibration pair, each with
+//! its own o from its own measured 4 KiB time, as a program gets it: the RMS error of the
+//! predicted huge-page ns per reference, its mean relative error, and the speed-up's
+//! error in percentage points (mean and worst). It is an in-sample error (the pairs also
+//! fitted the model); docs/advise.md has the held-out validation.
+//!
+//! Written here (not a library) because the fit is a few unknowns over a few dozen
+//! points: normal equations with partial pivoting are exact enough and keep the model
+//! inspectable.
 
 use serde::{Deserialize, Serialize};
 
-/// Feature names, in coefficient order (after the intercept).
+/// Version of the model; a cached model of another version is refitted from its stored
+/// points (no benchmark is rerun).
+pub const MODEL_VERSION: u32 = 2;
+
+/// Per-reference features of a calibration point, in [`Point::x`] order.
 pub const FEATURES: [&str; 4] = ["walk_cycles", "llt_misses", "llt_hits", "dcache_misses"];
+
+/// The terms of the fit: the features, then W² (derived from W).
+const NT: usize = 5;
+const TERMS: [&str; NT] = ["walk_cycles", "llt_misses", "llt_hits", "dcache_misses", "walk_cycles²"];
+
+/// The bounds of γ and the step of its search.
+const GAMMA_MAX: f64 = 3.0;
+const GAMMA_STEP: f64 = 0.01;
 
 /// One calibration point: per-reference features and the measured ns per reference.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Point {
-    /// What was run (`latency 64M 4k`, ...).
+    /// What was run (`latency lines 64 MiB 4k`, `gups 16 MiB thp`, ...). A name starting
+    /// with `latency` is a dependent chase.
     pub what: String,
-    /// W, M, H, D per reference.
+    /// W, M, H, D per reference (D, the analytic data-cache miss share, is recorded for
+    /// inspection; the model does not use it: a program's D is not known).
     pub x: [f64; 4],
     /// Measured ns per reference.
     pub y: f64,
 }
 
+impl Point {
+    /// A dependent chase (every reference waits for the one before).
+    pub fn dependent(&self) -> bool {
+        self.what.starts_with("latency")
+    }
+}
+
 /// The fitted model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RuntimeModel {
-    /// a, ns per reference.
+    /// [`MODEL_VERSION`] (0: a model of the first layout).
+    #[serde(default)]
+    pub version: u32,
+    /// Unused since version 2 (0): the serial curve replaces the level terms. Kept so
+    /// that older cache files still read.
     pub intercept: f64,
-    /// b, c, d, e: ns per event.
+    /// b, c, d per event (W, M, H); the fourth (D) is 0 since version 2.
     pub coef: [f64; 4],
-    /// Features dropped because their coefficient came out negative or they never varied.
+    /// f, per W².
+    #[serde(default)]
+    pub coef_w2: f64,
+    /// γ: translation time saved scales with o^γ.
+    #[serde(default)]
+    pub overlap_exponent: f64,
+    /// The serial curve: (W, ns) per reference of the dependent chase under 4 KiB pages,
+    /// by W.
+    #[serde(default)]
+    pub serial: Vec<(f64, f64)>,
+    /// Terms dropped, and assumptions made, with the reason.
     pub dropped: Vec<String>,
-    /// Root-mean-square error of the fit, ns per reference.
+    /// RMS error of the predicted huge-page ns per reference over the pairs.
     pub rmse_ns: f64,
-    /// Mean absolute relative error of the fit (0..).
+    /// Mean relative error of the predicted huge-page time over the pairs (0..).
     pub mean_rel_error: f64,
-    /// RMS error of the fitted 4 KiB − huge difference over the pairs, ns per reference.
+    /// RMS error of the predicted 4 KiB − huge difference, ns per reference (the same
+    /// quantity as `rmse_ns` since version 2: the 4 KiB time is measured).
     #[serde(default)]
     pub delta_rmse_ns: f64,
+    /// Mean absolute error of the predicted speed-up over the pairs, percentage points.
+    #[serde(default)]
+    pub speedup_error_pp: f64,
+    /// Largest absolute error of the predicted speed-up over the pairs, percentage points.
+    #[serde(default)]
+    pub speedup_error_max_pp: f64,
     /// The points it was fitted on.
     pub points: Vec<Point>,
+}
+
+/// How one calibration pair is predicted (for the output).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PairFit {
+    /// The pair (`latency lines 64 MiB`).
+    pub what: String,
+    /// A dependent chase.
+    pub dependent: bool,
+    /// o.
+    pub overlap: f64,
+    /// Measured 4 KiB and huge ns per reference.
+    pub measured: (f64, f64),
+    /// Predicted huge ns per reference.
+    pub predicted_huge: f64,
+    /// Measured and predicted speed-up.
+    pub speedup: (f64, f64),
 }
 
 /// Per-reference translation events of one simulated run.
@@ -73,6 +156,10 @@ pub struct Events {
     pub llt_misses: u64,
     /// Last-level TLB hits.
     pub llt_hits: u64,
+    /// Page faults.
+    pub faults: u64,
+    /// 2 MiB pages mapped at the end.
+    pub huge_pages: u64,
 }
 
 impl Events {
@@ -83,6 +170,8 @@ impl Events {
             walk_cycles: s.counters.walk_cycles,
             llt_misses: s.stlb_misses(),
             llt_hits: s.stlb_hits(),
+            faults: s.counters.faults,
+            huge_pages: s.mapped[mmulab_model::addr::PageSize::M2.index()],
         }
     }
     /// W, M, H per reference, with D given.
@@ -95,6 +184,11 @@ impl Events {
             d,
         ]
     }
+}
+
+/// The terms of a feature vector: W, M, H, D, W².
+fn terms(x: &[f64; 4]) -> [f64; NT] {
+    [x[0], x[1], x[2], x[3], x[0] * x[0]]
 }
 
 /// Solves `A x = b` (n × n, row-major) by Gaussian elimination with partial pivoting;
@@ -127,12 +221,12 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
 }
 
 /// Rows of a regression: features (all four) and the target.
-type Rows = [([f64; 4], f64)];
+type Rows = [([f64; NT], f64)];
 
 /// Least squares of the target on the features in `keep` (plus an intercept if
 /// `intercept`); the solution starts with the intercept when there is one.
 fn ols(rows: &Rows, keep: &[usize], intercept: bool) -> Option<Vec<f64>> {
-    let row = |x: &[f64; 4]| {
+    let row = |x: &[f64; NT]| {
         let mut r = if intercept { vec![1.0] } else { vec![] };
         r.extend(keep.iter().map(|&j| x[j]));
         r
@@ -161,7 +255,7 @@ fn fit_nonneg(
     candidates: &[usize],
     intercept: bool,
     dropped: &mut Vec<String>,
-) -> Result<(f64, [f64; 4]), String> {
+) -> Result<(f64, [f64; NT]), String> {
     let mean = |j: usize| rows.iter().map(|r| r.0[j]).sum::<f64>() / rows.len() as f64;
     let varies = |j: usize| {
         let m = if intercept { mean(j) } else { 0.0 };
@@ -172,7 +266,7 @@ fn fit_nonneg(
         if varies(j) {
             keep.push(j);
         } else {
-            dropped.push(format!("{} (never varied)", FEATURES[j]));
+            dropped.push(format!("{} (never varied)", TERMS[j]));
         }
     }
     // A feature the others (and the intercept) determine almost exactly carries nothing
@@ -185,7 +279,7 @@ fn fit_nonneg(
         let others: Vec<usize> = keep.iter().copied().filter(|&o| o != j).collect();
         let m = if intercept { mean(j) } else { 0.0 };
         let total: f64 = rows.iter().map(|r| (r.0[j] - m).powi(2)).sum();
-        let as_target: Vec<([f64; 4], f64)> = rows.iter().map(|r| (r.0, r.0[j])).collect();
+        let as_target: Vec<([f64; NT], f64)> = rows.iter().map(|r| (r.0, r.0[j])).collect();
         let Some(sol) = ols(&as_target, &others, intercept) else {
             continue;
         };
@@ -203,7 +297,7 @@ fn fit_nonneg(
             })
             .sum();
         if resid <= 1e-9 * total {
-            dropped.push(format!("{} (determined by the other features)", FEATURES[j]));
+            dropped.push(format!("{} (determined by the other features)", TERMS[j]));
             keep.retain(|&o| o != j);
         }
     }
@@ -228,14 +322,14 @@ fn fit_nonneg(
             };
             dropped.push(format!(
                 "{} (fitted {:.4}, t = {:.1}: {why})",
-                FEATURES[keep[i]],
+                TERMS[keep[i]],
                 sol[i + off],
                 t[i]
             ));
             keep.remove(i);
             continue;
         }
-        let mut coef = [0.0; 4];
+        let mut coef = [0.0; NT];
         for (i, &j) in keep.iter().enumerate() {
             coef[j] = sol[i + off];
         }
@@ -248,7 +342,7 @@ fn fit_nonneg(
 fn t_stats(rows: &Rows, keep: &[usize], intercept: bool, sol: &[f64]) -> Vec<f64> {
     let off = intercept as usize;
     let k = keep.len() + off;
-    let row = |x: &[f64; 4]| {
+    let row = |x: &[f64; NT]| {
         let mut r = if intercept { vec![1.0] } else { vec![] };
         r.extend(keep.iter().map(|&j| x[j]));
         r
@@ -284,13 +378,30 @@ fn t_stats(rows: &Rows, keep: &[usize], intercept: bool, sol: &[f64]) -> Vec<f64
         .collect()
 }
 
+/// Piecewise-linear interpolation of `curve` (sorted by x) at `x`: flat below the first
+/// point, continued with `slope_past(x_last)` past the last.
+fn interpolate(curve: &[(f64, f64)], x: f64, slope_past: impl Fn(f64) -> f64) -> f64 {
+    let (Some(first), Some(last)) = (curve.first(), curve.last()) else {
+        return f64::NAN;
+    };
+    if x <= first.0 {
+        return first.1;
+    }
+    if x >= last.0 {
+        return last.1 + slope_past(last.0) * (x - last.0);
+    }
+    let i = curve.partition_point(|p| p.0 <= x);
+    let (a, b) = (curve[i - 1], curve[i]);
+    if b.0 - a.0 <= 0.0 {
+        return b.1;
+    }
+    a.1 + (b.1 - a.1) * (x - a.0) / (b.0 - a.0)
+}
+
 impl RuntimeModel {
-    /// Fits the model in two stages. Points come in pairs (4 KiB, then huge pages, of the
-    /// same benchmark and size: `points[2i]`, `points[2i + 1]`). (1) b, c, d from the
-    /// pairs' differences, without intercept: a pair shares its instructions and its
-    /// data accesses, so a and the data-cache term cancel, and what is left is what the
-    /// page size changed — the very quantity advise predicts. (2) a and e on what (1)
-    /// leaves of each point's time. Coefficients are kept ≥ 0 (`fit_nonneg`).
+    /// Fits the model (module docs). Points come in pairs (4 KiB, then huge pages, of the
+    /// same benchmark and size: `points[2i]`, `points[2i + 1]`); at least three pairs must
+    /// be dependent chases.
     pub fn fit(points: Vec<Point>) -> Result<RuntimeModel, String> {
         if points.len() < 6 || points.len() % 2 != 0 {
             return Err(format!(
@@ -298,61 +409,151 @@ impl RuntimeModel {
                 points.len()
             ));
         }
-        let diffs: Vec<([f64; 4], f64)> = points
-            .chunks(2)
-            .map(|p| {
-                let mut x = [0.0; 4];
+        let pairs: Vec<(&Point, &Point)> = points.chunks(2).map(|p| (&p[0], &p[1])).collect();
+        let chains: Vec<_> = pairs.iter().filter(|p| p.0.dependent()).collect();
+        if chains.len() < 3 {
+            return Err(format!(
+                "{} dependent-chase pairs (`latency …`) among the calibration points: the model needs at least 3",
+                chains.len()
+            ));
+        }
+        // (1) b, c, d, f from the chase pairs' differences.
+        let diffs: Vec<([f64; NT], f64)> = chains
+            .iter()
+            .map(|(f, h)| {
+                let (tf, th) = (terms(&f.x), terms(&h.x));
+                let mut x = [0.0; NT];
                 for (j, v) in x.iter_mut().enumerate() {
-                    *v = p[0].x[j] - p[1].x[j];
+                    *v = tf[j] - th[j];
                 }
-                (x, p[0].y - p[1].y)
+                (x, f.y - h.y)
             })
             .collect();
         let mut dropped = Vec::new();
-        let (_, mut coef) = fit_nonneg(&diffs, &[1, 2, 0], false, &mut dropped)?;
-        let rest: Vec<([f64; 4], f64)> = points
-            .iter()
-            .map(|p| (p.x, p.y - (0..3).map(|j| coef[j] * p.x[j]).sum::<f64>()))
-            .collect();
-        let (intercept, c2) = match fit_nonneg(&rest, &[3], true, &mut dropped) {
-            Ok(v) => v,
-            Err(_) => (rest.iter().map(|r| r.1).sum::<f64>() / rest.len() as f64, [0.0; 4]),
-        };
-        coef[3] = c2[3];
+        let (_, c) = fit_nonneg(&diffs, &[1, 2, 0, 4], false, &mut dropped)?;
+        dropped
+            .push("dcache_misses (not a term since model version 2: a program's D is unknown; pairs cancel it)".into());
+        // (2) The serial curve.
+        let mut serial: Vec<(f64, f64)> = chains.iter().map(|(f, _)| (f.x[0], f.y)).collect();
+        serial.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut m = RuntimeModel {
-            intercept,
-            coef,
+            version: MODEL_VERSION,
+            intercept: 0.0,
+            coef: [c[0], c[1], c[2], 0.0],
+            coef_w2: c[4],
+            overlap_exponent: 1.0,
+            serial,
             dropped,
             rmse_ns: 0.0,
             mean_rel_error: 0.0,
             delta_rmse_ns: 0.0,
-            points,
+            speedup_error_pp: 0.0,
+            speedup_error_max_pp: 0.0,
+            points: Vec::new(),
         };
-        let n = m.points.len() as f64;
-        let (mut se, mut rel) = (0.0, 0.0);
-        for p in &m.points {
-            let e = m.ns_per_ref(&p.x) - p.y;
+        // (3) γ from the independent pairs.
+        let indep: Vec<(f64, f64, f64)> = pairs
+            .iter()
+            .filter(|p| !p.0.dependent())
+            .map(|(f, h)| {
+                let t = m.serial_translation_ns(&f.x) - m.serial_translation_ns(&h.x);
+                (m.overlap(f.y, f.x[0]), t, f.y - h.y)
+            })
+            .collect();
+        if indep.iter().any(|&(o, t, _)| t.abs() > 1e-9 && o < 1.0) {
+            let sse = |g: f64| indep.iter().map(|&(o, t, d)| (o.powf(g) * t - d).powi(2)).sum::<f64>();
+            let steps = (GAMMA_MAX / GAMMA_STEP).round() as usize;
+            m.overlap_exponent = (0..=steps)
+                .map(|i| i as f64 * GAMMA_STEP)
+                .min_by(|&a, &b| sse(a).total_cmp(&sse(b)))
+                .unwrap_or(1.0);
+        } else {
+            m.dropped.push(
+                "overlap exponent γ = 1 (assumed: no independent pair with a simulated translation difference)".into(),
+            );
+        }
+        m.points = points;
+        let fits = m.pair_fits();
+        let n = fits.len() as f64;
+        let (mut se, mut rel, mut pp, mut pp_max) = (0.0, 0.0, 0.0, 0.0f64);
+        for p in &fits {
+            let e = p.predicted_huge - p.measured.1;
             se += e * e;
-            rel += (e / p.y).abs();
+            rel += (e / p.measured.1).abs();
+            let d = (p.speedup.1 - p.speedup.0).abs() * 100.0;
+            pp += d;
+            pp_max = pp_max.max(d);
         }
         m.rmse_ns = (se / n).sqrt();
+        m.delta_rmse_ns = m.rmse_ns;
         m.mean_rel_error = rel / n;
-        let dse: f64 = diffs
-            .iter()
-            .map(|(x, y)| ((0..3).map(|j| m.coef[j] * x[j]).sum::<f64>() - y).powi(2))
-            .sum();
-        m.delta_rmse_ns = (dse / diffs.len() as f64).sqrt();
+        m.speedup_error_pp = pp / n;
+        m.speedup_error_max_pp = pp_max;
         Ok(m)
     }
 
-    /// Predicted ns per reference.
-    pub fn ns_per_ref(&self, x: &[f64; 4]) -> f64 {
-        self.intercept + (0..4).map(|j| self.coef[j] * x[j]).sum::<f64>()
+    /// Refits a model of an older version from its stored points (`Ok(None)`: it is
+    /// current).
+    pub fn refit_if_old(&self) -> Result<Option<RuntimeModel>, String> {
+        if self.version == MODEL_VERSION {
+            return Ok(None);
+        }
+        RuntimeModel::fit(self.points.clone()).map(Some)
     }
 
-    /// Translation time of a run's events, ns (b·W + c·M + d·H over the whole run).
-    pub fn translation_ns(&self, e: &Events) -> f64 {
-        self.coef[0] * e.walk_cycles as f64 + self.coef[1] * e.llt_misses as f64 + self.coef[2] * e.llt_hits as f64
+    /// T(x): translation ns per reference on the critical path of a dependent chase.
+    pub fn serial_translation_ns(&self, x: &[f64; 4]) -> f64 {
+        (0..3).map(|j| self.coef[j] * x[j]).sum::<f64>() + self.coef_w2 * x[0] * x[0]
+    }
+
+    /// S(W): ns per reference of a dependent chase with W walk cycles per reference.
+    pub fn serial_ns(&self, w: f64) -> f64 {
+        interpolate(&self.serial, w, |w| self.coef[0] + 2.0 * self.coef_w2 * w)
+    }
+
+    /// o for a workload that measured `y4` ns per reference under 4 KiB pages with `w4`
+    /// walk cycles per reference: in (0, 1].
+    pub fn overlap(&self, y4: f64, w4: f64) -> f64 {
+        let s = self.serial_ns(w4);
+        if s.is_nan() || s <= 0.0 || y4.is_nan() || y4 <= 0.0 {
+            return 1.0;
+        }
+        (y4 / s).clamp(1e-6, 1.0)
+    }
+
+    /// ns per reference that huge pages save a workload measured at `y4` ns per reference
+    /// under 4 KiB pages, with simulated features `x4` and `xh` (module docs).
+    pub fn saved_ns_per_ref(&self, y4: f64, x4: &[f64; 4], xh: &[f64; 4]) -> f64 {
+        let o = self.overlap(y4, x4[0]);
+        o.powf(self.overlap_exponent) * (self.serial_translation_ns(x4) - self.serial_translation_ns(xh))
+    }
+
+    /// Translation ns per reference of a run (its serial translation time scaled by
+    /// o^γ), for the translation share.
+    pub fn translation_ns_per_ref(&self, y4: f64, x: &[f64; 4], w4: f64) -> f64 {
+        self.overlap(y4, w4).powf(self.overlap_exponent) * self.serial_translation_ns(x)
+    }
+
+    /// How each calibration pair is predicted.
+    pub fn pair_fits(&self) -> Vec<PairFit> {
+        self.points
+            .chunks(2)
+            .filter(|p| p.len() == 2)
+            .map(|p| {
+                let (f, h) = (&p[0], &p[1]);
+                let saved = self.saved_ns_per_ref(f.y, &f.x, &h.x);
+                // Never below 5 % of the 4 KiB time (a prediction past it is clamped).
+                let pred = (f.y - saved).max(0.05 * f.y);
+                PairFit {
+                    what: f.what.trim_end_matches(" 4k").to_string(),
+                    dependent: f.dependent(),
+                    overlap: self.overlap(f.y, f.x[0]),
+                    measured: (f.y, h.y),
+                    predicted_huge: pred,
+                    speedup: (f.y / h.y, f.y / pred),
+                }
+            })
+            .collect()
     }
 }
 
@@ -360,156 +561,148 @@ impl RuntimeModel {
 mod tests {
     use super::*;
 
-    /// Pairs (4 KiB, huge) over a grid of W, M, H, D; the huge point's W, M, H shrink by
-    /// factors that differ per point so the differences are not collinear; D is shared.
-    fn synthetic(a: f64, c: [f64; 4], noise: f64) -> Vec<Point> {
-        let mut pts = Vec::new();
-        let mut k = 0;
-        for w in [5.0, 20.0, 60.0] {
-            for m in [0.2, 0.5, 0.9] {
-                for d in [0.0, 0.5] {
-                    let h = 1.0 - m + 0.05 * (k % 3) as f64;
-                    let four = [w, m, h, d];
-                    let f = [
-                        0.3 + 0.1 * (k % 4) as f64,
-                        0.2 + 0.15 * (k % 3) as f64,
-                        0.5 + 0.1 * (k % 5) as f64,
-                    ];
-                    let huge = [w * f[0], m * f[1], h * f[2], d];
-                    for (i, x) in [four, huge].into_iter().enumerate() {
-                        let sign = if (k + i) % 2 == 0 { 1.0 } else { -1.0 };
-                        let y = a + (0..4).map(|j| c[j] * x[j]).sum::<f64>() + sign * noise;
-                        pts.push(Point {
-                            what: format!("p{k}.{i}"),
-                            x,
-                            y,
-                        });
-                    }
-                    k += 1;
-                }
-            }
+    fn pt(what: &str, w: f64, m: f64, h: f64, y: f64) -> Point {
+        Point {
+            what: what.into(),
+            x: [w, m, h, 0.0],
+            y,
         }
-        pts
+    }
+
+    /// Five chase pairs whose differences follow b·ΔW + f·ΔW² exactly (b = 0.5, f = 0.01;
+    /// M, H equal within a pair, as in a guest over 4 KiB host pages), the huge run's W
+    /// 60 % of the 4 KiB run's, and a 4 KiB time of 10 + 2·W ns.
+    fn chases() -> Vec<Point> {
+        let mut v = Vec::new();
+        for (i, w) in [2.0, 20.0, 40.0, 70.0, 100.0].into_iter().enumerate() {
+            let wh = 0.6 * w;
+            let y4 = 10.0 + 2.0 * w;
+            let yh = y4 - (0.5 * (w - wh) + 0.01 * (w * w - wh * wh));
+            v.push(pt(&format!("latency lines {i} MiB 4k"), w, 1.0, 0.0, y4));
+            v.push(pt(&format!("latency lines {i} MiB thp"), wh, 1.0, 0.0, yh));
+        }
+        v
     }
 
     #[test]
-    fn the_fit_recovers_known_coefficients() {
-        let m = RuntimeModel::fit(synthetic(1.5, [0.3, 4.0, 2.0, 80.0], 0.0)).unwrap();
-        assert!((m.intercept - 1.5).abs() < 1e-6, "{m:?}");
-        for (got, want) in m.coef.iter().zip([0.3, 4.0, 2.0, 80.0]) {
-            assert!((got - want).abs() < 1e-6, "{:?}", m.coef);
-        }
+    fn the_chase_pairs_give_b_and_f_and_the_serial_curve() {
+        let m = RuntimeModel::fit(chases()).unwrap();
         assert!(
-            m.rmse_ns < 1e-6 && m.delta_rmse_ns < 1e-6 && m.dropped.is_empty(),
+            (m.coef[0] - 0.5).abs() < 1e-6 && (m.coef_w2 - 0.01).abs() < 1e-8,
             "{m:?}"
         );
-        // With ±0.01 ns of noise the fit stays close and says how far off it is.
-        let m = RuntimeModel::fit(synthetic(1.5, [0.3, 4.0, 2.0, 80.0], 0.01)).unwrap();
-        assert!((m.coef[0] - 0.3).abs() < 0.01 && (m.coef[1] - 4.0).abs() < 0.5, "{m:?}");
-        assert!(m.rmse_ns > 0.001 && m.rmse_ns < 0.05, "{}", m.rmse_ns);
+        // M and H never differ within a pair: dropped as such.
+        assert!(
+            m.dropped.iter().any(|d| d.starts_with("llt_misses (never varied)")),
+            "{:?}",
+            m.dropped
+        );
+        assert_eq!(m.coef[1], 0.0);
+        // S(W) through the 4 KiB points: S(30) halfway between (20, 50) and (40, 90) = 70;
+        // flat below W = 2 (14 ns); past W = 100 (210 ns) the slope is b + 2f·100 = 2.5.
+        assert!((m.serial_ns(30.0) - 70.0).abs() < 1e-9);
+        assert!((m.serial_ns(0.5) - 14.0).abs() < 1e-9);
+        assert!(
+            (m.serial_ns(110.0) - (210.0 + 25.0)).abs() < 1e-6,
+            "{}",
+            m.serial_ns(110.0)
+        );
+        // No independent pair: γ = 1, said so; an exact fit.
+        assert_eq!(m.overlap_exponent, 1.0);
+        assert!(
+            m.dropped.iter().any(|d| d.contains("γ = 1 (assumed")),
+            "{:?}",
+            m.dropped
+        );
+        assert!(m.rmse_ns < 1e-9 && m.speedup_error_max_pp < 1e-9, "{m:?}");
     }
 
     #[test]
-    fn what_the_page_size_does_not_change_cancels_in_the_pairs() {
-        // A data-cache cost the D column does not describe (a different per-pair offset,
-        // as a noisy machine's caches give): b, c, d are still exact, because each pair
-        // shares it.
-        let mut pts = synthetic(1.5, [0.3, 4.0, 2.0, 0.0], 0.0);
-        for (i, p) in pts.iter_mut().enumerate() {
-            p.y += 37.0 * ((i / 2) % 5) as f64;
+    fn an_independent_workload_saves_in_proportion_to_its_overlap() {
+        // GUPS-like pairs whose saving is o^γ·T with γ = 1.5: o = y4 / S(W4).
+        let probe = RuntimeModel::fit(chases()).unwrap();
+        let mut pts = chases();
+        for (k, (w, y4)) in [(20.0, 5.0), (40.0, 9.0), (70.0, 30.0)].into_iter().enumerate() {
+            let wh = 0.7 * w;
+            let o: f64 = y4 / probe.serial_ns(w);
+            let t = 0.5 * (w - wh) + 0.01 * (w * w - wh * wh);
+            pts.push(pt(&format!("gups {k} MiB 4k"), w, 0.5, 0.1, y4));
+            pts.push(pt(&format!("gups {k} MiB thp"), wh, 0.5, 0.1, y4 - o.powf(1.5) * t));
         }
         let m = RuntimeModel::fit(pts).unwrap();
-        for (got, want) in m.coef[..3].iter().zip([0.3, 4.0, 2.0]) {
-            assert!((got - want).abs() < 1e-6, "{:?}", m.coef);
-        }
-        assert!(m.delta_rmse_ns < 1e-6 && m.rmse_ns > 1.0, "{m:?}");
+        assert!((m.overlap_exponent - 1.5).abs() < 1e-9, "{}", m.overlap_exponent);
+        assert!(m.rmse_ns < 1e-9, "{m:?}");
+        // By hand: W4 = 20 → S = 50, y4 = 5 → o = 0.1; W 20 → 14: T = 0.5·6 + 0.01·(400 −
+        // 196) = 5.04 ns; saved = 0.1^1.5 · 5.04 = 0.1594 ns per reference.
+        let saved = m.saved_ns_per_ref(5.0, &[20.0, 0.5, 0.1, 0.0], &[14.0, 0.5, 0.1, 0.0]);
+        assert!((saved - 0.1f64.powf(1.5) * 5.04).abs() < 1e-9, "{saved}");
+        // The same events in a dependent chase (o = 1) save all of T.
+        let chase = m.saved_ns_per_ref(50.0, &[20.0, 0.5, 0.1, 0.0], &[14.0, 0.5, 0.1, 0.0]);
+        assert!((chase - 5.04).abs() < 1e-9, "{chase}");
+        // A program slower than the chase per reference (compute-bound): o capped at 1.
+        assert_eq!(m.overlap(500.0, 20.0), 1.0);
+    }
+
+    #[test]
+    fn one_coefficient_for_both_kinds_would_be_far_off() {
+        // The fault the overlap fixes: a GUPS pair (o = 9 / S(40) = 9 / 90 = 0.1) saving
+        // o·T is predicted exactly with the fitted γ = 1, and far off as if o were 1
+        // (γ = 0, one coefficient per walk cycle for both kinds). Checked: with
+        // `o.powf(..)` removed from saved_ns_per_ref the first assertion fails.
+        let mut pts = chases();
+        // T = 0.5·(40 − 28) + 0.01·(1600 − 784) = 14.16 ns; saved 1.416 ns.
+        pts.push(pt("gups a 4k", 40.0, 0.5, 0.1, 9.0));
+        pts.push(pt("gups a thp", 28.0, 0.5, 0.1, 9.0 - 1.416));
+        let mut m = RuntimeModel::fit(pts).unwrap();
+        let fit = |m: &RuntimeModel| m.pair_fits().into_iter().find(|p| p.what == "gups a").unwrap();
+        let exact = fit(&m);
+        assert!((exact.speedup.1 - exact.speedup.0).abs() < 1e-6, "{exact:?}");
+        assert!((m.overlap_exponent - 1.0).abs() < 1e-9);
+        m.overlap_exponent = 0.0;
+        // Predicted huge time 9 − 14.16 → clamped at 5 % of 9: speed-up 20, measured 1.19.
+        let serial = fit(&m);
+        assert!(serial.speedup.1 > 10.0 && serial.speedup.0 < 1.2, "{serial:?}");
     }
 
     #[test]
     fn a_negative_coefficient_is_dropped_and_the_rest_refitted() {
-        // H truly costs -1 ns (impossible): dropped, named, and every kept one ≥ 0.
-        let m = RuntimeModel::fit(synthetic(5.0, [0.3, 4.0, -1.0, 10.0], 0.0)).unwrap();
+        // H differs within the pairs and costs −1 ns (impossible): dropped, named; b kept.
+        let mut pts = chases();
+        for (i, p) in pts.iter_mut().enumerate() {
+            let q = (i / 2) as f64;
+            p.x[2] = if i % 2 == 0 { 0.1 + 0.05 * q } else { 0.4 - 0.03 * q * q };
+            p.y -= p.x[2];
+        }
+        let m = RuntimeModel::fit(pts).unwrap();
         assert_eq!(m.coef[2], 0.0);
         assert!(
             m.dropped.iter().any(|d| d.starts_with("llt_hits") && d.contains("< 0")),
             "{:?}",
             m.dropped
         );
-        assert!(m.coef.iter().all(|&c| c >= 0.0));
+        assert!(m.coef.iter().all(|&c| c >= 0.0) && m.coef_w2 >= 0.0);
     }
 
     #[test]
-    fn a_collinear_feature_is_dropped_and_the_rest_fitted() {
-        // W = 30·M exactly (every miss one fixed-cost walk): M is dropped, and W's
-        // coefficient carries both: y = 1 + 0.3·W + 4·M = 1 + (0.3 + 4/30)·W.
-        let mut pts = synthetic(1.0, [0.3, 4.0, 2.0, 10.0], 0.0);
-        for p in pts.iter_mut() {
-            p.x[0] = 30.0 * p.x[1];
-            p.y = 1.0 + 0.3 * p.x[0] + 4.0 * p.x[1] + 2.0 * p.x[2] + 10.0 * p.x[3];
-        }
-        let m = RuntimeModel::fit(pts).unwrap();
-        assert!(
-            m.dropped.iter().any(|d| d.starts_with("llt_misses (determined")),
-            "{:?}",
-            m.dropped
-        );
-        assert!((m.coef[0] - (0.3 + 4.0 / 30.0)).abs() < 1e-6, "{:?}", m.coef);
-        assert!(m.rmse_ns < 1e-6);
-    }
-
-    #[test]
-    fn a_feature_lost_in_the_noise_is_dropped_not_given_an_absurd_cost() {
-        // H's differences are tiny (±0.001) and H costs nothing; the times carry ±0.5 ns
-        // of noise uncorrelated with it. Unchecked, least squares gives H a coefficient far
-        // from 0 (the noise over a 0.001 step); the t
-        // test drops it and W keeps its 0.3.
-        let mut pts = synthetic(1.0, [0.3, 0.0, 0.0, 0.0], 0.0);
-        for (i, p) in pts.iter_mut().enumerate() {
-            p.x[1] = 0.0;
-            p.x[2] = 0.5 + if (i / 2) % 3 == 0 && i % 2 == 0 { 0.001 } else { 0.0 };
-            // Pair q's difference carries noise ±1 ns; over the six pairs with the H step
-            // it averages +1/3 (so H's fitted cost is positive, near 333 ns, t ≈ 0.8).
-            let q = i / 2;
-            let n = if q % 3 == 0 {
-                [1.0, -1.0, 1.0, 1.0, -1.0, 1.0][q / 3]
-            } else if q % 2 == 0 {
-                1.0
-            } else {
-                -1.0
-            };
-            p.y = 1.0 + 0.3 * p.x[0] + if i % 2 == 0 { n / 2.0 } else { -n / 2.0 };
-        }
-        let m = RuntimeModel::fit(pts).unwrap();
-        assert_eq!(m.coef[2], 0.0, "{m:?}");
-        assert!(m.dropped.iter().any(|d| d.starts_with("llt_hits")), "{:?}", m.dropped);
-        assert!((m.coef[0] - 0.3).abs() < 0.05, "{:?}", m.coef);
-    }
-
-    #[test]
-    fn too_few_or_unpaired_points_are_refused() {
-        let pts = synthetic(1.0, [1.0; 4], 0.0);
+    fn too_few_pairs_or_chases_are_refused() {
+        let pts = chases();
         assert!(RuntimeModel::fit(pts[..4].to_vec()).is_err());
         assert!(RuntimeModel::fit(pts[..7].to_vec()).is_err());
+        let mut g = pts.clone();
+        for p in g.iter_mut().skip(4) {
+            p.what = p.what.replace("latency", "gups");
+        }
+        let e = RuntimeModel::fit(g).unwrap_err();
+        assert!(e.contains("2 dependent-chase pairs"), "{e}");
     }
 
     #[test]
-    fn translation_time_uses_only_the_translation_terms() {
-        let m = RuntimeModel {
-            intercept: 100.0,
-            coef: [0.5, 10.0, 2.0, 1000.0],
-            dropped: vec![],
-            rmse_ns: 0.0,
-            mean_rel_error: 0.0,
-            delta_rmse_ns: 0.0,
-            points: vec![],
-        };
-        // 0.5·100 + 10·3 + 2·7 = 94 ns; a and e do not enter.
-        let e = Events {
-            references: 1000,
-            walk_cycles: 100,
-            llt_misses: 3,
-            llt_hits: 7,
-        };
-        assert_eq!(m.translation_ns(&e), 94.0);
+    fn an_old_model_is_refitted_from_its_points() {
+        let m = RuntimeModel::fit(chases()).unwrap();
+        assert!(m.refit_if_old().unwrap().is_none());
+        let mut old = m.clone();
+        old.version = 0;
+        old.coef_w2 = 0.0;
+        assert_eq!(old.refit_if_old().unwrap().unwrap(), m);
     }
 }

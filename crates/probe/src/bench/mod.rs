@@ -39,6 +39,8 @@ pub enum Pages {
     Thp,
     /// 2 MiB hugetlbfs.
     Hugetlb,
+    /// 1 GiB hugetlbfs.
+    Hugetlb1G,
     /// mTHP of this many KiB.
     Mthp(u64),
 }
@@ -51,6 +53,7 @@ impl Pages {
             "4k" | "base" => return Ok(Pages::Base),
             "thp" => return Ok(Pages::Thp),
             "hugetlb" => return Ok(Pages::Hugetlb),
+            "hugetlb-1g" => return Ok(Pages::Hugetlb1G),
             _ => {}
         }
         if let Some(sz) = l.strip_prefix("mthp-") {
@@ -63,7 +66,7 @@ impl Pages {
             return Ok(Pages::Mthp(bytes as u64 / 1024));
         }
         Err(ProbeError::Invalid(format!(
-            "pages '{s}': expected 4k, thp, hugetlb or mthp-SIZE (e.g. mthp-64K)"
+            "pages '{s}': expected 4k, thp, hugetlb, hugetlb-1g or mthp-SIZE (e.g. mthp-64K)"
         )))
     }
     /// Label (`4k`, `thp`, `hugetlb`, `mthp-64K`).
@@ -72,6 +75,7 @@ impl Pages {
             Pages::Base => "4k".into(),
             Pages::Thp => "thp".into(),
             Pages::Hugetlb => "hugetlb".into(),
+            Pages::Hugetlb1G => "hugetlb-1g".into(),
             Pages::Mthp(k) => format!("mthp-{k}K"),
         }
     }
@@ -121,6 +125,7 @@ impl Memory {
                 )
             }
             Pages::Hugetlb => (PageKind::Hugetlb, None, "hugetlbfs 2 MiB pool".to_string()),
+            Pages::Hugetlb1G => (PageKind::Hugetlb1G, None, "hugetlbfs 1 GiB pool".to_string()),
             Pages::Mthp(k) => {
                 let g = MthpGuard::enable(k).map_err(|e| ProbeError::Unavailable(format!("mthp-{k}K: {e}")))?;
                 let n = g.note.clone();

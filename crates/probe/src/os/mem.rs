@@ -9,6 +9,7 @@ use crate::rng::Rng;
 
 const PAGE: usize = 4096;
 const HUGE: usize = 2 << 20;
+const GIGA: usize = 1 << 30;
 
 /// Page size requested for a region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,6 +20,8 @@ pub enum PageKind {
     Thp,
     /// 2 MiB hugetlbfs pages (MAP_HUGETLB | MAP_HUGE_2MB).
     Hugetlb,
+    /// 1 GiB hugetlbfs pages (MAP_HUGETLB | MAP_HUGE_1GB), from the 1 GiB pool.
+    Hugetlb1G,
     /// Multi-size THP of this many KiB (MADV_HUGEPAGE on memory aligned to it); the caller
     /// must have enabled the size (see [`sysfs::MthpGuard`]).
     Mthp(u64),
@@ -30,6 +33,7 @@ impl PageKind {
         match self {
             PageKind::Base => PAGE,
             PageKind::Thp | PageKind::Hugetlb => HUGE,
+            PageKind::Hugetlb1G => GIGA,
             PageKind::Mthp(k) => k as usize * 1024,
         }
     }
@@ -69,17 +73,23 @@ impl Region {
         }
         let psz = kind.bytes();
         let len = len.div_ceil(psz) * psz;
-        if kind == PageKind::Hugetlb {
-            if let Err(e) = sysfs::hugetlb_usable((len / HUGE) as u64) {
+        if kind == PageKind::Hugetlb || kind == PageKind::Hugetlb1G {
+            let usable = if kind == PageKind::Hugetlb {
+                sysfs::hugetlb_usable((len / HUGE) as u64)
+            } else {
+                sysfs::hugetlb_1g_usable((len / GIGA) as u64)
+            };
+            if let Err(e) = usable {
                 return Err(ProbeError::Unavailable(e));
             }
+            let shift = if kind == PageKind::Hugetlb { 21 } else { 30 };
             // SAFETY: anonymous mapping, no address hint; result checked.
             let p = unsafe {
                 libc::mmap(
                     std::ptr::null_mut(),
                     len,
                     libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB | (21 << libc::MAP_HUGE_SHIFT),
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB | (shift << libc::MAP_HUGE_SHIFT),
                     -1,
                     0,
                 )
@@ -87,8 +97,10 @@ impl Region {
             if p == libc::MAP_FAILED {
                 let e = std::io::Error::last_os_error();
                 return Err(ProbeError::Unavailable(format!(
-                    "mmap(MAP_HUGETLB, {} MiB) failed: {e}; reserve 2 MiB pages with `echo N > /proc/sys/vm/nr_hugepages`",
-                    len >> 20
+                    "mmap(MAP_HUGETLB, {} MiB, {} pages) failed: {e}; reserve pages with `echo N > /sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages`",
+                    len >> 20,
+                    if shift == 21 { "2 MiB" } else { "1 GiB" },
+                    (1usize << shift) >> 10
                 )));
             }
             return Ok(Region {
@@ -220,10 +232,14 @@ impl Region {
                     how: format!("smaps: AnonHugePages {} of {} kB", v.anon_huge / 1024, self.len / 1024),
                 }
             }
-            PageKind::Hugetlb => Backed {
+            PageKind::Hugetlb | PageKind::Hugetlb1G => Backed {
                 kernel_page_bytes: v.kernel_page,
-                fraction: if v.kernel_page == HUGE as u64 { 1.0 } else { 0.0 },
-                ok: v.kernel_page == HUGE as u64,
+                fraction: if v.kernel_page == self.kind.bytes() as u64 {
+                    1.0
+                } else {
+                    0.0
+                },
+                ok: v.kernel_page == self.kind.bytes() as u64,
                 how: format!(
                     "smaps: KernelPageSize {} kB, hugetlb {} kB",
                     v.kernel_page / 1024,

@@ -55,6 +55,32 @@ pub fn hugetlb_usable(pages: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// `Ok(())` if the 1 GiB hugetlbfs pool has at least `pages` free pages, else the reason
+/// and how to reserve them (a guest's CPU must offer `pdpe1gb`; the kernel may fail to
+/// find 1 GiB of contiguous memory after boot).
+pub fn hugetlb_1g_usable(pages: u64) -> Result<(), String> {
+    let dir = "/sys/kernel/mm/hugepages/hugepages-1048576kB";
+    if !std::path::Path::new(dir).exists() {
+        return Err(format!(
+            "no 1 GiB hugetlb pages on this system ({dir} does not exist: no pdpe1gb, or not x86-64)"
+        ));
+    }
+    let read = |f: &str| {
+        std::fs::read_to_string(format!("{dir}/{f}"))
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let free = read("free_hugepages");
+    if free < pages {
+        return Err(format!(
+            "1 GiB hugetlb pool: {free} free pages, {pages} needed (nr_hugepages = {}); reserve them as root with `echo {pages} > {dir}/nr_hugepages` (it may fail when no contiguous GiB is free)",
+            read("nr_hugepages")
+        ));
+    }
+    Ok(())
+}
+
 /// Directory of the mTHP controls of one size (`hugepages-64kB`).
 pub fn mthp_dir(kib: u64) -> PathBuf {
     PathBuf::from(format!("{THP}/hugepages-{kib}kB"))

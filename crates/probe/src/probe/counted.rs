@@ -74,6 +74,8 @@ pub fn levels(
             splinters_2m: None,
             entries_2m: None,
             counter_knee: Some(bracket),
+            refinements: Vec::new(),
+            ramp: Default::default(),
         });
     }
     Ok(out)

@@ -23,6 +23,7 @@ pub mod counted;
 pub mod hypervisor;
 pub mod machine;
 pub mod plot;
+pub mod ramp;
 pub mod report;
 pub mod reported;
 
@@ -424,8 +425,22 @@ pub fn run(t: &mut dyn Target, cfg: &ProbeConfig, progress: Progress) -> Result<
         } else {
             kr.jump = k.jump.max(0.25 * (a.excess[k.hi] - k.before));
         }
-        let entries = refine(t, &kr, cfg, cfg.seed ^ (0x1000 + i as u64))?;
-        levels.push(LevelResult::new(i + 1, entries, k, &info.unit));
+        // A noisy target: several independent bisections, their median kept (ramp.rs).
+        let n = if cfg.exact { 1 } else { ramp::REFINEMENTS };
+        let mut refinements = Vec::with_capacity(n);
+        for r in 0..n {
+            refinements.push(refine(
+                t,
+                &kr,
+                cfg,
+                cfg.seed ^ (0x1000 + i as u64) ^ ((r as u64) << 32),
+            )?);
+        }
+        let entries = ramp::median_pages(&refinements);
+        let mut level = LevelResult::new(i + 1, entries, k, &info.unit);
+        level.refinements = refinements;
+        level.ramp = ramp::ramp(&a.x, &a.excess, k);
+        levels.push(level);
     }
     if !exact_counters {
         report::confirm_with_counters(&mut levels, &a, &info.counters);

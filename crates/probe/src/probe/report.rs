@@ -39,6 +39,11 @@ pub struct LevelResult {
     pub entries_2m: Option<usize>,
     /// Sweep points between which the level's miss counter crossed 0.5 per access.
     pub counter_knee: Option<[usize; 2]>,
+    /// The independent refinements whose median is `entries` (empty: not refined by
+    /// timing).
+    pub refinements: Vec<usize>,
+    /// The rise after the onset (`entries`): its shape and where it is complete.
+    pub ramp: super::ramp::Ramp,
 }
 
 impl LevelResult {
@@ -56,6 +61,8 @@ impl LevelResult {
             splinters_2m: None,
             entries_2m: None,
             counter_knee: None,
+            refinements: Vec::new(),
+            ramp: Default::default(),
         }
     }
 }
@@ -168,6 +175,12 @@ impl ProbeReport {
                 yn(l.caches_2m),
                 l.method
             );
+        }
+        for l in self.levels.iter().filter(|l| !l.ramp.points.is_empty()) {
+            let _ = writeln!(s, "{}", super::ramp::describe(l.level, l.entries, &l.ramp));
+            if l.refinements.len() > 1 {
+                let _ = writeln!(s, "      refinements {:?}, median {}", l.refinements, l.entries);
+            }
         }
         if self.levels.is_empty() {
             let _ = writeln!(

@@ -1,0 +1,247 @@
+//! Recording the program for advise: with mmtrace (`mmulab_trace::mmtrace`, a Valgrind
+//! tool built on first use into the cache directory: data references in binary, the whole
+//! run or sampled windows) when it builds here, else with Lackey (`mmulab record`'s text
+//! recorder), or a given trace. The result says which, and what share of the run's
+//! references it holds.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::Options;
+use crate::error::{ProbeError, Result};
+use mmulab_trace::mmtrace::Sampling;
+use mmulab_trace::record::Backend;
+
+/// Lackey's slowdown over a native run, used only to estimate a Lackey prefix's share of
+/// the whole run (assumed; docs/advise.md gives the figures measured here).
+pub const LACKEY_SLOWDOWN: f64 = 100.0;
+
+/// The same for an mmtrace prefix (`--max-refs` without sampling; assumed: mmtrace's
+/// slowdown measured on hash_join here, docs/advise.md). A whole or sampled mmtrace run
+/// needs no such figure: the tool counts every reference.
+pub const MMTRACE_SLOWDOWN: f64 = 20.0;
+
+/// Which recorder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecorderChoice {
+    /// mmtrace when it builds here, else Lackey (the reason is in the output).
+    Auto,
+    /// Valgrind Lackey.
+    Lackey,
+    /// mmtrace, or an error saying why it cannot be built.
+    Mmtrace,
+}
+
+/// The recording.
+#[derive(Clone, Debug, Serialize)]
+pub struct RecordingInfo {
+    /// Not the whole run: a prefix or sampled windows.
+    pub sampled: bool,
+    /// `whole`, `prefix`, `sampled` or `given`.
+    pub mode: &'static str,
+    /// The recorder: `mmtrace`, `lackey` or `given trace`.
+    pub recorder: String,
+    /// How, in words (`mmtrace, sampled: the first 1000000 of every 10000000 references`).
+    pub method: String,
+    /// Why mmtrace was not used, when `--recorder auto` fell back to Lackey.
+    pub fallback: Option<String>,
+    /// References recorded.
+    pub references: u64,
+    /// References the program made (counted by mmtrace; `None` with Lackey or a prefix).
+    pub total_references: Option<u64>,
+    /// CPU seconds the recording took (Valgrind and the program).
+    pub seconds: f64,
+    /// Share of the run's references recorded: exact when counted, else estimated from
+    /// the recording's CPU time and the slowdown.
+    pub share_estimate: f64,
+    /// The recorder's slowdown over the native 4 KiB run (recording CPU seconds / native
+    /// CPU seconds); measured for a whole run, else the assumed figure.
+    pub slowdown: f64,
+}
+
+impl RecordingInfo {
+    /// Fills the share and slowdown once the native 4 KiB CPU time `t4` is known.
+    pub fn settle(&mut self, t4: f64, simulated_refs: u64) {
+        if self.mode == "given" {
+            self.references = simulated_refs;
+            self.share_estimate = 1.0;
+            return;
+        }
+        match (self.mode, self.total_references) {
+            ("whole", _) => {
+                self.share_estimate = 1.0;
+                self.slowdown = self.seconds / t4;
+            }
+            (_, Some(total)) if total > 0 => {
+                self.share_estimate = (self.references as f64 / total as f64).min(1.0);
+                // Sampled: the tool ran the whole program.
+                self.slowdown = self.seconds / t4;
+            }
+            _ => {
+                self.slowdown = if self.recorder == "lackey" {
+                    LACKEY_SLOWDOWN
+                } else {
+                    MMTRACE_SLOWDOWN
+                };
+                // The prefix took `seconds` under the tool: about seconds / slowdown natively.
+                self.share_estimate = (self.seconds / self.slowdown / t4).min(1.0);
+            }
+        }
+    }
+}
+
+/// CPU time of this process's reaped children, seconds.
+fn cpu_children() -> f64 {
+    // SAFETY: an all-zero rusage is valid for getrusage to overwrite.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer; RUSAGE_CHILDREN counts reaped children.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// The backend for `choice`: (backend, why mmtrace was not used).
+fn backend(choice: RecorderChoice, sample: Option<Sampling>, dir: &Path) -> Result<(Backend, Option<String>)> {
+    if choice == RecorderChoice::Lackey {
+        if sample.is_some() {
+            return Err(ProbeError::Invalid(
+                "--sample needs the mmtrace recorder (Lackey records every reference): drop --recorder lackey".into(),
+            ));
+        }
+        return Ok((Backend::Lackey, None));
+    }
+    match mmulab_trace::mmtrace::build(&dir.join("valgrind-mmtrace")) {
+        Ok(lib_dir) => Ok((
+            Backend::Mmtrace {
+                lib_dir,
+                sampling: sample,
+            },
+            None,
+        )),
+        Err(e) if choice == RecorderChoice::Auto && sample.is_none() => Ok((Backend::Lackey, Some(e))),
+        Err(e) => Err(ProbeError::Unavailable(format!(
+            "{e}; without mmtrace, record with Lackey (`--recorder lackey`, no --sample)"
+        ))),
+    }
+}
+
+/// Records the program (or takes the given trace) into a temporary file: (trace, whether
+/// it is temporary, what was recorded).
+pub fn record(opts: &Options, dir: &Path, progress: &mut dyn FnMut(&str)) -> Result<(PathBuf, bool, RecordingInfo)> {
+    if let Some(t) = &opts.trace {
+        let refs = mmulab_trace::open_trace(t, None)
+            .map_err(|e| ProbeError::Invalid(format!("--trace {}: {e}", t.display())))?;
+        drop(refs);
+        return Ok((
+            t.clone(),
+            false,
+            RecordingInfo {
+                sampled: false,
+                mode: "given",
+                recorder: "given trace".into(),
+                method: format!("given trace {}", t.display()),
+                fallback: None,
+                references: 0,
+                total_references: None,
+                seconds: 0.0,
+                share_estimate: f64::NAN,
+                slowdown: f64::NAN,
+            },
+        ));
+    }
+    let recorder = mmulab_trace::record::Recorder::new().map_err(|e| ProbeError::Unavailable(e.to_string()))?;
+    std::fs::create_dir_all(dir).map_err(|e| ProbeError::io(format!("creating {}", dir.display()), e))?;
+    let (backend, fallback) = backend(opts.recorder, opts.sample, dir)?;
+    let path = dir.join(format!("advise-{}.mlt", std::process::id()));
+    let file = std::fs::File::create(&path).map_err(|e| ProbeError::io(format!("creating {}", path.display()), e))?;
+    let name = match backend {
+        Backend::Lackey => "lackey",
+        Backend::Mmtrace { .. } => "mmtrace",
+    };
+    progress(&format!("recording the program with Valgrind ({name})"));
+    let ropts = mmulab_trace::record::RecordOptions {
+        command: opts.command.clone(),
+        level: 1,
+        maps_interval: std::time::Duration::from_millis(50),
+        stdout_to_stderr: true,
+        max_refs: opts.max_refs,
+    };
+    let before = cpu_children();
+    let r = recorder.record_with(&backend, &ropts, file, &mut |_| {}, Box::new(|| None));
+    let r = match r {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = std::fs::remove_file(&path);
+            return Err(ProbeError::Unavailable(format!("recording failed: {e}")));
+        }
+    };
+    let cpu = cpu_children() - before;
+    let data = if name == "mmtrace" {
+        "data references"
+    } else {
+        "data and instruction references"
+    };
+    let (mode, method) = match (r.truncated, r.sampling) {
+        (true, _) => ("prefix", format!("{name}, prefix of {} {data}", r.references)),
+        (false, Some(s)) => (
+            "sampled",
+            format!("{name}, sampled: the first {} of every {} {data}", s.on, s.period),
+        ),
+        (false, None) => ("whole", format!("{name}, whole run ({data})")),
+    };
+    Ok((
+        path,
+        true,
+        RecordingInfo {
+            sampled: mode != "whole",
+            mode,
+            recorder: name.into(),
+            method,
+            fallback,
+            references: r.references,
+            total_references: if r.truncated { None } else { r.total_references },
+            seconds: cpu,
+            share_estimate: 1.0,
+            slowdown: f64::NAN,
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(mode: &'static str, recorder: &str, refs: u64, total: Option<u64>, seconds: f64) -> RecordingInfo {
+        RecordingInfo {
+            sampled: mode != "whole",
+            mode,
+            recorder: recorder.into(),
+            method: String::new(),
+            fallback: None,
+            references: refs,
+            total_references: total,
+            seconds,
+            share_estimate: 1.0,
+            slowdown: f64::NAN,
+        }
+    }
+
+    #[test]
+    fn the_share_is_counted_when_the_tool_counts_and_estimated_otherwise() {
+        // Sampled: 1 M of 10 M references recorded, exactly 10 %; slowdown 30 s / 2 s.
+        let mut s = info("sampled", "mmtrace", 1_000_000, Some(10_000_000), 30.0);
+        s.settle(2.0, 0);
+        assert_eq!((s.share_estimate, s.slowdown), (0.1, 15.0));
+        // A Lackey prefix: 10 s under Lackey ≈ 0.1 s natively of a 2 s run: 5 %.
+        let mut p = info("prefix", "lackey", 5_000_000, None, 10.0);
+        p.settle(2.0, 0);
+        assert_eq!(p.slowdown, LACKEY_SLOWDOWN);
+        assert!((p.share_estimate - 0.05).abs() < 1e-12);
+        // Whole: share 1, slowdown measured.
+        let mut w = info("whole", "mmtrace", 7, Some(7), 8.0);
+        w.settle(2.0, 0);
+        assert_eq!((w.share_estimate, w.slowdown), (1.0, 4.0));
+    }
+}
