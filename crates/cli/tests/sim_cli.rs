@@ -333,6 +333,9 @@ fn running_out_of_simulated_memory_is_a_clear_error_with_partial_results() {
         "seq:size=64MiB,stride=4096",
         "--set",
         "memory.size=8MiB",
+        // Loads only: with Linux's zero page they would allocate nothing.
+        "--set",
+        "os.zero_page=false",
     ]);
     assert!(
         e.contains("out of simulated physical memory") && e.contains("memory.size"),
