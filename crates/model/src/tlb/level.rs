@@ -25,6 +25,20 @@ pub struct TlbStats {
     pub invalidations: u64,
 }
 
+impl TlbStats {
+    /// Adds `b`'s counts to these (figures summed over cores or levels).
+    pub fn add(&mut self, b: &TlbStats) {
+        self.accesses += b.accesses;
+        self.hits += b.hits;
+        self.misses += b.misses;
+        self.fills += b.fills;
+        self.evictions += b.evictions;
+        self.splinters += b.splinters;
+        self.bypasses += b.bypasses;
+        self.invalidations += b.invalidations;
+    }
+}
+
 /// `last_vpn` when there is no most recent entry: no address shifted right by a page
 /// shift (12 or more; 63 before the first fill) equals it.
 const NO_VPN: u64 = u64::MAX;

@@ -71,33 +71,28 @@ impl Mlp {
 mod tests {
     use super::*;
 
+    /// Three misses of 100 cycles, one after another in program order (the core
+    /// advances 4 cycles, the L1D lookup, per miss): (the core's clock, the last return).
+    fn three_misses(slots: u32) -> (u64, u64) {
+        let mut m = Mlp::new(slots, 4);
+        let mut sum = 0;
+        for _ in 0..3 {
+            let t = m.clock(sum);
+            let w = m.wait(t);
+            m.miss(t, w, 100);
+            sum += 100;
+        }
+        (m.clock(sum), m.end(m.clock(sum)))
+    }
+
     #[test]
     fn misses_overlap_up_to_the_slots() {
-        // Two slots, L1D 4 cycles; three misses of 100 cycles issued at 0, 4 and 8 (the
-        // core advances 4 per miss). The first two overlap; the third waits for the
-        // first's return at 100 (92 cycles) and returns at 200.
-        let mut m = Mlp::new(2, 4);
-        let mut sum = 0;
-        for _ in 0..3 {
-            let t = m.clock(sum);
-            let w = m.wait(t);
-            m.miss(t, w, 100);
-            sum += 100;
-        }
-        // Clock: 4 + 4 + (92 + 4) = 104, not the 300 of waiting for each.
-        assert_eq!(m.clock(sum), 104);
-        assert_eq!(m.end(m.clock(sum)), 200);
+        // Two slots: misses issued at 0, 4 and 8; the first two overlap; the third waits
+        // for the first's return at 100 (92 cycles) and returns at 200. Clock: 4 + 4 +
+        // (92 + 4) = 104, not the 300 of waiting for each.
+        assert_eq!(three_misses(2), (104, 200));
         // One slot: each miss waits for the one before: the clock ends at 200 + 4 and
         // the last returns at 300.
-        let mut m = Mlp::new(1, 4);
-        let mut sum = 0;
-        for _ in 0..3 {
-            let t = m.clock(sum);
-            let w = m.wait(t);
-            m.miss(t, w, 100);
-            sum += 100;
-        }
-        assert_eq!(m.clock(sum), 204);
-        assert_eq!(m.end(m.clock(sum)), 300);
+        assert_eq!(three_misses(1), (204, 300));
     }
 }

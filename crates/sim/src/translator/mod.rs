@@ -92,15 +92,7 @@ pub(crate) fn add_tlb_levels(levels: &mut [LevelStats], tlbs: &[Tlb], tlb_cycles
     for (l, t) in levels.iter_mut().zip(tlbs) {
         let b = t.stats();
         *tlb_cycles += b.accesses * t.spec().latency as u64;
-        let a = &mut l.counts;
-        a.accesses += b.accesses;
-        a.hits += b.hits;
-        a.misses += b.misses;
-        a.fills += b.fills;
-        a.evictions += b.evictions;
-        a.splinters += b.splinters;
-        a.bypasses += b.bypasses;
-        a.invalidations += b.invalidations;
+        l.counts.add(&b);
         if let Some(c) = t.compulsory() {
             *l.compulsory.get_or_insert(0) += c;
         }

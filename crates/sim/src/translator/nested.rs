@@ -369,15 +369,7 @@ impl Report for Nested {
             n.pwc2_hits[i] += h;
         }
         if let (Some(t), Some(acc)) = (&self.s2tlb, n.s2tlb.as_mut()) {
-            let b = t.levels()[0].stats();
-            acc.accesses += b.accesses;
-            acc.hits += b.hits;
-            acc.misses += b.misses;
-            acc.fills += b.fills;
-            acc.evictions += b.evictions;
-            acc.splinters += b.splinters;
-            acc.bypasses += b.bypasses;
-            acc.invalidations += b.invalidations;
+            acc.add(&t.levels()[0].stats());
         }
     }
 }
