@@ -15,6 +15,9 @@ const PI5: &[&str] = &[
     "machine.clock_mhz=2400",
     "--set",
     "dram.profile=lpddr4x-4267-pi5",
+    // Private pages: under the zero-page default a load-only run reads one shared frame.
+    "--set",
+    "os.zero_page=false",
     "--json",
 ];
 

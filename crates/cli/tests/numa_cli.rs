@@ -23,8 +23,10 @@ fn json_ok(args: &[&str]) -> Value {
 }
 
 fn sets(extra: &[&str]) -> Vec<String> {
-    extra
+    // Private pages: under the zero-page default a load-only run maps one shared frame.
+    ["os.zero_page=false"]
         .iter()
+        .chain(extra)
         .flat_map(|s| ["--set".to_string(), s.to_string()])
         .collect()
 }

@@ -37,7 +37,7 @@ fn fully_associative_every_size_equals_sim() {
     // GUPS over a 1 MiB table: 256 pages of 4 KiB, random, so reuse distances spread over
     // 0..256 and every size 1..=300 has a different miss count until the whole table
     // fits (from 256 entries on, only the 256 cold misses remain).
-    let wl = "gups:table=1MiB,refs=60K";
+    let wl = "gups:table=1MiB,refs=60K,init=off";
     let c = mrc(wl, 300, &[], &[]);
     assert_eq!(c.references, 60_000);
     for p in &c.curve {
@@ -66,7 +66,7 @@ fn chase_knee_is_sharp() {
 fn set_associative_geometries_equal_sim() {
     // 4 and 16 sets (the set is vpn mod sets, as in the TLB), ways 1..=N/sets; a sample of
     // ways per set count against sim, including the full depth.
-    let wl = "gups:table=2MiB,refs=40K";
+    let wl = "gups:table=2MiB,refs=40K,init=off";
     let c = mrc(wl, 256, &[4, 16], &[]);
     assert_eq!(c.set_associative.len(), 2);
     for sc in &c.set_associative {
@@ -87,7 +87,7 @@ fn set_associative_geometries_equal_sim() {
 fn two_megabyte_pages_from_the_fixed_policy() {
     // os.policy = fixed, 2M: the key is the 2 MiB page number. GUPS over 64 MiB = 32 huge
     // pages: from 32 entries on only the 32 cold misses remain.
-    let wl = "gups:table=64MiB,refs=20K";
+    let wl = "gups:table=64MiB,refs=20K,init=off";
     let extra = ["os.policy=fixed", "os.page_size=2M"];
     let c = mrc(wl, 40, &[2], &extra);
     assert_eq!(c.page_size, mmulab_model::addr::PageSize::M2);
@@ -107,7 +107,7 @@ fn sampling_reports_its_error() {
     let spec = config::load(Some(&one_level()), &extra).unwrap();
     let mut o = MrcOptions::for_level(&spec, None, None, 300).unwrap();
     o.sample = Some(0.5);
-    let mut src = workload::parse("gups:table=1MiB,refs=60K").unwrap();
+    let mut src = workload::parse("gups:table=1MiB,refs=60K,init=off").unwrap();
     let c = curve(&mut src, &o).unwrap();
     let s = c.sampled.as_ref().expect("sampled");
     assert!(s.sampled_references > 15_000 && s.sampled_references < 45_000);
