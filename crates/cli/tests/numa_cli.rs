@@ -2,25 +2,8 @@
 //! reports, huge pages interleaved whole through an OS policy's fault path, the table
 //! section, and every bad value refused with its key named.
 
-use serde_json::Value;
-use std::process::{Command, Output};
-
-fn mmulab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mmulab"))
-        .args(args)
-        .output()
-        .expect("run mmulab")
-}
-
-fn json_ok(args: &[&str]) -> Value {
-    let out = mmulab(args);
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("one JSON object")
-}
+mod common;
+use common::{json_at_root as json_ok, mmulab_at_root as mmulab};
 
 fn sets(extra: &[&str]) -> Vec<String> {
     // Private pages: under the zero-page default a load-only run maps one shared frame.
