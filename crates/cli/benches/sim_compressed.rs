@@ -1,7 +1,7 @@
 //! `mmulab sim` on compressed traces against the same reference stream from `.mlt` and
 //! from the built-in workload (issue #24 item 5: every core busy on one run).
 //!
-//! Writes `gups:table=1GiB` (`--refs N`, default 20M) as a drmemtrace record stream in
+//! Writes `gups:table=1GiB,init=off` (the updates only) (`--refs N`, default 20M) as a drmemtrace record stream in
 //! `.trace.gz`, `.trace.zip` (members `chunk.0000`, … of 2^20 records, deflated),
 //! `.trace.xz` and `.trace.zst`, and as `.mlt`; then simulates each on the built-in
 //! default machine, in process, both with the read-ahead thread (`open_trace_with`, what
@@ -109,7 +109,7 @@ fn main() {
     let rounds: usize = arg(&args, "--rounds")
         .map(|s| s.parse().expect("--rounds N"))
         .unwrap_or(3);
-    let spec = format!("gups:table=1GiB,refs={refs}");
+    let spec = format!("gups:table=1GiB,refs={refs},init=off");
     let dir = std::env::var_os("MMULAB_BENCH_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(std::env::temp_dir)

@@ -163,7 +163,7 @@ fn compare(bin: &str, other: &str, config: &str, refs: u64, rounds: usize) {
     let huge = ["os.policy=fixed", "os.page_size=2M"];
     for w in [
         format!("seq:size=1GiB,refs={refs}"),
-        format!("gups:table=1GiB,refs={refs}"),
+        format!("gups:table=1GiB,refs={refs},init=off"),
     ] {
         for (pages, sets) in [("4K", &[][..]), ("2M", &huge[..])] {
             let (mut this, mut that) = (f64::MAX, f64::MAX);
@@ -230,7 +230,7 @@ fn ratio_rows(other: &str, refs: u64, rounds: usize, pair: impl Fn(&str, &[&str]
     };
     for w in [
         format!("seq:size=1GiB,refs={refs}"),
-        format!("gups:table=1GiB,refs={refs}"),
+        format!("gups:table=1GiB,refs={refs},init=off"),
     ] {
         for (pages, sets) in [("4K", &[][..]), ("2M", &huge[..])] {
             let (mut this, mut that, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
@@ -383,8 +383,8 @@ fn count(bins: &[&str], config: &str, sets: &[&str]) {
     for bin in bins {
         // The two runs side by side (one core each).
         let (a, b) = std::thread::scope(|s| {
-            let a = s.spawn(|| cachegrind(bin, config, sets, &format!("gups:table=1GiB,updates={short}")));
-            let b = cachegrind(bin, config, sets, &format!("gups:table=1GiB,updates={long}"));
+            let a = s.spawn(|| cachegrind(bin, config, sets, &format!("gups:table=1GiB,updates={short},init=off")));
+            let b = cachegrind(bin, config, sets, &format!("gups:table=1GiB,updates={long},init=off"));
             (a.join().expect("cachegrind thread"), b)
         });
         print!("{bin:<44}");
@@ -465,7 +465,7 @@ fn main() {
     let mut cases = Vec::new();
     for (name, w) in [
         ("seq", format!("seq:size=1GiB,refs={refs}")),
-        ("gups", format!("gups:table=1GiB,refs={refs}")),
+        ("gups", format!("gups:table=1GiB,refs={refs},init=off")),
     ] {
         if !caches_only {
             for (pages, sets) in [("4K", &[][..]), ("2M", &huge[..])] {
@@ -475,9 +475,9 @@ fn main() {
     }
     for (name, w) in [
         ("seq caches", format!("seq:size=1GiB,refs={refs}")),
-        ("gups caches", format!("gups:table=1GiB,refs={refs}")),
+        ("gups caches", format!("gups:table=1GiB,refs={refs},init=off")),
         ("seq caches+dram", format!("seq:size=1GiB,refs={refs}")),
-        ("gups caches+dram", format!("gups:table=1GiB,refs={refs}")),
+        ("gups caches+dram", format!("gups:table=1GiB,refs={refs},init=off")),
     ] {
         let sets = if name.ends_with("dram") { &dram[..] } else { &[][..] };
         cases.push((name, "4K", w, sets, cache_machine.as_str()));
@@ -524,8 +524,8 @@ fn main() {
     if caches_only {
         return;
     }
-    let small = run(bin, &config, &format!("gups:table=1GiB,refs={}", refs / 10), &[]);
-    let large = run(bin, &config, &format!("gups:table=1GiB,refs={refs}"), &[]);
+    let small = run(bin, &config, &format!("gups:table=1GiB,refs={},init=off", refs / 10), &[]);
+    let large = run(bin, &config, &format!("gups:table=1GiB,refs={refs},init=off"), &[]);
     println!();
     println!("targets: seq >= 100 M refs/s, gups >= 30 M refs/s (4 KiB pages); fastest of {rounds} (median)");
     for (name, target) in [("seq", 100.0), ("gups", 30.0)] {
