@@ -95,6 +95,28 @@ fn table_has_a_numa_section() {
     assert!(text.contains("0x2000000"), "{text}");
 }
 
+/// `numa.fake` above MAX_NUMNODES = 16 is reduced to 16 with a note on stderr, as the
+/// kernel's `numa_emu_cmdline` does with its notice; 16 itself gets no note. 1 MiB over
+/// 16 nodes: chunk = 64 KiB, so 16 nodes of 65,536 bytes, the last ending at 1 MiB.
+#[test]
+fn fake_above_max_numnodes_is_reduced_with_a_note() {
+    for (fake, noted) in [(40, true), (16, false)] {
+        let s = sets(&["memory.size=1MiB", &format!("numa.fake={fake}")]);
+        let mut args = vec!["sim", "--json", "-w", "seq:size=8KiB"];
+        args.extend(s.iter().map(String::as_str));
+        let out = mmulab(&args);
+        assert!(out.status.success());
+        let e = String::from_utf8_lossy(&out.stderr);
+        let note = format!("mmulab: note: numa.fake = {fake}: more than MAX_NUMNODES (16); reduced to 16 nodes");
+        assert_eq!(e.contains(&note), noted, "fake={fake}: {e}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let nodes = v["numa"]["nodes"].as_array().unwrap();
+        assert_eq!(nodes.len(), 16);
+        assert_eq!(nodes[15]["start"].as_u64(), Some(15 * 65_536));
+        assert_eq!(nodes[15]["end"].as_u64(), Some(1 << 20));
+    }
+}
+
 /// Bad input: each error names the key and says what to do.
 #[test]
 fn bad_values_name_their_key() {

@@ -265,6 +265,23 @@ pub struct MachineSpec {
     pub dram: Option<mmulab_model::dram::DramSpec>,
 }
 
+impl MachineSpec {
+    /// Choices made for the user that a run should say on stderr (`mmulab: note: …`):
+    /// today a `numa.fake` above `MAX_NUMNODES`, which the kernel reduces with a notice
+    /// (`numa_emu_cmdline`, drivers/base/numa_emulation.c: "numa=fake=%u too large,
+    /// reducing to %u").
+    pub fn notes(&self) -> Vec<String> {
+        use mmulab_model::mem::numa::MAX_NUMNODES;
+        match &self.numa {
+            Some(n) if n.fake > MAX_NUMNODES => vec![format!(
+                "numa.fake = {}: more than MAX_NUMNODES ({MAX_NUMNODES}); reduced to {MAX_NUMNODES} nodes, as the kernel does",
+                n.fake
+            )],
+            _ => Vec::new(),
+        }
+    }
+}
+
 /// Where a config came from, for error messages.
 fn origin(path: Option<&Path>) -> String {
     path.map_or("built-in default config".to_string(), |p| p.display().to_string())

@@ -297,6 +297,9 @@ fn run_to_end(a: Args) -> Result<()> {
         None => config::load(a.config.as_deref(), &a.sets),
     }
     .context("invalid machine config")?;
+    for n in spec.notes() {
+        eprintln!("mmulab: note: {n}");
+    }
     let roi = roi(&a)?;
     let mut src = match &a.trace {
         Some(path) => open_trace_with(path, &read_options(&a)?)?,
