@@ -341,6 +341,9 @@ impl Stats {
             n.host_faults -= p.host_faults;
             n.host_fault_cycles -= p.host_fault_cycles;
         }
+        if let (Some(c), Some(p)) = (s.caches.as_mut(), before.caches.as_ref()) {
+            *c = c.since(p);
+        }
         s.roi = None;
         s.warmup = None;
         s

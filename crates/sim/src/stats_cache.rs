@@ -60,6 +60,51 @@ impl CacheReport {
         Value::Object(v)
     }
 
+    /// What was counted after `before` (a snapshot of the same run): the region-of-interest
+    /// split of `Stats::since`. Counters, cycles and each core's clock are differences. The
+    /// DRAM's span starts where the snapshot's last burst ended (the first request after
+    /// it may have arrived a little earlier, while that burst was in flight).
+    pub fn since(&self, before: &CacheReport) -> CacheReport {
+        let mut c = self.clone();
+        for ((_, x), (_, y)) in c.stats.levels.iter_mut().zip(&before.stats.levels) {
+            x.data_hits -= y.data_hits;
+            x.data_misses -= y.data_misses;
+            x.walk_hits -= y.walk_hits;
+            x.walk_misses -= y.walk_misses;
+            x.writebacks -= y.writebacks;
+        }
+        c.stats.mem_reads -= before.stats.mem_reads;
+        c.stats.mem_writes -= before.stats.mem_writes;
+        c.data_cycles -= before.data_cycles;
+        for (x, y) in c.core_cycles.iter_mut().zip(&before.core_cycles) {
+            *x -= y;
+        }
+        if let (Some((d, _, _)), Some((b, _, _))) = (c.dram.as_mut(), before.dram.as_ref()) {
+            d.reads -= b.reads;
+            d.writes -= b.writes;
+            d.row_hits -= b.row_hits;
+            d.row_misses -= b.row_misses;
+            d.row_conflicts -= b.row_conflicts;
+            for (x, y) in d.per_bank.iter_mut().zip(&b.per_bank) {
+                *x -= y;
+            }
+            for (x, y) in d.per_rank.iter_mut().zip(&b.per_rank) {
+                *x -= y;
+            }
+            d.bytes -= b.bytes;
+            d.beyond_capacity -= b.beyond_capacity;
+            d.read_latency -= b.read_latency;
+            d.write_latency -= b.write_latency;
+            if b.requests() > 0 {
+                d.first_arrival = if d.requests() > 0 { b.last_end } else { u64::MAX };
+                if d.requests() == 0 {
+                    d.last_end = 0;
+                }
+            }
+        }
+        c
+    }
+
     /// The slowest core's cycles: the run's elapsed time on the cores' clocks.
     pub fn elapsed_cycles(&self) -> u64 {
         self.core_cycles.iter().copied().max().unwrap_or(0)
