@@ -66,7 +66,8 @@ pub fn describe(level: usize, onset: usize, r: &Ramp) -> String {
     let shape: Vec<String> = r
         .points
         .iter()
-        .map(|(p, s)| format!("{p} {:.0} %", (s * 100.0).clamp(-99.0, 999.0)))
+        // Rounded first, then + 0.0: a share just below zero (noise) prints "0 %", not "-0 %".
+        .map(|(p, s)| format!("{p} {:.0} %", (s * 100.0).clamp(-99.0, 999.0).round() + 0.0))
         .collect();
     let full = match r.full_pages {
         Some(p) => format!(
@@ -121,6 +122,18 @@ mod tests {
         let r = ramp(&x[..4], &e[..4], &knee(1, 1.0, 11.0));
         assert_eq!(r.full_pages, None);
         assert!(describe(2, 200, &r).contains("do not reach"));
+    }
+
+    /// A share of −0.4 % (noise below the plateau) rounds to zero and prints "0 %".
+    /// Checked: without the rounding it printed "-0 %".
+    #[test]
+    fn a_share_just_below_zero_prints_as_zero() {
+        let r = Ramp {
+            points: vec![(100, -0.004), (200, 1.0)],
+            full_pages: Some(200),
+        };
+        let d = describe(1, 100, &r);
+        assert!(d.contains("ramp: 100 0 %, 200 100 %"), "{d}");
     }
 
     #[test]
