@@ -359,8 +359,11 @@ pub(super) fn record<W: Write>(
     progress: &mut dyn FnMut(u64),
     forward: Box<dyn Fn() -> Option<i32> + Send>,
 ) -> Result<PtraceRecording, RecordError> {
+    let Some(program) = opts.command.first() else {
+        return Err(RecordError::Ptrace("no program given to record".into()));
+    };
     let w = MltWriter::new(BufWriter::with_capacity(1 << 20, Counted::new(out)), opts.level)?;
-    let mut cmd = Command::new(&opts.command[0]);
+    let mut cmd = Command::new(program);
     cmd.args(&opts.command[1..]).stdin(Stdio::null()).process_group(0);
     if opts.stdout_to_stderr {
         cmd.stdout(Stdio::from(std::io::stderr().as_fd().try_clone_to_owned()?));
@@ -419,10 +422,8 @@ pub(super) fn record<W: Write>(
     match getregs(pid) {
         Some(r) if r.cs == USER_CS_64 => {}
         Some(_) => {
-            return Err(RecordError::Ptrace(format!(
-                "`{}` is a 32-bit x86 program: the ptrace sampler decodes 64-bit code only; use --recorder mmtrace",
-                opts.command[0]
-            )))
+            let why = "is a 32-bit x86 program: the ptrace sampler decodes 64-bit code only; use --recorder mmtrace";
+            return Err(RecordError::Ptrace(format!("`{program}` {why}")));
         }
         None => {
             return Err(RecordError::Io {
