@@ -19,6 +19,7 @@ mod memref;
 pub mod meta;
 pub mod mmtrace;
 mod open;
+pub mod ptrace_sample;
 pub mod readahead;
 pub mod record;
 pub mod summary;

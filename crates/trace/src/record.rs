@@ -71,6 +71,10 @@ pub enum RecordError {
         /// Valgrind's last messages (up to 40).
         messages: Vec<String>,
     },
+    /// The ptrace sampler (`crate::ptrace_sample`) could not trace the program (the text
+    /// says why and what to do).
+    #[error("{0}")]
+    Ptrace(String),
 }
 
 /// What to record and how.

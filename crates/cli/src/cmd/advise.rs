@@ -19,12 +19,16 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub max_refs: Option<u64>,
     /// The recorder: `mmtrace` (a small Valgrind tool built on first use: data references
-    /// in binary, whole or sampled), `lackey`, or `auto` (mmtrace when it builds here,
-    /// else Lackey, saying why).
-    #[arg(long, value_name = "auto|mmtrace|lackey", default_value = "auto", value_parser = ["auto", "mmtrace", "lackey"])]
+    /// in binary, whole or sampled), `lackey`, `ptrace` (x86-64: the program runs natively
+    /// and windows of its instructions are single-stepped), or `auto` (mmtrace when it
+    /// builds here, else Lackey, saying why; ptrace for a program whose mmtrace recording
+    /// would take over 2 minutes, docs/advise.md).
+    #[arg(long, value_name = "auto|mmtrace|lackey|ptrace", default_value = "auto", value_parser = ["auto", "mmtrace", "lackey", "ptrace"])]
     pub recorder: String,
-    /// Record sampled windows: the first ON references of every PERIOD (e.g. `1M/10M`,
-    /// K/M/G = 10^3/10^6/10^9); mmtrace only. Default: every reference.
+    /// Record sampled windows: with mmtrace the first ON references of every PERIOD (e.g.
+    /// `1M/10M`, K/M/G = 10^3/10^6/10^9; default every reference); with ptrace W steps
+    /// every PERIOD of the program's user CPU time (e.g. `10k/100ms`, the default; `all`
+    /// steps the whole run).
     #[arg(long, value_name = "ON/PERIOD")]
     pub sample: Option<String>,
     /// Simulate this trace (.mlt, e.g. from `mmulab record`) instead of recording one.
@@ -76,9 +80,16 @@ fn run_linux(a: Args) -> Result<()> {
     if a.calibration_repeats == 0 {
         bail!("--calibration-repeats must be at least 1");
     }
-    let sample = match &a.sample {
-        Some(s) => Some(mmulab_trace::mmtrace::Sampling::parse(s).map_err(|e| anyhow::anyhow!("--sample: {e}"))?),
-        None => None,
+    let (sample, window) = match &a.sample {
+        Some(s) if a.recorder == "ptrace" => (
+            None,
+            Some(mmulab_trace::ptrace_sample::WindowSampling::parse(s).map_err(|e| anyhow::anyhow!("--sample: {e}"))?),
+        ),
+        Some(s) => (
+            Some(mmulab_trace::mmtrace::Sampling::parse(s).map_err(|e| anyhow::anyhow!("--sample: {e}"))?),
+            None,
+        ),
+        None => (None, None),
     };
     let opts = Options {
         command: a.command.clone(),
@@ -87,9 +98,11 @@ fn run_linux(a: Args) -> Result<()> {
         recorder: match a.recorder.as_str() {
             "lackey" => advise::RecorderChoice::Lackey,
             "mmtrace" => advise::RecorderChoice::Mmtrace,
+            "ptrace" => advise::RecorderChoice::Ptrace,
             _ => advise::RecorderChoice::Auto,
         },
         sample,
+        window,
         trace: a.trace.clone(),
         reprobe: a.reprobe,
         calibrate: a.calibrate,
@@ -181,6 +194,11 @@ fn run_linux(a: Args) -> Result<()> {
         r.share_estimate * 100.0,
         match (r.mode, r.total_references) {
             ("whole", _) => format!(", {:.0}× the native run", r.slowdown),
+            (_, None) if r.recorder == "ptrace" => format!(
+                ", estimated at an assumed {:.0e} steps per CPU second; {:.1}× the native run",
+                mmulab_probe::advise::recording::PTRACE_STEPS_PER_CPU_S,
+                r.slowdown
+            ),
             (_, Some(t)) => format!(" of {t} references, counted; {:.0}× the native run", r.slowdown),
             _ => format!(", estimated with an assumed slowdown of {}×", r.slowdown),
         }

@@ -28,12 +28,15 @@ pub struct Args {
     /// goes to stderr).
     #[arg(long)]
     pub json: bool,
-    /// The recorder: `lackey` (data and instruction references, text) or `mmtrace` (a
+    /// The recorder: `lackey` (data and instruction references, text), `mmtrace` (a
     /// small Valgrind tool built on first use into the cache directory: data references
-    /// in binary, much faster; docs/advise.md).
-    #[arg(long, value_name = "lackey|mmtrace", default_value = "lackey", value_parser = ["lackey", "mmtrace"])]
+    /// in binary, much faster; docs/advise.md) or `ptrace` (x86-64 Linux: the program runs
+    /// natively and windows of its instructions are single-stepped: data references).
+    #[arg(long, value_name = "lackey|mmtrace|ptrace", default_value = "lackey", value_parser = ["lackey", "mmtrace", "ptrace"])]
     pub recorder: String,
     /// With mmtrace: record only the first ON references of every PERIOD (e.g. `1M/10M`).
+    /// With ptrace: W steps every PERIOD of the program's user CPU time (`10k/100ms`, the
+    /// default; `all` steps the whole run).
     #[arg(long, value_name = "ON/PERIOD")]
     pub sample: Option<String>,
     /// The program and its arguments (after `--`).
@@ -44,6 +47,9 @@ pub struct Args {
 pub fn run(a: Args) -> Result<()> {
     if a.json && a.output.as_os_str() == "-" {
         bail!("-o - writes the trace to stdout, where --json would print its summary too: give a file or drop --json");
+    }
+    if a.recorder == "ptrace" {
+        return run_ptrace(a);
     }
     let recorder = Recorder::new()?;
     let sampling = match &a.sample {
@@ -127,6 +133,80 @@ pub fn run(a: Args) -> Result<()> {
     }
     if !status.success() {
         eprintln!("mmulab record: warning: the program exited with {status}; the trace covers what it did until then");
+    }
+    Ok(())
+}
+
+/// `--recorder ptrace`: the window sampler (`mmulab_trace::ptrace_sample`, no Valgrind).
+fn run_ptrace(a: Args) -> Result<()> {
+    use mmulab_trace::ptrace_sample::{self, WindowSampling};
+    let sampling = match &a.sample {
+        Some(s) => WindowSampling::parse(s).map_err(|e| anyhow::anyhow!("--sample: {e}"))?,
+        None => WindowSampling::default(),
+    };
+    if let Some(why) = ptrace_sample::unavailable() {
+        bail!("{why}");
+    }
+    // The program runs in its own process group: a Ctrl-C reaches mmulab, which passes it on.
+    crate::signals::stop_on_interrupt();
+    let output = OutputFile::new(&a.output)?;
+    let opts = RecordOptions {
+        command: a.command.clone(),
+        level: a.level,
+        maps_interval: Duration::from_millis(a.maps_interval_ms),
+        stdout_to_stderr: a.json,
+        max_refs: None,
+    };
+    let mut p = ProgressLine::new(&format!("record {}", a.command[0]));
+    let recorded = ptrace_sample::record(
+        &opts,
+        sampling,
+        output.open()?,
+        &mut |refs| p.update(refs, None),
+        Box::new(crate::signals::interrupted),
+    );
+    p.finish();
+    let r = recorded?;
+    output.commit()?;
+    let rec = &r.recording;
+    let summary = serde_json::json!({
+        "output": a.output.display().to_string(),
+        "references": rec.references,
+        "loads": rec.loads,
+        "stores": rec.stores,
+        "ifetches": rec.ifetches,
+        "bytes": rec.bytes,
+        "bytes_per_reference": rec.bytes as f64 / rec.references.max(1) as f64,
+        "vma_samples": rec.vma_samples,
+        "vmas_last_sample": rec.vmas_last_sample,
+        "seconds": rec.seconds,
+        "exit_status": rec.exit_status.code(),
+        "recorder": "ptrace",
+        "total_references": null,
+        "sampling": sampling.describe(),
+        "windows": r.windows,
+        "steps": r.steps,
+        "user_s": r.user_s,
+        "sys_s": r.sys_s,
+        "threads": r.threads,
+        "windows_other_threads": r.windows_other_threads,
+        "undecodable": r.undecodable,
+        "vsib_skipped": r.vsib_skipped,
+    });
+    if a.json {
+        println!("{}", serde_json::to_string(&summary)?);
+    } else {
+        eprintln!(
+            "mmulab record: {} data references ({} loads, {} stores) of `{}` in {} windows ({} steps; {}) in {:.1} s (program CPU {:.2} s user, {:.2} s system) → {} ({} bytes); {} VMA samples; {} threads",
+            rec.references, rec.loads, rec.stores, a.command.join(" "), r.windows, r.steps, sampling.describe(),
+            rec.seconds, r.user_s, r.sys_s, a.output.display(), rec.bytes, rec.vma_samples, r.threads
+        );
+    }
+    if !rec.exit_status.success() {
+        eprintln!(
+            "mmulab record: warning: the program exited with {}; the trace covers what it did until then",
+            rec.exit_status
+        );
     }
     Ok(())
 }

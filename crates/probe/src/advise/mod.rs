@@ -20,6 +20,7 @@ pub mod faults;
 pub mod model;
 pub mod predict;
 pub mod recording;
+pub mod recording_ptrace;
 pub mod verdict;
 
 use std::path::PathBuf;
@@ -44,6 +45,8 @@ pub struct Options {
     pub recorder: RecorderChoice,
     /// Record sampled windows (mmtrace only).
     pub sample: Option<mmulab_trace::mmtrace::Sampling>,
+    /// The ptrace sampler's windows (default [`mmulab_trace::ptrace_sample::WindowSampling::default`]).
+    pub window: Option<mmulab_trace::ptrace_sample::WindowSampling>,
     /// Use this trace instead of recording one.
     pub trace: Option<PathBuf>,
     /// Probe again even if a cached probe exists.
@@ -358,8 +361,13 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
         )));
     }
     child::check_command(&opts.command)?;
-    if opts.trace.is_none() {
-        mmulab_trace::record::Recorder::new().map_err(|e| ProbeError::Unavailable(e.to_string()))?;
+    if opts.trace.is_none() && opts.recorder != RecorderChoice::Ptrace {
+        let valgrind = mmulab_trace::record::Recorder::new();
+        // auto falls back to the ptrace sampler where Valgrind is missing (recording.rs).
+        let fallback = opts.recorder == RecorderChoice::Auto && mmulab_trace::ptrace_sample::unavailable().is_none();
+        if !fallback {
+            valgrind.map_err(|e| ProbeError::Unavailable(e.to_string()))?;
+        }
     }
     // One untimed warm-up (page cache, dynamic loader) first: a program that fails is
     // reported before the long probe and calibration.
@@ -420,7 +428,7 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
         Some(d) => d.clone(),
         None => cache::dir()?,
     };
-    let (trace, temporary, mut rec) = recording::record(opts, &dir, progress)?;
+    let (trace, temporary, mut rec) = recording::record(opts, &dir, median(t4.clone()), progress)?;
     let (text, nested) = machine_of(&mc);
     progress("simulating the trace under base pages and THP");
     let sim = predict::simulate_trace(&text, nested, &trace);

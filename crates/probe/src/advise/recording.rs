@@ -1,8 +1,10 @@
 //! Recording the program for advise: with mmtrace (`mmulab_trace::mmtrace`, a Valgrind
 //! tool built on first use into the cache directory: data references in binary, the whole
 //! run or sampled windows) when it builds here, else with Lackey (`mmulab record`'s text
-//! recorder), or a given trace. The result says which, and what share of the run's
-//! references it holds.
+//! recorder), with the ptrace window sampler (`mmulab_trace::ptrace_sample`: the program
+//! runs natively, windows of instructions are single-stepped; `auto` takes it for a
+//! program too long for Valgrind, [`AUTO_PTRACE_ABOVE_S`]), or a given trace. The result
+//! says which, and what share of the run's references it holds.
 
 use std::path::{Path, PathBuf};
 
@@ -22,6 +24,17 @@ pub const LACKEY_SLOWDOWN: f64 = 100.0;
 /// needs no such figure: the tool counts every reference.
 pub const MMTRACE_SLOWDOWN: f64 = 20.0;
 
+/// The ptrace sampler's steps per second of the program's native CPU time, used only to
+/// estimate the share of the run its windows hold (the sampler cannot count the
+/// instructions between windows: no PMU here). Assumed; docs/advise.md gives the figures
+/// measured here (each program's steps per CPU second implied by mmtrace's count).
+pub const PTRACE_STEPS_PER_CPU_S: f64 = 1.0e9;
+
+/// `--recorder auto` records with the ptrace sampler instead of mmtrace when mmtrace's
+/// run would take longer than this (native CPU seconds × [`MMTRACE_SLOWDOWN`]); seconds.
+/// Chosen from the measurements in docs/advise.md § Recording that scales.
+pub const AUTO_PTRACE_ABOVE_S: f64 = 120.0;
+
 /// Which recorder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -32,6 +45,8 @@ pub enum RecorderChoice {
     Lackey,
     /// mmtrace, or an error saying why it cannot be built.
     Mmtrace,
+    /// The ptrace window sampler (x86-64 Linux).
+    Ptrace,
 }
 
 /// The recording.
@@ -59,6 +74,10 @@ pub struct RecordingInfo {
     /// The recorder's slowdown over the native 4 KiB run (recording CPU seconds / native
     /// CPU seconds); measured for a whole run, else the assumed figure.
     pub slowdown: f64,
+    /// The ptrace sampler's windows (`None` for the other recorders).
+    pub windows: Option<u64>,
+    /// Steps in those windows: instructions, or iterations of REP string instructions.
+    pub steps: Option<u64>,
 }
 
 impl RecordingInfo {
@@ -70,6 +89,13 @@ impl RecordingInfo {
             return;
         }
         match (self.mode, self.total_references) {
+            (_, None) if self.recorder == "ptrace" => {
+                // The program ran natively between windows: the windows' steps over the
+                // steps of the whole run, at an assumed rate (no instruction counter here).
+                let steps = self.steps.unwrap_or(0) as f64;
+                self.share_estimate = (steps / (t4 * PTRACE_STEPS_PER_CPU_S)).min(1.0);
+                self.slowdown = self.seconds / t4;
+            }
             ("whole", _) => {
                 self.share_estimate = 1.0;
                 self.slowdown = self.seconds / t4;
@@ -93,7 +119,7 @@ impl RecordingInfo {
 }
 
 /// CPU time of this process's reaped children, seconds.
-fn cpu_children() -> f64 {
+pub(crate) fn cpu_children() -> f64 {
     // SAFETY: an all-zero rusage is valid for getrusage to overwrite.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: valid pointer; RUSAGE_CHILDREN counts reaped children.
@@ -104,6 +130,11 @@ fn cpu_children() -> f64 {
 
 /// The backend for `choice`: (backend, why mmtrace was not used).
 fn backend(choice: RecorderChoice, sample: Option<Sampling>, dir: &Path) -> Result<(Backend, Option<String>)> {
+    if choice == RecorderChoice::Ptrace {
+        return Err(ProbeError::Invalid(
+            "the ptrace sampler is not a Valgrind backend".into(),
+        ));
+    }
     if choice == RecorderChoice::Lackey {
         if sample.is_some() {
             return Err(ProbeError::Invalid(
@@ -127,9 +158,23 @@ fn backend(choice: RecorderChoice, sample: Option<Sampling>, dir: &Path) -> Resu
     }
 }
 
+/// Whether `auto` takes the ptrace sampler for a program of `native_cpu_s` (mmtrace would
+/// take longer than [`AUTO_PTRACE_ABOVE_S`], and the sampler runs here), or when Valgrind
+/// is missing.
+pub fn auto_takes_ptrace(native_cpu_s: f64, valgrind: bool) -> bool {
+    mmulab_trace::ptrace_sample::unavailable().is_none()
+        && (!valgrind || native_cpu_s * MMTRACE_SLOWDOWN > AUTO_PTRACE_ABOVE_S)
+}
+
 /// Records the program (or takes the given trace) into a temporary file: (trace, whether
-/// it is temporary, what was recorded).
-pub fn record(opts: &Options, dir: &Path, progress: &mut dyn FnMut(&str)) -> Result<(PathBuf, bool, RecordingInfo)> {
+/// it is temporary, what was recorded). `native_cpu_s`: the program's native CPU time (for
+/// `auto`'s choice).
+pub fn record(
+    opts: &Options,
+    dir: &Path,
+    native_cpu_s: f64,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(PathBuf, bool, RecordingInfo)> {
     if let Some(t) = &opts.trace {
         let refs = mmulab_trace::open_trace(t, None)
             .map_err(|e| ProbeError::Invalid(format!("--trace {}: {e}", t.display())))?;
@@ -148,11 +193,22 @@ pub fn record(opts: &Options, dir: &Path, progress: &mut dyn FnMut(&str)) -> Res
                 seconds: 0.0,
                 share_estimate: f64::NAN,
                 slowdown: f64::NAN,
+                windows: None,
+                steps: None,
             },
         ));
     }
-    let recorder = mmulab_trace::record::Recorder::new().map_err(|e| ProbeError::Unavailable(e.to_string()))?;
     std::fs::create_dir_all(dir).map_err(|e| ProbeError::io(format!("creating {}", dir.display()), e))?;
+    let valgrind = mmulab_trace::record::Recorder::new();
+    let ptrace = match opts.recorder {
+        RecorderChoice::Ptrace => true,
+        RecorderChoice::Auto => opts.sample.is_none() && auto_takes_ptrace(native_cpu_s, valgrind.is_ok()),
+        _ => false,
+    };
+    if ptrace {
+        return crate::advise::recording_ptrace::record(opts, dir, progress);
+    }
+    let recorder = valgrind.map_err(|e| ProbeError::Unavailable(e.to_string()))?;
     let (backend, fallback) = backend(opts.recorder, opts.sample, dir)?;
     let path = dir.join(format!("advise-{}.mlt", std::process::id()));
     let file = std::fs::File::create(&path).map_err(|e| ProbeError::io(format!("creating {}", path.display()), e))?;
@@ -205,6 +261,8 @@ pub fn record(opts: &Options, dir: &Path, progress: &mut dyn FnMut(&str)) -> Res
             seconds: cpu,
             share_estimate: 1.0,
             slowdown: f64::NAN,
+            windows: None,
+            steps: None,
         },
     ))
 }
@@ -225,6 +283,8 @@ mod tests {
             seconds,
             share_estimate: 1.0,
             slowdown: f64::NAN,
+            windows: None,
+            steps: None,
         }
     }
 
@@ -243,5 +303,22 @@ mod tests {
         let mut w = info("whole", "mmtrace", 7, Some(7), 8.0);
         w.settle(2.0, 0);
         assert_eq!((w.share_estimate, w.slowdown), (1.0, 4.0));
+    }
+
+    #[test]
+    fn a_ptrace_sample_states_its_share_from_its_steps() {
+        // 40 windows of 20,000 steps = 800,000 steps of a 2 s program: at the assumed
+        // 10^9 steps per CPU second it ran 2·10^9, so the share is 0.04 %; the slowdown is
+        // measured (3 s of recording over 2 s).
+        let mut p = info("sampled", "ptrace", 300_000, None, 3.0);
+        p.windows = Some(40);
+        p.steps = Some(800_000);
+        p.settle(2.0, 0);
+        assert!((p.share_estimate - 800_000.0 / (2.0 * PTRACE_STEPS_PER_CPU_S)).abs() < 1e-15);
+        assert_eq!(p.slowdown, 1.5);
+        // Never more than the whole run.
+        p.steps = Some(u64::MAX);
+        p.settle(2.0, 0);
+        assert_eq!(p.share_estimate, 1.0);
     }
 }

@@ -1,0 +1,636 @@
+//! The sampler's tracing loop (x86-64 Linux; the design is in the module above).
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::os::fd::AsFd;
+use std::os::unix::fs::FileExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::decode::{Refs, Regs};
+use super::{PtraceRecording, WindowSampling};
+use crate::format::mlt::MltWriter;
+use crate::format::Counted;
+use crate::record::{RecordError, RecordOptions, Recording};
+use crate::{AccessKind, MemRef};
+
+/// VMA samples kept (as record.rs: the first 255 changes and always the latest).
+const MAX_SAMPLES: usize = 256;
+/// 64-bit user code segment selector on x86-64 Linux (`__USER_CS`); 0x23 is 32-bit code.
+const USER_CS_64: u64 = 0x33;
+
+type Out<W> = MltWriter<BufWriter<Counted<W>>>;
+
+fn null() -> *mut libc::c_void {
+    std::ptr::null_mut()
+}
+
+/// ptrace(2) with a signal (or option bits) as its data argument; false on failure.
+fn pt(req: libc::c_uint, tid: i32, data: usize) -> bool {
+    // SAFETY: requests whose data argument is an integer (SINGLESTEP, CONT, SETOPTIONS)
+    // on a tracee of ours; the kernel validates the pid.
+    unsafe { libc::ptrace(req, tid, null(), data as *mut libc::c_void) == 0 }
+}
+
+fn getregs(tid: i32) -> Option<libc::user_regs_struct> {
+    // SAFETY: an all-zero user_regs_struct is valid; GETREGS fills it.
+    let mut r: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+    // SAFETY: the data argument points to a user_regs_struct, as PTRACE_GETREGS needs.
+    let rc = unsafe { libc::ptrace(libc::PTRACE_GETREGS, tid, null(), &mut r as *mut _ as *mut libc::c_void) };
+    (rc == 0).then_some(r)
+}
+
+fn event_msg(tid: i32) -> Option<u64> {
+    let mut m: libc::c_ulong = 0;
+    // SAFETY: the data argument points to an unsigned long, as PTRACE_GETEVENTMSG needs.
+    let rc = unsafe {
+        libc::ptrace(
+            libc::PTRACE_GETEVENTMSG,
+            tid,
+            null(),
+            &mut m as *mut _ as *mut libc::c_void,
+        )
+    };
+    (rc == 0).then_some(m as u64)
+}
+
+fn to_regs(r: &libc::user_regs_struct) -> Regs {
+    Regs {
+        gpr: [
+            r.rax, r.rcx, r.rdx, r.rbx, r.rsp, r.rbp, r.rsi, r.rdi, r.r8, r.r9, r.r10, r.r11, r.r12, r.r13, r.r14,
+            r.r15,
+        ],
+        rip: r.rip,
+        fs_base: r.fs_base,
+        gs_base: r.gs_base,
+    }
+}
+
+/// Waits for any thread of the program's process group: (tid, status, rusage), or `None`
+/// when none is left.
+fn wait_any(pgid: i32) -> Option<(i32, i32, libc::rusage)> {
+    loop {
+        let mut st = 0;
+        // SAFETY: an all-zero rusage is valid for wait4 to fill.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: wait4 with valid pointers; -pgid waits for the program's threads only (the
+        // program is alone in its process group), never for another child of this process.
+        let tid = unsafe { libc::wait4(-pgid, &mut st, libc::__WALL, &mut ru) };
+        if tid > 0 {
+            return Some((tid, st, ru));
+        }
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return None;
+        }
+    }
+}
+
+/// Ends the program if the recording stops early (an error, a write failure): SIGKILL and
+/// reap every thread, so that nothing is left behind, not even a zombie.
+struct Reaper {
+    pid: i32,
+    done: bool,
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        if !self.done {
+            // SAFETY: kill(2) of our own, not yet reaped, child.
+            unsafe { libc::kill(self.pid, libc::SIGKILL) };
+            while wait_any(self.pid).is_some() {}
+        }
+    }
+}
+
+/// Instruction bytes, read through /proc/PID/mem page by page and kept for a window.
+struct Code {
+    pid: i32,
+    mem: Option<File>,
+    pages: HashMap<u64, Option<Box<[u8; 4096]>>>,
+}
+
+impl Code {
+    fn new(pid: i32) -> Code {
+        Code {
+            pid,
+            mem: File::open(format!("/proc/{pid}/mem")).ok(),
+            pages: HashMap::new(),
+        }
+    }
+
+    /// After an exec: the program has a new address space.
+    fn reopen(&mut self) {
+        *self = Code::new(self.pid);
+    }
+
+    fn page(&mut self, p: u64) -> Option<&[u8; 4096]> {
+        let mem = &self.mem;
+        self.pages
+            .entry(p)
+            .or_insert_with(|| {
+                let mut b = Box::new([0u8; 4096]);
+                mem.as_ref()?.read_exact_at(&mut b[..], p).ok()?;
+                Some(b)
+            })
+            .as_deref()
+    }
+
+    /// Up to 15 bytes at `ip` (fewer when the next page is not readable).
+    fn fetch(&mut self, ip: u64, out: &mut [u8; 15]) -> usize {
+        let (p, off) = (ip & !4095, (ip & 4095) as usize);
+        let Some(page) = self.page(p) else { return 0 };
+        let n = (4096 - off).min(15);
+        out[..n].copy_from_slice(&page[off..off + n]);
+        if n == 15 {
+            return 15;
+        }
+        match self.page(p + 4096) {
+            Some(next) => {
+                out[n..].copy_from_slice(&next[..15 - n]);
+                15
+            }
+            None => n,
+        }
+    }
+}
+
+/// The window being stepped.
+struct Window {
+    tid: i32,
+    steps: u64,
+    refs_at_start: u64,
+    t_ms: u64,
+    /// The references of the instruction just stepped, committed once it is seen to have run.
+    pending: Vec<MemRef>,
+    /// An instruction was decoded and stepped (not a signal delivery).
+    armed: bool,
+    /// The registers it started from.
+    last: Regs,
+    /// A signal to pass on at the next resume.
+    inject: i32,
+}
+
+struct Sampler<W: Write> {
+    pid: i32,
+    sampling: WindowSampling,
+    w: Out<W>,
+    buf: Vec<MemRef>,
+    kinds: [u64; 3],
+    dec: Refs,
+    code: Code,
+    window: Option<Window>,
+    max_refs: u64,
+    truncated: bool,
+    t0: Instant,
+    r: PtraceStats,
+    windows_text: String,
+    samples: Vec<(u64, String)>,
+    last_maps: String,
+}
+
+#[derive(Default)]
+struct PtraceStats {
+    windows: u64,
+    steps: u64,
+    windows_other_threads: u64,
+    undecodable: u64,
+}
+
+impl<W: Write> Sampler<W> {
+    fn refs(&self) -> u64 {
+        self.w.refs() + self.buf.len() as u64
+    }
+
+    fn push(&mut self, m: MemRef, progress: &mut dyn FnMut(u64)) -> std::io::Result<()> {
+        self.kinds[m.kind as usize] += 1;
+        self.buf.push(m);
+        if self.buf.len() == self.buf.capacity() {
+            self.w.push_all(&self.buf)?;
+            self.buf.clear();
+            progress(self.w.refs());
+        }
+        Ok(())
+    }
+
+    fn sample_maps(&mut self) {
+        if let Ok(text) = std::fs::read_to_string(format!("/proc/{}/maps", self.pid)) {
+            if !text.is_empty() && text != self.last_maps {
+                if self.samples.len() >= MAX_SAMPLES {
+                    self.samples.pop();
+                }
+                self.samples.push((self.t0.elapsed().as_millis() as u64, text.clone()));
+                self.last_maps = text;
+            }
+        }
+    }
+
+    /// Stops sampling at `tid` (a thread stopped by the timer, or the first stop of a
+    /// whole-run recording) and steps its first instruction.
+    fn start_window(&mut self, tid: i32) {
+        let Some(r) = getregs(tid) else {
+            pt(libc::PTRACE_CONT, tid, 0);
+            return;
+        };
+        self.sample_maps();
+        self.code.pages.clear();
+        self.r.windows += 1;
+        if tid != self.pid {
+            self.r.windows_other_threads += 1;
+        }
+        self.window = Some(Window {
+            tid,
+            steps: 0,
+            refs_at_start: self.refs(),
+            t_ms: self.t0.elapsed().as_millis() as u64,
+            pending: Vec::with_capacity(8),
+            armed: false,
+            last: to_regs(&r),
+            inject: 0,
+        });
+        self.step(tid, to_regs(&r));
+    }
+
+    /// Decodes the instruction at `regs.rip` into the pending references and steps it (or
+    /// passes a signal on first, which runs no instruction).
+    fn step(&mut self, tid: i32, regs: Regs) {
+        let w = self.window.as_mut().expect("a window");
+        w.pending.clear();
+        w.last = regs;
+        if w.inject != 0 {
+            // Delivering a signal while stepping runs no instruction: Linux's
+            // `signal_delivered` (kernel/signal.c; x86 `handle_signal` passes `stepping`)
+            // reports a SIGTRAP stop at the handler's entry, which must commit nothing.
+            let sig = std::mem::take(&mut w.inject);
+            w.armed = false;
+            pt(libc::PTRACE_SINGLESTEP, tid, sig as usize);
+            return;
+        }
+        let mut bytes = [0u8; 15];
+        let n = self.code.fetch(regs.rip, &mut bytes);
+        if self.dec.refs(&bytes[..n], &regs, &mut w.pending).is_err() {
+            self.r.undecodable += 1;
+        }
+        w.armed = true;
+        pt(libc::PTRACE_SINGLESTEP, tid, 0);
+    }
+
+    fn end_window(&mut self) {
+        if let Some(w) = self.window.take() {
+            self.r.steps += w.steps;
+            self.windows_text.push_str(&format!(
+                "window {} t_ms={} tid={} steps={} refs={}\n",
+                self.r.windows - 1,
+                w.t_ms,
+                w.tid,
+                w.steps,
+                self.refs() - w.refs_at_start
+            ));
+            pt(libc::PTRACE_CONT, w.tid, w.inject as usize);
+        }
+    }
+
+    /// The stepping thread stopped with `sig`.
+    fn stepped(&mut self, tid: i32, sig: i32, progress: &mut dyn FnMut(u64)) -> std::io::Result<()> {
+        let Some(r) = getregs(tid) else {
+            // Gone (killed): its exit is reported next.
+            self.window = None;
+            return Ok(());
+        };
+        let regs = to_regs(&r);
+        let w = self.window.as_mut().expect("a window");
+        // The instruction ran if the registers moved. A step's SIGTRAP is dequeued before
+        // any other pending signal (Linux `get_signal` takes `dequeue_synchronous_signal`
+        // first, kernel/signal.c), so a stop for another signal with the registers unchanged
+        // means the instruction has not run (it runs again after the signal).
+        if w.armed && regs != w.last {
+            w.steps += 1;
+            let pending = std::mem::take(&mut w.pending);
+            for m in pending.iter().copied() {
+                if self.refs() >= self.max_refs {
+                    self.truncated = true;
+                    break;
+                }
+                self.push(m, progress)?;
+            }
+            self.window.as_mut().expect("a window").pending = pending;
+        }
+        let w = self.window.as_mut().expect("a window");
+        w.armed = false;
+        if sig != libc::SIGTRAP && sig != libc::SIGVTALRM {
+            w.inject = sig;
+        }
+        if w.steps >= self.sampling.window || self.truncated {
+            self.end_window();
+            if self.truncated {
+                // SAFETY: kill(2) of our child, not yet reaped (it is stopped or running).
+                unsafe { libc::kill(self.pid, libc::SIGKILL) };
+            }
+            return Ok(());
+        }
+        self.step(tid, regs);
+        Ok(())
+    }
+}
+
+/// The error for a program that could not be started under ptrace.
+fn spawn_error(e: std::io::Error, command: &[String]) -> RecordError {
+    if e.raw_os_error() == Some(libc::EPERM) {
+        let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
+            .map(|s| format!("kernel.yama.ptrace_scope is {}", s.trim()))
+            .unwrap_or_else(|_| "no Yama ptrace_scope here".into());
+        return RecordError::Ptrace(format!(
+            "ptrace is not permitted here (PTRACE_TRACEME failed with EPERM; {scope}): \
+             kernel.yama.ptrace_scope 3 forbids ptrace (as root: `sysctl kernel.yama.ptrace_scope=1`), \
+             and a container's seccomp profile may deny it (docker: --cap-add SYS_PTRACE); \
+             or record with --recorder mmtrace"
+        ));
+    }
+    RecordError::Ptrace(format!("cannot start `{}`: {e}", command.join(" ")))
+}
+
+pub(super) fn record<W: Write>(
+    opts: &RecordOptions,
+    sampling: WindowSampling,
+    out: W,
+    progress: &mut dyn FnMut(u64),
+    forward: Box<dyn Fn() -> Option<i32> + Send>,
+) -> Result<PtraceRecording, RecordError> {
+    let Some(program) = opts.command.first() else {
+        return Err(RecordError::Ptrace("no program given to record".into()));
+    };
+    let w = MltWriter::new(BufWriter::with_capacity(1 << 20, Counted::new(out)), opts.level)?;
+    let mut cmd = Command::new(program);
+    cmd.args(&opts.command[1..]).stdin(Stdio::null()).process_group(0);
+    if opts.stdout_to_stderr {
+        cmd.stdout(Stdio::from(std::io::stderr().as_fd().try_clone_to_owned()?));
+    }
+    let period = sampling.period;
+    // SAFETY: the closure runs in the child between fork and exec and calls only
+    // async-signal-safe functions (ptrace, prctl, setitimer).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::ptrace(libc::PTRACE_TRACEME, 0, null(), null()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            if !period.is_zero() {
+                // The process's user CPU time, all threads (Linux `check_cpu_itimer`,
+                // kernel/time/posix-cpu-timers.c, against utime); kept across execve.
+                let tv = libc::timeval {
+                    tv_sec: period.as_secs() as libc::time_t,
+                    tv_usec: period.subsec_micros() as libc::suseconds_t,
+                };
+                let it = libc::itimerval {
+                    it_interval: tv,
+                    it_value: tv,
+                };
+                libc::setitimer(libc::ITIMER_VIRTUAL, &it, std::ptr::null_mut());
+            }
+            Ok(())
+        });
+    }
+    let t0 = Instant::now();
+    let child = cmd.spawn().map_err(|e| spawn_error(e, &opts.command))?;
+    let pid = child.id() as i32;
+    let mut reaper = Reaper { pid, done: false };
+
+    // The first stop: the SIGTRAP after exec (PTRACE_TRACEME).
+    let Some((_, st, _)) = wait_any(pid) else {
+        return Err(RecordError::Ptrace(
+            "the program vanished before its first instruction".into(),
+        ));
+    };
+    if !libc::WIFSTOPPED(st) {
+        reaper.done = true;
+        return Err(RecordError::Ptrace(format!(
+            "`{}` ended before it could be traced ({})",
+            opts.command.join(" "),
+            ExitStatus::from_raw(st)
+        )));
+    }
+    let options = libc::PTRACE_O_TRACECLONE | libc::PTRACE_O_TRACEEXEC | libc::PTRACE_O_EXITKILL;
+    if !pt(libc::PTRACE_SETOPTIONS, pid, options as usize) {
+        return Err(RecordError::Io {
+            context: "PTRACE_SETOPTIONS on the program",
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    match getregs(pid) {
+        Some(r) if r.cs == USER_CS_64 => {}
+        Some(_) => {
+            let why = "is a 32-bit x86 program: the ptrace sampler decodes 64-bit code only; use --recorder mmtrace";
+            return Err(RecordError::Ptrace(format!("`{program}` {why}")));
+        }
+        None => {
+            return Err(RecordError::Io {
+                context: "PTRACE_GETREGS on the program",
+                source: std::io::Error::last_os_error(),
+            })
+        }
+    }
+
+    // Signals for the program (Ctrl-C, SIGTERM given to mmulab) are passed on by a thread.
+    let stop = Arc::new(AtomicBool::new(false));
+    let running = Arc::new(Mutex::new(true));
+    let forwarder = {
+        let (stop, running) = (stop.clone(), running.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                if let Some(sig) = forward() {
+                    let alive = running.lock().unwrap_or_else(|p| p.into_inner());
+                    if *alive {
+                        // SAFETY: kill(2) of our child while its leader is not reaped.
+                        unsafe { libc::kill(pid, sig) };
+                    }
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+    };
+
+    let mut s = Sampler {
+        pid,
+        sampling,
+        w,
+        buf: Vec::with_capacity(1 << 16),
+        kinds: [0; 3],
+        dec: Refs::new(),
+        code: Code::new(pid),
+        window: None,
+        max_refs: opts.max_refs.unwrap_or(u64::MAX),
+        truncated: false,
+        t0,
+        r: PtraceStats::default(),
+        windows_text: String::new(),
+        samples: Vec::new(),
+        last_maps: String::new(),
+    };
+    s.sample_maps();
+    if sampling.whole() {
+        s.start_window(pid);
+    } else {
+        pt(libc::PTRACE_CONT, pid, 0);
+    }
+    let result = trace_loop(&mut s, progress);
+    *running.lock().unwrap_or_else(|p| p.into_inner()) = false;
+    stop.store(true, Ordering::Relaxed);
+    let _ = forwarder.join();
+    let (status, ru, threads) = result?;
+    reaper.done = true;
+    s.end_window();
+    s.w.push_all(&s.buf)?;
+    let seconds = t0.elapsed().as_secs_f64();
+    finish(s, opts, sampling, status, ru, threads, seconds)
+}
+
+/// Follows every thread until none is left: (the main thread's exit status, its rusage,
+/// threads seen).
+fn trace_loop<W: Write>(
+    s: &mut Sampler<W>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<(i32, libc::rusage, u64), RecordError> {
+    let pid = s.pid;
+    let mut tids: HashSet<i32> = HashSet::from([pid]);
+    let mut threads = 1u64;
+    // SAFETY: an all-zero rusage is valid.
+    let mut main: (i32, libc::rusage) = (0, unsafe { std::mem::zeroed() });
+    while let Some((tid, st, ru)) = wait_any(pid) {
+        let stepping = s.window.as_ref().is_some_and(|w| w.tid == tid);
+        if libc::WIFEXITED(st) || libc::WIFSIGNALED(st) {
+            tids.remove(&tid);
+            if stepping {
+                s.end_window();
+            }
+            if tid == pid {
+                main = (st, ru);
+            }
+            continue;
+        }
+        if !libc::WIFSTOPPED(st) {
+            continue;
+        }
+        let sig = libc::WSTOPSIG(st);
+        let event = st >> 16;
+        if event != 0 {
+            if event == libc::PTRACE_EVENT_CLONE {
+                if let Some(new) = event_msg(tid) {
+                    if tids.insert(new as i32) {
+                        threads += 1;
+                    }
+                }
+            } else if event == libc::PTRACE_EVENT_EXEC {
+                s.code.reopen();
+            }
+            // An event stop is inside a system call: the instruction is still pending.
+            let req = if stepping {
+                libc::PTRACE_SINGLESTEP
+            } else {
+                libc::PTRACE_CONT
+            };
+            pt(req, tid, 0);
+            continue;
+        }
+        if tids.insert(tid) {
+            // A new thread's first stop (SIGSTOP), seen before its creator's clone event.
+            threads += 1;
+            pt(
+                libc::PTRACE_CONT,
+                tid,
+                if sig == libc::SIGSTOP { 0 } else { sig as usize },
+            );
+            continue;
+        }
+        if stepping {
+            s.stepped(tid, sig, progress)?;
+            continue;
+        }
+        if sig == libc::SIGVTALRM {
+            // The sampling timer: suppressed; a window unless one is already under way.
+            if s.window.is_none() && !s.truncated {
+                s.start_window(tid);
+            } else {
+                pt(libc::PTRACE_CONT, tid, 0);
+            }
+            continue;
+        }
+        pt(libc::PTRACE_CONT, tid, sig as usize);
+    }
+    Ok((main.0, main.1, threads))
+}
+
+fn finish<W: Write>(
+    s: Sampler<W>,
+    opts: &RecordOptions,
+    sampling: WindowSampling,
+    status: i32,
+    ru: libc::rusage,
+    threads: u64,
+    seconds: f64,
+) -> Result<PtraceRecording, RecordError> {
+    let Sampler {
+        pid,
+        mut w,
+        kinds,
+        dec,
+        truncated,
+        r,
+        windows_text,
+        samples,
+        ..
+    } = s;
+    let mut vmas = String::new();
+    for (i, (t, text)) in samples.iter().enumerate() {
+        vmas.push_str(&format!("# sample {i} t_ms={t} pid={pid}\n{text}"));
+    }
+    let vmas_last_sample = crate::meta::parse_vma_samples(vmas.as_bytes())
+        .pop()
+        .map_or(0, |v| v.len());
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    let exit_status = ExitStatus::from_raw(status);
+    w.section("markers", format!("page_size {page}\n").as_bytes())?;
+    let source = format!(
+        "mmulab record: ptrace window sampler ({}; data references) {}\nexit: {exit_status}\n",
+        sampling.describe(),
+        opts.command.join(" ")
+    );
+    w.section("source", source.as_bytes())?;
+    if !vmas.is_empty() {
+        w.section("vmas", vmas.as_bytes())?;
+    }
+    w.section("windows", windows_text.as_bytes())?;
+    let references = w.refs();
+    let mut inner = w.finish()?;
+    inner.flush()?;
+    let bytes = inner.get_ref().bytes();
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    Ok(PtraceRecording {
+        recording: Recording {
+            references,
+            loads: kinds[AccessKind::Load as usize],
+            stores: kinds[AccessKind::Store as usize],
+            ifetches: kinds[AccessKind::IFetch as usize],
+            bytes,
+            vma_samples: samples.len(),
+            vmas_last_sample,
+            seconds,
+            exit_status,
+            truncated,
+            total_references: None,
+            sampling: None,
+        },
+        windows: r.windows,
+        steps: r.steps,
+        user_s: tv(ru.ru_utime),
+        sys_s: tv(ru.ru_stime),
+        threads,
+        windows_other_threads: r.windows_other_threads,
+        undecodable: r.undecodable,
+        vsib_skipped: dec.vsib_skipped,
+    })
+}
