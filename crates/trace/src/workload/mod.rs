@@ -25,6 +25,7 @@
 //! in docs/workloads.md.
 
 mod build;
+mod build_window;
 mod chase;
 mod gups;
 mod latmem;
