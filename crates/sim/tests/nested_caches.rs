@@ -161,3 +161,27 @@ fn reads_that_share_a_line_hit_a_small_l1d() {
     assert_eq!(level(&b, &a, 1), (4, 0, 1, 0));
     assert_eq!(cycles(&b, &a), (116, 14, 56, 60));
 }
+
+#[test]
+fn a_store_to_a_clean_entry_charges_its_dirty_bit_write_as_on_a_stage1_core() {
+    // The load maps `A`'s page clean (`os.zero_page = false`: a private page; the walk
+    // sets its accessed bit, not its dirty bit). The store then hits the clean, writable
+    // combined entry: the entry is dropped and the 2D walk runs again (24 reads, as in
+    // the first test) and sets the dirty bit, whose write costs one `walk.mem_latency`
+    // (30), as `Stage1::store_to_clean` charges it. Without caches 24 × 30 + 30 = 750;
+    // with the 64-line L1D, where the 24 reads hit, 24 × 4 + 30 = 126.
+    let l1d = caches(64, false);
+    for (caches, want) in [("", 750), (l1d.as_str(), 126)] {
+        let mut m = machine("4K", caches, &[]);
+        m.access(&MemRef::new(A, AccessKind::Load, 8)).unwrap();
+        let b = m.stats();
+        m.access(&MemRef::new(A, AccessKind::Store, 8)).unwrap();
+        let a = m.stats();
+        let (c0, c1) = (&b.counters, &a.counters);
+        assert_eq!(
+            (c1.dirty_writes - c0.dirty_writes, c1.walk_reads - c0.walk_reads),
+            (1, 24)
+        );
+        assert_eq!(c1.walk_cycles - c0.walk_cycles, want, "caches: {caches:?}");
+    }
+}

@@ -343,12 +343,6 @@ impl Pwc {
         }
     }
 
-    /// Lookups so far (as in [`Pwc::stats`], without building the per-level hits).
-    #[inline]
-    pub fn lookups(&self) -> u64 {
-        self.lookups
-    }
-
     /// True if any level has a cache.
     #[inline]
     pub fn enabled(&self) -> bool {

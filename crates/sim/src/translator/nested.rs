@@ -68,7 +68,8 @@ struct Counters {
     s2_walks: u64,
     /// Accessed/dirty updates of leaf descriptors (both stages).
     ad_updates: u64,
-    /// Stores that found a clean combined-TLB entry (a walk sets the guest dirty bit).
+    /// Stores that found a writable but clean combined-TLB entry (the walk after it
+    /// sets the guest dirty bit), as a stage-1 core counts them.
     dirty_writes: u64,
     /// With data caches: cycles of walk reads in the caches and memory, and reads that
     /// missed every level, by stage (0: guest descriptors, 1: stage-2 descriptors).
@@ -140,6 +141,12 @@ impl Nested {
     /// Walks so far.
     pub(crate) fn walks(&self) -> u64 {
         self.c.walks
+    }
+
+    /// Cycles of the dirty-bit writes of stores to clean entries: one
+    /// `walk.mem_latency` each (not through the data caches), as on a stage-1 core.
+    fn dirty_write_cycles(&self) -> u64 {
+        self.c.dirty_writes * self.cost.mem_latency as u64
     }
 
     /// Guest and stage-2 descriptors read so far.
@@ -315,8 +322,13 @@ impl Translator for Nested {
                 self.rec.data_pa = t.pa + (r.addr - t.va);
                 if kind == AccessKind::Store && !t.attrs.has(Attrs::WRITABLE | Attrs::DIRTY) {
                     // A store to a clean (or read-only) entry: the walk sets the guest's
-                    // dirty bit or faults; the stale copies go first.
-                    self.c.dirty_writes += 1;
+                    // dirty bit or faults; the stale copies go first. A writable entry's
+                    // dirty-bit write is counted and charged one `walk.mem_latency`, as a
+                    // stage-1 core charges it (`Stage1::store_to_clean`), beside the
+                    // reads of the walk.
+                    if t.attrs.has(Attrs::WRITABLE) {
+                        self.c.dirty_writes += 1;
+                    }
                     self.tlbs.invalidate_range(r.asid, t.va, t.va + t.size.bytes());
                     return self.walk(sys, r, look.len as u8, 0);
                 }
@@ -357,7 +369,7 @@ impl Report for Nested {
     /// [`crate::vm::NestedStats`]; cycles: each descriptor read `walk.mem_latency`
     /// (with data caches: the latency of where it hit, nested_cache.rs), each
     /// page-walk-cache lookup (either stage) `walk.pwc_latency`, each stage-2 TLB
-    /// lookup its latency.
+    /// lookup its latency, each dirty-bit write `walk.mem_latency`.
     fn report(&self, s: &mut Stats) {
         let w = &self.c;
         let c = &mut s.counters;
@@ -375,6 +387,7 @@ impl Report for Nested {
         c.ad_updates += w.ad_updates;
         let p1 = self.pwc1.stats();
         let p2 = self.pwc2.stats();
+        c.walk_cycles += self.dirty_write_cycles();
         if self.cached {
             c.walk_cycles += self.cc.walk_cycles;
             if let Some(cs) = &mut s.caches {

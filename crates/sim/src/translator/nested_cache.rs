@@ -55,7 +55,7 @@ impl CachedCore for Nested {
     }
 
     /// `base_cycles` per reference, the combined TLB's lookups, both stages'
-    /// page-walk-cache lookups, the stage-2 TLB's lookups.
+    /// page-walk-cache lookups, the stage-2 TLB's lookups, the dirty-bit writes.
     fn other_cycles(&self) -> u64 {
         let w = &self.c;
         let refs: u64 = w.kinds.iter().sum();
@@ -65,12 +65,15 @@ impl CachedCore for Nested {
             .iter()
             .map(|t| t.stats().accesses * t.spec().latency as u64)
             .sum();
-        let pwc = (self.pwc1.lookups() + self.pwc2.lookups()) * self.cost.pwc_latency as u64;
+        // A page-walk cache is looked up once per walk of its stage when it has any level.
+        let pwc1 = if self.pwc1.enabled() { w.walks } else { 0 };
+        let pwc2 = if self.pwc2.enabled() { w.s2_walks } else { 0 };
+        let pwc = (pwc1 + pwc2) * self.cost.pwc_latency as u64;
         let s2tlb = self.s2tlb.as_ref().map_or(0, |t| {
             let l = &t.levels()[0];
             l.stats().accesses * l.spec().latency as u64
         });
-        refs * self.cc.base_cycles as u64 + tlb + pwc + s2tlb
+        refs * self.cc.base_cycles as u64 + tlb + pwc + s2tlb + self.dirty_write_cycles()
     }
 }
 
