@@ -1,15 +1,15 @@
 //! The nested translator's data-cache path (a machine with `[vm]` and `[caches]`;
 //! docs/virtualization.md, "Data caches"). Every memory read of the two-dimensional
 //! walk goes through the caches at its **host-physical** address, in the order the walk
-//! made it: each stage-2 descriptor (stage-2 tables live in host memory: table address
-//! + index × 8), each guest descriptor (its guest-physical address, table + index ×
-//! descriptor size, translated by the stage-2 translation the walk just made of the
-//! guest table), then the data reference at the host-physical address of the
-//! combined-TLB entry that hit or the walk's result. The reads are recorded during the
-//! translation (faulting walks and their retries included) and sent through the caches
-//! after it, by the path the stage-1 core uses too (core_cache.rs); the walk's cycles
-//! are where its reads hit. Without `[caches]` nothing is recorded and no cycle
-//! changes.
+//! made it: each stage-2 descriptor (stage-2 tables live in host memory: the table's
+//! address plus index × 8), each guest descriptor (its guest-physical address, the
+//! table's plus index × descriptor size, translated by the stage-2 translation the walk
+//! just made of the guest table), then the data reference at the host-physical address
+//! of the combined-TLB entry that hit or of the walk's result. The reads are recorded
+//! during the translation (faulting walks and their retries included) and sent through
+//! the caches after it, by the path the stage-1 core uses too (core_cache.rs); the
+//! walk's cycles are where its reads hit. Without `[caches]` nothing is recorded and no
+//! cycle changes.
 
 use super::super::core_cache::{desc_shift, CachedCore, CoreCache};
 use super::Nested;
