@@ -496,10 +496,6 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
         None => None,
     };
     let caches = match &config.caches {
-        Some(c) if vm.is_some() => {
-            let _ = c;
-            return Err("[caches] with [vm] is not supported yet: the nested translator does not send its reads through data caches; remove one of the two sections".into());
-        }
         Some(c) => Some(crate::config_cache::resolve(c, config.walk.mem_latency)?),
         None => None,
     };

@@ -41,7 +41,7 @@ pub use stats::{Counters, LevelStats, Report, Stats};
 pub use stats_cache::CacheReport;
 pub use system::System;
 pub use translator::{Nested, Stage1};
-pub use vm::NestedStats;
+pub use vm::{NestedStats, WalkCacheSplit};
 pub use vmas::{preload_vmas, trace_file_meta};
 
 /// Anything that can stop a simulation.

@@ -6,7 +6,7 @@
 use super::Machine;
 use crate::config::MachineSpec;
 use crate::mem_trace::{MemTrace, MemTraceFormat};
-use crate::translator::{Stage1, Translator};
+use crate::translator::{CachedCore, CoreCache, Stage1, Translator};
 use crate::SimError;
 use mmulab_model::cache::Caches;
 use mmulab_model::dram::Dram;
@@ -21,19 +21,21 @@ const LOG_FLUSH: usize = 1 << 16;
 /// (default `walk.mem_latency`: a walk read that misses every level then costs what
 /// every walk read cost before caches existed).
 pub(super) fn build(spec: &MachineSpec, mut cpus: Vec<Stage1>) -> (Vec<Stage1>, Option<Box<Caches>>) {
-    let Some(c) = &spec.caches else {
-        return (cpus, None);
-    };
-    let l1 = c.levels.first().map_or(0, |l| l.latency);
-    let lookups = c.levels.iter().map(|l| l.latency).sum();
-    for cpu in &mut cpus {
-        cpu.enable_caches(c.base_cycles, spec.cache_mlp, l1, lookups);
+    let caches = build_for(spec, &mut cpus);
+    (cpus, caches)
+}
+
+/// [`build`] for any cores with a data-cache path (stage-1 or nested).
+pub(super) fn build_for<C: CachedCore>(spec: &MachineSpec, cores: &mut [C]) -> Option<Box<Caches>> {
+    let c = spec.caches.as_ref()?;
+    for core in cores.iter_mut() {
+        core.enable_caches(CoreCache::new(c, spec.cache_mlp));
     }
     let backend: Box<dyn MemoryBackend + Send> = match (&spec.dram, spec.clock_mhz) {
         (Some(d), Some(mhz)) => Box::new(Dram::new(d.clone(), mhz)),
         _ => Box::new(Flat::new(c.memory_latency)),
     };
-    (cpus, Some(Box::new(Caches::new(c, spec.cores, backend))))
+    Some(Box::new(Caches::new(c, spec.cores, backend)))
 }
 
 impl Machine {
@@ -48,6 +50,15 @@ impl Machine {
         let caches = self.caches.as_deref_mut().expect("a machine with caches");
         self.cpus[core].cache_access(&mut self.sys, caches, core, r)?;
         if caches.logged() >= LOG_FLUSH {
+            self.flush_mem_trace()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the request stream out when enough requests are kept (after an access
+    /// of a nested core, machine_vm.rs).
+    pub(super) fn flush_mem_trace_if_full(&mut self) -> Result<(), SimError> {
+        if self.caches.as_deref().is_some_and(|c| c.logged() >= LOG_FLUSH) {
             self.flush_mem_trace()?;
         }
         Ok(())
@@ -101,6 +112,9 @@ impl Machine {
     pub fn flush_tlbs(&mut self) {
         for c in &mut self.cpus {
             c.invalidate_range(0, 0, u64::MAX);
+        }
+        for c in &mut self.vcpus {
+            c.flush_tlbs();
         }
     }
 }

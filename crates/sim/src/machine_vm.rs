@@ -22,7 +22,7 @@ impl Machine {
         let vm = spec.vm.clone().expect("a nested machine has [vm]");
         crate::limits::check_host(&spec)?;
         let mut mem = Memory::new(vm.guest_bytes)?;
-        let vcpus = (0..spec.cores)
+        let mut vcpus: Vec<Nested> = (0..spec.cores)
             .map(|_| {
                 Nested::new(
                     spec.tlbs.clone(),
@@ -40,14 +40,14 @@ impl Machine {
         let mut os = spec.os.build(spec.format).map_err(SimError::Config)?;
         os.set_zero_page(spec.zero_page);
         let bg = crate::background::Background::new(&spec, &mut mem);
+        let caches = super::cache::build_for(&spec, &mut vcpus);
         let mut sys = System::new(mem, os, spec.format, spec.cost.fault_latency);
         sys.host = Some(Box::new(HostCtx::new(&vm, spec.memory_bytes, spec.cost.fault_latency)?));
         Ok(Machine {
             cpus: Vec::new(),
             vcpus,
             gpus: Vec::new(),
-            // [caches] with [vm] is refused by config validation.
-            caches: None,
+            caches,
             mem_trace: None,
             sys,
             references: 0,
@@ -62,16 +62,22 @@ impl Machine {
         &self.vcpus
     }
 
-    /// [`Machine::access`] on a machine with `[vm]` (counted, background work done).
+    /// [`Machine::access`] on a machine with `[vm]` (counted, background work done);
+    /// with data caches, the access's reads and data through them afterwards
+    /// (translator/nested_cache.rs).
     #[cold]
     #[inline(never)]
     pub(super) fn access_nested(&mut self, r: &MemRef) -> Result<(), SimError> {
         let n = self.vcpus.len();
         let core = r.core as usize % n;
-        let mut res = self.vcpus[core].access(&mut self.sys, r);
+        let mut res = if self.caches.is_some() {
+            self.vcpus[core].access_rec(&mut self.sys, r)
+        } else {
+            self.vcpus[core].access(&mut self.sys, r)
+        };
         loop {
             match res {
-                Ok(()) => return Ok(()),
+                Ok(()) => break,
                 Err(Stop::Error(e)) => return Err(*e),
                 Err(Stop::Fault { upto, attempt }) => {
                     self.fault(r)?;
@@ -83,6 +89,11 @@ impl Machine {
                 }
             }
         }
+        if let Some(caches) = self.caches.as_deref_mut() {
+            self.vcpus[core].cache_access(caches, core, r);
+            self.flush_mem_trace_if_full()?;
+        }
+        Ok(())
     }
 
     /// Lets the host's policy map guest-physical `gpa` and drops what its changes made

@@ -340,6 +340,14 @@ impl Stats {
             }
             n.host_faults -= p.host_faults;
             n.host_fault_cycles -= p.host_fault_cycles;
+            if let (Some(x), Some(y)) = (n.walk_caches.as_mut(), p.walk_caches.as_ref()) {
+                for (a, b) in x.cycles.iter_mut().zip(y.cycles) {
+                    *a -= b;
+                }
+                for (a, b) in x.memory_reads.iter_mut().zip(y.memory_reads) {
+                    *a -= b;
+                }
+            }
         }
         if let (Some(c), Some(p)) = (s.caches.as_mut(), before.caches.as_ref()) {
             *c = c.since(p);

@@ -119,6 +119,20 @@ pub struct NestedStats {
     pub host_mapped: [u64; 9],
     /// Host bytes backing guest memory.
     pub host_resident_bytes: u64,
+    /// With data caches (`[caches]`): the walk reads' share of the caches by stage;
+    /// none without (and no `walk_caches` key in the JSON).
+    pub walk_caches: Option<WalkCacheSplit>,
+}
+
+/// Where a nested walk's reads hit, by stage (index 0: guest descriptors, 1: stage-2
+/// descriptors); their per-level hits and misses are in `caches` with every other
+/// walk read's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WalkCacheSplit {
+    /// Cycles of the stage's reads in the caches and memory.
+    pub cycles: [u64; 2],
+    /// The stage's reads that missed every level (served by memory).
+    pub memory_reads: [u64; 2],
 }
 
 impl NestedStats {
@@ -153,7 +167,7 @@ impl NestedStats {
             .filter(|p| self.host_mapped[p.index()] > 0)
             .map(|p| (p.to_string(), json!(self.host_mapped[p.index()])))
             .collect();
-        json!({
+        let mut v = json!({
             "stage2": self.stage2,
             "backing": self.backing,
             "stage2_translations": self.stage2_translations,
@@ -164,7 +178,16 @@ impl NestedStats {
             "host_fault_cycles": self.host_fault_cycles,
             "host_pages": pages,
             "host_resident_bytes": self.host_resident_bytes,
-        })
+        });
+        if let Some(w) = &self.walk_caches {
+            v["walk_caches"] = json!({
+                "stage1_cycles": w.cycles[0],
+                "stage2_cycles": w.cycles[1],
+                "stage1_memory_reads": w.memory_reads[0],
+                "stage2_memory_reads": w.memory_reads[1],
+            });
+        }
+        v
     }
 }
 
@@ -179,8 +202,17 @@ pub(crate) fn text(n: &NestedStats) -> String {
     let s2tlb = n.s2tlb.map_or("no stage-2 TLB".to_string(), |s| {
         format!("stage-2 TLB hits {} of {}", t(s.hits), t(s.accesses))
     });
+    let caches = n.walk_caches.map_or(String::new(), |w| {
+        format!(
+            "walk reads in the data caches: guest {} cycles ({} from memory), stage 2 {} cycles ({} from memory)\n",
+            t(w.cycles[0]),
+            t(w.memory_reads[0]),
+            t(w.cycles[1]),
+            t(w.memory_reads[1])
+        )
+    });
     format!(
-        "nested ({} over {}): walk refs guest {} + stage 2 {}; {} guest-physical translations, {} stage-2 walks, {s2tlb}\nhost ({}): {} MiB backing guest memory in {}; {} stage-2 faults\n",
+        "nested ({} over {}): walk refs guest {} + stage 2 {}; {} guest-physical translations, {} stage-2 walks, {s2tlb}\nhost ({}): {} MiB backing guest memory in {}; {} stage-2 faults\n{caches}",
         n.stage2,
         n.backing,
         t(n.stage1_refs()),

@@ -23,9 +23,13 @@
 //! field of the machine holding its requesters, and its events in `Stats`. The stage-1
 //! translator and the machine's hot path do not change.
 
+mod core_cache;
 mod device;
+mod mlp;
 mod nested;
 mod stage1;
+
+pub(crate) use core_cache::{CachedCore, CoreCache};
 
 pub use device::Device;
 pub use nested::Nested;

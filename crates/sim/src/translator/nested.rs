@@ -39,8 +39,11 @@ use mmulab_model::cost::WalkCost;
 use mmulab_model::pt::{Format, Pte};
 use mmulab_model::tlb::{Hierarchy, TlbSpec};
 use mmulab_model::translation::{Attrs, Translation};
-use mmulab_model::walk::{group_of, translate, Pwc};
+use mmulab_model::walk::{group_of, translate, translate_recorded, Pwc, WalkReads};
 use mmulab_trace::{AccessKind, MemRef};
+
+#[path = "nested_cache.rs"]
+mod cache;
 
 /// Faults one access may take (guest and stage-2 together: up to one per guest table
 /// and the final address at each stage) before the policies are deemed broken.
@@ -65,8 +68,13 @@ struct Counters {
     s2_walks: u64,
     /// Accessed/dirty updates of leaf descriptors (both stages).
     ad_updates: u64,
-    /// Stores that found a clean combined-TLB entry (a walk sets the guest dirty bit).
+    /// Stores that found a writable but clean combined-TLB entry (the walk after it
+    /// sets the guest dirty bit), as a stage-1 core counts them.
     dirty_writes: u64,
+    /// With data caches: cycles of walk reads in the caches and memory, and reads that
+    /// missed every level, by stage (0: guest descriptors, 1: stage-2 descriptors).
+    cache_cycles: [u64; 2],
+    cache_mem_reads: [u64; 2],
 }
 
 /// One virtualized core's translation hardware.
@@ -85,6 +93,14 @@ pub struct Nested {
     has_instr_path: bool,
     cost: WalkCost,
     c: Counters,
+    /// With data caches (`[caches]`): the host-physical addresses of this access's
+    /// descriptor reads and of its data (nested_cache.rs). Boxed: the translator
+    /// without caches stays small.
+    rec: Box<cache::NestedReads>,
+    /// Whether walks record (`[caches]` present).
+    cached: bool,
+    /// The data-cache path's clock, cycles and miss slots (core_cache.rs).
+    cc: super::core_cache::CoreCache,
 }
 
 /// The outcome of translating one guest-physical address through stage 2.
@@ -116,12 +132,21 @@ impl Nested {
             has_instr_path: instr_entry.is_some(),
             cost,
             c: Counters::default(),
+            rec: Box::default(),
+            cached: false,
+            cc: Default::default(),
         }
     }
 
     /// Walks so far.
     pub(crate) fn walks(&self) -> u64 {
         self.c.walks
+    }
+
+    /// Cycles of the dirty-bit writes of stores to clean entries: one
+    /// `walk.mem_latency` each (not through the data caches), as on a stage-1 core.
+    fn dirty_write_cycles(&self) -> u64 {
+        self.c.dirty_writes * self.cost.mem_latency as u64
     }
 
     /// Guest and stage-2 descriptors read so far.
@@ -152,7 +177,14 @@ impl Nested {
             });
         }
         let root = host.root();
-        let res = translate(&mut host.mem, self.stage2, root, VMID, gpa, &mut self.pwc2);
+        let res = if self.cached {
+            let mut reads = WalkReads::default();
+            let res = translate_recorded(&mut host.mem, self.stage2, root, VMID, gpa, &mut self.pwc2, &mut reads);
+            self.rec.stage2_reads(self.stage2, &reads);
+            res
+        } else {
+            translate(&mut host.mem, self.stage2, root, VMID, gpa, &mut self.pwc2)
+        };
         self.c.s2_walks += 1;
         for l in res.start_level..res.start_level + res.reads as usize {
             self.c.s2_reads[l & 3] += 1;
@@ -202,8 +234,11 @@ impl Nested {
         let mut leaf = None;
         for (level, geom) in levels.iter().enumerate().skip(start) {
             // The guest table's address is guest-physical: stage 2 first.
-            self.stage2(sys, table, upto, attempt)?;
+            let h = self.stage2(sys, table, upto, attempt)?;
             let index = geom.index(va);
+            if self.cached {
+                self.record_guest_read(sys, &h, table, index);
+            }
             let raw = sys.mem.pt.read(table, index);
             self.c.s1_reads[level & 3] += 1;
             match g.decode(level, raw) {
@@ -245,6 +280,7 @@ impl Nested {
             self.c.ad_updates += 1;
         }
         let hpa = h.pa + (gpa - h.va);
+        self.rec.data_pa = hpa;
         let size: PageSize = gsize.min(h.size);
         let t = Translation {
             va: va & !size.offset_mask(),
@@ -283,10 +319,16 @@ impl Translator for Nested {
         match look.hit {
             Some((level, slot)) => {
                 let t = self.tlbs.entry(level, slot, r.asid);
+                self.rec.data_pa = t.pa + (r.addr - t.va);
                 if kind == AccessKind::Store && !t.attrs.has(Attrs::WRITABLE | Attrs::DIRTY) {
                     // A store to a clean (or read-only) entry: the walk sets the guest's
-                    // dirty bit or faults; the stale copies go first.
-                    self.c.dirty_writes += 1;
+                    // dirty bit or faults; the stale copies go first. A writable entry's
+                    // dirty-bit write is counted and charged one `walk.mem_latency`, as a
+                    // stage-1 core charges it (`Stage1::store_to_clean`), beside the
+                    // reads of the walk.
+                    if t.attrs.has(Attrs::WRITABLE) {
+                        self.c.dirty_writes += 1;
+                    }
                     self.tlbs.invalidate_range(r.asid, t.va, t.va + t.size.bytes());
                     return self.walk(sys, r, look.len as u8, 0);
                 }
@@ -324,9 +366,10 @@ impl Translator for Nested {
 impl Report for Nested {
     /// Combined TLB levels and stage-1 page-walk caches as a stage-1 core reports them;
     /// walk references of both stages in `walks.memory_refs` and per stage in
-    /// [`crate::vm::NestedStats`]; cycles: each descriptor read `walk.mem_latency`,
-    /// each page-walk-cache lookup (either stage) `walk.pwc_latency`, each stage-2 TLB
-    /// lookup its latency.
+    /// [`crate::vm::NestedStats`]; cycles: each descriptor read `walk.mem_latency`
+    /// (with data caches: the latency of where it hit, nested_cache.rs), each
+    /// page-walk-cache lookup (either stage) `walk.pwc_latency`, each stage-2 TLB
+    /// lookup its latency, each dirty-bit write `walk.mem_latency`.
     fn report(&self, s: &mut Stats) {
         let w = &self.c;
         let c = &mut s.counters;
@@ -344,7 +387,16 @@ impl Report for Nested {
         c.ad_updates += w.ad_updates;
         let p1 = self.pwc1.stats();
         let p2 = self.pwc2.stats();
-        c.walk_cycles += (r1 + r2) * self.cost.mem_latency as u64;
+        c.walk_cycles += self.dirty_write_cycles();
+        if self.cached {
+            c.walk_cycles += self.cc.walk_cycles;
+            if let Some(cs) = &mut s.caches {
+                cs.data_cycles += self.cc.data_cycles;
+                cs.core_cycles.push(super::CachedCore::end_cycles(self));
+            }
+        } else {
+            c.walk_cycles += (r1 + r2) * self.cost.mem_latency as u64;
+        }
         c.walk_cycles += (p1.lookups + p2.lookups) * self.cost.pwc_latency as u64;
         add_tlb_levels(&mut s.levels, self.tlbs.levels(), &mut c.tlb_cycles);
         for (i, h) in p1.hits.iter().enumerate() {
@@ -370,6 +422,15 @@ impl Report for Nested {
         }
         if let (Some(t), Some(acc)) = (&self.s2tlb, n.s2tlb.as_mut()) {
             acc.add(&t.levels()[0].stats());
+        }
+        if self.cached {
+            let split = n.walk_caches.get_or_insert_with(Default::default);
+            for (x, y) in split.cycles.iter_mut().zip(w.cache_cycles) {
+                *x += y;
+            }
+            for (x, y) in split.memory_reads.iter_mut().zip(w.cache_mem_reads) {
+                *x += y;
+            }
         }
     }
 }

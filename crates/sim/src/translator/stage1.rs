@@ -11,6 +11,7 @@
 #[path = "ad.rs"]
 mod ad;
 
+use super::core_cache::CachedCore;
 use super::{add_tlb_levels, Stop, Translator};
 use crate::host::{Host, NO_ROOT};
 use crate::stats::{Report, Stats};
@@ -27,8 +28,6 @@ use mmulab_trace::{AccessKind, MemRef};
 
 #[path = "stage1_cache.rs"]
 mod cache;
-#[path = "mlp.rs"]
-mod mlp;
 
 /// Walk attempts one access may make (a fault between each) before the policy is
 /// deemed broken.
@@ -51,10 +50,6 @@ struct WalkCounters {
     dirty_writes: u64,
     /// Accessed/dirty updates of leaf descriptors.
     ad_updates: u64,
-    /// With data caches: cycles of walk descriptor reads (where each hit) and of data
-    /// references in the caches and memory.
-    walk_cache_cycles: u64,
-    data_cache_cycles: u64,
     /// Software A/D (`machine.ad = "software"`): Access flag faults taken.
     af_faults: u64,
     /// Software A/D: permission faults on stores to writable-clean pages taken.
@@ -82,13 +77,8 @@ pub struct Stage1 {
     pub(super) rec: Box<WalkReads>,
     /// Whether walks record (`[caches]` present).
     pub(super) cached: bool,
-    /// `caches.base_cycles` (the core's clock; stage1_cache.rs).
-    base_cycles: u32,
-    /// Miss slots of the data-cache path (`caches.mlp`; mlp.rs).
-    mlp: mlp::Mlp,
-    /// Every cache level's lookup latency summed (a data reference that took longer
-    /// was filled from memory).
-    lookups: u64,
+    /// The data-cache path's clock, cycles and miss slots (core_cache.rs).
+    cc: super::core_cache::CoreCache,
     /// Accessed and dirty bits kept by software (`machine.ad = "software"`; ad.rs).
     soft_ad: bool,
 }
@@ -117,9 +107,7 @@ impl Stage1 {
             host,
             rec: Box::default(),
             cached: false,
-            base_cycles: 0,
-            mlp: mlp::Mlp::new(1, 0),
-            lookups: 0,
+            cc: Default::default(),
             soft_ad: false,
         }
     }
@@ -542,9 +530,9 @@ impl Report for Stage1 {
             // Each descriptor read costs the latency of where it hit (stage1_cache.rs);
             // the dirty-bit write of a store to a clean entry still costs one
             // `walk.mem_latency` (it does not go through the caches).
-            c.walk_cycles += w.walk_cache_cycles + w.dirty_writes * self.cost.mem_latency as u64;
+            c.walk_cycles += self.cc.walk_cycles + w.dirty_writes * self.cost.mem_latency as u64;
             if let Some(cs) = &mut s.caches {
-                cs.data_cycles += w.data_cache_cycles;
+                cs.data_cycles += self.cc.data_cycles;
                 cs.core_cycles.push(self.end_cycles());
             }
         } else {

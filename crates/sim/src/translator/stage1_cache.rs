@@ -2,9 +2,11 @@
 //! the access is translated as without caches, but its walks record their descriptor
 //! reads; then every descriptor read goes through the caches at the descriptor's
 //! physical address, and the reference itself at its physical address (taken from the
-//! TLB entry that hit or was just filled). Machines without caches never come here:
-//! the run loop's plain path and `Translator::access` are the code they always ran.
+//! TLB entry that hit or was just filled), through the path every translator with
+//! caches shares (core_cache.rs). Machines without caches never come here: the run
+//! loop's plain path and `Translator::access` are the code they always ran.
 
+use super::super::core_cache::{desc_shift, CachedCore, CoreCache};
 use super::{Stage1, Stop};
 use crate::system::System;
 use crate::SimError;
@@ -12,17 +14,42 @@ use mmulab_model::cache::Caches;
 use mmulab_model::walk::lookup;
 use mmulab_trace::{AccessKind, MemRef};
 
-impl Stage1 {
-    /// Turns the data-cache path on: walks record their descriptor reads.
-    /// `mlp` miss slots (mlp.rs); `l1` and `lookups`: the first level's latency and
-    /// every level's summed (a reference that took longer went to memory).
-    pub(crate) fn enable_caches(&mut self, base_cycles: u32, mlp: u32, l1: u32, lookups: u32) {
-        self.cached = true;
-        self.base_cycles = base_cycles;
-        self.mlp = super::mlp::Mlp::new(mlp, l1);
-        self.lookups = lookups as u64;
+impl CachedCore for Stage1 {
+    fn core_cache(&self) -> &CoreCache {
+        &self.cc
     }
 
+    fn core_cache_mut(&mut self) -> &mut CoreCache {
+        &mut self.cc
+    }
+
+    /// Walks record their descriptor reads from now on.
+    fn enable_caches(&mut self, cc: CoreCache) {
+        self.cached = true;
+        self.cc = cc;
+    }
+
+    /// `base_cycles` per reference, its TLB lookups, its page-walk-cache lookups, its
+    /// dirty-bit writes.
+    fn other_cycles(&self) -> u64 {
+        let c = &self.counters;
+        let refs: u64 = c.kinds.iter().sum();
+        let tlb: u64 = self
+            .tlbs
+            .levels()
+            .iter()
+            .map(|t| t.stats().accesses * t.spec().latency as u64)
+            .sum();
+        let pwc = if self.pwc.enabled() {
+            c.walks * self.cost.pwc_latency as u64
+        } else {
+            0
+        };
+        refs * self.cc.base_cycles as u64 + tlb + pwc + c.dirty_writes * self.cost.mem_latency as u64
+    }
+}
+
+impl Stage1 {
     /// [`super::Translator::access`] with walks recording their descriptor reads (the
     /// record starts empty; a fault's retry adds to it).
     #[inline]
@@ -44,31 +71,13 @@ impl Stage1 {
         if r.kind == AccessKind::IFetch {
             return Ok(());
         }
-        // ARMv7 short descriptors are 4 bytes (ARM ARM B3.5); every other format's 8.
-        let shift = if self.fmt.arch_name() == "armv7" { 2 } else { 3 };
+        let shift = desc_shift(self.fmt);
         for i in 0..self.rec.n {
             let (table, index) = self.rec.reads[i];
-            let pa = table + ((index as u64) << shift);
-            let lat = caches.access(core, pa, false, true, || self.clock());
-            self.counters.walk_cache_cycles += lat;
+            self.cache_walk_read(caches, core, table + ((index as u64) << shift));
         }
         let pa = self.pa_of(sys, r)?;
-        // A request to memory leaves when a miss slot is free (mlp.rs).
-        let mut issued = None;
-        let me = &*self;
-        let lat = caches.access(core, pa, r.kind == AccessKind::Store, false, || {
-            let t = me.clock();
-            let w = me.mlp.wait(t);
-            issued = Some((t, w));
-            t + w
-        });
-        self.counters.data_cache_cycles += lat;
-        // A fill from memory (not only a write-back of a victim) takes a slot.
-        if let Some((t, w)) = issued {
-            if lat > self.lookups {
-                self.mlp.miss(t, w, lat);
-            }
-        }
+        self.cache_data(caches, core, pa, r.kind == AccessKind::Store);
         Ok(())
     }
 
@@ -91,39 +100,5 @@ impl Stage1 {
             )))
         })?;
         Ok(m.pa + (r.addr & m.size.offset_mask()))
-    }
-
-    /// This core's clock in cycles: `base_cycles` per reference, its TLB lookups, its
-    /// page-walk-cache lookups, its walks' and data references' cache and memory
-    /// latencies, its dirty-bit writes (derived from the counters when a request
-    /// leaves for memory, not kept per reference), less the memory latency its data
-    /// misses overlapped (mlp.rs).
-    pub(crate) fn clock(&self) -> u64 {
-        let c = &self.counters;
-        let refs: u64 = c.kinds.iter().sum();
-        let tlb: u64 = self
-            .tlbs
-            .levels()
-            .iter()
-            .map(|t| t.stats().accesses * t.spec().latency as u64)
-            .sum();
-        let pwc = if self.pwc.enabled() {
-            c.walks * self.cost.pwc_latency as u64
-        } else {
-            0
-        };
-        self.mlp.clock(
-            refs * self.base_cycles as u64
-                + tlb
-                + pwc
-                + c.walk_cache_cycles
-                + c.data_cache_cycles
-                + c.dirty_writes * self.cost.mem_latency as u64,
-        )
-    }
-
-    /// When this core is done: its clock, or the return of its last miss in flight.
-    pub(crate) fn end_cycles(&self) -> u64 {
-        self.mlp.end(self.clock())
     }
 }

@@ -1,0 +1,126 @@
+//! A core's side of the data-cache path (a machine with `[caches]`; docs/memory.md),
+//! shared by every translator that has it: the stage-1 core (stage1_cache.rs) and the
+//! nested core (nested_cache.rs). The translator records its walks' descriptor reads
+//! during the translation; afterwards each read goes through the caches at its physical
+//! address ([`CachedCore::cache_walk_read`]), then the reference itself
+//! ([`CachedCore::cache_data`]). What differs between translators is only which reads
+//! they record and what else their clock counts ([`CachedCore::other_cycles`]); the
+//! cycles of the reads and references, the miss slots and the clock are here, once.
+
+use super::mlp::Mlp;
+use mmulab_model::cache::{CacheSpec, Caches};
+use mmulab_model::pt::Format;
+
+/// The cache path's per-core state.
+#[derive(Clone, Debug)]
+pub(crate) struct CoreCache {
+    /// `caches.base_cycles` (the core's clock per reference).
+    pub(crate) base_cycles: u32,
+    /// Miss slots (`caches.mlp`; mlp.rs).
+    mlp: Mlp,
+    /// Every cache level's lookup latency summed (a reference that took longer was
+    /// filled from memory).
+    pub(crate) lookups: u64,
+    /// Cycles of walk descriptor reads (where each hit) in the caches and memory.
+    pub(crate) walk_cycles: u64,
+    /// Cycles of data references in the caches and memory.
+    pub(crate) data_cycles: u64,
+}
+
+impl Default for CoreCache {
+    fn default() -> Self {
+        CoreCache {
+            base_cycles: 0,
+            mlp: Mlp::new(1, 0),
+            lookups: 0,
+            walk_cycles: 0,
+            data_cycles: 0,
+        }
+    }
+}
+
+impl CoreCache {
+    /// The state for hierarchy `c` with `mlp` miss slots.
+    pub(crate) fn new(c: &CacheSpec, mlp: u32) -> CoreCache {
+        let l1 = c.levels.first().map_or(0, |l| l.latency);
+        CoreCache {
+            base_cycles: c.base_cycles,
+            mlp: Mlp::new(mlp, l1),
+            lookups: c.levels.iter().map(|l| l.latency as u64).sum(),
+            walk_cycles: 0,
+            data_cycles: 0,
+        }
+    }
+}
+
+/// Bytes of one descriptor of `fmt` as a shift: ARMv7 short descriptors are 4 bytes
+/// (ARM ARM B3.5), every other format's (stage-2 formats included) 8.
+#[inline]
+pub(crate) fn desc_shift(fmt: Format) -> u32 {
+    if fmt.arch_name() == "armv7" {
+        2
+    } else {
+        3
+    }
+}
+
+/// A translator with a data-cache path (see the module doc).
+pub(crate) trait CachedCore {
+    /// The cache path's state.
+    fn core_cache(&self) -> &CoreCache;
+    /// The cache path's state, to update.
+    fn core_cache_mut(&mut self) -> &mut CoreCache;
+    /// Turns the path on: walks record their descriptor reads from now on.
+    fn enable_caches(&mut self, cc: CoreCache);
+    /// The core's cycles other than its reads' and references' in the caches: base
+    /// cycles per reference, TLB and page-walk-cache lookups, dirty-bit writes.
+    fn other_cycles(&self) -> u64;
+
+    /// This core's clock in cycles: [`CachedCore::other_cycles`] and its walks' and data
+    /// references' cache and memory latencies (derived when a request leaves for
+    /// memory, not kept per reference), less the memory latency its data misses
+    /// overlapped (mlp.rs).
+    #[inline]
+    fn clock(&self) -> u64 {
+        let cc = self.core_cache();
+        cc.mlp.clock(self.other_cycles() + cc.walk_cycles + cc.data_cycles)
+    }
+
+    /// When this core is done: its clock, or the return of its last miss in flight.
+    fn end_cycles(&self) -> u64 {
+        self.core_cache().mlp.end(self.clock())
+    }
+
+    /// One walk descriptor read at physical address `pa` of core `core` through
+    /// `caches`: its latency, added to the walk cycles (walk reads never overlap: each
+    /// needs the one before it).
+    #[inline]
+    fn cache_walk_read(&mut self, caches: &mut Caches, core: usize, pa: u64) -> u64 {
+        let lat = caches.access(core, pa, false, true, || self.clock());
+        self.core_cache_mut().walk_cycles += lat;
+        lat
+    }
+
+    /// The data reference at physical address `pa` (a store if `store`) of core `core`
+    /// through `caches`; a fill from memory takes a miss slot (mlp.rs).
+    #[inline]
+    fn cache_data(&mut self, caches: &mut Caches, core: usize, pa: u64, store: bool) {
+        // A request to memory leaves when a miss slot is free.
+        let mut issued = None;
+        let me = &*self;
+        let lat = caches.access(core, pa, store, false, || {
+            let t = me.clock();
+            let w = me.core_cache().mlp.wait(t);
+            issued = Some((t, w));
+            t + w
+        });
+        let cc = self.core_cache_mut();
+        cc.data_cycles += lat;
+        // A fill from memory (not only a write-back of a victim) takes a slot.
+        if let Some((t, w)) = issued {
+            if lat > cc.lookups {
+                cc.mlp.miss(t, w, lat);
+            }
+        }
+    }
+}
