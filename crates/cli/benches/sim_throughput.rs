@@ -524,7 +524,12 @@ fn main() {
     if caches_only {
         return;
     }
-    let small = run(bin, &config, &format!("gups:table=1GiB,refs={},init=off", refs / 10), &[]);
+    let small = run(
+        bin,
+        &config,
+        &format!("gups:table=1GiB,refs={},init=off", refs / 10),
+        &[],
+    );
     let large = run(bin, &config, &format!("gups:table=1GiB,refs={refs},init=off"), &[]);
     println!();
     println!("targets: seq >= 100 M refs/s, gups >= 30 M refs/s (4 KiB pages); fastest of {rounds} (median)");
