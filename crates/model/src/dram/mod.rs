@@ -81,7 +81,7 @@ struct Acts {
 impl Acts {
     /// `s` if an activate at `s` keeps `spacing` from every recorded one and (with
     /// `faw` > 0) is at least `faw` after the fourth before it; else a later candidate.
-    #[inline]
+    #[inline(always)]
     fn check(&self, s: u64, spacing: u64, faw: u64) -> u64 {
         let s = s.max(self.floor);
         let v = self.times.items();
@@ -98,13 +98,13 @@ impl Acts {
         s
     }
 
+    #[inline(always)]
     fn record(&mut self, s: u64) {
         if self.times.len() == ACT_WINDOW {
             let old = self.times.pop_front();
             self.floor = self.floor.max(old);
         }
-        let i = sorted_position(self.times.items(), s);
-        self.times.insert(i, s);
+        self.times.insert_sorted(s);
     }
 }
 
@@ -159,6 +159,10 @@ impl Rank {
 /// controller with this many requests in flight sees it. Assumed; DRAMsim3's default
 /// transaction queue is 32 deep.
 pub const BUS_WINDOW: usize = 32;
+
+// A window's array holds the largest window (a channel's holds one burst more than
+// `BUS_WINDOW` between its insert and its removal) with room to spare (window.rs).
+const _: () = assert!(BUS_WINDOW + 1 < window::CAP && ACT_WINDOW < window::CAP);
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Burst {
@@ -314,6 +318,14 @@ pub struct Dram {
     chans: Vec<Channel>,
     /// Rows closed by conflicts, for row-hit-first reordering (sched.rs).
     reorder: sched::Reorder,
+    /// Whether a bank group's activates constrain anything its rank's do not. Not with
+    /// one group per rank and tRRD_L no longer than tRRD: the group's window then holds
+    /// exactly the rank's activates (both record each one), and a time that keeps tRRD
+    /// (and tFAW) from them keeps tRRD_L too. The placement takes the earliest time that
+    /// meets every constraint (each check moves a candidate only past times that break
+    /// one), so leaving out a constraint that never binds changes no time (speed only;
+    /// `tests/dram_digest.rs` pins the Pi 5 profiles, which have this shape).
+    group_acts: bool,
     stats: DramStats,
 }
 
@@ -346,6 +358,7 @@ impl Dram {
                 .collect(),
             chans: vec![Channel::default(); spec.channels as usize],
             reorder: sched::Reorder::new(nb),
+            group_acts: spec.bank_groups > 1 || spec.timing.trrd_l > spec.timing.trrd,
             stats: DramStats {
                 per_bank: vec![0; nb],
                 per_rank: vec![0; nr],
@@ -428,14 +441,20 @@ impl Dram {
             // tRRD_L in the group and misses refresh (each step only moves later).
             let mut act = earliest;
             loop {
-                let next = refresh_free(g.acts.check(r.acts.check(act, t.trrd, t.tfaw), t.trrd_l, 0), r, &t);
+                let mut next = r.acts.check(act, t.trrd, t.tfaw);
+                if self.group_acts {
+                    next = g.acts.check(next, t.trrd_l, 0);
+                }
+                let next = refresh_free(next, r, &t);
                 if next == act {
                     break;
                 }
                 act = next;
             }
             r.acts.record(act);
-            g.acts.record(act);
+            if self.group_acts {
+                g.acts.record(act);
+            }
             b.open = l.ro;
             b.hits = 0;
             b.pre_ok = act + t.tras;
@@ -509,14 +528,51 @@ fn refresh_free(at: u64, r: &mut Rank, t: &Timing) -> u64 {
     }
 }
 
+/// `x as f64`, by the signed conversion (one instruction on x86-64; the unsigned one is
+/// a sequence) when `x` < 2^63: the same integer rounded the same way (speed only).
+#[inline(always)]
+fn to_f64(x: u64) -> f64 {
+    if (x as i64) >= 0 {
+        x as i64 as f64
+    } else {
+        x as f64
+    }
+}
+
+/// `q as u64` (truncating, saturating, NaN to 0), by the signed conversion when
+/// 0 <= `q` < 2^63, where both truncate to the same integer (speed only).
+#[inline(always)]
+fn to_u64(q: f64) -> u64 {
+    if (0.0..9_223_372_036_854_775_808.0).contains(&q) {
+        q as i64 as u64
+    } else {
+        q as u64
+    }
+}
+
+/// `q.ceil() as u64` without the library call `f64::ceil` is on the baseline x86-64
+/// target (no SSE4.1 rounding instruction): the truncation, plus one if it lies below
+/// `q`. The same value for every `q`: a fraction rounds up; an integer (every `f64` of
+/// 2^52 or more is one) stays; at or above 2^64 both saturate to `u64::MAX`; NaN and
+/// negatives give 0 both ways (speed only; tested below).
+#[inline(always)]
+fn ceil_u64(q: f64) -> u64 {
+    let t = to_u64(q);
+    if to_f64(t) < q {
+        t.saturating_add(1)
+    } else {
+        t
+    }
+}
+
 impl MemoryBackend for Dram {
     /// Converts `req.at` to DRAM cycles, serves the request, and returns its latency in
     /// core cycles (rounded up).
     #[inline]
     fn access(&mut self, req: &MemReq) -> u64 {
-        let at = (req.at as f64 * self.dram_per_core) as u64;
+        let at = to_u64(to_f64(req.at) * self.dram_per_core);
         let (lat, _) = self.access_dram(req.pa, req.write, at);
-        (lat as f64 / self.dram_per_core).ceil() as u64
+        ceil_u64(to_f64(lat) / self.dram_per_core)
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self

@@ -335,3 +335,52 @@ fn streams_read_write_and_reject_damage() {
         .to_string();
     assert!(e.contains("line 2") && e.contains("before"), "{e}");
 }
+
+#[test]
+fn float_conversions_equal_the_plain_casts() {
+    // Fractions, integers, the edges of exact integers (2^52, 2^53) and of u64 (2^64:
+    // saturation), zero, negatives and NaN: `MemoryBackend::access` rounds its latency
+    // with `ceil_u64` and must give what `f64::ceil` then `as u64` gave.
+    let mut qs = vec![
+        0.0,
+        -0.0,
+        0.25,
+        1.0,
+        1.5,
+        2.0 - f64::EPSILON,
+        -3.5,
+        4503599627370495.5,
+        4503599627370496.0,
+        9007199254740993.0,
+        18446744073709549568.0,
+        18446744073709551616.0,
+        1e30,
+        f64::INFINITY,
+        f64::NAN,
+    ];
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..100_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        // Latencies and ratios as the model produces them (DRAM/core clock ratios).
+        qs.push((x % 100_000) as f64 / (0.5 + (x >> 40) as f64 / 16_777_216.0));
+    }
+    for &q in &qs {
+        assert_eq!(ceil_u64(q), q.ceil() as u64, "{q}");
+        assert_eq!(to_u64(q), q as u64, "{q}");
+    }
+    // And the conversion to f64 at the edges of the signed range and beyond.
+    for x in [
+        0u64,
+        1,
+        (1 << 53) + 1,
+        (1 << 63) - 1,
+        1 << 63,
+        (1 << 63) + 1025,
+        u64::MAX,
+        x,
+    ] {
+        assert_eq!(to_f64(x).to_bits(), (x as f64).to_bits(), "{x}");
+    }
+}

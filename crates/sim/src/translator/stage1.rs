@@ -177,7 +177,7 @@ impl Stage1 {
                 // With data caches the walk records its reads, in a copy of its own out
                 // of line: the walk of a machine without caches is the code it was.
                 if self.cached {
-                    return self.walk_fill_rec(sys, r, instr, look.len);
+                    return self.walk_fill_rec::<FAST>(sys, r, instr, look.len);
                 }
                 self.walk_fill::<FAST, false>(sys, r, instr, look.len)
             }
@@ -275,11 +275,18 @@ impl Stage1 {
     }
 
     /// [`Stage1::walk_fill`] recording the walk's descriptor reads (the data-cache
-    /// path; the general TLB fill, same result as the specialised one).
-    #[cold]
+    /// path), with the TLB fill for the shape `FAST` (see [`Stage1::access_miss`]).
+    /// Out of line, so that the walk of a machine without caches stays the code it was;
+    /// not cold: on a machine with caches it is the walk.
     #[inline(never)]
-    fn walk_fill_rec(&mut self, sys: &mut System, r: &MemRef, instr: bool, upto: usize) -> Result<(), Stop> {
-        self.walk_fill::<false, true>(sys, r, instr, upto)
+    fn walk_fill_rec<const FAST: bool>(
+        &mut self,
+        sys: &mut System,
+        r: &MemRef,
+        instr: bool,
+        upto: usize,
+    ) -> Result<(), Stop> {
+        self.walk_fill::<FAST, true>(sys, r, instr, upto)
     }
 
     /// The walk would index with the low bits only: refuse instead of aliasing.
@@ -470,7 +477,7 @@ impl Translator for Stage1 {
         let upto = upto as usize;
         if attempt == 0 {
             return if self.cached {
-                self.walk_fill_rec(sys, r, instr, upto)
+                self.walk_fill_rec::<false>(sys, r, instr, upto)
             } else {
                 self.walk_fill::<false, false>(sys, r, instr, upto)
             };
