@@ -87,10 +87,15 @@ fn err(e: impl std::fmt::Display) -> ProbeError {
 }
 
 /// The `--set` overrides of one case: guest page size, host backing (`None`: no VM).
+/// Private pages in every case (`os.zero_page=false` under `base`): HPCC writes its table and a
+/// pointer chase its ring before the measured part, so no page of theirs is the shared
+/// zero page when it starts (without this, #23's zero-page default made every chase page
+/// one guest frame, and each GUPS page fault twice inside the measurement).
 fn sets(guest: &str, host: Option<&str>) -> Vec<String> {
     let mut v = match guest {
+        // `fixed` maps every page privately already (it has no zero page to turn off).
         "2M" => vec!["os.policy=fixed".to_string(), "os.page_size=2M".into()],
-        _ => vec!["os.policy=base".to_string()],
+        _ => vec!["os.policy=base".to_string(), "os.zero_page=false".into()],
     };
     match host {
         Some("2M") => v.push("vm.backing=hugetlb-2M".into()),
@@ -286,7 +291,10 @@ mod tests {
             sets("2M", Some("2M")),
             ["os.policy=fixed", "os.page_size=2M", "vm.backing=hugetlb-2M"]
         );
-        assert_eq!(sets("4K", None), ["os.policy=base", "vm.enabled=false"]);
+        assert_eq!(
+            sets("4K", None),
+            ["os.policy=base", "os.zero_page=false", "vm.enabled=false"]
+        );
         from_toml(MACHINE, None, &sets("2M", Some("2M"))).unwrap();
     }
 }
