@@ -96,6 +96,14 @@ impl Hierarchy {
         &self.levels
     }
 
+    /// Cycles spent in lookups so far: each level's accesses times its latency.
+    pub fn lookup_cycles(&self) -> u64 {
+        self.levels
+            .iter()
+            .map(|t| t.stats().accesses * t.spec().latency as u64)
+            .sum()
+    }
+
     /// True if every level's replacement is LRU and its number of sets a power of two
     /// (the common shape, e.g. the default machine's): then [`Hierarchy::lru_pow2`] gives
     /// the path specialised for it.

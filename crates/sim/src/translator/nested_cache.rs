@@ -59,12 +59,7 @@ impl CachedCore for Nested {
     fn other_cycles(&self) -> u64 {
         let w = &self.c;
         let refs: u64 = w.kinds.iter().sum();
-        let tlb: u64 = self
-            .tlbs
-            .levels()
-            .iter()
-            .map(|t| t.stats().accesses * t.spec().latency as u64)
-            .sum();
+        let tlb = self.tlbs.lookup_cycles();
         // A page-walk cache is looked up once per walk of its stage when it has any level.
         let pwc1 = if self.pwc1.enabled() { w.walks } else { 0 };
         let pwc2 = if self.pwc2.enabled() { w.s2_walks } else { 0 };

@@ -34,12 +34,7 @@ impl CachedCore for Stage1 {
     fn other_cycles(&self) -> u64 {
         let c = &self.counters;
         let refs: u64 = c.kinds.iter().sum();
-        let tlb: u64 = self
-            .tlbs
-            .levels()
-            .iter()
-            .map(|t| t.stats().accesses * t.spec().latency as u64)
-            .sum();
+        let tlb = self.tlbs.lookup_cycles();
         let pwc = if self.pwc.enabled() {
             c.walks * self.cost.pwc_latency as u64
         } else {
