@@ -142,7 +142,7 @@ fn read_checked(path: &Path, opts: TraceOptions, name: &str) {
                 let s = e.to_string();
                 assert!(s.contains(name), "error without the file name: {s}");
                 assert!(
-                    e.refs_before().is_none_or(|b| b as usize == total),
+                    !matches!(e.refs_before(), Some(b) if b as usize != total),
                     "{s}: refs_before != {total}"
                 );
                 break;

@@ -48,7 +48,8 @@ impl NativeTarget {
 
     fn baseline_for(&mut self, lines: usize) -> Result<&mut Region> {
         let need = (lines * 64).next_multiple_of(2 << 20);
-        if self.baseline.as_ref().is_none_or(|r| r.len() < need) {
+        // Not `is_none_or` (Rust 1.82): the workspace's rust-version is 1.80.
+        if !matches!(&self.baseline, Some(r) if r.len() >= need) {
             self.baseline = None;
             let kind = if sysfs::thp_usable().is_ok() {
                 PageKind::Thp
