@@ -417,16 +417,8 @@ impl Recorder {
         }
 
         let samples = std::mem::take(&mut *samples.lock().unwrap_or_else(|p| p.into_inner()));
-        let mut vmas = String::new();
-        for (i, (t, text)) in samples.iter().enumerate() {
-            vmas.push_str(&format!("# sample {i} t_ms={t} pid={pid}\n{text}"));
-        }
-        let vmas_last_sample = crate::meta::parse_vma_samples(vmas.as_bytes())
-            .pop()
-            .map_or(0, |v| v.len());
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        w.section("markers", format!("page_size {page}\n").as_bytes())?;
+        let (vmas, vmas_last_sample) = vma_section(&samples, pid);
+        write_page_size(&mut w)?;
         let tool = match backend {
             Backend::Lackey => "--tool=lackey --trace-mem=yes".to_string(),
             Backend::Mmtrace { sampling: None, .. } => "--tool=mmtrace (data references)".to_string(),
@@ -466,4 +458,24 @@ impl Recorder {
             },
         })
     }
+}
+
+/// The `vmas` section's text from `(t_ms, /proc/PID/maps text)` samples, and how many
+/// VMAs its last sample lists (shared by every recorder).
+pub(crate) fn vma_section(samples: &[(u64, String)], pid: u32) -> (String, usize) {
+    let mut vmas = String::new();
+    for (i, (t, text)) in samples.iter().enumerate() {
+        vmas.push_str(&format!("# sample {i} t_ms={t} pid={pid}\n{text}"));
+    }
+    let last = crate::meta::parse_vma_samples(vmas.as_bytes())
+        .pop()
+        .map_or(0, |v| v.len());
+    (vmas, last)
+}
+
+/// Writes the `markers` section with this machine's page size.
+pub(crate) fn write_page_size<W: std::io::Write>(w: &mut MltWriter<W>) -> std::io::Result<()> {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    w.section("markers", format!("page_size {page}\n").as_bytes())
 }

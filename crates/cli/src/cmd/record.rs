@@ -78,13 +78,7 @@ pub fn run(a: Args) -> Result<()> {
     }
     // Written beside the output and renamed when complete (crate::output).
     let output = OutputFile::new(&a.output)?;
-    let opts = RecordOptions {
-        command: a.command.clone(),
-        level: a.level,
-        maps_interval: Duration::from_millis(a.maps_interval_ms),
-        stdout_to_stderr: a.json,
-        max_refs: None,
-    };
+    let opts = options(&a);
     let mut p = ProgressLine::new(&format!("record {}", a.command[0]));
     let recorded = recorder.record_with(
         &backend,
@@ -150,13 +144,7 @@ fn run_ptrace(a: Args) -> Result<()> {
     // The program runs in its own process group: a Ctrl-C reaches mmulab, which passes it on.
     crate::signals::stop_on_interrupt();
     let output = OutputFile::new(&a.output)?;
-    let opts = RecordOptions {
-        command: a.command.clone(),
-        level: a.level,
-        maps_interval: Duration::from_millis(a.maps_interval_ms),
-        stdout_to_stderr: a.json,
-        max_refs: None,
-    };
+    let opts = options(&a);
     let mut p = ProgressLine::new(&format!("record {}", a.command[0]));
     let recorded = ptrace_sample::record(
         &opts,
@@ -209,4 +197,15 @@ fn run_ptrace(a: Args) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The recorders' options from the arguments (every recorder takes the same).
+fn options(a: &Args) -> RecordOptions {
+    RecordOptions {
+        command: a.command.clone(),
+        level: a.level,
+        maps_interval: Duration::from_millis(a.maps_interval_ms),
+        stdout_to_stderr: a.json,
+        max_refs: None,
+    }
 }

@@ -158,6 +158,18 @@ fn backend(choice: RecorderChoice, sample: Option<Sampling>, dir: &Path) -> Resu
     }
 }
 
+/// What every recorder is asked for here: the program, level 1, a /proc maps sample every
+/// 50 ms, its stdout on stderr (advise's own stdout is the report), and the prefix limit.
+pub(super) fn record_options(opts: &Options) -> mmulab_trace::record::RecordOptions {
+    mmulab_trace::record::RecordOptions {
+        command: opts.command.clone(),
+        level: 1,
+        maps_interval: std::time::Duration::from_millis(50),
+        stdout_to_stderr: true,
+        max_refs: opts.max_refs,
+    }
+}
+
 /// Whether `auto` takes the ptrace sampler for a program of `native_cpu_s` (mmtrace would
 /// take longer than [`AUTO_PTRACE_ABOVE_S`], and the sampler runs here), or when Valgrind
 /// is missing.
@@ -217,13 +229,7 @@ pub fn record(
         Backend::Mmtrace { .. } => "mmtrace",
     };
     progress(&format!("recording the program with Valgrind ({name})"));
-    let ropts = mmulab_trace::record::RecordOptions {
-        command: opts.command.clone(),
-        level: 1,
-        maps_interval: std::time::Duration::from_millis(50),
-        stdout_to_stderr: true,
-        max_refs: opts.max_refs,
-    };
+    let ropts = record_options(opts);
     let before = cpu_children();
     let r = recorder.record_with(&backend, &ropts, file, &mut |_| {}, Box::new(|| None));
     let r = match r {

@@ -31,13 +31,7 @@ pub fn record(opts: &Options, dir: &Path, progress: &mut dyn FnMut(&str)) -> Res
         "recording the program with the ptrace sampler ({})",
         sampling.describe()
     ));
-    let ropts = mmulab_trace::record::RecordOptions {
-        command: opts.command.clone(),
-        level: 1,
-        maps_interval: std::time::Duration::from_millis(50),
-        stdout_to_stderr: true,
-        max_refs: opts.max_refs,
-    };
+    let ropts = super::recording::record_options(opts);
     let before = cpu_children();
     let r = match ptrace_sample::record(&ropts, sampling, file, &mut |_| {}, Box::new(|| None)) {
         Ok(r) => r,

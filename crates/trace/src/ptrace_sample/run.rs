@@ -583,17 +583,9 @@ fn finish<W: Write>(
         samples,
         ..
     } = s;
-    let mut vmas = String::new();
-    for (i, (t, text)) in samples.iter().enumerate() {
-        vmas.push_str(&format!("# sample {i} t_ms={t} pid={pid}\n{text}"));
-    }
-    let vmas_last_sample = crate::meta::parse_vma_samples(vmas.as_bytes())
-        .pop()
-        .map_or(0, |v| v.len());
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    let (vmas, vmas_last_sample) = crate::record::vma_section(&samples, pid as u32);
     let exit_status = ExitStatus::from_raw(status);
-    w.section("markers", format!("page_size {page}\n").as_bytes())?;
+    crate::record::write_page_size(&mut w)?;
     let source = format!(
         "mmulab record: ptrace window sampler ({}; data references) {}\nexit: {exit_status}\n",
         sampling.describe(),
