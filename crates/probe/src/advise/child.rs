@@ -67,8 +67,21 @@ pub struct Run {
     pub samples: u32,
 }
 
-/// How often smaps_rollup is read while the program runs.
+/// How often smaps_rollup is read while the program runs, at most.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(5);
+
+/// The sampler sleeps at least this many times as long as its last read took: reading
+/// smaps_rollup walks every page table of the process under its mmap lock, so for a
+/// program of gigabytes of 4 KiB pages one read takes milliseconds of system time, more
+/// with 4 KiB pages than with THP (each 2 MiB page is one entry). At 5 ms it took half a
+/// core beside a 4 GiB `graph_bfs` and slowed the 4 KiB runs more than the THP ones; the
+/// sampler's share of a CPU stays below 1/(1 + 50) ≈ 2 % (assumed small enough).
+pub const SAMPLE_SLEEP_PER_READ: u32 = 50;
+
+/// The sleep after a read that took `read`.
+pub fn sample_sleep(read: Duration) -> Duration {
+    SAMPLE_EVERY.max(read * SAMPLE_SLEEP_PER_READ)
+}
 
 /// The two smaps_rollup fields used, bytes: (`AnonHugePages`, `Anonymous`).
 pub fn parse_rollup(text: &str) -> (u64, u64) {
@@ -229,7 +242,10 @@ fn sample(pid: u32, stop: Arc<AtomicBool>) -> std::result::Result<(u64, u64, u32
         if stop.load(Ordering::Relaxed) {
             return Ok((huge, anon, n));
         }
-        match std::fs::read_to_string(&path) {
+        let t0 = Instant::now();
+        let read = std::fs::read_to_string(&path);
+        let took = t0.elapsed();
+        match read {
             // Empty while the child is still between fork and exec, or already a zombie.
             Ok(text) if !text.is_empty() => {
                 let (h, a) = parse_rollup(&text);
@@ -245,7 +261,7 @@ fn sample(pid: u32, stop: Arc<AtomicBool>) -> std::result::Result<(u64, u64, u32
             }
             Err(_) => {}
         }
-        std::thread::sleep(SAMPLE_EVERY);
+        std::thread::sleep(sample_sleep(took));
     }
 }
 
@@ -257,6 +273,13 @@ pub fn thp_mode() -> std::result::Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sampler_backs_off_as_reads_grow_slow() {
+        // A fast read: every 5 ms. A 2 ms read (a large 4 KiB-page process): 100 ms.
+        assert_eq!(sample_sleep(Duration::from_micros(20)), SAMPLE_EVERY);
+        assert_eq!(sample_sleep(Duration::from_millis(2)), Duration::from_millis(100));
+    }
 
     #[test]
     fn rollup_fields() {
