@@ -8,9 +8,11 @@ use std::path::PathBuf;
 /// Measure and predict what transparent huge pages do for a program, and say how sure.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Timed runs of each way (4 KiB, THP), interleaved, after one untimed warm-up.
-    #[arg(long, default_value_t = 5)]
-    pub runs: usize,
+    /// Timed runs of each way (4 KiB, THP), interleaved, after one untimed warm-up;
+    /// `auto`: 5, fewer for a long program (as many rounds as fit 2 minutes at the
+    /// warm-up's time, at least 2; docs/advise.md § Time).
+    #[arg(long, value_name = "N|auto", default_value = "auto", value_parser = parse_runs)]
+    pub runs: Runs,
     /// Print one JSON object on stdout (docs/output.md).
     #[arg(long)]
     pub json: bool,
@@ -58,6 +60,19 @@ pub struct Args {
     pub command: Vec<String>,
 }
 
+/// `--runs`: a count, or chosen from the program's time.
+#[derive(Clone, Copy, Debug)]
+pub struct Runs(pub Option<usize>);
+
+fn parse_runs(s: &str) -> std::result::Result<Runs, String> {
+    if s == "auto" {
+        return Ok(Runs(None));
+    }
+    s.parse::<usize>()
+        .map(|n| Runs(Some(n)))
+        .map_err(|_| format!("'{s}' is neither a number of runs nor `auto`"))
+}
+
 pub fn run(a: Args) -> Result<()> {
     #[cfg(not(target_os = "linux"))]
     {
@@ -74,7 +89,7 @@ fn run_linux(a: Args) -> Result<()> {
     if a.command.is_empty() && !a.calibrate && !a.reprobe && a.machine.is_none() {
         bail!("no command given: `mmulab advise [OPTIONS] -- CMD ARGS…` (or `mmulab advise --calibrate`)");
     }
-    if a.runs == 0 {
+    if a.runs.0 == Some(0) {
         bail!("--runs must be at least 1");
     }
     if a.calibration_repeats == 0 {
@@ -93,7 +108,7 @@ fn run_linux(a: Args) -> Result<()> {
     };
     let opts = Options {
         command: a.command.clone(),
-        runs: a.runs,
+        runs: a.runs.0,
         max_refs: a.max_refs,
         recorder: match a.recorder.as_str() {
             "lackey" => advise::RecorderChoice::Lackey,
@@ -148,6 +163,14 @@ fn run_linux(a: Args) -> Result<()> {
         pct(m.high),
         m.runs,
     );
+    if adv.plan.rounds_from == "auto" && adv.plan.rounds < mmulab_probe::advise::plan::ROUNDS_MAX {
+        println!(
+            "  ({} pairs: the program runs {:.0} s, so --runs auto kept the native runs near {:.0} s; --runs N for more)",
+            adv.plan.rounds,
+            adv.plan.warmup_wall_s,
+            mmulab_probe::advise::plan::NATIVE_BUDGET_S
+        );
+    }
     println!(
         "predicted speed-up:                        {:.3}  ({:+.1} %; overlap o {:.3}, {:.1} ns/ref at 4 KiB; model fit error {:.1} points{})",
         p.speedup,
@@ -161,11 +184,19 @@ fn run_linux(a: Args) -> Result<()> {
             ""
         }
     );
+    if let Some(w) = &p.out_of_range {
+        println!("  note: {w}");
+    }
     println!(
-        "translation share of the 4 KiB run:        {:.1} %  (saved: translation {:.3} s, page faults {:.3} s)",
+        "translation share of the 4 KiB run:        {:.1} %  (saved: translation {:.3} s, page faults {:.3} s, faults {})",
         adv.translation_share * 100.0,
         p.translation_s_4k - p.translation_s_thp,
-        p.fault_s_saved
+        p.fault_s_saved,
+        if p.faults_from == "native" {
+            "from the native runs' peak memory (the recording saw fewer)"
+        } else {
+            "as simulated"
+        }
     );
     let ps = &adv.page_sizes;
     println!(

@@ -18,6 +18,7 @@ pub mod calibrate;
 pub mod child;
 pub mod faults;
 pub mod model;
+pub mod plan;
 pub mod predict;
 pub mod recording;
 pub mod recording_ptrace;
@@ -37,8 +38,8 @@ pub use recording::{RecorderChoice, RecordingInfo, LACKEY_SLOWDOWN, MMTRACE_SLOW
 pub struct Options {
     /// The program and its arguments.
     pub command: Vec<String>,
-    /// Timed runs of each way.
-    pub runs: usize,
+    /// Timed runs of each way (`None`: chosen from the warm-up's time, [`plan::rounds`]).
+    pub runs: Option<usize>,
     /// Record at most this many references (a prefix).
     pub max_refs: Option<u64>,
     /// The recorder.
@@ -100,8 +101,17 @@ pub struct Predicted {
     pub translation_s_4k: f64,
     /// Predicted translation time of the THP run, seconds.
     pub translation_s_thp: f64,
-    /// Page-fault time THP saves, seconds (measured fault costs × simulated faults).
+    /// Page-fault time THP saves, seconds (measured fault costs × faults).
     pub fault_s_saved: f64,
+    /// Where the fault counts came from: `simulated` (the recording's), or `native` (the
+    /// native runs' peak memory, for a sampled or prefix recording that saw fewer).
+    pub faults_from: &'static str,
+    /// The fault counts used: 4 KiB run, THP run, of which 2 MiB.
+    pub faults: (u64, u64, u64),
+    /// Why the prediction is not to be relied on, when it is not: the model's translation
+    /// time exceeds the measured run (the saving was capped), or the program's overlap lies
+    /// outside the calibration's (`null`: neither).
+    pub out_of_range: Option<String>,
     /// The 4 KiB run's measured CPU ns per reference (references of the whole run:
     /// recorded, or for a prefix estimated from its share).
     pub ns_per_ref_4k: f64,
@@ -147,6 +157,8 @@ pub struct Advice {
     pub machine: serde_json::Value,
     /// The 1-minute load average before the runs and after them.
     pub load_average: (f64, f64),
+    /// The rounds of native runs chosen, and from what.
+    pub plan: plan::Plan,
 }
 
 /// The 1-minute load average.
@@ -329,6 +341,30 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// Why a prediction is outside what the model was calibrated on: the translation time it
+/// gives the 4 KiB run (`tr4`, s) exceeds 95 % of the measured run (`t4`, s: the saving is
+/// capped there), or the program's overlap `o` is below the smallest of the calibration's
+/// independent pairs (`range`), where o^γ is extrapolated.
+pub fn out_of_range(tr4: f64, t4: f64, o: f64, range: Option<(f64, f64)>) -> Option<String> {
+    let below = range.filter(|&(lo, _)| o < lo);
+    let span = |(lo, hi): (f64, f64)| format!("{lo:.3}–{hi:.3}");
+    if tr4 > 0.95 * t4 {
+        return Some(format!(
+            "the model gives the 4 KiB run {tr4:.1} s of translation, more than its measured {t4:.1} s: the prediction is capped and not usable{}",
+            below.map_or(String::new(), |r| format!(
+                " (the program's overlap o = {o:.3} is below the calibration's {}; recalibrate on a quiet machine, `--calibrate`)",
+                span(r)
+            ))
+        ));
+    }
+    below.map(|r| {
+        format!(
+            "the program's overlap o = {o:.3} is below the calibration's {}: o^γ is extrapolated",
+            span(r)
+        )
+    })
+}
+
 /// Runs the whole advice.
 pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> {
     if opts.command.is_empty() {
@@ -336,7 +372,7 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
             "no command given: `mmulab advise -- CMD ARGS…`".into(),
         ));
     }
-    if opts.runs == 0 {
+    if opts.runs == Some(0) {
         return Err(ProbeError::Invalid("--runs must be at least 1".into()));
     }
     if opts.max_refs == Some(0) {
@@ -372,19 +408,29 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
     // One untimed warm-up (page cache, dynamic loader) first: a program that fails is
     // reported before the long probe and calibration.
     progress("warm-up run");
-    child::run(&opts.command, Way::Base4k)?;
+    let warm = child::run(&opts.command, Way::Base4k)?;
     let (mc, cache_path, reused) = machine(opts, progress)?;
     let model: &RuntimeModel = mc.model.as_ref().expect("machine() calibrates");
     let load_before = load_average();
 
-    // Native runs: interleaved rounds whose order rotates.
+    // Native runs: interleaved rounds whose order rotates; as many rounds as fit the
+    // budget at the warm-up's time unless given (plan.rs).
     let mut ways = vec![Way::Base4k];
     ways.extend(thp.iter().copied());
+    let plan = plan::rounds(opts.runs, warm.wall_s, ways.len());
+    let record_s = recording::estimate_s(opts, warm.cpu_s, warm.user_s);
     let mut runs = Vec::new();
-    for r in 0..opts.runs {
+    for r in 0..plan.rounds {
         for k in 0..ways.len() {
             let way = ways[(k + r) % ways.len()];
-            progress(&format!("run {}/{}: {}", r + 1, opts.runs, way.label()));
+            let left = (plan.rounds * ways.len() - runs.len()) as f64 * warm.wall_s + record_s;
+            progress(&format!(
+                "run {}/{}: {}{}",
+                r + 1,
+                plan.rounds,
+                way.label(),
+                plan::eta(left)
+            ));
             runs.push(child::run(&opts.command, way)?);
         }
     }
@@ -428,7 +474,8 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
         Some(d) => d.clone(),
         None => cache::dir()?,
     };
-    let (trace, temporary, mut rec) = recording::record(opts, &dir, median(t4.clone()), progress)?;
+    let user4 = median(runs.iter().filter(|x| x.way == Way::Base4k).map(|x| x.user_s).collect());
+    let (trace, temporary, mut rec) = recording::record(opts, &dir, median(t4.clone()), user4, progress)?;
     let (text, nested) = machine_of(&mc);
     progress("simulating the trace under base pages and THP");
     let sim = predict::simulate_trace(&text, nested, &trace);
@@ -447,12 +494,34 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
     let overlap = model.overlap(y4, x4[0]);
     let tr4 = model.translation_ns_per_ref(y4, &x4, x4[0]) * refs_total * 1e-9;
     let trh = model.translation_ns_per_ref(y4, &xh, x4[0]) * refs_total * 1e-9;
-    // Faults are counted as recorded, not scaled: a program faults its memory in once,
-    // mostly at its start (a prefix holds most of them; a sampled recording fewer).
-    let fault_saved = mc.fault_costs.as_ref().map_or(0.0, |c| {
-        c.saved_s(sim.base.faults, sim.huge.faults, sim.huge.huge_pages)
-    });
+    // Faults: as simulated for a whole recording; for sampled windows or a prefix, which
+    // see few of the run's first touches, from the native runs' peak memory when that is
+    // more (faults::from_native).
+    let med = |v: Vec<u64>| median(v.into_iter().map(|x| x as f64).collect()) as u64;
+    let native_faults = faults::from_native(
+        med(runs
+            .iter()
+            .filter(|x| x.way == Way::Base4k)
+            .map(|x| x.anon_max)
+            .collect()),
+        med(runs.iter().filter(|x| x.way == main_thp).map(|x| x.anon_max).collect()),
+        med(runs
+            .iter()
+            .filter(|x| x.way == main_thp)
+            .map(|x| x.anon_huge_max)
+            .collect()),
+    );
+    let (faults, faults_from) = if rec.mode != "whole" && rec.mode != "given" && native_faults.0 > sim.base.faults {
+        (native_faults, "native")
+    } else {
+        ((sim.base.faults, sim.huge.faults, sim.huge.huge_pages), "simulated")
+    };
+    let fault_saved = mc
+        .fault_costs
+        .as_ref()
+        .map_or(0.0, |c| c.saved_s(faults.0, faults.1, faults.2));
     let saved = (tr4 - trh + fault_saved).min(t4_med * 0.95);
+    let out_of_range = out_of_range(tr4, t4_med, overlap, model.overlap_range());
     let speedup = t4_med / (t4_med - saved);
     let share = (tr4 / t4_med).min(1.0);
     let predicted = Predicted {
@@ -460,6 +529,9 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
         translation_s_4k: tr4,
         translation_s_thp: trh,
         fault_s_saved: fault_saved,
+        faults_from,
+        faults,
+        out_of_range,
         ns_per_ref_4k: y4,
         overlap,
         overlap_exponent: model.overlap_exponent,
@@ -496,6 +568,7 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
             "model": {"version": model.version, "coef": model.coef, "coef_w2": model.coef_w2, "features": model::FEATURES, "overlap_exponent": model.overlap_exponent, "dropped": model.dropped, "rmse_ns": model.rmse_ns, "mean_rel_error": model.mean_rel_error, "speedup_error_pp": model.speedup_error_pp, "speedup_error_max_pp": model.speedup_error_max_pp, "points": model.points.len()},
         }),
         load_average: (load_before, load_after),
+        plan,
     })
 }
 
@@ -512,6 +585,19 @@ mod tests {
         assert_ne!(given_body(a), given_body(c));
         // A probed entry (no such line) never matches a given one.
         assert_eq!(given_body("[machine]\ncores = 1\n"), None);
+    }
+
+    #[test]
+    fn a_prediction_outside_the_calibration_is_flagged() {
+        // 581.8 s of translation in a 78 s run: capped, with the overlap named.
+        let w = out_of_range(581.8, 78.0, 0.04, Some((0.069, 0.171))).unwrap();
+        assert!(w.contains("capped and not usable") && w.contains("0.069–0.171"), "{w}");
+        // Within the run's time but below the range: extrapolated.
+        let w = out_of_range(5.0, 78.0, 0.04, Some((0.069, 0.171))).unwrap();
+        assert!(w.contains("extrapolated"), "{w}");
+        // Inside: nothing.
+        assert_eq!(out_of_range(5.0, 78.0, 0.1, Some((0.069, 0.171))), None);
+        assert_eq!(out_of_range(5.0, 78.0, 0.01, None), None);
     }
 
     #[test]

@@ -534,6 +534,19 @@ impl RuntimeModel {
         self.overlap(y4, w4).powf(self.overlap_exponent) * self.serial_translation_ns(x)
     }
 
+    /// The overlap o of the calibration's independent (GUPS) pairs, smallest and largest:
+    /// the range γ was fitted on (`None` without such pairs).
+    pub fn overlap_range(&self) -> Option<(f64, f64)> {
+        self.pair_fits()
+            .iter()
+            .filter(|p| !p.dependent)
+            .map(|p| p.overlap)
+            .fold(None, |r, o| match r {
+                None => Some((o, o)),
+                Some((a, b)) => Some((a.min(o), b.max(o))),
+            })
+    }
+
     /// How each calibration pair is predicted.
     pub fn pair_fits(&self) -> Vec<PairFit> {
         self.points

@@ -170,6 +170,45 @@ pub(super) fn record_options(opts: &Options) -> mmulab_trace::record::RecordOpti
     }
 }
 
+/// Whether the recording is the ptrace sampler's.
+fn takes_ptrace(opts: &Options, native_cpu_s: f64, valgrind: bool) -> bool {
+    match opts.recorder {
+        RecorderChoice::Ptrace => true,
+        RecorderChoice::Auto => opts.sample.is_none() && auto_takes_ptrace(native_cpu_s, valgrind),
+        _ => false,
+    }
+}
+
+/// CPU per single step of the ptrace sampler, seconds (assumed: 20–28 µs measured in this
+/// KVM guest, docs/advise.md § The ptrace sampler); only for the time-left estimate.
+pub const PTRACE_STEP_S: f64 = 25e-6;
+
+/// About how long the recording will take, seconds (for the progress line's time left:
+/// the slowdowns above, or the sampler's steps at [`PTRACE_STEP_S`]); 0 for a given trace.
+pub fn estimate_s(opts: &Options, native_cpu_s: f64, native_user_s: f64) -> f64 {
+    if opts.trace.is_some() {
+        return 0.0;
+    }
+    let valgrind = mmulab_trace::record::Recorder::new().is_ok();
+    if takes_ptrace(opts, native_cpu_s, valgrind) {
+        let s = opts
+            .window
+            .unwrap_or_else(|| super::plan::window_sampling(native_user_s));
+        if s.whole() {
+            // Every instruction stepped, at an assumed 10^9 per CPU second.
+            return native_cpu_s * PTRACE_STEPS_PER_CPU_S * PTRACE_STEP_S;
+        }
+        let windows = native_user_s / s.period.as_secs_f64().max(1e-3);
+        return native_cpu_s + windows * s.window as f64 * PTRACE_STEP_S;
+    }
+    let slowdown = if opts.recorder == RecorderChoice::Lackey {
+        LACKEY_SLOWDOWN
+    } else {
+        MMTRACE_SLOWDOWN
+    };
+    native_cpu_s * slowdown
+}
+
 /// Whether `auto` takes the ptrace sampler for a program of `native_cpu_s` (mmtrace would
 /// take longer than [`AUTO_PTRACE_ABOVE_S`], and the sampler runs here), or when Valgrind
 /// is missing.
@@ -180,11 +219,13 @@ pub fn auto_takes_ptrace(native_cpu_s: f64, valgrind: bool) -> bool {
 
 /// Records the program (or takes the given trace) into a temporary file: (trace, whether
 /// it is temporary, what was recorded). `native_cpu_s`: the program's native CPU time (for
-/// `auto`'s choice).
+/// `auto`'s choice); `native_user_s` its user time (the ptrace sampler's default period,
+/// [`super::plan::window_sampling`]).
 pub fn record(
     opts: &Options,
     dir: &Path,
     native_cpu_s: f64,
+    native_user_s: f64,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(PathBuf, bool, RecordingInfo)> {
     if let Some(t) = &opts.trace {
@@ -212,13 +253,11 @@ pub fn record(
     }
     std::fs::create_dir_all(dir).map_err(|e| ProbeError::io(format!("creating {}", dir.display()), e))?;
     let valgrind = mmulab_trace::record::Recorder::new();
-    let ptrace = match opts.recorder {
-        RecorderChoice::Ptrace => true,
-        RecorderChoice::Auto => opts.sample.is_none() && auto_takes_ptrace(native_cpu_s, valgrind.is_ok()),
-        _ => false,
-    };
-    if ptrace {
-        return crate::advise::recording_ptrace::record(opts, dir, progress);
+    if takes_ptrace(opts, native_cpu_s, valgrind.is_ok()) {
+        let sampling = opts
+            .window
+            .unwrap_or_else(|| super::plan::window_sampling(native_user_s));
+        return crate::advise::recording_ptrace::record(opts, sampling, dir, progress);
     }
     let recorder = valgrind.map_err(|e| ProbeError::Unavailable(e.to_string()))?;
     let (backend, fallback) = backend(opts.recorder, opts.sample, dir)?;

@@ -14,8 +14,13 @@ use mmulab_trace::ptrace_sample;
 /// docs/advise.md).
 pub const FEW_WINDOWS: u64 = 10;
 
-/// Records `opts.command` with the sampler into a temporary trace in `dir`.
-pub fn record(opts: &Options, dir: &Path, progress: &mut dyn FnMut(&str)) -> Result<(PathBuf, bool, RecordingInfo)> {
+/// Records `opts.command` with the sampler's `sampling` into a temporary trace in `dir`.
+pub fn record(
+    opts: &Options,
+    sampling: ptrace_sample::WindowSampling,
+    dir: &Path,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(PathBuf, bool, RecordingInfo)> {
     if let Some(why) = ptrace_sample::unavailable() {
         return Err(ProbeError::Unavailable(why));
     }
@@ -24,7 +29,6 @@ pub fn record(opts: &Options, dir: &Path, progress: &mut dyn FnMut(&str)) -> Res
             "--sample ON/PERIOD counts references (mmtrace); the ptrace sampler's windows are W/PERIOD with a time unit (e.g. 20k/100ms)".into(),
         ));
     }
-    let sampling = opts.window.unwrap_or_default();
     let path = dir.join(format!("advise-{}.mlt", std::process::id()));
     let file = std::fs::File::create(&path).map_err(|e| ProbeError::io(format!("creating {}", path.display()), e))?;
     progress(&format!(
@@ -48,8 +52,13 @@ pub fn record(opts: &Options, dir: &Path, progress: &mut dyn FnMut(&str)) -> Res
         (false, false) => (
             "sampled",
             format!(
-                "ptrace, sampled: {} ({} windows, {} steps, {} data references{})",
+                "ptrace, sampled: {}{} ({} windows, {} steps, {} data references{})",
                 sampling.describe(),
+                if opts.window.is_none() && sampling != ptrace_sample::WindowSampling::default() {
+                    " (the period from the native run's time: about 100 windows)"
+                } else {
+                    ""
+                },
                 r.windows,
                 r.steps,
                 rec.references,

@@ -1,0 +1,134 @@
+//! How much advise runs: the rounds of native runs and the ptrace sampler's period, chosen
+//! from the warm-up run's time when the user did not choose them, so that a program that
+//! runs a minute natively is advised in a few minutes (docs/advise.md § Time). Pure
+//! functions: the tests feed them times.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use mmulab_trace::ptrace_sample::WindowSampling;
+
+/// Rounds of native runs (one run of each way per round) when the program is short.
+pub const ROUNDS_MAX: usize = 5;
+/// Rounds never fewer than this under `--runs auto`: one pair has no spread.
+pub const ROUNDS_MIN: usize = 2;
+/// Wall time the native rounds may take under `--runs auto`, seconds (assumed: what a
+/// person waits for beside the recording; more rounds only narrow the spread, and the
+/// output says when that is needed).
+pub const NATIVE_BUDGET_S: f64 = 120.0;
+/// Windows the ptrace sampler aims for by default (assumed: 15–30 windows predicted within
+/// 1.2 points of a whole recording, docs/advise.md § The ptrace sampler; 100 leave margin).
+pub const TARGET_WINDOWS: f64 = 100.0;
+
+/// What advise chose, and why (in the JSON as `plan`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Plan {
+    /// Rounds of native runs.
+    pub rounds: usize,
+    /// `"given"` (`--runs N`) or `"auto"`.
+    pub rounds_from: &'static str,
+    /// The warm-up run's wall time, seconds (what the plan is based on).
+    pub warmup_wall_s: f64,
+}
+
+/// Rounds of native runs: `given`, or under auto as many as fit [`NATIVE_BUDGET_S`] at the
+/// warm-up's wall time per run and `ways` runs per round, between [`ROUNDS_MIN`] and
+/// [`ROUNDS_MAX`].
+pub fn rounds(given: Option<usize>, warmup_wall_s: f64, ways: usize) -> Plan {
+    let (rounds, from) = match given {
+        Some(n) => (n, "given"),
+        None => {
+            let per_round = warmup_wall_s.max(0.0) * ways.max(1) as f64;
+            let fit = if per_round > 0.0 {
+                (NATIVE_BUDGET_S / per_round).floor()
+            } else {
+                f64::INFINITY
+            };
+            (fit.clamp(ROUNDS_MIN as f64, ROUNDS_MAX as f64) as usize, "auto")
+        }
+    };
+    Plan {
+        rounds,
+        rounds_from: from,
+        warmup_wall_s,
+    }
+}
+
+/// The ptrace sampler's windows for a program of `native_user_s` user CPU seconds when
+/// `--sample` is not given: the default window (10,000 steps) every 100 ms, or every
+/// `native_user_s / TARGET_WINDOWS` when that is longer, so that a long program gets about
+/// [`TARGET_WINDOWS`] windows and its recording costs about 1 + 100 × 10,000 × 25 µs / T
+/// of the native run (1.4× for a minute) instead of 3–4×. Rounded to the millisecond.
+pub fn window_sampling(native_user_s: f64) -> WindowSampling {
+    let d = WindowSampling::default();
+    let per = if native_user_s.is_finite() {
+        native_user_s / TARGET_WINDOWS
+    } else {
+        0.0
+    };
+    let ms = (per * 1e3).round() as u64;
+    WindowSampling {
+        window: d.window,
+        period: d.period.max(Duration::from_millis(ms.min(3_600_000))),
+    }
+}
+
+/// "about 3 min" / "about 40 s": a rough time left, for the progress line.
+pub fn eta(seconds: f64) -> String {
+    if !seconds.is_finite() || seconds < 1.0 {
+        return String::new();
+    }
+    if seconds < 90.0 {
+        format!(", about {:.0} s left", seconds)
+    } else {
+        format!(", about {:.0} min left", seconds / 60.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_rounds_fit_the_budget_between_two_and_five() {
+        // A 1 s program, two ways: 120 s / 2 s = 60 rounds, capped at 5.
+        assert_eq!(rounds(None, 1.0, 2).rounds, 5);
+        // 20 s, two ways: 120 / 40 = 3 rounds.
+        assert_eq!(rounds(None, 20.0, 2).rounds, 3);
+        // 15 s, three ways: 120 / 45 = 2.67 → 2.
+        assert_eq!(rounds(None, 15.0, 3).rounds, 2);
+        // A minute, two ways: 120 / 120 = 1, but never fewer than 2 (a spread).
+        assert_eq!(rounds(None, 60.0, 2).rounds, 2);
+        // 12 s, two ways: exactly 5.
+        assert_eq!(rounds(None, 12.0, 2).rounds, 5);
+        // A program too short to time: the most rounds.
+        assert_eq!(rounds(None, 0.0, 2).rounds, 5);
+        // Given: kept whatever the time.
+        let p = rounds(Some(7), 60.0, 2);
+        assert_eq!((p.rounds, p.rounds_from), (7, "given"));
+        assert_eq!(rounds(None, 60.0, 2).rounds_from, "auto");
+    }
+
+    #[test]
+    fn the_sampler_period_grows_with_the_program_past_ten_seconds() {
+        // Up to 10 s of user time: the default 10k/100ms.
+        assert_eq!(window_sampling(3.0), WindowSampling::default());
+        assert_eq!(window_sampling(10.0), WindowSampling::default());
+        // A minute: every 600 ms, 100 windows.
+        let s = window_sampling(60.0);
+        assert_eq!((s.window, s.period), (10_000, Duration::from_millis(600)));
+        // 25.0004 s rounds to 250 ms.
+        assert_eq!(window_sampling(25.0004).period, Duration::from_millis(250));
+        // Not a time: the default.
+        assert_eq!(window_sampling(f64::NAN), WindowSampling::default());
+    }
+
+    #[test]
+    fn the_time_left_reads_in_seconds_then_minutes() {
+        assert_eq!(eta(0.4), "");
+        assert_eq!(eta(40.2), ", about 40 s left");
+        assert_eq!(eta(240.0), ", about 4 min left");
+        assert_eq!(eta(f64::NAN), "");
+    }
+}
