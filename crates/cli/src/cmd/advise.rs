@@ -29,8 +29,9 @@ pub struct Args {
     pub recorder: String,
     /// Record sampled windows: with mmtrace the first ON references of every PERIOD (e.g.
     /// `1M/10M`, K/M/G = 10^3/10^6/10^9; default every reference); with ptrace W steps
-    /// every PERIOD of the program's user CPU time (e.g. `10k/100ms`, the default; `all`
-    /// steps the whole run).
+    /// every PERIOD of the program's user CPU time (e.g. `10k/100ms`; default 10k every
+    /// 100 ms or every 1/100 of the native user time when longer; `all` steps the whole
+    /// run).
     #[arg(long, value_name = "ON/PERIOD")]
     pub sample: Option<String>,
     /// Simulate this trace (.mlt, e.g. from `mmulab record`) instead of recording one.
