@@ -166,10 +166,15 @@ fn run_linux(a: Args) -> Result<()> {
     );
     if adv.plan.rounds_from == "auto" && adv.plan.rounds < mmulab_probe::advise::plan::ROUNDS_MAX {
         println!(
-            "  ({} pairs: the program runs {:.0} s, so --runs auto kept the native runs near {:.0} s; --runs N for more)",
+            "  ({} pairs: the program runs {:.0} s, so --runs auto kept the native runs near {:.0} s{}; --runs N for more)",
             adv.plan.rounds,
             adv.plan.warmup_wall_s,
-            mmulab_probe::advise::plan::NATIVE_BUDGET_S
+            mmulab_probe::advise::plan::NATIVE_BUDGET_S,
+            if adv.plan.warmup_timed {
+                ", the warm-up counted as the first 4 KiB run"
+            } else {
+                ""
+            }
         );
     }
     println!(

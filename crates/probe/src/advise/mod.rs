@@ -420,8 +420,15 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
     let plan = plan::rounds(opts.runs, warm.wall_s, ways.len());
     let record_s = recording::estimate_s(opts, warm.cpu_s, warm.user_s);
     let mut runs = Vec::new();
+    if plan.warmup_timed {
+        // The first round's first run is 4 KiB: the warm-up stands for it.
+        runs.push(warm.clone());
+    }
     for r in 0..plan.rounds {
         for k in 0..ways.len() {
+            if r == 0 && k == 0 && plan.warmup_timed {
+                continue;
+            }
             let way = ways[(k + r) % ways.len()];
             let left = (plan.rounds * ways.len() - runs.len()) as f64 * warm.wall_s + record_s;
             progress(&format!(

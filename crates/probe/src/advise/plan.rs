@@ -21,6 +21,12 @@ pub const NATIVE_BUDGET_S: f64 = 120.0;
 /// 1.2 points of a whole recording, docs/advise.md § The ptrace sampler; 100 leave margin).
 pub const TARGET_WINDOWS: f64 = 100.0;
 
+/// Under `--runs auto`, a warm-up of at least this wall time counts as the first 4 KiB
+/// run, seconds (assumed: what a warm-up is for, a cold page cache and dynamic loader, costs
+/// milliseconds to a second of system time, under 1 % of such a run and inside the spread;
+/// it saves one run of a long program).
+pub const WARMUP_TIMED_ABOVE_S: f64 = 30.0;
+
 /// What advise chose, and why (in the JSON as `plan`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Plan {
@@ -30,6 +36,8 @@ pub struct Plan {
     pub rounds_from: &'static str,
     /// The warm-up run's wall time, seconds (what the plan is based on).
     pub warmup_wall_s: f64,
+    /// The warm-up counts as the first round's 4 KiB run ([`WARMUP_TIMED_ABOVE_S`]).
+    pub warmup_timed: bool,
 }
 
 /// Rounds of native runs: `given`, or under auto as many as fit [`NATIVE_BUDGET_S`] at the
@@ -52,6 +60,7 @@ pub fn rounds(given: Option<usize>, warmup_wall_s: f64, ways: usize) -> Plan {
         rounds,
         rounds_from: from,
         warmup_wall_s,
+        warmup_timed: given.is_none() && warmup_wall_s >= WARMUP_TIMED_ABOVE_S,
     }
 }
 
@@ -104,9 +113,12 @@ mod tests {
         assert_eq!(rounds(None, 12.0, 2).rounds, 5);
         // A program too short to time: the most rounds.
         assert_eq!(rounds(None, 0.0, 2).rounds, 5);
-        // Given: kept whatever the time.
+        // Given: kept whatever the time, and the warm-up is not timed.
         let p = rounds(Some(7), 60.0, 2);
-        assert_eq!((p.rounds, p.rounds_from), (7, "given"));
+        assert_eq!((p.rounds, p.rounds_from, p.warmup_timed), (7, "given", false));
+        // Auto: a warm-up of 30 s or more is the first 4 KiB run; a shorter one is not.
+        assert!(rounds(None, 30.0, 2).warmup_timed);
+        assert!(!rounds(None, 29.9, 2).warmup_timed);
         assert_eq!(rounds(None, 60.0, 2).rounds_from, "auto");
     }
 
