@@ -54,7 +54,7 @@ use serde::{Deserialize, Serialize};
 
 /// Version of the model; a cached model of another version is refitted from its stored
 /// points (no benchmark is rerun).
-pub const MODEL_VERSION: u32 = 2;
+pub const MODEL_VERSION: u32 = 3;
 
 /// Per-reference features of a calibration point, in [`Point::x`] order.
 pub const FEATURES: [&str; 4] = ["walk_cycles", "llt_misses", "llt_hits", "dcache_misses"];
@@ -467,6 +467,16 @@ impl RuntimeModel {
                 .map(|i| i as f64 * GAMMA_STEP)
                 .min_by(|&a, &b| sse(a).total_cmp(&sse(b)))
                 .unwrap_or(1.0);
+            // At its lower bound the fit says only that the independent pairs gained more
+            // than their simulated walks explain even with no overlap discount: it does not
+            // identify γ, and γ = 0 would charge a heavily overlapped program its walks
+            // serially (the capped 20× predictions of the test below). Since version 3.
+            if m.overlap_exponent == 0.0 {
+                m.overlap_exponent = 1.0;
+                m.dropped.push(
+                    "overlap exponent fitted at its bound 0 (the independent pairs gained more than their simulated walks explain, undiscounted): γ = 1 assumed".into(),
+                );
+            }
         } else {
             m.dropped.push(
                 "overlap exponent γ = 1 (assumed: no independent pair with a simulated translation difference)".into(),
@@ -654,6 +664,27 @@ mod tests {
         assert!((chase - 5.04).abs() < 1e-9, "{chase}");
         // A program slower than the chase per reference (compute-bound): o capped at 1.
         assert_eq!(m.overlap(500.0, 20.0), 1.0);
+    }
+
+    #[test]
+    fn a_gamma_fit_at_its_bound_falls_back_to_one() {
+        // GUPS-like pairs that gain more than their whole serial T (saved 2·T): no γ ≥ 0
+        // reaches them and the search ends at 0; γ = 1 is assumed instead, and said.
+        let probe = RuntimeModel::fit(chases()).unwrap();
+        let mut pts = chases();
+        for (k, (w, y4)) in [(20.0, 5.0), (40.0, 9.0)].into_iter().enumerate() {
+            let wh = 0.7 * w;
+            let t = probe.serial_translation_ns(&[w, 0.5, 0.1, 0.0]) - probe.serial_translation_ns(&[wh, 0.5, 0.1, 0.0]);
+            pts.push(pt(&format!("gups {k} MiB 4k"), w, 0.5, 0.1, y4));
+            pts.push(pt(&format!("gups {k} MiB thp"), wh, 0.5, 0.1, y4 - 2.0 * t));
+        }
+        let m = RuntimeModel::fit(pts).unwrap();
+        assert_eq!(m.overlap_exponent, 1.0);
+        assert!(
+            m.dropped.iter().any(|d| d.contains("bound 0") && d.contains("γ = 1 assumed")),
+            "{:?}",
+            m.dropped
+        );
     }
 
     #[test]
