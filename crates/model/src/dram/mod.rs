@@ -326,7 +326,22 @@ pub struct Dram {
     /// one), so leaving out a constraint that never binds changes no time (speed only;
     /// `tests/dram_digest.rs` pins the Pi 5 profiles, which have this shape).
     group_acts: bool,
+    /// [`MemoryBackend::access`]'s conversion of a latency below [`LAT_TABLE`] DRAM
+    /// cycles to core cycles, computed by that same expression once per value (speed
+    /// only: a table read instead of a division and a rounding per request).
+    lat_core: Box<[u32]>,
     stats: DramStats,
+}
+
+/// DRAM-cycle latencies whose core-cycle conversion [`Dram`] keeps in a table (a
+/// request's latency is nearly always below it; longer ones are converted as before).
+const LAT_TABLE: usize = 1024;
+
+/// A latency of `lat` DRAM cycles in core cycles (rounded up), at `dram_per_core` DRAM
+/// cycles per core cycle.
+#[inline(always)]
+fn lat_to_core(lat: u64, dram_per_core: f64) -> u64 {
+    ceil_u64(to_f64(lat) / dram_per_core)
 }
 
 impl Dram {
@@ -359,6 +374,12 @@ impl Dram {
             chans: vec![Channel::default(); spec.channels as usize],
             reorder: sched::Reorder::new(nb),
             group_acts: spec.bank_groups > 1 || spec.timing.trrd_l > spec.timing.trrd,
+            lat_core: {
+                let dpc = spec.clock_mhz / core_mhz;
+                (0..LAT_TABLE as u64)
+                    .map(|l| u32::try_from(lat_to_core(l, dpc)).unwrap_or(u32::MAX))
+                    .collect()
+            },
             stats: DramStats {
                 per_bank: vec![0; nb],
                 per_rank: vec![0; nr],
@@ -572,7 +593,12 @@ impl MemoryBackend for Dram {
     fn access(&mut self, req: &MemReq) -> u64 {
         let at = to_u64(to_f64(req.at) * self.dram_per_core);
         let (lat, _) = self.access_dram(req.pa, req.write, at);
-        ceil_u64(to_f64(lat) / self.dram_per_core)
+        match self.lat_core.get(lat as usize) {
+            // A table entry saturated at u32::MAX (a clock ratio no profile has) is
+            // converted again.
+            Some(&c) if c != u32::MAX => c as u64,
+            _ => lat_to_core(lat, self.dram_per_core),
+        }
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self

@@ -384,3 +384,23 @@ fn float_conversions_equal_the_plain_casts() {
         assert_eq!(to_f64(x).to_bits(), (x as f64).to_bits(), "{x}");
     }
 }
+
+#[test]
+fn latency_table_equals_the_conversion_it_replaces() {
+    // `MemoryBackend::access` reads a latency below LAT_TABLE DRAM cycles from the table
+    // built in `Dram::new`: every entry must be what the division and rounding give
+    // (`f64::ceil` of latency / (DRAM MHz / core MHz)), for every built-in profile at a
+    // few core clocks (one slower than the DRAM clock). Checked to fail with the table
+    // built one entry off (`lat_to_core(l + 1, …)`).
+    for (name, _) in profile::BUILTIN {
+        for core_mhz in [800.0, 2400.0, 3000.0, 4100.0] {
+            let spec = profile::load(name).unwrap();
+            let dpc = spec.clock_mhz / core_mhz;
+            let d = Dram::new(spec, core_mhz);
+            assert_eq!(d.lat_core.len(), LAT_TABLE);
+            for (l, &c) in d.lat_core.iter().enumerate() {
+                assert_eq!(c as u64, (l as f64 / dpc).ceil() as u64, "{name} {core_mhz} MHz: {l}");
+            }
+        }
+    }
+}
