@@ -121,6 +121,12 @@ impl ReadAhead {
         }
     }
 
+    /// True once the reading thread was started (after [`INLINE_BATCHES`] batches read
+    /// on the caller's thread; never for a trace that ended within them).
+    pub fn threaded(&self) -> bool {
+        self.thread.is_some()
+    }
+
     /// Hands out up to `max` items of `part` into `buf`; returns how many.
     fn hand_out(&mut self, buf: &mut Batch, max: usize) -> usize {
         let Some((mut b, mut r, mut e)) = self.part.take() else {
