@@ -32,7 +32,7 @@ const META_EVERY: u64 = 64;
 /// Batches read on the caller's thread before the reading thread starts: 16 batches of
 /// the run loop's 8,192 references are 131,072 references, a few milliseconds of
 /// decoding (assumed short enough not to matter on a trace long enough to need the
-/// thread). A trace that ends within them never starts it. Fewer than [`META_EVERY`], so
+/// thread). A trace that ends within them never starts it. Fewer than `META_EVERY` (64), so
 /// the metadata snapshots stay where they were (after batches 0, 64, 128, …).
 pub const INLINE_BATCHES: u64 = 16;
 
