@@ -114,9 +114,9 @@ mod tests {
         let one = cmd.find_subcommand("one").unwrap();
         assert_eq!(one.get_arguments().filter(|a| a.get_id() == "n").count(), 1);
         let help = cmd.find_subcommand_mut("one").unwrap().render_help().to_string();
-        assert!(help.contains("A number."), "{help}");
+        assert!(help.contains("A number"), "{help}");
         // The variant's description, not the struct's (`keep_about`).
-        assert!(help.starts_with("The first."), "{help}");
+        assert!(help.starts_with("The first\n"), "{help}");
         assert!(!help.contains("Two numbers"), "{help}");
     }
 }
