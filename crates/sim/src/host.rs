@@ -10,7 +10,7 @@ use mmulab_trace::MemRef;
 /// Entries of the walk memo.
 const MEMO_ENTRIES: usize = 4096;
 /// Host bytes of one translator's walk memo (the host-memory estimate counts it).
-pub(crate) const MEMO_BYTES: u64 = (MEMO_ENTRIES * std::mem::size_of::<WalkMemo>()) as u64;
+pub(crate) const MEMO_BYTES: u64 = (MEMO_ENTRIES * std::mem::size_of::<MemoSlot>()) as u64;
 
 /// The root cache when empty.
 pub(crate) const NO_ROOT: (u32, u64) = (u32::MAX, 0);
@@ -24,6 +24,34 @@ struct WalkMemo {
     base: usize,
     shift: u32,
     mask: u32,
+}
+
+/// A walk memo entry as stored: `[!tag, base, shift | mask << 32]`. The tag is stored
+/// inverted so an empty entry (tag `u64::MAX`) is all zero bits: the 96 KiB memo is then
+/// a zeroed allocation that the host maps lazily, page by page as entries are written,
+/// instead of 24 pages written at start-up (and copied from the stack) for a run that
+/// may walk a handful of times (docs/benchmarks.md, "Start-up").
+type MemoSlot = [u64; 3];
+
+impl WalkMemo {
+    #[inline(always)]
+    fn load(s: &MemoSlot) -> WalkMemo {
+        WalkMemo {
+            tag: !s[0],
+            base: s[1] as usize,
+            shift: s[2] as u32,
+            mask: (s[2] >> 32) as u32,
+        }
+    }
+
+    #[inline(always)]
+    fn store(&self) -> MemoSlot {
+        [
+            !self.tag,
+            self.base as u64,
+            self.shift as u64 | (self.mask as u64) << 32,
+        ]
+    }
 }
 
 #[inline]
@@ -44,7 +72,7 @@ pub(crate) struct Host {
     /// prefetch a coming walk's leaf descriptor with no load but the memo entry's. A
     /// stale entry (the table was freed or replaced) only prefetches a useless line: it
     /// is never read for a result.
-    walk_memo: Box<[WalkMemo; MEMO_ENTRIES]>,
+    walk_memo: Vec<MemoSlot>,
     memo_shift: u32,
     /// Per page-table level (index masked with 7): the shift and mask of its descriptor
     /// index, as the walk memo stores them (no format dispatch per walk).
@@ -61,14 +89,9 @@ impl Host {
         }
         Host {
             root_cache: NO_ROOT,
-            walk_memo: Box::new(
-                [WalkMemo {
-                    tag: u64::MAX,
-                    base: 0,
-                    shift: 0,
-                    mask: 0,
-                }; MEMO_ENTRIES],
-            ),
+            // All zero: every entry empty (`MemoSlot`); `vec!` of zeros allocates zeroed
+            // memory without writing it.
+            walk_memo: vec![[0u64; 3]; MEMO_ENTRIES],
             memo_shift: l[l.len().saturating_sub(2)].shift,
             level_index,
         }
@@ -80,7 +103,7 @@ impl Host {
     pub(crate) fn remember_leaf(&mut self, r: &MemRef, base: usize, level: usize) {
         let tag = memo_tag(r.addr, r.asid, self.memo_shift);
         let (shift, mask) = self.level_index[level & 7];
-        self.walk_memo[tag as usize % MEMO_ENTRIES] = WalkMemo { tag, base, shift, mask };
+        self.walk_memo[tag as usize % MEMO_ENTRIES] = WalkMemo { tag, base, shift, mask }.store();
     }
 
     /// Prefetches into the host cache what a walk of `r` would read (no simulated
@@ -88,7 +111,7 @@ impl Host {
     #[inline]
     pub(crate) fn prefetch(&self, r: &MemRef) {
         let tag = memo_tag(r.addr, r.asid, self.memo_shift);
-        let m = self.walk_memo[tag as usize % MEMO_ENTRIES];
+        let m = WalkMemo::load(&self.walk_memo[tag as usize % MEMO_ENTRIES]);
         if m.tag == tag {
             let index = (r.addr >> m.shift) as usize & m.mask as usize;
             mmulab_model::hint::prefetch(m.base.wrapping_add(index * 8));

@@ -1,8 +1,11 @@
 //! Read-ahead: a trace's decompression and decoding on a second thread.
 //!
-//! [`ReadAhead`] wraps a [`TraceSource`] and, from the first [`TraceSource::next_batch`]
-//! call on, runs the wrapped source on a thread of its own that fills [`Batch`]es of the
-//! size that first call asked for and passes them through a bounded queue
+//! [`ReadAhead`] wraps a [`TraceSource`]. The first [`INLINE_BATCHES`] batches are read
+//! on the caller's thread (a short trace ends there, with no thread started and no
+//! batches in flight: its start-up costs less CPU time; docs/benchmarks.md, "Start-up");
+//! from the next [`TraceSource::next_batch`] call on, it runs the wrapped source on a
+//! thread of its own that fills [`Batch`]es of the size that call asked for and passes
+//! them through a bounded queue
 //! ([`DEPTH`] batches); the consumer hands the batches back for reuse, so memory stays
 //! at `DEPTH + 2` batches whatever the trace's length. A reader's error travels in order,
 //! after the references read before it, with its offset and reference count unchanged.
@@ -26,6 +29,12 @@ use std::thread::JoinHandle;
 pub const DEPTH: usize = 4;
 /// Every how many batches the reading thread snapshots the source's metadata.
 const META_EVERY: u64 = 64;
+/// Batches read on the caller's thread before the reading thread starts: 16 batches of
+/// the run loop's 8,192 references are 131,072 references, a few milliseconds of
+/// decoding (assumed short enough not to matter on a trace long enough to need the
+/// thread). A trace that ends within them never starts it. Fewer than `META_EVERY` (64), so
+/// the metadata snapshots stay where they were (after batches 0, 64, 128, …).
+pub const INLINE_BATCHES: u64 = 16;
 
 /// What the reading thread sends.
 enum Msg {
@@ -62,6 +71,8 @@ pub struct ReadAhead {
     error: Option<TraceError>,
     meta: Option<TraceMeta>,
     ended: bool,
+    /// Batches handed out by the wrapped source on the caller's thread so far.
+    inline: u64,
 }
 
 impl ReadAhead {
@@ -78,18 +89,22 @@ impl ReadAhead {
             part: None,
             error: None,
             ended: false,
+            inline: 0,
         }
     }
 
     /// Starts the reading thread with batches of `max` items.
     fn start(&mut self, max: usize) {
+        // The metadata as far as read inline, until the thread's first snapshot.
+        self.meta = self.inner.as_ref().and_then(|s| s.meta());
+        let first = self.inline;
         let (tx, rx) = sync_channel::<Msg>(DEPTH);
         let (free_tx, free_rx) = sync_channel::<Batch>(DEPTH + 2);
         let shared = self.shared.clone();
         let mut inner = self.inner.take().expect("started once");
         let spawned = std::thread::Builder::new()
             .name("trace-read".into())
-            .spawn(move || read(&mut *inner, max, &tx, &free_rx, &shared));
+            .spawn(move || read(&mut *inner, max, first, &tx, &free_rx, &shared));
         match spawned {
             Ok(h) => {
                 self.thread = Some(h);
@@ -104,6 +119,12 @@ impl ReadAhead {
                 )));
             }
         }
+    }
+
+    /// True once the reading thread was started (after [`INLINE_BATCHES`] batches read
+    /// on the caller's thread; never for a trace that ended within them).
+    pub fn threaded(&self) -> bool {
+        self.thread.is_some()
     }
 
     /// Hands out up to `max` items of `part` into `buf`; returns how many.
@@ -149,9 +170,18 @@ impl ReadAhead {
 }
 
 /// The reading thread: fills batches until the end, an error, or the consumer leaves.
-fn read(src: &mut dyn TraceSource, max: usize, tx: &SyncSender<Msg>, free: &Receiver<Batch>, shared: &Shared) {
+/// `first` batches were read before it started (their number continues, so the metadata
+/// snapshots fall after the same batches as without the inline start).
+fn read(
+    src: &mut dyn TraceSource,
+    max: usize,
+    first: u64,
+    tx: &SyncSender<Msg>,
+    free: &Receiver<Batch>,
+    shared: &Shared,
+) {
     let mut made = 0usize;
-    let mut batches = 0u64;
+    let mut batches = first;
     loop {
         if shared.stop.load(Ordering::Relaxed) {
             return;
@@ -196,7 +226,18 @@ impl TraceSource for ReadAhead {
         if max == 0 {
             return Ok(0);
         }
-        if self.inner.is_some() && self.rx.is_none() {
+        if self.rx.is_none() && !self.ended && self.inline < INLINE_BATCHES {
+            if let Some(inner) = self.inner.as_mut() {
+                // The first batches on this thread (module documentation).
+                let res = inner.next_batch(buf, max);
+                match res {
+                    Ok(0) | Err(_) => self.ended = true,
+                    Ok(_) => self.inline += 1,
+                }
+                return res;
+            }
+        }
+        if self.inner.is_some() && self.rx.is_none() && !self.ended {
             self.start(max);
         }
         loop {

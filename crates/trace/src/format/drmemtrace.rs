@@ -72,6 +72,69 @@ struct Shared {
     opts: DrOptions,
     ids: Ids,
     meta: TraceMeta,
+    skipped: Skipped,
+}
+
+impl Shared {
+    /// The metadata as far as read: `meta` with the skipped records' counts merged in.
+    fn meta_now(&self) -> TraceMeta {
+        let mut m = self.meta.clone();
+        let named = SKIPPED.iter().map(|s| s.to_string()).zip(self.skipped.named);
+        let markers = (0..).map(|sub| format!("marker_{sub}")).zip(self.skipped.markers);
+        for (name, n) in named.chain(markers) {
+            if n > 0 {
+                *m.counts.entry(name).or_insert(0) += n;
+            }
+        }
+        m
+    }
+}
+
+/// Names of the counted records that are not references ([`TraceMeta::counts`]), in
+/// the order of their slots in [`Skipped::named`].
+const SKIPPED: [&str; 10] = [
+    "prefetch",
+    "instr_no_fetch",
+    "encoding",
+    "thread_exit",
+    "footer",
+    "other_record",
+    "timestamp",
+    "cpu_id",
+    "kernel_event",
+    "kernel_xfer",
+];
+
+/// Counts of the records that are not references, in fixed slots (indices into
+/// [`SKIPPED`]; markers of subtype below 64 by subtype), merged into
+/// [`TraceMeta::counts`] when the metadata is asked for. A map lookup by name per
+/// record cost ~150 host instructions, and an aarch64 thread has an encoding record
+/// about every seventh reference (docs/benchmarks.md, "Start-up").
+struct Skipped {
+    named: [u64; SKIPPED.len()],
+    markers: [u64; 64],
+}
+
+impl Default for Skipped {
+    fn default() -> Skipped {
+        Skipped {
+            named: [0; SKIPPED.len()],
+            markers: [0; 64],
+        }
+    }
+}
+
+impl Skipped {
+    const PREFETCH: usize = 0;
+    const INSTR_NO_FETCH: usize = 1;
+    const ENCODING: usize = 2;
+    const THREAD_EXIT: usize = 3;
+    const FOOTER: usize = 4;
+    const OTHER_RECORD: usize = 5;
+    const TIMESTAMP: usize = 6;
+    const CPU_ID: usize = 7;
+    const KERNEL_EVENT: usize = 8;
+    const KERNEL_XFER: usize = 9;
 }
 
 /// Why [`Thread::fill`] stopped.
@@ -167,7 +230,12 @@ impl Thread {
         sh: &mut Shared,
         delivered: u64,
     ) -> Result<Stop, TraceError> {
-        let Shared { opts, ids, meta } = sh;
+        let Shared {
+            opts,
+            ids,
+            meta,
+            skipped,
+        } = sh;
         let first = out.len();
         loop {
             if out.len() - first >= max {
@@ -196,13 +264,13 @@ impl Thread {
                 10..=16 | 31 | 48 | 49 => AccessKind::IFetch,
                 2..=9 | 32..=46 => {
                     if !opts.prefetches {
-                        meta.count("prefetch");
+                        skipped.named[Skipped::PREFETCH] += 1;
                         continue;
                     }
                     AccessKind::Load
                 }
                 TYPE_MARKER => {
-                    if let Some(stop) = self.marker(size, addr, stop_at_ts, opts, ids, meta) {
+                    if let Some(stop) = self.marker(size, addr, stop_at_ts, opts, ids, meta, skipped) {
                         return Ok(stop);
                     }
                     continue;
@@ -225,13 +293,13 @@ impl Thread {
                     continue;
                 }
                 17..=21 | 23 | 26 | 27 | 29 | 30 | 47 => {
-                    meta.count(match ty {
-                        29 => "instr_no_fetch",
-                        47 => "encoding",
-                        23 => "thread_exit",
-                        26 => "footer",
-                        _ => "other_record",
-                    });
+                    skipped.named[match ty {
+                        29 => Skipped::INSTR_NO_FETCH,
+                        47 => Skipped::ENCODING,
+                        23 => Skipped::THREAD_EXIT,
+                        26 => Skipped::FOOTER,
+                        _ => Skipped::OTHER_RECORD,
+                    }] += 1;
                     continue;
                 }
                 _ => {
@@ -284,6 +352,7 @@ impl Thread {
     }
 
     /// Handles a marker; returns `Some(stop)` when the caller must stop.
+    #[allow(clippy::too_many_arguments)] // the disjoint fields of `Shared`
     fn marker(
         &mut self,
         sub: u16,
@@ -292,10 +361,11 @@ impl Thread {
         opts: &DrOptions,
         ids: &mut Ids,
         meta: &mut TraceMeta,
+        skipped: &mut Skipped,
     ) -> Option<Stop> {
         let name = match sub {
             MARKER_TIMESTAMP => {
-                meta.count("timestamp");
+                skipped.named[Skipped::TIMESTAMP] += 1;
                 return stop_at_ts.then_some(Stop::Timestamp(value));
             }
             MARKER_CPU_ID => {
@@ -310,7 +380,7 @@ impl Thread {
                         meta.markers.insert("cpus".into(), ids.cpus.len() as u64);
                     }
                 }
-                meta.count("cpu_id");
+                skipped.named[Skipped::CPU_ID] += 1;
                 return None;
             }
             18 => marker::PAGE_SIZE,
@@ -319,15 +389,18 @@ impl Thread {
             9 => "filetype",
             20 => "chunk_instr_count",
             0 => {
-                meta.count("kernel_event");
+                skipped.named[Skipped::KERNEL_EVENT] += 1;
                 return None;
             }
             1 => {
-                meta.count("kernel_xfer");
+                skipped.named[Skipped::KERNEL_XFER] += 1;
                 return None;
             }
             _ => {
-                meta.count(&format!("marker_{sub}"));
+                match skipped.markers.get_mut(sub as usize) {
+                    Some(n) => *n += 1,
+                    None => meta.count(&format!("marker_{sub}")),
+                }
                 return None;
             }
         };
@@ -418,7 +491,7 @@ impl TraceSource for DrReader {
         self.progress.get()
     }
     fn meta(&self) -> Option<TraceMeta> {
-        Some(self.sh.meta.clone())
+        Some(self.sh.meta_now())
     }
 }
 
@@ -564,7 +637,7 @@ impl TraceSource for DrDirReader {
         )
     }
     fn meta(&self) -> Option<TraceMeta> {
-        let mut m = self.sh.meta.clone();
+        let mut m = self.sh.meta_now();
         m.markers.insert("thread_files".into(), self.threads.len() as u64);
         Some(m)
     }

@@ -58,6 +58,9 @@ impl Progress {
     }
 }
 
+/// Bytes [`Container::from_magic`] needs: the longest magic (xz's).
+const MAGIC_BYTES: usize = 6;
+
 /// A reader that counts the bytes read through it into a [`Progress`].
 pub struct Counting<R> {
     inner: R,
@@ -92,19 +95,34 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> TraceError + '_ {
 /// Opens `path` and wraps it in the decompressor its magic bytes call for. A zip archive
 /// is returned as [`Container::Zip`] with the raw bytes (callers open zips themselves).
 pub fn open_input(path: &Path) -> Result<Input, TraceError> {
-    let file = File::open(path).map_err(io_err(path))?;
+    let mut file = File::open(path).map_err(io_err(path))?;
     let total = file.metadata().ok().map(|m| m.len());
     let progress = Progress {
         done: Arc::new(AtomicU64::new(0)),
         total,
     };
+    // The magic bytes alone, read straight from the file (also a pipe) and put back in
+    // front of it: the 64 KiB buffer below is filled only when the content is read. A
+    // zip is opened again by its reader, and `sniff` of a zip reads nothing more, so
+    // neither fills (and first zeroes: the standard library initialises a buffer before
+    // a reader without `read_buf` fills it) 16 pages it then drops (docs/benchmarks.md,
+    // "Start-up").
+    let mut magic = [0u8; MAGIC_BYTES];
+    let mut got = 0;
+    while got < MAGIC_BYTES {
+        match file.read(&mut magic[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_err(path)(e)),
+        }
+    }
+    let container = Container::from_magic(&magic[..got]);
     let counting = Counting {
-        inner: file,
+        inner: std::io::Cursor::new(magic).take(got as u64).chain(file),
         done: progress.done.clone(),
     };
-    let mut raw = BufReader::with_capacity(1 << 16, counting);
-    let head = raw.fill_buf().map_err(io_err(path))?;
-    let container = Container::from_magic(head);
+    let raw = BufReader::with_capacity(1 << 16, counting);
     let reader: Box<dyn BufRead + Send> = match container {
         Container::Plain | Container::Zip => Box::new(raw),
         Container::Gzip => Box::new(BufReader::with_capacity(
