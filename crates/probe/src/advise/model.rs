@@ -674,14 +674,17 @@ mod tests {
         let mut pts = chases();
         for (k, (w, y4)) in [(20.0, 5.0), (40.0, 9.0)].into_iter().enumerate() {
             let wh = 0.7 * w;
-            let t = probe.serial_translation_ns(&[w, 0.5, 0.1, 0.0]) - probe.serial_translation_ns(&[wh, 0.5, 0.1, 0.0]);
+            let t =
+                probe.serial_translation_ns(&[w, 0.5, 0.1, 0.0]) - probe.serial_translation_ns(&[wh, 0.5, 0.1, 0.0]);
             pts.push(pt(&format!("gups {k} MiB 4k"), w, 0.5, 0.1, y4));
             pts.push(pt(&format!("gups {k} MiB thp"), wh, 0.5, 0.1, y4 - 2.0 * t));
         }
         let m = RuntimeModel::fit(pts).unwrap();
         assert_eq!(m.overlap_exponent, 1.0);
         assert!(
-            m.dropped.iter().any(|d| d.contains("bound 0") && d.contains("γ = 1 assumed")),
+            m.dropped
+                .iter()
+                .any(|d| d.contains("bound 0") && d.contains("γ = 1 assumed")),
             "{:?}",
             m.dropped
         );
