@@ -3,7 +3,8 @@
 //!
 //! Writes `gups:table=1GiB,init=off` (the updates only) (`--refs N`, default 20M) as a drmemtrace record stream in
 //! `.trace.gz`, `.trace.zip` (members `chunk.0000`, … of 2^20 records, deflated),
-//! `.trace.xz` and `.trace.zst`, and as `.mlt`; then simulates each on the built-in
+//! `.trace.xz` (one block, as `xz` writes it, and in 3 MiB blocks, as `xz -T0` does: these
+//! decode on several threads) and `.trace.zst`, and as `.mlt`; then simulates each on the built-in
 //! default machine, in process, both with the read-ahead thread (`open_trace_with`, what
 //! `mmulab sim` does) and without it (`open_inline`: decoding on the simulating thread),
 //! `--rounds` times (default 3) in turn, and reports the fastest wall time of each and
@@ -79,10 +80,25 @@ fn write_files(dir: &Path, spec: &str) -> Vec<(String, PathBuf)> {
     }
     z.finish().unwrap();
     out.push(("drmemtrace .trace.zip".to_string(), dir.join("gups.trace.zip")));
-    let mut x = xz2::write::XzEncoder::new(file("gups.trace.xz"), 1);
+    let mut x = liblzma::write::XzEncoder::new(file("gups.trace.xz"), 1);
     x.write_all(&raw).unwrap();
     x.finish().unwrap().flush().unwrap();
     out.push(("drmemtrace .trace.xz".to_string(), dir.join("gups.trace.xz")));
+    // As `xz -1 -T0` writes it: blocks of 3 MiB (three times the preset's 1 MiB
+    // dictionary, xz's default block size) that decode on several threads.
+    let mt = liblzma::stream::MtStreamBuilder::new()
+        .threads(2)
+        .preset(1)
+        .block_size(3 << 20)
+        .encoder()
+        .unwrap();
+    let mut x = liblzma::write::XzEncoder::new_stream(file("gups-blocks.trace.xz"), mt);
+    x.write_all(&raw).unwrap();
+    x.finish().unwrap().flush().unwrap();
+    out.push((
+        "drmemtrace .trace.xz in 3 MiB blocks (`xz -T0`)".to_string(),
+        dir.join("gups-blocks.trace.xz"),
+    ));
     let mut zs = zstd::stream::write::Encoder::new(file("gups.trace.zst"), 3).unwrap();
     zs.write_all(&raw).unwrap();
     zs.finish().unwrap().flush().unwrap();

@@ -180,7 +180,7 @@ fn generate(dir: &Path, spec: &str, refs: u64, text_refs: u64) -> Vec<(String, P
             std::io::copy(&mut input, &mut e).unwrap();
             e.finish().unwrap().flush().unwrap();
         } else {
-            let mut e = xz2::write::XzEncoder::new(out, 1);
+            let mut e = liblzma::write::XzEncoder::new(out, 1);
             std::io::copy(&mut input, &mut e).unwrap();
             e.finish().unwrap().flush().unwrap();
         }

@@ -19,7 +19,8 @@ pub enum Container {
     Plain,
     /// gzip (`1f 8b`); concatenated members are read as one stream.
     Gzip,
-    /// xz (`fd 37 7a 58 5a 00`).
+    /// xz (`fd 37 7a 58 5a 00`); concatenated streams are read as one, and a file of
+    /// several blocks is decoded on several threads (xz.rs).
     Xz,
     /// zstd (`28 b5 2f fd`).
     Zstd,
@@ -131,7 +132,7 @@ pub fn open_input(path: &Path) -> Result<Input, TraceError> {
         )),
         Container::Xz => Box::new(BufReader::with_capacity(
             1 << 16,
-            xz2::bufread::XzDecoder::new_multi_decoder(raw),
+            super::xz::XzReader::new(raw).map_err(io_err(path))?,
         )),
         Container::Zstd => Box::new(BufReader::with_capacity(
             1 << 16,

@@ -18,6 +18,7 @@ pub mod input;
 pub mod lackey;
 pub mod mlt;
 mod text;
+pub mod xz;
 pub mod zipchunks;
 
 pub use text::LineReader;

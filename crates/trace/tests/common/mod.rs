@@ -99,7 +99,7 @@ pub fn gz(bytes: &[u8]) -> Vec<u8> {
 }
 
 pub fn xz(bytes: &[u8]) -> Vec<u8> {
-    let mut e = xz2::write::XzEncoder::new(Vec::new(), 1);
+    let mut e = liblzma::write::XzEncoder::new(Vec::new(), 1);
     e.write_all(bytes).unwrap();
     e.finish().unwrap()
 }
