@@ -247,7 +247,7 @@ impl Thread {
             // The common records, loads, stores and instruction fetches, straight from
             // the buffer while they last (up to `max` references and the buffer's last
             // whole record); any other record goes through the full decoding below.
-            let n = self.refs_run(out, max - (out.len() - first));
+            let n = self.refs_run(out, max - (out.len() - first), &mut skipped.named);
             if n > 0 {
                 continue;
             }
@@ -319,22 +319,38 @@ impl Thread {
         }
     }
 
-    /// Decodes the leading run of load, store and instruction-fetch records of the
-    /// buffer into `out`, at most `room` of them; returns how many (the buffer's
-    /// position and offset move past them). The same references the full decoding in
-    /// [`Thread::fill`] makes of those records, without its per-record checks.
+    /// Decodes the leading run of load, store, instruction-fetch,
+    /// instruction-without-fetch (type 29) and encoding (type 47) records of the buffer,
+    /// at most `room` records, into `out`; returns how many records it consumed (the
+    /// buffer's position and offset move past them; types 29 and 47 count in `named`, as
+    /// [`Thread::fill`] counts them). The same references and counts the full decoding in
+    /// [`Thread::fill`] makes of those records, without its per-record checks. (At most
+    /// `room` records, not references: then no record needs a room check.) Type 29 (a
+    /// repeated string instruction's later iterations) is a fifth of an x86-64 trace's
+    /// records, and type 47 precedes most instructions of some aarch64 ones: each ending
+    /// the run cost ~75 instructions (docs/benchmarks.md, "Start-up").
     #[inline]
-    fn refs_run(&mut self, out: &mut Vec<MemRef>, room: usize) -> usize {
+    fn refs_run(&mut self, out: &mut Vec<MemRef>, room: usize, named: &mut [u64; SKIPPED.len()]) -> usize {
         let whole = ((self.end - self.start) / RECORD).min(room);
         let recs = &self.buf[self.start..self.start + whole * RECORD];
         out.reserve(whole);
         let (core, asid) = (self.core, self.asid);
-        let mut n = 0;
+        let (mut used, mut no_fetch, mut encodings) = (0, 0u64, 0u64);
         for rec in recs.chunks_exact(RECORD) {
             let kind = match u16::from_le_bytes([rec[0], rec[1]]) {
                 0 => AccessKind::Load,
                 1 => AccessKind::Store,
                 10..=16 | 31 | 48 | 49 => AccessKind::IFetch,
+                29 => {
+                    no_fetch += 1;
+                    used += 1;
+                    continue;
+                }
+                47 => {
+                    encodings += 1;
+                    used += 1;
+                    continue;
+                }
                 _ => break,
             };
             out.push(MemRef {
@@ -344,11 +360,15 @@ impl Thread {
                 core,
                 asid,
             });
-            n += 1;
+            used += 1;
         }
-        self.start += n * RECORD;
-        self.offset += (n * RECORD) as u64;
-        n
+        if no_fetch | encodings != 0 {
+            named[Skipped::INSTR_NO_FETCH] += no_fetch;
+            named[Skipped::ENCODING] += encodings;
+        }
+        self.start += used * RECORD;
+        self.offset += (used * RECORD) as u64;
+        used
     }
 
     /// Handles a marker; returns `Some(stop)` when the caller must stop.
