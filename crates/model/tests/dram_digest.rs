@@ -7,7 +7,7 @@
 //! latency; a change of the timing model itself changes these digests on purpose (then
 //! recompute them and say why in the commit).
 
-use mmulab_model::dram::{profile, Dram, RowOutcome};
+use mmulab_model::dram::{profile, Dram, DramSpec, RowOutcome};
 
 /// FNV-1a over 64-bit words.
 struct Fnv(u64);
@@ -23,7 +23,11 @@ impl Fnv {
 
 /// The digest of `n` requests of a mixed stream on profile `name`.
 fn digest(name: &str, n: u64) -> u64 {
-    let spec = profile::load(name).expect("built-in profile");
+    digest_spec(profile::load(name).expect("built-in profile"), n)
+}
+
+/// The digest of `n` requests of a mixed stream on `spec`.
+fn digest_spec(spec: DramSpec, n: u64) -> u64 {
     let lines = spec.capacity / spec.burst_bytes;
     let bb = spec.burst_bytes;
     let mut d = Dram::new(spec, 2400.0);
@@ -100,3 +104,20 @@ fn every_profile_gives_the_latencies_it_gave_before_the_speed_changes() {
     ];
     assert_eq!(got, want);
 }
+
+#[test]
+fn a_profile_without_refresh_gives_the_latencies_it_gave_before_the_speed_changes() {
+    // The Pi 5 profile with its two refresh keys removed: the refresh lookups then
+    // answer "free" for every time (dram/refresh.rs), a path the built-in profiles,
+    // which all refresh, do not take. Pinned with the code of 001b66e (before the
+    // fourth pass's fast paths).
+    let text = profile::BUILTIN[0]
+        .1
+        .replace("trfc = 597\n", "")
+        .replace("trefi = 8316\n", "");
+    let spec = profile::parse(&text, "pi5 without refresh").expect("valid profile");
+    assert_eq!(spec.timing.trefi, 0);
+    assert_eq!(digest_spec(spec, 200_000), PINNED_NO_REFRESH);
+}
+
+const PINNED_NO_REFRESH: u64 = 5703281343143404583;
