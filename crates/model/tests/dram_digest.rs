@@ -106,18 +106,33 @@ fn every_profile_gives_the_latencies_it_gave_before_the_speed_changes() {
 }
 
 #[test]
-fn a_profile_without_refresh_gives_the_latencies_it_gave_before_the_speed_changes() {
-    // The Pi 5 profile with its two refresh keys removed: the refresh lookups then
-    // answer "free" for every time (dram/refresh.rs), a path the built-in profiles,
-    // which all refresh, do not take. Pinned with the code of 001b66e (before the
-    // fourth pass's fast paths).
-    let text = profile::BUILTIN[0]
-        .1
-        .replace("trfc = 597\n", "")
-        .replace("trefi = 8316\n", "");
-    let spec = profile::parse(&text, "pi5 without refresh").expect("valid profile");
-    assert_eq!(spec.timing.trefi, 0);
-    assert_eq!(digest_spec(spec, 200_000), PINNED_NO_REFRESH);
+fn variants_of_the_pi5_profile_give_the_latencies_they_gave_before_the_speed_changes() {
+    // Paths the built-in profiles do not take, pinned with the code of 001b66e (before
+    // the fourth pass's fast paths): without refresh (its two keys removed), the refresh
+    // lookups answer "free" for every time (dram/refresh.rs); with tFAW 100 (> 4 x tRRD =
+    // 64), tFAW binds in a one-group rank (the Pi 5's 64 never does: four activates
+    // tRRD apart already span it), so `Acts::after_last` and `Acts::place` must apply it.
+    let pi5 = profile::BUILTIN[0].1;
+    let variants = [
+        (
+            "pi5 without refresh",
+            pi5.replace("trfc = 597\n", "").replace("trefi = 8316\n", ""),
+        ),
+        ("pi5 with tFAW 100", pi5.replace("tfaw = 64\n", "tfaw = 100\n")),
+    ];
+    let got: Vec<(&str, u64)> = variants
+        .iter()
+        .map(|(name, text)| {
+            assert_ne!(text, pi5, "{name}: the replacement found its key");
+            (
+                *name,
+                digest_spec(profile::parse(text, name).expect("valid profile"), 200_000),
+            )
+        })
+        .collect();
+    let want = vec![
+        ("pi5 without refresh", 5703281343143404583),
+        ("pi5 with tFAW 100", 20198402022248839),
+    ];
+    assert_eq!(got, want);
 }
-
-const PINNED_NO_REFRESH: u64 = 5703281343143404583;
