@@ -7,7 +7,7 @@
 //! latency; a change of the timing model itself changes these digests on purpose (then
 //! recompute them and say why in the commit).
 
-use mmulab_model::dram::{profile, Dram, RowOutcome};
+use mmulab_model::dram::{profile, Dram, DramSpec, RowOutcome};
 
 /// FNV-1a over 64-bit words.
 struct Fnv(u64);
@@ -23,7 +23,11 @@ impl Fnv {
 
 /// The digest of `n` requests of a mixed stream on profile `name`.
 fn digest(name: &str, n: u64) -> u64 {
-    let spec = profile::load(name).expect("built-in profile");
+    digest_spec(profile::load(name).expect("built-in profile"), n)
+}
+
+/// The digest of `n` requests of a mixed stream on `spec`.
+fn digest_spec(spec: DramSpec, n: u64) -> u64 {
     let lines = spec.capacity / spec.burst_bytes;
     let bb = spec.burst_bytes;
     let mut d = Dram::new(spec, 2400.0);
@@ -97,6 +101,38 @@ fn every_profile_gives_the_latencies_it_gave_before_the_speed_changes() {
         ("lpddr4x-4267-pi5-4gb", 3713143155555528008),
         ("ddr4-3200", 11760989341156060097),
         ("ddr5-4800", 15203965272848368179),
+    ];
+    assert_eq!(got, want);
+}
+
+#[test]
+fn variants_of_the_pi5_profile_give_the_latencies_they_gave_before_the_speed_changes() {
+    // Paths the built-in profiles do not take, pinned with the code of 001b66e (before
+    // the fourth pass's fast paths): without refresh (its two keys removed), the refresh
+    // lookups answer "free" for every time (dram/refresh.rs); with tFAW 100 (> 4 x tRRD =
+    // 64), tFAW binds in a one-group rank (the Pi 5's 64 never does: four activates
+    // tRRD apart already span it), so `Acts::after_last` and `Acts::place` must apply it.
+    let pi5 = profile::BUILTIN[0].1;
+    let variants = [
+        (
+            "pi5 without refresh",
+            pi5.replace("trfc = 597\n", "").replace("trefi = 8316\n", ""),
+        ),
+        ("pi5 with tFAW 100", pi5.replace("tfaw = 64\n", "tfaw = 100\n")),
+    ];
+    let got: Vec<(&str, u64)> = variants
+        .iter()
+        .map(|(name, text)| {
+            assert_ne!(text, pi5, "{name}: the replacement found its key");
+            (
+                *name,
+                digest_spec(profile::parse(text, name).expect("valid profile"), 200_000),
+            )
+        })
+        .collect();
+    let want = vec![
+        ("pi5 without refresh", 5703281343143404583),
+        ("pi5 with tFAW 100", 20198402022248839),
     ];
     assert_eq!(got, want);
 }

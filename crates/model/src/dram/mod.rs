@@ -37,6 +37,7 @@
 pub mod config;
 pub mod mapping;
 pub mod profile;
+mod refresh;
 mod sched;
 pub mod stream;
 mod window;
@@ -46,6 +47,7 @@ pub use mapping::{AddressMap, Loc};
 pub use sched::{JOIN_CAP, ROWS as REORDER_ROWS};
 
 use crate::mem::backend::{MemReq, MemoryBackend};
+use refresh::Refresh;
 use window::Window;
 
 const NONE: u32 = u32::MAX;
@@ -98,13 +100,98 @@ impl Acts {
         s
     }
 
+    /// For `s` at or after the last recorded time (and at least one recorded): the
+    /// earliest time from `s` that [`Acts::check`] leaves where it is, `max(s, last +
+    /// spacing, fourth last + faw)`; `None` otherwise. Why that is the fixpoint: from a
+    /// time at or after every recorded one, `check` finds position `len`, so it can only
+    /// be held off by the last time (`spacing`) and the fourth last (`faw`), both lower
+    /// bounds, and returns the bound it breaks; a time at or after both passes. (Speed
+    /// only: the common case of a request later than every activate before it.)
+    #[inline(always)]
+    fn after_last(&self, s: u64, spacing: u64, faw: u64) -> Option<u64> {
+        let last = self.times.last()?;
+        if s < last {
+            return None;
+        }
+        // The floor (the largest time that left the window) is at most every recorded
+        // time (`record` keeps the window sorted and drops its first, smallest, time;
+        // every later time was placed at or after the floor by `check`), so `s` is past it.
+        let mut a = s.max(last + spacing);
+        if faw > 0 && self.times.len() >= 4 {
+            a = a.max(self.times.nth_back(3) + faw);
+        }
+        Some(a)
+    }
+
+    /// The time the loop of [`Acts::check`] and [`Refresh::free`] from `s` ends at
+    /// (`check`, then `free`, until neither moves it), in one pass that walks the window
+    /// from the time's position instead of searching it again every round. The same
+    /// time: each step moves only past times that break the constraint it checks (a
+    /// time less than `spacing` after an earlier activate or before a later one, one
+    /// whose fourth-before activate is at least `v[i-4]`, one inside a refresh), so both
+    /// find the earliest time from `s` (and the floor) that breaks none. Returns it and
+    /// its position in the window (`items().partition_point(|&a| a <= time)`).
+    #[inline(never)]
+    fn place(&self, s: u64, spacing: u64, faw: u64, rf: &mut Refresh, t: &Timing) -> (u64, usize) {
+        let v = self.times.items();
+        let mut s = s.max(self.floor);
+        let mut i = v.partition_point(|&a| a <= s);
+        loop {
+            // `spacing` after the activate before; then past every later one closer
+            // than `spacing` (the activates are sorted, so after the walk `v[i]` is the
+            // first later than `s`, and `v[i - 1]` at least `spacing` before it).
+            if i > 0 {
+                s = s.max(v[i - 1] + spacing);
+            }
+            while i < v.len() && s + spacing > v[i] {
+                s = s.max(v[i] + spacing);
+                i += 1;
+            }
+            if faw > 0 && i >= 4 && v[i - 4] + faw > s {
+                s = v[i - 4] + faw;
+                continue;
+            }
+            let f = rf.free(s, t);
+            if f == s {
+                return (s, i);
+            }
+            s = f;
+        }
+    }
+
     #[inline(always)]
     fn record(&mut self, s: u64) {
+        self.make_room();
+        self.times.insert_sorted(s);
+    }
+
+    /// [`Acts::record`] of time `s` at position `i` of the window (as [`Acts::place`]
+    /// gives).
+    #[inline(always)]
+    fn record_at(&mut self, s: u64, i: usize) {
+        debug_assert_eq!(self.times.items().partition_point(|&a| a <= s), i);
+        let full = self.times.len() == ACT_WINDOW;
+        self.make_room();
+        // The time that left was the first; it lay before `s` when `i` > 0.
+        self.times.insert(if full && i > 0 { i - 1 } else { i }, s);
+    }
+
+    /// [`Acts::record`] of a time at or after every recorded one (as
+    /// [`Acts::after_last`] gives): an append.
+    #[inline(always)]
+    fn record_last(&mut self, s: u64) {
+        debug_assert!(!matches!(self.times.last(), Some(l) if l > s));
+        self.make_room();
+        self.times.push(s);
+    }
+
+    /// Drops the oldest time of a full window.
+    #[inline(always)]
+    fn make_room(&mut self) {
         if self.times.len() == ACT_WINDOW {
             let old = self.times.pop_front();
             self.floor = self.floor.max(old);
         }
-        self.times.insert_sorted(s);
     }
 }
 
@@ -132,27 +219,8 @@ struct Rank {
     acts: Acts,
     /// End of the last write data (tWTR).
     wr_end: u64,
-    /// Start of its first refresh (ranks take turns).
-    ref_off: u64,
-    /// The refresh period last looked up ([`Rank::period`]): its index and start.
-    per_k: u64,
-    per_start: u64,
-}
-
-impl Rank {
-    /// For `at` ≥ `ref_off` and `trefi` > 0: the index `k` of the refresh period that
-    /// holds `at`, and its start `ref_off + k * trefi`. Requests arrive close in time,
-    /// so the period last looked up usually answers without a division (speed only).
-    #[inline]
-    fn period(&mut self, at: u64, trefi: u64) -> (u64, u64) {
-        if at >= self.per_start && at - self.per_start < trefi {
-            return (self.per_k, self.per_start);
-        }
-        let k = (at - self.ref_off) / trefi;
-        self.per_k = k;
-        self.per_start = self.ref_off + k * trefi;
-        (k, self.per_start)
-    }
+    /// Its refresh schedule.
+    rf: Refresh,
 }
 
 /// Bursts on a channel's data bus a request may be placed between: the data bus as a
@@ -204,17 +272,29 @@ impl Channel {
         (s, busy.len())
     }
 
+    /// `find`'s answer when the bus is idle from `ready` on: every burst ends more than
+    /// `sw` before it, so none holds it off or lies after it (and the floor, the end of
+    /// a burst that left the window, is at most the last burst's end); `None` otherwise
+    /// (and with no burst recorded).
+    #[inline(always)]
+    fn idle_from(&self, ready: u64, sw: u64) -> Option<(u64, usize)> {
+        let last = self.busy.last()?;
+        (last.end + sw < ready).then_some((ready, self.busy.len()))
+    }
+
     /// Reserves the slot `find` returned.
     #[inline]
     fn reserve(&mut self, (start, at): (u64, usize), len: u64, rank: u32) {
-        self.busy.insert(
-            at,
-            Burst {
-                start,
-                end: start + len,
-                rank,
-            },
-        );
+        let b = Burst {
+            start,
+            end: start + len,
+            rank,
+        };
+        if at == self.busy.len() {
+            self.busy.push(b);
+        } else {
+            self.busy.insert(at, b);
+        }
         if self.busy.len() > BUS_WINDOW {
             let old = self.busy.pop_front();
             self.floor = self.floor.max(old.end);
@@ -312,6 +392,9 @@ pub struct Dram {
     cap: u32,
     /// DRAM cycles per core cycle.
     dram_per_core: f64,
+    /// Core-cycle times below this convert to DRAM cycles by the signed conversions
+    /// alone ([`Dram::to_dram`]); 0 for a clock ratio outside (0, 1024].
+    at_signed_below: u64,
     banks: Vec<Bank>,
     groups: Vec<Group>,
     ranks: Vec<Rank>,
@@ -359,14 +442,21 @@ impl Dram {
             t: spec.timing,
             cap: spec.policy.hit_cap(),
             dram_per_core: spec.clock_mhz / core_mhz,
+            at_signed_below: {
+                let dpc = spec.clock_mhz / core_mhz;
+                if dpc > 0.0 && dpc <= 1024.0 {
+                    1 << 52
+                } else {
+                    0
+                }
+            },
             banks: vec![bank; nb],
             groups: vec![Group::default(); ng],
             ranks: (0..nr)
                 .map(|i| {
                     let off = (i as u64 % spec.ranks as u64 + 1) * spec.timing.trefi / spec.ranks as u64;
                     Rank {
-                        ref_off: off,
-                        per_start: off,
+                        rf: Refresh::new(off, &spec.timing),
                         ..Rank::default()
                     }
                 })
@@ -390,6 +480,20 @@ impl Dram {
         }
     }
 
+    /// Core cycle `at` in DRAM cycles: `to_u64(to_f64(at) * dram_per_core)`, by the
+    /// signed conversions alone (one instruction each on x86-64) when `at` < 2^52 and the
+    /// ratio lies in (0, 1024] (`at_signed_below`): then `at` < 2^63 converts exactly
+    /// either way, and the product is positive and below 2^62, where `to_u64` takes the
+    /// signed conversion too (the same value; speed only).
+    #[inline(always)]
+    fn to_dram(&self, at: u64) -> u64 {
+        if at < self.at_signed_below {
+            (at as i64 as f64 * self.dram_per_core) as i64 as u64
+        } else {
+            to_u64(to_f64(at) * self.dram_per_core)
+        }
+    }
+
     /// The profile it runs.
     pub fn spec(&self) -> &DramSpec {
         &self.spec
@@ -404,7 +508,7 @@ impl Dram {
     /// DRAM cycles (arrival to the end of its data) and how it found its row.
     #[inline]
     pub fn access_dram(&mut self, pa: u64, write: bool, at: u64) -> (u64, RowOutcome) {
-        let t = self.t;
+        let t = &self.t;
         let s = &self.spec;
         if pa >> s.map.top_bit() != 0 {
             self.stats.beyond_capacity += 1;
@@ -422,15 +526,11 @@ impl Dram {
         // request (none without refresh: `trefi` 0).
         let est = at.max(b.col_ok);
         if t.trefi > 0 {
-            let n = if est < r.ref_off {
-                0
-            } else {
-                r.period(est, t.trefi).0 + 1
-            };
+            let n = r.rf.refreshes_by(est, t);
             if n != b.epoch {
                 b.epoch = n;
                 b.open = NONE;
-                b.act_ok = b.act_ok.max(r.ref_off + (n - 1) * t.trefi + t.trfc);
+                b.act_ok = b.act_ok.max(r.rf.ref_off + (n - 1) * t.trefi + t.trfc);
             }
         }
         // A row a conflict closed after this request arrived: FR-FCFS would have served
@@ -460,22 +560,30 @@ impl Dram {
             };
             // The first time from `earliest` that meets tRRD and tFAW in the rank,
             // tRRD_L in the group and misses refresh (each step only moves later).
-            let mut act = earliest;
-            loop {
-                let mut next = r.acts.check(act, t.trrd, t.tfaw);
-                if self.group_acts {
-                    next = g.acts.check(next, t.trrd_l, 0);
+            let act = if self.group_acts {
+                let mut act = earliest;
+                loop {
+                    let next = r.acts.check(act, t.trrd, t.tfaw);
+                    let next = g.acts.check(next, t.trrd_l, 0);
+                    let next = r.rf.free(next, t);
+                    if next == act {
+                        break;
+                    }
+                    act = next;
                 }
-                let next = refresh_free(next, r, &t);
-                if next == act {
-                    break;
-                }
-                act = next;
-            }
-            r.acts.record(act);
-            if self.group_acts {
+                r.acts.record(act);
                 g.acts.record(act);
-            }
+                act
+            } else if let Some(a) = r.acts.after_last(earliest, t.trrd, t.tfaw) {
+                let act = r.rf.free(a, t);
+                // At or after the last recorded activate: appended.
+                r.acts.record_last(act);
+                act
+            } else {
+                let (act, i) = r.acts.place(earliest, t.trrd, t.tfaw, &mut r.rf, t);
+                r.acts.record_at(act, i);
+                act
+            };
             b.open = l.ro;
             b.hits = 0;
             b.pre_ok = act + t.tras;
@@ -487,16 +595,32 @@ impl Dram {
         // The first column command time from `cmd` that keeps tCCD_L from the group's
         // other column commands, misses refresh, and finds its data a slot on the bus.
         let lat = if write { t.cwl } else { t.cl };
-        let slot = loop {
-            let next = refresh_free(g.cols.check(cmd, t.tccd_l, 0), r, &t);
-            let slot = c.find(next + lat, t.tburst, ri as u32, t.trtrs);
-            cmd = slot.0 - lat;
-            if cmd == next {
-                break slot;
-            }
+        // The common case, a command after the group's last one whose data finds the
+        // bus idle: the loop below would stop after its first round (`check` from a time
+        // after every recorded one returns at most `last + tCCD_L`, which passes; an
+        // idle bus takes the burst when its data is ready), with these values.
+        let fast = g.cols.after_last(cmd, t.tccd_l, 0).and_then(|next| {
+            let next = r.rf.free(next, t);
+            c.idle_from(next + lat, t.trtrs).map(|slot| (next, slot))
+        });
+        let slot = if let Some((next, slot)) = fast {
+            cmd = next;
+            // At or after the group's last column command: appended.
+            g.cols.record_last(cmd);
+            slot
+        } else {
+            let slot = loop {
+                let next = r.rf.free(g.cols.check(cmd, t.tccd_l, 0), t);
+                let slot = c.find(next + lat, t.tburst, ri as u32, t.trtrs);
+                cmd = slot.0 - lat;
+                if cmd == next {
+                    break slot;
+                }
+            };
+            g.cols.record(cmd);
+            slot
         };
         c.reserve(slot, t.tburst, ri as u32);
-        g.cols.record(cmd);
         if let Some((_, k)) = joined {
             self.reorder.placed(bi, k, cmd);
         }
@@ -532,20 +656,6 @@ impl Dram {
         st.first_arrival = st.first_arrival.min(at);
         st.last_end = st.last_end.max(end);
         (latency, outcome)
-    }
-}
-
-/// `at`, or the end of the refresh of rank `r` (first refresh at `r.ref_off`) that covers it.
-#[inline]
-fn refresh_free(at: u64, r: &mut Rank, t: &Timing) -> u64 {
-    if t.trefi == 0 || at < r.ref_off {
-        return at;
-    }
-    let start = r.period(at, t.trefi).1;
-    if at < start + t.trfc {
-        start + t.trfc
-    } else {
-        at
     }
 }
 
@@ -591,7 +701,7 @@ impl MemoryBackend for Dram {
     /// core cycles (rounded up).
     #[inline]
     fn access(&mut self, req: &MemReq) -> u64 {
-        let at = to_u64(to_f64(req.at) * self.dram_per_core);
+        let at = self.to_dram(req.at);
         let (lat, _) = self.access_dram(req.pa, req.write, at);
         match self.lat_core.get(lat as usize) {
             // A table entry saturated at u32::MAX (a clock ratio no profile has) is

@@ -56,8 +56,7 @@ impl<T: Copy> Window<T> {
     #[inline]
     fn grow(&mut self) -> &mut [T] {
         if self.head + self.len == CAP {
-            self.v.copy_within(self.head..CAP, 0);
-            self.head = 0;
+            self.compact();
         }
         self.len += 1;
         &mut self.v[self.head..self.head + self.len]
@@ -78,11 +77,49 @@ impl<T: Copy> Window<T> {
         s[i] = x;
     }
 
+    /// The last (newest) item, if any.
+    #[inline(always)]
+    pub(super) fn last(&self) -> Option<T> {
+        if self.len == 0 {
+            None
+        } else {
+            Some(self.v[(self.head + self.len - 1) % CAP])
+        }
+    }
+
+    /// The item `k` places before the last (`k` < `len`): `items()[len - 1 - k]`.
+    #[inline(always)]
+    pub(super) fn nth_back(&self, k: usize) -> T {
+        debug_assert!(k < self.len);
+        self.v[(self.head + self.len - 1 - k) % CAP]
+    }
+
+    /// Appends `x` after the last item (the caller knows it sorts there): `insert(len,
+    /// x)` without the shifting loop. The index is taken modulo [`CAP`] only to spare
+    /// a bounds check: after `grow` it is below `CAP` anyway.
+    #[inline(always)]
+    pub(super) fn push(&mut self, x: T) {
+        if self.head + self.len == CAP {
+            self.compact();
+        }
+        self.v[(self.head + self.len) % CAP] = x;
+        self.len += 1;
+    }
+
+    /// Moves the items to the start of the array (rare: once per about `CAP - len`
+    /// removals).
+    #[cold]
+    #[inline(never)]
+    fn compact(&mut self) {
+        self.v.copy_within(self.head..CAP, 0);
+        self.head = 0;
+    }
+
     /// Removes and returns the first item (the window is not empty).
     #[inline]
     pub(super) fn pop_front(&mut self) -> T {
         debug_assert!(self.len > 0);
-        let x = self.v[self.head];
+        let x = self.v[self.head % CAP];
         self.head += 1;
         self.len -= 1;
         x
@@ -92,9 +129,19 @@ impl<T: Copy> Window<T> {
 impl Window<u64> {
     /// Inserts `x` after every item not greater than it (the position
     /// `items().partition_point(|&a| a <= x)`), found by moving the greater items up
-    /// one slot from the end: one step when `x` is the latest time, as it usually is.
-    #[inline]
+    /// one slot from the end: one step when `x` is the latest time, as it usually is
+    /// (then an append: [`Window::push`]).
+    #[inline(always)]
     pub(super) fn insert_sorted(&mut self, x: u64) {
+        match self.last() {
+            Some(l) if l > x => self.insert_sorted_shift(x),
+            _ => self.push(x),
+        }
+    }
+
+    /// [`Window::insert_sorted`] of a time before the last one.
+    #[inline(never)]
+    fn insert_sorted_shift(&mut self, x: u64) {
         let s = self.grow();
         let mut j = s.len() - 1;
         while j > 0 && s[j - 1] > x {
@@ -113,7 +160,7 @@ mod tests {
     fn behaves_as_a_vec_with_remove_at_the_front() {
         // A window of at most 5 (and one of at most 33) sorted items against a plain Vec
         // doing the same, over enough removals to move the items back many times; half
-        // the inserts by position, half by `insert_sorted`.
+        // the inserts by position, half by `insert_sorted`, some appends by `push`.
         for max in [5usize, 33] {
             let mut w = Window::<u64>::default();
             let mut v: Vec<u64> = Vec::new();
@@ -129,13 +176,19 @@ mod tests {
                 let i = v.partition_point(|&a| a <= s);
                 assert_eq!(w.items().partition_point(|&a| a <= s), i);
                 v.insert(i, s);
-                if k % 2 == 0 {
+                if k % 4 == 1 && i == w.len() {
+                    w.push(s);
+                } else if k % 2 == 0 {
                     w.insert(i, s);
                 } else {
                     w.insert_sorted(s);
                 }
                 assert_eq!(w.items(), &v[..]);
                 assert_eq!(w.len(), v.len());
+                assert_eq!(w.last(), v.last().copied());
+                for k in 0..v.len().min(5) {
+                    assert_eq!(w.nth_back(k), v[v.len() - 1 - k]);
+                }
             }
         }
     }
