@@ -437,3 +437,55 @@ fn every_tag_store_agrees_with_the_reference_lists() {
         "{seen:?}"
     );
 }
+
+/// The hierarchies with a path of their own (`cache/three.rs`: three levels of `u32`
+/// sets of 4, 8, 16 or 8, 4, 16 ways) against the reference model, as the random test
+/// above: power-of-two set counts, a top address so the tags are `u32`, one to three
+/// cores, private or shared second and third levels.
+#[test]
+fn the_three_level_paths_agree_with_the_reference_model() {
+    let mut rng = SplitMix64::new(2210);
+    for round in 0..120 {
+        let ways = if round % 2 == 0 { [4, 8, 16] } else { [8, 4, 16] };
+        let line = 16u32 << rng.below(3);
+        let names = ["l1d", "l2", "l3"];
+        let levels = (0..3)
+            .map(|i| {
+                let sets = 1u64 << rng.below(5);
+                LevelSpec {
+                    name: names[i].into(),
+                    size: sets * ways[i] as u64 * line as u64,
+                    ways: ways[i],
+                    line,
+                    latency: 1 + rng.below(20) as u32,
+                    shared: i > 0 && rng.below(2) == 1,
+                }
+            })
+            .collect();
+        let spec = CacheSpec {
+            levels,
+            base_cycles: 1,
+            memory_latency: MEM,
+        };
+        let cores = 1 + rng.below(3) as usize;
+        let span = spec.levels[2].size * (2 + rng.below(4));
+        let mut c = Caches::with_limit(&spec, cores, Box::new(Flat::new(MEM)), span - 1);
+        let want: Vec<String> = ways.iter().map(|w| format!("u32x{w}")).collect();
+        assert_eq!(c.kinds(), want, "round {round}");
+        c.set_logging(true);
+        let mut r = RefHierarchy::new(&spec, cores);
+        for i in 0..3000u64 {
+            let core = rng.below(cores as u64) as usize;
+            let pa = rng.below(span);
+            let walk = rng.below(4) == 0;
+            let write = !walk && rng.below(2) == 0;
+            let now = i * 1000;
+            let got = c.access(core, pa, write, walk, || now);
+            let want = r.access(core, pa, write, walk, now);
+            assert_eq!(got, want, "round {round} access {i}: latency ({spec:?})");
+        }
+        assert_eq!(c.take_log(), r.log, "round {round}: memory requests");
+        let counts: Vec<LevelCounts> = c.stats().levels.iter().map(|l| l.1).collect();
+        assert_eq!(counts, r.counts, "round {round}: counters");
+    }
+}

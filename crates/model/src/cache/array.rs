@@ -47,6 +47,20 @@ impl Geom {
         }
     }
 
+    /// [`Geom::locate`] of a geometry with a power-of-two set count (no test of it).
+    #[inline(always)]
+    pub(super) fn locate_pow2(&self, line: u64) -> (usize, u64) {
+        debug_assert!(self.pow2);
+        ((line & self.mask) as usize, (line >> self.set_bits) << 1)
+    }
+
+    /// [`Geom::line_of`] of a geometry with a power-of-two set count.
+    #[inline(always)]
+    pub(super) fn line_of_pow2(&self, word: u64, set: usize) -> u64 {
+        debug_assert!(self.pow2);
+        (word >> 1) << self.set_bits | set as u64
+    }
+
     /// The line number of tag word `word` found in set `set`.
     #[inline(always)]
     pub(super) fn line_of(&self, word: u64, set: usize) -> u64 {

@@ -22,6 +22,7 @@
 
 mod array;
 mod sets;
+mod three;
 
 pub use array::{Cache, Victim};
 
@@ -87,21 +88,34 @@ const WALK_MISS: usize = 3;
 /// One level: every copy's sets in one tag store (copy `c`'s sets start at set
 /// `c × stride`; `stride` is 0 for a shared level).
 struct Level {
+    meta: Meta,
+    sets: Sets,
+}
+
+/// A level's state besides its tag store.
+struct Meta {
     latency: u64,
     stride: usize,
     geom: Geom,
-    sets: Sets,
     /// Data and walk hits and misses (slots above).
     counts: [u64; 4],
     writebacks: u64,
 }
 
-impl Level {
+impl Meta {
     /// The set (within its copy), the store's set index for core `core`, and the tag
     /// word of line number `line`.
     #[inline(always)]
     fn locate(&self, line: u64, core: usize) -> (usize, usize, u64) {
         let (s, key) = self.geom.locate(line);
+        (s, core * self.stride + s, key)
+    }
+
+    /// [`Meta::locate`] of a level whose set count is a power of two (every `u32`
+    /// store's: sets.rs).
+    #[inline(always)]
+    fn locate_pow2(&self, line: u64, core: usize) -> (usize, usize, u64) {
+        let (s, key) = self.geom.locate_pow2(line);
         (s, core * self.stride + s, key)
     }
 
@@ -116,6 +130,33 @@ impl Level {
     }
 }
 
+/// Main memory as the hierarchy sees it: the backend, its counters and the log.
+struct Mem {
+    backend: Box<dyn MemoryBackend + Send>,
+    /// Fills served by memory.
+    reads: u64,
+    /// Write-backs served by memory.
+    writes: u64,
+    /// Every request to memory, in order, when a request stream is being written.
+    log: Option<Vec<MemReq>>,
+}
+
+impl Mem {
+    /// Sends `req` to memory; returns its latency.
+    #[inline]
+    fn request(&mut self, req: MemReq) -> u64 {
+        if req.write {
+            self.writes += 1;
+        } else {
+            self.reads += 1;
+        }
+        if let Some(log) = &mut self.log {
+            log.push(req);
+        }
+        self.backend.access(&req)
+    }
+}
+
 /// The cache hierarchy of a machine and the memory below it (see the module rules).
 pub struct Caches {
     names: Vec<String>,
@@ -124,21 +165,17 @@ pub struct Caches {
     line_shift: u32,
     /// The highest physical address the tag stores were built for.
     pa_max: u64,
-    backend: Box<dyn MemoryBackend + Send>,
-    /// Fills served by memory.
-    mem_reads: u64,
-    /// Write-backs served by memory.
-    mem_writes: u64,
-    /// Every request to memory, in order, when a request stream is being written.
-    log: Option<Vec<MemReq>>,
+    /// The levels' shape when three.rs has a path for it.
+    shape: Option<three::Shape>,
+    mem: Mem,
 }
 
 impl std::fmt::Debug for Caches {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Caches")
             .field("levels", &self.names)
-            .field("mem_reads", &self.mem_reads)
-            .field("mem_writes", &self.mem_writes)
+            .field("mem_reads", &self.mem.reads)
+            .field("mem_writes", &self.mem.writes)
             .finish()
     }
 }
@@ -157,7 +194,7 @@ pub struct CacheStats {
 impl Caches {
     /// Main memory below the last level.
     pub fn backend(&self) -> &dyn MemoryBackend {
-        self.backend.as_ref()
+        self.mem.backend.as_ref()
     }
 
     /// The hierarchy `spec` describes for `cores` cores over `backend`, for any
@@ -188,24 +225,29 @@ impl Caches {
                 let n = if l.shared { 1 } else { copies };
                 let (sets, geom) = array::build(l.size, l.ways, l.line, n, pa_max, false);
                 Level {
-                    latency: l.latency as u64,
-                    stride: if l.shared { 0 } else { geom.sets as usize },
-                    geom,
+                    meta: Meta {
+                        latency: l.latency as u64,
+                        stride: if l.shared { 0 } else { geom.sets as usize },
+                        geom,
+                        counts: [0; 4],
+                        writebacks: 0,
+                    },
                     sets,
-                    counts: [0; 4],
-                    writebacks: 0,
                 }
             })
-            .collect();
+            .collect::<Vec<_>>();
         Caches {
             names: spec.levels.iter().map(|l| l.name.clone()).collect(),
+            shape: three::Shape::of(&levels),
             levels,
             line_shift: line.trailing_zeros(),
             pa_max,
-            backend,
-            mem_reads: 0,
-            mem_writes: 0,
-            log: None,
+            mem: Mem {
+                backend,
+                reads: 0,
+                writes: 0,
+                log: None,
+            },
         }
     }
 
@@ -217,18 +259,18 @@ impl Caches {
 
     /// Starts (or stops) keeping every memory request for [`Caches::take_log`].
     pub fn set_logging(&mut self, on: bool) {
-        self.log = on.then(Vec::new);
+        self.mem.log = on.then(Vec::new);
     }
 
     /// Requests logged since the last call (none unless logging is on).
     #[inline]
     pub fn logged(&self) -> usize {
-        self.log.as_ref().map_or(0, Vec::len)
+        self.mem.log.as_ref().map_or(0, Vec::len)
     }
 
     /// Takes the logged requests, leaving the log empty (and on).
     pub fn take_log(&mut self) -> Vec<MemReq> {
-        self.log.as_mut().map(std::mem::take).unwrap_or_default()
+        self.mem.log.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// One reference of core `core` at physical address `pa` (a store if `write`; a
@@ -245,6 +287,19 @@ impl Caches {
             self.pa_max
         );
         let line = pa >> self.line_shift;
+        if let Some(shape) = self.shape {
+            return three::access(
+                shape,
+                &mut self.levels,
+                &mut self.mem,
+                self.line_shift,
+                core,
+                line,
+                write,
+                walk,
+                now,
+            );
+        }
         let n = self.levels.len();
         let kind = (walk as usize) << 1;
         let mut lat = 0u64;
@@ -252,10 +307,10 @@ impl Caches {
         // Per level that missed: the set within its copy, the store's set, the tag word.
         let mut at_level = [(0usize, 0usize, 0u64); MAX_LEVELS];
         for (i, (l, slot)) in self.levels.iter_mut().zip(at_level.iter_mut()).enumerate() {
-            lat += l.latency;
-            let (s, g, key) = l.locate(line, core);
+            lat += l.meta.latency;
+            let (s, g, key) = l.meta.locate(line, core);
             let hit = l.sets.lookup(g, key, write && i == 0);
-            l.counts[kind | !hit as usize] += 1;
+            l.meta.counts[kind | !hit as usize] += 1;
             if hit {
                 hit_at = i;
                 break;
@@ -272,7 +327,7 @@ impl Caches {
         let mut clock = |lat: u64| -> u64 { *at.get_or_insert_with(|| now.take().map_or(0, |f| f()) + lat) };
         if hit_at == n {
             let t = clock(lat);
-            lat += self.request(MemReq {
+            lat += self.mem.request(MemReq {
                 pa: line << self.line_shift,
                 write: false,
                 core: core as u16,
@@ -289,13 +344,13 @@ impl Caches {
             if old == EMPTY || old & 1 == 0 {
                 continue;
             }
-            l.writebacks += 1;
-            let mut victim = l.geom.line_of(old, s);
+            l.meta.writebacks += 1;
+            let mut victim = l.meta.geom.line_of(old, s);
             let mut j = i + 1;
             loop {
                 let Some(l) = self.levels.get_mut(j) else {
                     let t = clock(lat);
-                    self.request(MemReq {
+                    self.mem.request(MemReq {
                         pa: victim << self.line_shift,
                         write: true,
                         core: core as u16,
@@ -303,12 +358,12 @@ impl Caches {
                     });
                     break;
                 };
-                let (s, g, key) = l.locate(victim, core);
+                let (s, g, key) = l.meta.locate(victim, core);
                 match l.sets.write_back(g, key) {
                     Some(w) if w != EMPTY && w & 1 != 0 => {
-                        l.writebacks += 1;
+                        l.meta.writebacks += 1;
                         old = w;
-                        victim = l.geom.line_of(old, s);
+                        victim = l.meta.geom.line_of(old, s);
                         j += 1;
                     }
                     _ => break,
@@ -318,20 +373,6 @@ impl Caches {
         lat
     }
 
-    /// Sends `req` to memory; returns its latency.
-    #[inline]
-    fn request(&mut self, req: MemReq) -> u64 {
-        if req.write {
-            self.mem_writes += 1;
-        } else {
-            self.mem_reads += 1;
-        }
-        if let Some(log) = &mut self.log {
-            log.push(req);
-        }
-        self.backend.access(&req)
-    }
-
     /// The counters so far.
     pub fn stats(&self) -> CacheStats {
         CacheStats {
@@ -339,10 +380,10 @@ impl Caches {
                 .names
                 .iter()
                 .cloned()
-                .zip(self.levels.iter().map(Level::counts))
+                .zip(self.levels.iter().map(|l| l.meta.counts()))
                 .collect(),
-            mem_reads: self.mem_reads,
-            mem_writes: self.mem_writes,
+            mem_reads: self.mem.reads,
+            mem_writes: self.mem.writes,
         }
     }
 }

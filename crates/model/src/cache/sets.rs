@@ -220,6 +220,31 @@ impl<T: Word, const W: usize> Fixed<T, W> {
     }
 }
 
+/// The operations of a tag store, for code generic over the fixed stores (three.rs).
+pub(super) trait Store {
+    /// [`Sets::lookup`].
+    fn lookup(&mut self, s: usize, key: u64, write: bool) -> bool;
+    /// [`Sets::fill`].
+    fn fill(&mut self, s: usize, key: u64, dirty: bool) -> u64;
+    /// [`Sets::write_back`].
+    fn write_back(&mut self, s: usize, key: u64) -> Option<u64>;
+}
+
+impl<T: Word, const W: usize> Store for Fixed<T, W> {
+    #[inline(always)]
+    fn lookup(&mut self, s: usize, key: u64, write: bool) -> bool {
+        Fixed::lookup(self, s, key, write)
+    }
+    #[inline(always)]
+    fn fill(&mut self, s: usize, key: u64, dirty: bool) -> u64 {
+        Fixed::fill(self, s, key, dirty)
+    }
+    #[inline(always)]
+    fn write_back(&mut self, s: usize, key: u64) -> Option<u64> {
+        Fixed::write_back(self, s, key)
+    }
+}
+
 /// Sets of any number of ways, `u64` words (see the module documentation).
 #[derive(Clone, Debug)]
 pub(super) struct AnyWays {
