@@ -198,12 +198,18 @@ fn caches_agree_with_the_reference_model_over_random_geometries() {
     for round in 0..300 {
         let spec = random_spec(&mut rng);
         let cores = 1 + rng.below(3) as usize;
-        let mut c = Caches::new(&spec, cores, Box::new(Flat::new(MEM)));
-        c.set_logging(true);
-        let mut r = RefHierarchy::new(&spec, cores);
         // Addresses over a few times the first level's size, so sets conflict and lines
         // come back.
         let span = spec.levels[0].size * (2 + rng.below(6));
+        // Every other round the caches know the top address: `u32` tag words where the
+        // sets are a power of two (sets.rs), `u64` ones in the other rounds.
+        let mut c = if round % 2 == 0 {
+            Caches::new(&spec, cores, Box::new(Flat::new(MEM)))
+        } else {
+            Caches::with_limit(&spec, cores, Box::new(Flat::new(MEM)), span - 1)
+        };
+        c.set_logging(true);
+        let mut r = RefHierarchy::new(&spec, cores);
         for i in 0..3000u64 {
             let core = rng.below(cores as u64) as usize;
             let pa = rng.below(span);
@@ -337,4 +343,149 @@ fn one_array_agrees_with_the_reference_lists_operation_by_operation() {
         }
     }
     assert_eq!(ops, 800_000);
+}
+
+/// Every tag store of `cache/sets.rs` (fixed sets of 2, 4, 8 and 16 ways with `u32` and
+/// with `u64` words, and the general store, also for shapes that have a fixed one)
+/// against one `RefCache`, operation by operation as above. The `u32` stores get the
+/// largest top address that still lets their tags fit (30 bits above the set bits) and
+/// addresses near it, so a victim's address is rebuilt from high tag bits.
+#[test]
+fn every_tag_store_agrees_with_the_reference_lists() {
+    let mut rng = SplitMix64::new(2209);
+    let mut seen = std::collections::BTreeMap::new();
+    for round in 0..360usize {
+        let ways = [2, 4, 8, 16, 3, 12][round % 6];
+        let line = 16u32 << rng.below(5);
+        let sets = [1u64, 2, 4, 8, 32, 3, 6][rng.below(7) as usize];
+        let size = sets * ways as u64 * line as u64;
+        let l = LevelSpec {
+            name: "l2".into(),
+            size,
+            ways,
+            line,
+            latency: 1,
+            shared: false,
+        };
+        let span = size * (1 + rng.below(4));
+        let store = (round / 6) % 3;
+        let (mut c, bases) = match store {
+            0 => (Cache::new(size, ways, line), vec![0, 1 << 40, (1 << 52) + size]),
+            1 => {
+                // The top of a 30-bit tag above the set and line bits.
+                let top = 1u64 << (30 + line.trailing_zeros() + sets.trailing_zeros());
+                let pa_max = top - 1;
+                let near = (top - 4 * span) / size * size;
+                (
+                    Cache::with_limit(size, ways, line, pa_max),
+                    vec![0, near, near / 3 / size * size],
+                )
+            }
+            _ => (Cache::general(size, ways, line), vec![0, 1 << 40]),
+        };
+        *seen.entry(c.kind()).or_insert(0u32) += 1;
+        let mut r = RefCache::new(&l);
+        let victim = |v: Option<(u64, bool)>| v.map(|(pa, dirty)| Victim { pa, dirty });
+        for i in 0..1500 {
+            let pa = bases[rng.below(bases.len() as u64) as usize] + rng.below(span);
+            match rng.below(3) {
+                0 | 1 => {
+                    let write = rng.below(2) == 0;
+                    let hit = c.lookup(pa, write);
+                    assert_eq!(
+                        hit,
+                        r.lookup(pa, write),
+                        "round {round} op {i}: lookup {pa:#x} ({})",
+                        c.kind()
+                    );
+                    if !hit {
+                        let dirty = write && rng.below(2) == 0;
+                        assert_eq!(
+                            c.fill(pa, dirty),
+                            victim(r.fill(pa, dirty)),
+                            "round {round} op {i}: fill ({})",
+                            c.kind()
+                        );
+                    }
+                }
+                _ => assert_eq!(
+                    c.write_back(pa),
+                    victim(r.write_back(pa)),
+                    "round {round} op {i}: write-back ({})",
+                    c.kind()
+                ),
+            }
+        }
+        for &b in &bases {
+            for pa in (b..b + span).step_by(line as usize) {
+                let present = r.lists[r.set(pa)].iter().any(|e| e.0 == r.base(pa));
+                assert_eq!(
+                    c.contains(pa),
+                    present,
+                    "round {round}: contains {pa:#x} ({})",
+                    c.kind()
+                );
+            }
+        }
+    }
+    // Every store was driven (non-power-of-two set counts take the `u64` stores even
+    // with a top address; 3 and 12 ways the general one).
+    let kinds: Vec<&str> = seen.keys().copied().collect();
+    assert_eq!(
+        kinds,
+        ["any", "u32x16", "u32x2", "u32x4", "u32x8", "u64x16", "u64x2", "u64x4", "u64x8"],
+        "{seen:?}"
+    );
+}
+
+/// The hierarchies with a path of their own (`cache/three.rs`: three levels of `u32`
+/// sets of 4, 8, 16 or 8, 4, 16 ways) against the reference model, as the random test
+/// above: power-of-two set counts, a top address so the tags are `u32`, one to three
+/// cores, private or shared second and third levels.
+#[test]
+fn the_three_level_paths_agree_with_the_reference_model() {
+    let mut rng = SplitMix64::new(2210);
+    for round in 0..120 {
+        let ways = if round % 2 == 0 { [4, 8, 16] } else { [8, 4, 16] };
+        let line = 16u32 << rng.below(3);
+        let names = ["l1d", "l2", "l3"];
+        let levels = (0..3)
+            .map(|i| {
+                let sets = 1u64 << rng.below(5);
+                LevelSpec {
+                    name: names[i].into(),
+                    size: sets * ways[i] as u64 * line as u64,
+                    ways: ways[i],
+                    line,
+                    latency: 1 + rng.below(20) as u32,
+                    shared: i > 0 && rng.below(2) == 1,
+                }
+            })
+            .collect();
+        let spec = CacheSpec {
+            levels,
+            base_cycles: 1,
+            memory_latency: MEM,
+        };
+        let cores = 1 + rng.below(3) as usize;
+        let span = spec.levels[2].size * (2 + rng.below(4));
+        let mut c = Caches::with_limit(&spec, cores, Box::new(Flat::new(MEM)), span - 1);
+        let want: Vec<String> = ways.iter().map(|w| format!("u32x{w}")).collect();
+        assert_eq!(c.kinds(), want, "round {round}");
+        c.set_logging(true);
+        let mut r = RefHierarchy::new(&spec, cores);
+        for i in 0..3000u64 {
+            let core = rng.below(cores as u64) as usize;
+            let pa = rng.below(span);
+            let walk = rng.below(4) == 0;
+            let write = !walk && rng.below(2) == 0;
+            let now = i * 1000;
+            let got = c.access(core, pa, write, walk, || now);
+            let want = r.access(core, pa, write, walk, now);
+            assert_eq!(got, want, "round {round} access {i}: latency ({spec:?})");
+        }
+        assert_eq!(c.take_log(), r.log, "round {round}: memory requests");
+        let counts: Vec<LevelCounts> = c.stats().levels.iter().map(|l| l.1).collect();
+        assert_eq!(counts, r.counts, "round {round}: counters");
+    }
 }

@@ -35,7 +35,10 @@ pub(super) fn build_for<C: CachedCore>(spec: &MachineSpec, cores: &mut [C]) -> O
         (Some(d), Some(mhz)) => Box::new(Dram::new(d.clone(), mhz)),
         _ => Box::new(Flat::new(c.memory_latency)),
     };
-    Some(Box::new(Caches::new(c, spec.cores, backend)))
+    // Every physical address a core sends (data, descriptors; a guest's too) is in the
+    // machine's memory: the caches may keep narrower tags for it.
+    let pa_max = spec.memory_bytes.saturating_sub(1);
+    Some(Box::new(Caches::with_limit(c, spec.cores, backend, pa_max)))
 }
 
 impl Machine {

@@ -7,9 +7,96 @@
 //! small (4 to 16 ways in every catalog machine), so a linear scan of one set's tags,
 //! kept in recency order ([`Cache`]), is as fast as anything cleverer, and simple enough
 //! to check against the plain reference model of `crates/model/tests/cache_differential.rs`.
+//! How a set is stored (fixed arrays of 2 to 16 ways, `u32` or `u64` tags, or a general
+//! one) is chosen once per level: sets.rs.
 
-/// The tag word of an empty way.
-const EMPTY: u64 = u64::MAX;
+use super::sets::{Sets, EMPTY};
+
+/// Where a line lives in one copy of a level: the set count and how a line number
+/// splits into a set index and a tag (the tag store keeps `tag << 1 | dirty`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Geom {
+    /// Sets per copy.
+    pub(super) sets: u64,
+    /// `sets - 1` when `sets` is a power of two (the tag is the line number above the
+    /// set bits), else 0 (the tag is the whole line number, the set `line % sets`).
+    mask: u64,
+    /// log2 of `sets` when a power of two, else 0.
+    set_bits: u32,
+    pow2: bool,
+}
+
+impl Geom {
+    fn new(sets: u64) -> Geom {
+        let pow2 = sets.is_power_of_two();
+        Geom {
+            sets,
+            mask: if pow2 { sets - 1 } else { 0 },
+            set_bits: if pow2 { sets.trailing_zeros() } else { 0 },
+            pow2,
+        }
+    }
+
+    /// The set (within a copy) of line number `line`, and its tag word (dirty clear).
+    #[inline(always)]
+    pub(super) fn locate(&self, line: u64) -> (usize, u64) {
+        if self.pow2 {
+            ((line & self.mask) as usize, (line >> self.set_bits) << 1)
+        } else {
+            ((line % self.sets) as usize, line << 1)
+        }
+    }
+
+    /// [`Geom::locate`] of a geometry with a power-of-two set count (no test of it).
+    #[inline(always)]
+    pub(super) fn locate_pow2(&self, line: u64) -> (usize, u64) {
+        debug_assert!(self.pow2);
+        ((line & self.mask) as usize, (line >> self.set_bits) << 1)
+    }
+
+    /// [`Geom::line_of`] of a geometry with a power-of-two set count.
+    #[inline(always)]
+    pub(super) fn line_of_pow2(&self, word: u64, set: usize) -> u64 {
+        debug_assert!(self.pow2);
+        (word >> 1) << self.set_bits | set as u64
+    }
+
+    /// The line number of tag word `word` found in set `set`.
+    #[inline(always)]
+    pub(super) fn line_of(&self, word: u64, set: usize) -> u64 {
+        if self.pow2 {
+            (word >> 1) << self.set_bits | set as u64
+        } else {
+            word >> 1
+        }
+    }
+
+    /// The largest tag of a line at or below physical address `pa_max`.
+    fn max_tag(&self, pa_max: u64, line_shift: u32) -> u64 {
+        (pa_max >> line_shift) >> self.set_bits
+    }
+}
+
+/// Builds the tag store and geometry of `copies` copies of a level of `size` bytes,
+/// `ways` ways and `line`-byte lines that serves physical addresses up to `pa_max`
+/// (`u32` tag words when every tag fits in 30 bits and the sets are a power of two;
+/// the general store if `general`). Asserts the geometry (config validation checks it
+/// first, naming the key).
+pub(super) fn build(size: u64, ways: usize, line: u32, copies: usize, pa_max: u64, general: bool) -> (Sets, Geom) {
+    assert!(
+        line.is_power_of_two() && line >= 2 && ways > 0,
+        "invalid cache geometry"
+    );
+    let per_set = ways as u64 * line as u64;
+    assert!(
+        size > 0 && size % per_set == 0,
+        "cache size not a multiple of ways × line"
+    );
+    let geom = Geom::new(size / per_set);
+    let narrow = geom.pow2 && geom.max_tag(pa_max, line.trailing_zeros()) < 1 << 30;
+    let sets = Sets::new(geom.sets as usize * copies.max(1), ways, narrow, general);
+    (sets, geom)
+}
 
 /// A set-associative array of cache lines (see the module documentation).
 ///
@@ -21,17 +108,13 @@ const EMPTY: u64 = u64::MAX;
 /// only which lines a set holds, their order of use and their dirty bits are), with no
 /// per-line stamp to keep or search: a miss and its fill read and write one set's tags,
 /// nothing else (`crates/model/tests/cache_differential.rs` checks it against a plain
-/// list model, array operations and the hierarchy alike).
+/// list model, array operations and the hierarchy alike, every tag store of sets.rs).
 #[derive(Clone, Debug)]
 pub struct Cache {
-    sets: usize,
     ways: usize,
     line_shift: u32,
-    /// `sets - 1` when `sets` is a power of two.
-    set_mask: Option<u64>,
-    /// Per set, `ways` tag words in recency order (most recent first, empty ways last):
-    /// line number << 1 | dirty, or [`EMPTY`].
-    tags: Vec<u64>,
+    geom: Geom,
+    sets: Sets,
 }
 
 /// What a fill displaced: a valid line, with its dirty bit.
@@ -44,29 +127,46 @@ pub struct Victim {
 }
 
 impl Cache {
-    /// An empty cache of `size` bytes, `ways` ways and `line`-byte lines. `line` must be
-    /// a power of two and `size` a positive multiple of `ways × line` (config validation
-    /// checks, naming the key; asserted here).
+    /// An empty cache of `size` bytes, `ways` ways and `line`-byte lines, for any
+    /// physical address. `line` must be a power of two of at least 2 and `size` a
+    /// positive multiple of `ways × line` (config validation checks, naming the key;
+    /// asserted here).
     pub fn new(size: u64, ways: usize, line: u32) -> Cache {
-        assert!(line.is_power_of_two() && ways > 0, "invalid cache geometry");
-        let per_set = ways as u64 * line as u64;
-        assert!(
-            size > 0 && size % per_set == 0,
-            "cache size not a multiple of ways × line"
-        );
-        let sets = (size / per_set) as usize;
+        Cache::with_limit(size, ways, line, u64::MAX)
+    }
+
+    /// [`Cache::new`] for physical addresses up to `pa_max` only (narrower tags when
+    /// they fit; an address above it is a caller's bug).
+    pub fn with_limit(size: u64, ways: usize, line: u32, pa_max: u64) -> Cache {
+        Cache::built(size, ways, line, pa_max, false)
+    }
+
+    /// [`Cache::new`] on the general tag store whatever the shape (for the
+    /// differential test, which compares every store).
+    #[doc(hidden)]
+    pub fn general(size: u64, ways: usize, line: u32) -> Cache {
+        Cache::built(size, ways, line, u64::MAX, true)
+    }
+
+    fn built(size: u64, ways: usize, line: u32, pa_max: u64, general: bool) -> Cache {
+        let (sets, geom) = build(size, ways, line, 1, pa_max, general);
         Cache {
-            sets,
             ways,
             line_shift: line.trailing_zeros(),
-            set_mask: sets.is_power_of_two().then(|| sets as u64 - 1),
-            tags: vec![EMPTY; sets * ways],
+            geom,
+            sets,
         }
+    }
+
+    /// The tag store chosen (`u32x4`, `u64x16`, `any`, …; sets.rs).
+    #[doc(hidden)]
+    pub fn kind(&self) -> &'static str {
+        self.sets.kind()
     }
 
     /// Number of sets.
     pub fn sets(&self) -> usize {
-        self.sets
+        self.geom.sets as usize
     }
 
     /// Number of ways.
@@ -79,84 +179,43 @@ impl Cache {
         self.line_shift
     }
 
-    /// The line number of `pa` and the first way of its set.
-    #[inline(always)]
-    fn locate(&self, pa: u64) -> (u64, usize) {
-        let line = pa >> self.line_shift;
-        let set = match self.set_mask {
-            Some(m) => (line & m) as usize,
-            None => (line % self.sets as u64) as usize,
-        };
-        (line, set * self.ways)
-    }
-
-    /// The position of `line` in the set of `ways` tags, if present.
-    #[inline(always)]
-    fn find(set: &[u64], line: u64) -> Option<usize> {
-        // A tag matches when it equals `line << 1` but for the dirty bit. An empty way
-        // matches only a line number of all ones (1-byte lines at the top of the address
-        // space); empty ways come last, so a first match that is empty means absent.
-        let key = line << 1;
-        match set.iter().position(|&t| (t ^ key) < 2) {
-            Some(w) if set[w] != EMPTY => Some(w),
-            _ => None,
-        }
-    }
-
     /// Looks `pa` up. On a hit: the line becomes most recently used, a `write` marks it
     /// dirty, and true is returned. A miss changes nothing (the caller fills).
-    #[inline(always)]
     pub fn lookup(&mut self, pa: u64, write: bool) -> bool {
-        let (line, base) = self.locate(pa);
-        let set = &mut self.tags[base..base + self.ways];
-        match Self::find(set, line) {
-            Some(w) => {
-                let t = set[w] | write as u64;
-                set.copy_within(0..w, 1);
-                set[0] = t;
-                true
-            }
-            None => false,
-        }
+        let (s, key) = self.geom.locate(pa >> self.line_shift);
+        self.sets.lookup(s, key, write)
     }
 
     /// True if the line of `pa` is present (no replacement state changes).
     pub fn contains(&self, pa: u64) -> bool {
-        let (line, base) = self.locate(pa);
-        Self::find(&self.tags[base..base + self.ways], line).is_some()
+        let (s, key) = self.geom.locate(pa >> self.line_shift);
+        self.sets.contains(s, key)
     }
 
     /// Brings the line of `pa` in as the most recently used (dirty if `dirty`): into an
     /// empty way of its set, else in place of the least recently used line, which is
     /// returned. The line must not be present ([`Cache::lookup`] missed).
-    #[inline]
     pub fn fill(&mut self, pa: u64, dirty: bool) -> Option<Victim> {
-        let (line, base) = self.locate(pa);
-        let ways = self.ways;
-        let set = &mut self.tags[base..base + ways];
-        debug_assert!(Self::find(set, line).is_none(), "fill of a present line");
-        // The last way holds the least recently used line, or is empty (empty ways are
-        // last): it falls off as the set shifts down one.
-        let old = set[ways - 1];
-        set.copy_within(0..ways - 1, 1);
-        set[0] = line << 1 | dirty as u64;
-        (old != EMPTY).then(|| Victim {
-            pa: (old >> 1) << self.line_shift,
-            dirty: old & 1 != 0,
-        })
+        let (s, key) = self.geom.locate(pa >> self.line_shift);
+        debug_assert!(!self.sets.contains(s, key), "fill of a present line");
+        let old = self.sets.fill(s, key, dirty);
+        self.victim(old, s)
     }
 
     /// Writes a line back into this cache (a dirty line evicted from the level above):
     /// if present it is marked dirty without becoming most recently used; otherwise it
     /// is filled dirty (write-allocate), and what that displaced is returned.
     pub fn write_back(&mut self, pa: u64) -> Option<Victim> {
-        let (line, base) = self.locate(pa);
-        let set = &mut self.tags[base..base + self.ways];
-        if let Some(w) = Self::find(set, line) {
-            set[w] |= 1;
-            return None;
-        }
-        self.fill(pa, true)
+        let (s, key) = self.geom.locate(pa >> self.line_shift);
+        let old = self.sets.write_back(s, key)?;
+        self.victim(old, s)
+    }
+
+    fn victim(&self, old: u64, s: usize) -> Option<Victim> {
+        (old != EMPTY).then(|| Victim {
+            pa: self.geom.line_of(old, s) << self.line_shift,
+            dirty: old & 1 != 0,
+        })
     }
 }
 

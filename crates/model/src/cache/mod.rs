@@ -21,8 +21,13 @@
 //!   write-back out of the last level is a [`MemReq`] stamped with the core's clock.
 
 mod array;
+mod sets;
+mod three;
 
 pub use array::{Cache, Victim};
+
+use array::Geom;
+use sets::{Sets, EMPTY};
 
 use crate::mem::backend::{MemReq, MemoryBackend};
 
@@ -71,32 +76,106 @@ pub struct LevelCounts {
     pub writebacks: u64,
 }
 
+/// The most levels a hierarchy may have (`[caches]` has three: l1d, l2, l3).
+pub const MAX_LEVELS: usize = 4;
+
+/// Counter slots of a level: `walk << 1 | miss`.
+const DATA_HIT: usize = 0;
+const DATA_MISS: usize = 1;
+const WALK_HIT: usize = 2;
+const WALK_MISS: usize = 3;
+
+/// One level: every copy's sets in one tag store (copy `c`'s sets start at set
+/// `c × stride`; `stride` is 0 for a shared level).
 struct Level {
-    latency: u32,
-    shared: bool,
-    copies: Vec<Cache>,
-    counts: LevelCounts,
+    meta: Meta,
+    sets: Sets,
+}
+
+/// A level's state besides its tag store.
+struct Meta {
+    latency: u64,
+    stride: usize,
+    geom: Geom,
+    /// Data and walk hits and misses (slots above).
+    counts: [u64; 4],
+    writebacks: u64,
+}
+
+impl Meta {
+    /// The set (within its copy), the store's set index for core `core`, and the tag
+    /// word of line number `line`.
+    #[inline(always)]
+    fn locate(&self, line: u64, core: usize) -> (usize, usize, u64) {
+        let (s, key) = self.geom.locate(line);
+        (s, core * self.stride + s, key)
+    }
+
+    /// [`Meta::locate`] of a level whose set count is a power of two (every `u32`
+    /// store's: sets.rs).
+    #[inline(always)]
+    fn locate_pow2(&self, line: u64, core: usize) -> (usize, usize, u64) {
+        let (s, key) = self.geom.locate_pow2(line);
+        (s, core * self.stride + s, key)
+    }
+
+    fn counts(&self) -> LevelCounts {
+        LevelCounts {
+            data_hits: self.counts[DATA_HIT],
+            data_misses: self.counts[DATA_MISS],
+            walk_hits: self.counts[WALK_HIT],
+            walk_misses: self.counts[WALK_MISS],
+            writebacks: self.writebacks,
+        }
+    }
+}
+
+/// Main memory as the hierarchy sees it: the backend, its counters and the log.
+struct Mem {
+    backend: Box<dyn MemoryBackend + Send>,
+    /// Fills served by memory.
+    reads: u64,
+    /// Write-backs served by memory.
+    writes: u64,
+    /// Every request to memory, in order, when a request stream is being written.
+    log: Option<Vec<MemReq>>,
+}
+
+impl Mem {
+    /// Sends `req` to memory; returns its latency.
+    #[inline]
+    fn request(&mut self, req: MemReq) -> u64 {
+        if req.write {
+            self.writes += 1;
+        } else {
+            self.reads += 1;
+        }
+        if let Some(log) = &mut self.log {
+            log.push(req);
+        }
+        self.backend.access(&req)
+    }
 }
 
 /// The cache hierarchy of a machine and the memory below it (see the module rules).
 pub struct Caches {
     names: Vec<String>,
     levels: Vec<Level>,
-    backend: Box<dyn MemoryBackend + Send>,
-    /// Fills served by memory.
-    mem_reads: u64,
-    /// Write-backs served by memory.
-    mem_writes: u64,
-    /// Every request to memory, in order, when a request stream is being written.
-    log: Option<Vec<MemReq>>,
+    /// log2 of the (common) line size.
+    line_shift: u32,
+    /// The highest physical address the tag stores were built for.
+    pa_max: u64,
+    /// The levels' shape when three.rs has a path for it.
+    shape: Option<three::Shape>,
+    mem: Mem,
 }
 
 impl std::fmt::Debug for Caches {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Caches")
             .field("levels", &self.names)
-            .field("mem_reads", &self.mem_reads)
-            .field("mem_writes", &self.mem_writes)
+            .field("mem_reads", &self.mem.reads)
+            .field("mem_writes", &self.mem.writes)
             .finish()
     }
 }
@@ -115,71 +194,128 @@ pub struct CacheStats {
 impl Caches {
     /// Main memory below the last level.
     pub fn backend(&self) -> &dyn MemoryBackend {
-        self.backend.as_ref()
+        self.mem.backend.as_ref()
     }
 
-    /// The hierarchy `spec` describes for `cores` cores over `backend`.
+    /// The hierarchy `spec` describes for `cores` cores over `backend`, for any
+    /// physical address.
     pub fn new(spec: &CacheSpec, cores: usize, backend: Box<dyn MemoryBackend + Send>) -> Caches {
+        Caches::with_limit(spec, cores, backend, u64::MAX)
+    }
+
+    /// [`Caches::new`] for physical addresses up to `pa_max` (the top of the machine's
+    /// memory): levels whose tags then fit in 30 bits keep `u32` tag words (sets.rs).
+    /// An access above `pa_max` is a caller's bug and panics. At most [`MAX_LEVELS`]
+    /// levels, all of one line size (config validation; asserted).
+    pub fn with_limit(spec: &CacheSpec, cores: usize, backend: Box<dyn MemoryBackend + Send>, pa_max: u64) -> Caches {
+        assert!(
+            !spec.levels.is_empty() && spec.levels.len() <= MAX_LEVELS,
+            "a cache hierarchy has 1 to {MAX_LEVELS} levels"
+        );
+        let line = spec.levels[0].line;
+        assert!(
+            spec.levels.iter().all(|l| l.line == line),
+            "one line size for every level"
+        );
+        let copies = cores.max(1);
         let levels = spec
             .levels
             .iter()
-            .map(|l| Level {
-                latency: l.latency,
-                shared: l.shared,
-                copies: (0..if l.shared { 1 } else { cores.max(1) })
-                    .map(|_| Cache::new(l.size, l.ways, l.line))
-                    .collect(),
-                counts: LevelCounts::default(),
+            .map(|l| {
+                let n = if l.shared { 1 } else { copies };
+                let (sets, geom) = array::build(l.size, l.ways, l.line, n, pa_max, false);
+                Level {
+                    meta: Meta {
+                        latency: l.latency as u64,
+                        stride: if l.shared { 0 } else { geom.sets as usize },
+                        geom,
+                        counts: [0; 4],
+                        writebacks: 0,
+                    },
+                    sets,
+                }
             })
-            .collect();
+            .collect::<Vec<_>>();
         Caches {
             names: spec.levels.iter().map(|l| l.name.clone()).collect(),
+            shape: three::Shape::of(&levels),
             levels,
-            backend,
-            mem_reads: 0,
-            mem_writes: 0,
-            log: None,
+            line_shift: line.trailing_zeros(),
+            pa_max,
+            mem: Mem {
+                backend,
+                reads: 0,
+                writes: 0,
+                log: None,
+            },
         }
+    }
+
+    /// The tag store each level uses (`u32x4`, `u64x16`, `any`, …; sets.rs).
+    #[doc(hidden)]
+    pub fn kinds(&self) -> Vec<&'static str> {
+        self.levels.iter().map(|l| l.sets.kind()).collect()
     }
 
     /// Starts (or stops) keeping every memory request for [`Caches::take_log`].
     pub fn set_logging(&mut self, on: bool) {
-        self.log = on.then(Vec::new);
+        self.mem.log = on.then(Vec::new);
     }
 
     /// Requests logged since the last call (none unless logging is on).
     #[inline]
     pub fn logged(&self) -> usize {
-        self.log.as_ref().map_or(0, Vec::len)
+        self.mem.log.as_ref().map_or(0, Vec::len)
     }
 
     /// Takes the logged requests, leaving the log empty (and on).
     pub fn take_log(&mut self) -> Vec<MemReq> {
-        self.log.as_mut().map(std::mem::take).unwrap_or_default()
+        self.mem.log.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// One reference of core `core` at physical address `pa` (a store if `write`; a
     /// page-walk descriptor read if `walk`): its latency in cycles. `now` gives the
     /// core's clock when a request must go to memory (called at most once).
+    ///
+    /// One pass down the levels (each set located once and kept for the fills), the
+    /// fills deepest first, each dirty victim written down the levels at once.
     #[inline]
     pub fn access(&mut self, core: usize, pa: u64, write: bool, walk: bool, now: impl FnOnce() -> u64) -> u64 {
+        assert!(
+            pa <= self.pa_max,
+            "physical address {pa:#x} above the {:#x} the caches were built for (a model bug)",
+            self.pa_max
+        );
+        let line = pa >> self.line_shift;
+        if let Some(shape) = self.shape {
+            return three::access(
+                shape,
+                &mut self.levels,
+                &mut self.mem,
+                self.line_shift,
+                core,
+                line,
+                write,
+                walk,
+                now,
+            );
+        }
+        let n = self.levels.len();
+        let kind = (walk as usize) << 1;
         let mut lat = 0u64;
-        let mut hit_at = self.levels.len();
-        for (i, l) in self.levels.iter_mut().enumerate() {
-            lat += l.latency as u64;
-            let c = if l.shared { 0 } else { core };
-            let hit = l.copies[c].lookup(pa, write && i == 0);
-            let n = &mut l.counts;
-            match (hit, walk) {
-                (true, false) => n.data_hits += 1,
-                (true, true) => n.walk_hits += 1,
-                (false, false) => n.data_misses += 1,
-                (false, true) => n.walk_misses += 1,
-            }
+        let mut hit_at = n;
+        // Per level that missed: the set within its copy, the store's set, the tag word.
+        let mut at_level = [(0usize, 0usize, 0u64); MAX_LEVELS];
+        for (i, (l, slot)) in self.levels.iter_mut().zip(at_level.iter_mut()).enumerate() {
+            lat += l.meta.latency;
+            let (s, g, key) = l.meta.locate(line, core);
+            let hit = l.sets.lookup(g, key, write && i == 0);
+            l.meta.counts[kind | !hit as usize] += 1;
             if hit {
                 hit_at = i;
                 break;
             }
+            *slot = (s, g, key);
         }
         if hit_at == 0 {
             return lat;
@@ -188,76 +324,53 @@ impl Caches {
         // (asked of the core once, only if some request goes to memory).
         let mut now = Some(now);
         let mut at = None;
-        let mut clock = move |lat: u64| -> u64 { *at.get_or_insert_with(|| now.take().map_or(0, |f| f()) + lat) };
-        if hit_at == self.levels.len() {
+        let mut clock = |lat: u64| -> u64 { *at.get_or_insert_with(|| now.take().map_or(0, |f| f()) + lat) };
+        if hit_at == n {
             let t = clock(lat);
-            lat += self.request(MemReq {
-                pa: pa & !self.line_mask(),
+            lat += self.mem.request(MemReq {
+                pa: line << self.line_shift,
                 write: false,
                 core: core as u16,
                 at: t,
             });
         }
-        // Fill every level that missed, deepest first.
+        // Fill every level that missed, deepest first; a dirty victim goes down the
+        // levels below until it lands in one (marked dirty there, or allocated dirty
+        // and displacing a line, which may be dirty in turn) or reaches memory.
         for i in (0..hit_at).rev() {
-            let dirty = write && i == 0;
-            let c = if self.levels[i].shared { 0 } else { core };
-            if let Some(v) = self.levels[i].copies[c].fill(pa, dirty) {
-                if v.dirty {
-                    self.evicted(i, core, v.pa, &mut || clock(lat));
+            let (s, g, key) = at_level[i];
+            let l = &mut self.levels[i];
+            let mut old = l.sets.fill(g, key, write && i == 0);
+            if old == EMPTY || old & 1 == 0 {
+                continue;
+            }
+            l.meta.writebacks += 1;
+            let mut victim = l.meta.geom.line_of(old, s);
+            let mut j = i + 1;
+            loop {
+                let Some(l) = self.levels.get_mut(j) else {
+                    let t = clock(lat);
+                    self.mem.request(MemReq {
+                        pa: victim << self.line_shift,
+                        write: true,
+                        core: core as u16,
+                        at: t,
+                    });
+                    break;
+                };
+                let (s, g, key) = l.meta.locate(victim, core);
+                match l.sets.write_back(g, key) {
+                    Some(w) if w != EMPTY && w & 1 != 0 => {
+                        l.meta.writebacks += 1;
+                        old = w;
+                        victim = l.meta.geom.line_of(old, s);
+                        j += 1;
+                    }
+                    _ => break,
                 }
             }
         }
         lat
-    }
-
-    /// `line - 1` of the (common) line size.
-    #[inline]
-    fn line_mask(&self) -> u64 {
-        // Every level has the same line size (config validation); level 0 exists.
-        (1u64 << self.levels[0].copies[0].line_shift()) - 1
-    }
-
-    /// Level `i` of core `core` displaced the dirty line at `pa`: it goes to the next
-    /// level, or to memory (at time `at()`) from the last.
-    fn evicted(&mut self, i: usize, core: usize, mut pa: u64, at: &mut dyn FnMut() -> u64) {
-        self.levels[i].counts.writebacks += 1;
-        let mut next = i + 1;
-        loop {
-            if next == self.levels.len() {
-                let t = at();
-                self.request(MemReq {
-                    pa,
-                    write: true,
-                    core: core as u16,
-                    at: t,
-                });
-                return;
-            }
-            let c = if self.levels[next].shared { 0 } else { core };
-            match self.levels[next].copies[c].write_back(pa) {
-                Some(w) if w.dirty => {
-                    self.levels[next].counts.writebacks += 1;
-                    pa = w.pa;
-                    next += 1;
-                }
-                _ => return,
-            }
-        }
-    }
-
-    /// Sends `req` to memory; returns its latency.
-    #[inline]
-    fn request(&mut self, req: MemReq) -> u64 {
-        if req.write {
-            self.mem_writes += 1;
-        } else {
-            self.mem_reads += 1;
-        }
-        if let Some(log) = &mut self.log {
-            log.push(req);
-        }
-        self.backend.access(&req)
     }
 
     /// The counters so far.
@@ -267,10 +380,10 @@ impl Caches {
                 .names
                 .iter()
                 .cloned()
-                .zip(self.levels.iter().map(|l| l.counts))
+                .zip(self.levels.iter().map(|l| l.meta.counts()))
                 .collect(),
-            mem_reads: self.mem_reads,
-            mem_writes: self.mem_writes,
+            mem_reads: self.mem.reads,
+            mem_writes: self.mem.writes,
         }
     }
 }

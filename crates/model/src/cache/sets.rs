@@ -1,0 +1,392 @@
+//! The tag store behind a cache level ([`super::Cache`], [`super::Caches`]): one
+//! implementation chosen once, at construction, from the level's shape.
+//!
+//! Every implementation keeps the same state, per set: its lines' tag words in recency
+//! order (most recently used first, empty ways last), a tag word being `tag << 1 |
+//! dirty` or all ones for an empty way. What differs is how a set is stored:
+//!
+//! * [`Fixed`] (2, 4, 8 or 16 ways, the shapes of every catalog machine): a set is an
+//!   array of known length, so finding a line is a fixed compare over every way that
+//!   builds a bit mask (no early exit, no library call; the compiler unrolls or
+//!   vectorises it), and the shift of a fill is a fixed-size move. Its words are `u32`
+//!   when every tag of the memory the level serves fits in 30 bits (halving the bytes a
+//!   scan reads), else `u64`.
+//! * [`AnyWays`] (any other number of ways): one `u64` slice per set, scanned linearly.
+//!
+//! A tag is the line number without its set bits (sets a power of two) or the whole
+//! line number (other set counts); [`super::array::Geom`] converts. An empty way never
+//! matches: a tag word with every bit set would need a tag of all ones, which no line
+//! number of lines of at least 2 bytes has (`u64`), and `u32` words are only used for
+//! tags below 2^30.
+//!
+//! Written here rather than taken from a crate: these sets are the model itself (LRU,
+//! write-back and the victim's dirty bit, checked against the plain reference model of
+//! `crates/model/tests/cache_differential.rs`).
+
+/// The tag word of an empty way, as a `u64`.
+pub(super) const EMPTY: u64 = u64::MAX;
+
+/// One bit per way of `set` whose word equals `key | 1` once its dirty bit is set:
+/// the plain loop (the SSE2 version below is the same function, checked by
+/// `crates/model/tests/cache_differential.rs` through every tag store).
+#[inline(always)]
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn matches_plain<T: Word>(set: &[T], key: T) -> u32 {
+    let k = key | T::ONE;
+    let mut m = 0u32;
+    for (i, &t) in set.iter().enumerate() {
+        m |= (((t | T::ONE) == k) as u32) << i;
+    }
+    m
+}
+
+// Why SSE2 intrinsics (and `unsafe`): the compiler turns `(t | 1) == k` into an
+// unsigned range test and builds the mask way by way, which was ~130 instructions per
+// GUPS reference (callgrind); four ways per `pcmpeqd` and one `movmskps` are ~5
+// instructions per four `u32` ways. SSE2 is part of the x86-64 baseline, so these are
+// always available; every load below reads 16 bytes inside `set` (W is a multiple of 4
+// resp. 2, asserted by the callers' types: only the fixed stores of 4 to 16 ways call
+// these with their arrays).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn matches_u32(set: &[u32], key: u32) -> u32 {
+    use std::arch::x86_64::{
+        _mm_castsi128_ps, _mm_cmpeq_epi32, _mm_loadu_si128, _mm_movemask_ps, _mm_or_si128, _mm_set1_epi32,
+    };
+    if set.len() % 4 != 0 {
+        return matches_plain(set, key);
+    }
+    let mut m = 0u32;
+    // SAFETY: SSE2 is in the x86-64 baseline; chunk `c` is `set[4c..4c + 4]`, in bounds.
+    unsafe {
+        let one = _mm_set1_epi32(1);
+        let k = _mm_set1_epi32((key | 1) as i32);
+        for c in 0..set.len() / 4 {
+            let v = _mm_loadu_si128(set.as_ptr().add(4 * c).cast());
+            let e = _mm_cmpeq_epi32(_mm_or_si128(v, one), k);
+            m |= (_mm_movemask_ps(_mm_castsi128_ps(e)) as u32) << (4 * c);
+        }
+    }
+    m
+}
+
+/// [`matches_u32`] for `u64` words: a way matches when both its halves do.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn matches_u64(set: &[u64], key: u64) -> u32 {
+    use std::arch::x86_64::{
+        _mm_and_si128, _mm_castsi128_pd, _mm_cmpeq_epi32, _mm_loadu_si128, _mm_movemask_pd, _mm_or_si128,
+        _mm_set1_epi64x, _mm_shuffle_epi32,
+    };
+    if set.len() % 2 != 0 {
+        return matches_plain(set, key);
+    }
+    let mut m = 0u32;
+    // SAFETY: SSE2 is in the x86-64 baseline; chunk `c` is `set[2c..2c + 2]`, in bounds.
+    unsafe {
+        let one = _mm_set1_epi64x(1);
+        let k = _mm_set1_epi64x((key | 1) as i64);
+        for c in 0..set.len() / 2 {
+            let v = _mm_loadu_si128(set.as_ptr().add(2 * c).cast());
+            let e = _mm_cmpeq_epi32(_mm_or_si128(v, one), k);
+            // Each 64-bit lane: its low and high halves both equal.
+            let both = _mm_and_si128(e, _mm_shuffle_epi32::<0b1011_0001>(e));
+            m |= (_mm_movemask_pd(_mm_castsi128_pd(both)) as u32) << (2 * c);
+        }
+    }
+    m
+}
+
+/// A tag word type: `u32` or `u64`.
+pub(super) trait Word: Copy + Eq + std::ops::BitOr<Output = Self> + std::fmt::Debug {
+    /// One bit per way of `set` holding `key`'s line (dirty bits ignored).
+    fn matches(set: &[Self], key: Self) -> u32;
+    /// An empty way.
+    const EMPTY: Self;
+    /// The dirty bit.
+    const ONE: Self;
+    /// `x` as a word (`x` fits: checked at construction).
+    fn from64(x: u64) -> Self;
+    /// The word as a `u64`, an empty way as [`EMPTY`].
+    fn to64(self) -> u64;
+}
+
+impl Word for u32 {
+    #[inline(always)]
+    fn matches(set: &[u32], key: u32) -> u32 {
+        #[cfg(target_arch = "x86_64")]
+        return matches_u32(set, key);
+        #[cfg(not(target_arch = "x86_64"))]
+        return matches_plain(set, key);
+    }
+    const EMPTY: u32 = u32::MAX;
+    const ONE: u32 = 1;
+    #[inline(always)]
+    fn from64(x: u64) -> u32 {
+        x as u32
+    }
+    #[inline(always)]
+    fn to64(self) -> u64 {
+        if self == u32::MAX {
+            EMPTY
+        } else {
+            self as u64
+        }
+    }
+}
+
+impl Word for u64 {
+    #[inline(always)]
+    fn matches(set: &[u64], key: u64) -> u32 {
+        #[cfg(target_arch = "x86_64")]
+        return matches_u64(set, key);
+        #[cfg(not(target_arch = "x86_64"))]
+        return matches_plain(set, key);
+    }
+    const EMPTY: u64 = EMPTY;
+    const ONE: u64 = 1;
+    #[inline(always)]
+    fn from64(x: u64) -> u64 {
+        x
+    }
+    #[inline(always)]
+    fn to64(self) -> u64 {
+        self
+    }
+}
+
+/// Sets of `W` ways of `T` words (see the module documentation).
+#[derive(Clone, Debug)]
+pub(super) struct Fixed<T, const W: usize> {
+    sets: Vec<[T; W]>,
+}
+
+impl<T: Word, const W: usize> Fixed<T, W> {
+    fn new(n: usize) -> Self {
+        Fixed {
+            sets: vec![[T::EMPTY; W]; n],
+        }
+    }
+
+    /// One bit per way whose tag is `key`'s (dirty bits ignored): at most one is set.
+    #[inline(always)]
+    fn matches(set: &[T; W], key: T) -> u32 {
+        T::matches(set, key)
+    }
+
+    #[inline(always)]
+    fn lookup(&mut self, s: usize, key: u64, write: bool) -> bool {
+        let set = &mut self.sets[s];
+        let m = Self::matches(set, T::from64(key));
+        if m == 0 {
+            return false;
+        }
+        let w = (m.trailing_zeros() as usize).min(W - 1);
+        let t = set[w] | T::from64(write as u64);
+        // The lines before it move down one (a hit at the front moves nothing).
+        let mut i = w;
+        while i > 0 {
+            set[i] = set[i - 1];
+            i -= 1;
+        }
+        set[0] = t;
+        true
+    }
+
+    #[inline(always)]
+    fn contains(&self, s: usize, key: u64) -> bool {
+        Self::matches(&self.sets[s], T::from64(key)) != 0
+    }
+
+    #[inline(always)]
+    fn fill(&mut self, s: usize, key: u64, dirty: bool) -> u64 {
+        let set = &mut self.sets[s];
+        let old = set[W - 1];
+        set.copy_within(0..W - 1, 1);
+        set[0] = T::from64(key | dirty as u64);
+        old.to64()
+    }
+
+    #[inline(always)]
+    fn write_back(&mut self, s: usize, key: u64) -> Option<u64> {
+        let set = &mut self.sets[s];
+        let m = Self::matches(set, T::from64(key));
+        if m != 0 {
+            let w = (m.trailing_zeros() as usize).min(W - 1);
+            set[w] = set[w] | T::ONE;
+            return None;
+        }
+        Some(self.fill(s, key, true))
+    }
+}
+
+/// The operations of a tag store, for code generic over the fixed stores (three.rs).
+pub(super) trait Store {
+    /// [`Sets::lookup`].
+    fn lookup(&mut self, s: usize, key: u64, write: bool) -> bool;
+    /// [`Sets::fill`].
+    fn fill(&mut self, s: usize, key: u64, dirty: bool) -> u64;
+    /// [`Sets::write_back`].
+    fn write_back(&mut self, s: usize, key: u64) -> Option<u64>;
+}
+
+impl<T: Word, const W: usize> Store for Fixed<T, W> {
+    #[inline(always)]
+    fn lookup(&mut self, s: usize, key: u64, write: bool) -> bool {
+        Fixed::lookup(self, s, key, write)
+    }
+    #[inline(always)]
+    fn fill(&mut self, s: usize, key: u64, dirty: bool) -> u64 {
+        Fixed::fill(self, s, key, dirty)
+    }
+    #[inline(always)]
+    fn write_back(&mut self, s: usize, key: u64) -> Option<u64> {
+        Fixed::write_back(self, s, key)
+    }
+}
+
+/// Sets of any number of ways, `u64` words (see the module documentation).
+#[derive(Clone, Debug)]
+pub(super) struct AnyWays {
+    ways: usize,
+    tags: Vec<u64>,
+}
+
+impl AnyWays {
+    fn set(&mut self, s: usize) -> &mut [u64] {
+        &mut self.tags[s * self.ways..(s + 1) * self.ways]
+    }
+
+    fn find(set: &[u64], key: u64) -> Option<usize> {
+        set.iter().position(|&t| t | 1 == key | 1)
+    }
+
+    fn lookup(&mut self, s: usize, key: u64, write: bool) -> bool {
+        let set = self.set(s);
+        match Self::find(set, key) {
+            Some(w) => {
+                let t = set[w] | write as u64;
+                set.copy_within(0..w, 1);
+                set[0] = t;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn contains(&self, s: usize, key: u64) -> bool {
+        Self::find(&self.tags[s * self.ways..(s + 1) * self.ways], key).is_some()
+    }
+
+    fn fill(&mut self, s: usize, key: u64, dirty: bool) -> u64 {
+        let ways = self.ways;
+        let set = self.set(s);
+        let old = set[ways - 1];
+        set.copy_within(0..ways - 1, 1);
+        set[0] = key | dirty as u64;
+        old
+    }
+
+    fn write_back(&mut self, s: usize, key: u64) -> Option<u64> {
+        let set = self.set(s);
+        if let Some(w) = Self::find(set, key) {
+            set[w] |= 1;
+            return None;
+        }
+        Some(self.fill(s, key, true))
+    }
+}
+
+/// A level's tag store, its implementation chosen once (see the module documentation).
+#[derive(Clone, Debug)]
+pub(super) enum Sets {
+    N2(Fixed<u32, 2>),
+    N4(Fixed<u32, 4>),
+    N8(Fixed<u32, 8>),
+    N16(Fixed<u32, 16>),
+    W2(Fixed<u64, 2>),
+    W4(Fixed<u64, 4>),
+    W8(Fixed<u64, 8>),
+    W16(Fixed<u64, 16>),
+    Any(AnyWays),
+}
+
+/// `$body` with `$s` bound to the implementation of `$sets`.
+macro_rules! each {
+    ($sets:expr, $s:ident => $body:expr) => {
+        match $sets {
+            Sets::N2($s) => $body,
+            Sets::N4($s) => $body,
+            Sets::N8($s) => $body,
+            Sets::N16($s) => $body,
+            Sets::W2($s) => $body,
+            Sets::W4($s) => $body,
+            Sets::W8($s) => $body,
+            Sets::W16($s) => $body,
+            Sets::Any($s) => $body,
+        }
+    };
+}
+
+impl Sets {
+    /// `n` empty sets of `ways` ways: the fixed implementation of that many ways (`u32`
+    /// words if `narrow`), else the general one (always if `general`).
+    pub(super) fn new(n: usize, ways: usize, narrow: bool, general: bool) -> Sets {
+        match (general, narrow, ways) {
+            (false, true, 2) => Sets::N2(Fixed::new(n)),
+            (false, true, 4) => Sets::N4(Fixed::new(n)),
+            (false, true, 8) => Sets::N8(Fixed::new(n)),
+            (false, true, 16) => Sets::N16(Fixed::new(n)),
+            (false, false, 2) => Sets::W2(Fixed::new(n)),
+            (false, false, 4) => Sets::W4(Fixed::new(n)),
+            (false, false, 8) => Sets::W8(Fixed::new(n)),
+            (false, false, 16) => Sets::W16(Fixed::new(n)),
+            _ => Sets::Any(AnyWays {
+                ways,
+                tags: vec![EMPTY; n * ways],
+            }),
+        }
+    }
+
+    /// The implementation's name (`u32x4`, `u64x16`, `any`).
+    pub(super) fn kind(&self) -> &'static str {
+        match self {
+            Sets::N2(_) => "u32x2",
+            Sets::N4(_) => "u32x4",
+            Sets::N8(_) => "u32x8",
+            Sets::N16(_) => "u32x16",
+            Sets::W2(_) => "u64x2",
+            Sets::W4(_) => "u64x4",
+            Sets::W8(_) => "u64x8",
+            Sets::W16(_) => "u64x16",
+            Sets::Any(_) => "any",
+        }
+    }
+
+    /// Looks tag word `key` (dirty bit clear) up in set `s`; on a hit the line becomes
+    /// most recently used, dirty if `write`.
+    #[inline(always)]
+    pub(super) fn lookup(&mut self, s: usize, key: u64, write: bool) -> bool {
+        each!(self, a => a.lookup(s, key, write))
+    }
+
+    /// True if set `s` holds `key`'s line.
+    #[inline]
+    pub(super) fn contains(&self, s: usize, key: u64) -> bool {
+        each!(self, a => a.contains(s, key))
+    }
+
+    /// Puts `key`'s line (absent) first in set `s`; returns the word that fell off the
+    /// end ([`EMPTY`] if the way was empty).
+    #[inline(always)]
+    pub(super) fn fill(&mut self, s: usize, key: u64, dirty: bool) -> u64 {
+        each!(self, a => a.fill(s, key, dirty))
+    }
+
+    /// Marks `key`'s line dirty in set `s` if present (None), else fills it dirty and
+    /// returns the word that fell off.
+    #[inline(always)]
+    pub(super) fn write_back(&mut self, s: usize, key: u64) -> Option<u64> {
+        each!(self, a => a.write_back(s, key))
+    }
+}
