@@ -191,6 +191,41 @@ fn random_spec(rng: &mut SplitMix64) -> CacheSpec {
     }
 }
 
+/// Drives `c` (built from `spec`) and the reference model with 3,000 random accesses of
+/// `cores` cores over `[0, span)` (a quarter walk reads, one in `write_one_in` of the
+/// others stores), comparing every latency, then the memory requests and the counters.
+/// Returns the accesses checked.
+fn drive(
+    c: &mut Caches,
+    spec: &CacheSpec,
+    rng: &mut SplitMix64,
+    (cores, span, write_one_in): (usize, u64, u64),
+    round: usize,
+) -> u64 {
+    c.set_logging(true);
+    let mut r = RefHierarchy::new(spec, cores);
+    for i in 0..3000u64 {
+        let core = rng.below(cores as u64) as usize;
+        let pa = rng.below(span);
+        let walk = rng.below(4) == 0;
+        let write = !walk && rng.below(write_one_in) == 0;
+        let now = i * 1000;
+        let got = c.access(core, pa, write, walk, || now);
+        let want = r.access(core, pa, write, walk, now);
+        assert_eq!(got, want, "round {round} access {i}: latency ({spec:?})");
+    }
+    assert_eq!(c.take_log(), r.log, "round {round}: memory requests");
+    let s = c.stats();
+    let counts: Vec<LevelCounts> = s.levels.iter().map(|l| l.1).collect();
+    assert_eq!(counts, r.counts, "round {round}: counters");
+    let (reads, writes) = r
+        .log
+        .iter()
+        .fold((0, 0), |(a, b), q| (a + !q.write as u64, b + q.write as u64));
+    assert_eq!((s.mem_reads, s.mem_writes), (reads, writes));
+    3000
+}
+
 #[test]
 fn caches_agree_with_the_reference_model_over_random_geometries() {
     let mut rng = SplitMix64::new(22);
@@ -208,28 +243,7 @@ fn caches_agree_with_the_reference_model_over_random_geometries() {
         } else {
             Caches::with_limit(&spec, cores, Box::new(Flat::new(MEM)), span - 1)
         };
-        c.set_logging(true);
-        let mut r = RefHierarchy::new(&spec, cores);
-        for i in 0..3000u64 {
-            let core = rng.below(cores as u64) as usize;
-            let pa = rng.below(span);
-            let walk = rng.below(4) == 0;
-            let write = !walk && rng.below(3) == 0;
-            let now = i * 1000;
-            let got = c.access(core, pa, write, walk, || now);
-            let want = r.access(core, pa, write, walk, now);
-            assert_eq!(got, want, "round {round} access {i}: latency ({spec:?})");
-            checked += 1;
-        }
-        assert_eq!(c.take_log(), r.log, "round {round}: memory requests");
-        let s = c.stats();
-        let counts: Vec<LevelCounts> = s.levels.iter().map(|l| l.1).collect();
-        assert_eq!(counts, r.counts, "round {round}: counters");
-        let (reads, writes) = r
-            .log
-            .iter()
-            .fold((0, 0), |(a, b), q| (a + !q.write as u64, b + q.write as u64));
-        assert_eq!((s.mem_reads, s.mem_writes), (reads, writes));
+        checked += drive(&mut c, &spec, &mut rng, (cores, span, 3), round);
     }
     assert_eq!(checked, 900_000);
 }
@@ -472,20 +486,6 @@ fn the_three_level_paths_agree_with_the_reference_model() {
         let mut c = Caches::with_limit(&spec, cores, Box::new(Flat::new(MEM)), span - 1);
         let want: Vec<String> = ways.iter().map(|w| format!("u32x{w}")).collect();
         assert_eq!(c.kinds(), want, "round {round}");
-        c.set_logging(true);
-        let mut r = RefHierarchy::new(&spec, cores);
-        for i in 0..3000u64 {
-            let core = rng.below(cores as u64) as usize;
-            let pa = rng.below(span);
-            let walk = rng.below(4) == 0;
-            let write = !walk && rng.below(2) == 0;
-            let now = i * 1000;
-            let got = c.access(core, pa, write, walk, || now);
-            let want = r.access(core, pa, write, walk, now);
-            assert_eq!(got, want, "round {round} access {i}: latency ({spec:?})");
-        }
-        assert_eq!(c.take_log(), r.log, "round {round}: memory requests");
-        let counts: Vec<LevelCounts> = c.stats().levels.iter().map(|l| l.1).collect();
-        assert_eq!(counts, r.counts, "round {round}: counters");
+        drive(&mut c, &spec, &mut rng, (cores, span, 2), round);
     }
 }
