@@ -45,6 +45,17 @@ fn decoder<R: BufRead>(r: R, threads: u32) -> io::Result<XzDecoder<R>> {
     Ok(XzDecoder::new_stream(r, stream))
 }
 
+/// Stream padding must be a multiple of four bytes (xz format 1.0.4, §2.2).
+fn check_padding(padding: u64) -> io::Result<()> {
+    if padding % 4 == 0 {
+        return Ok(());
+    }
+    Err(io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("xz stream padding of {padding} bytes is not a multiple of four (a damaged file)"),
+    ))
+}
+
 /// Reads the decompressed content of one or more concatenated xz streams.
 pub struct XzReader<R: BufRead> {
     /// The current stream's decoder; `None` after the last stream.
@@ -78,12 +89,7 @@ impl<R: BufRead> XzReader<R> {
         loop {
             let buf = r.fill_buf()?;
             if buf.is_empty() {
-                if padding % 4 != 0 {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("xz stream padding of {padding} bytes is not a multiple of four (a damaged file)"),
-                    ));
-                }
+                check_padding(padding)?;
                 return Ok(false);
             }
             let zeros = buf.iter().take_while(|&&b| b == 0).count();
@@ -94,12 +100,7 @@ impl<R: BufRead> XzReader<R> {
                 break;
             }
         }
-        if padding % 4 != 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("xz stream padding of {padding} bytes is not a multiple of four (a damaged file)"),
-            ));
-        }
+        check_padding(padding)?;
         self.dec = Some(decoder(r, self.threads)?);
         Ok(true)
     }
