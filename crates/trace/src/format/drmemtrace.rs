@@ -148,6 +148,37 @@ enum Stop {
     End,
 }
 
+/// How [`Thread::refs_run`] takes a record, by type ([`RUN_CLASSES`]): as a load, a
+/// store or an instruction fetch (the kinds [`Thread::fill`] gives types 0, 1, and
+/// 10–16, 31, 48, 49); counted and passed over (types 29 and 47); or not at all (any
+/// other type ends the run and goes through [`Thread::fill`]'s full decoding). A table
+/// rather than a `match` on the type: one load instead of a jump table and a range test
+/// per record.
+const RUN_LOAD: u8 = 0;
+const RUN_STORE: u8 = 1;
+const RUN_IFETCH: u8 = 2;
+const RUN_NO_FETCH: u8 = 3;
+const RUN_ENCODING: u8 = 4;
+const RUN_END: u8 = 5;
+
+/// The class of each record type below 64 (types from 64 on end the run).
+const RUN_CLASSES: [u8; 64] = {
+    let mut t = [RUN_END; 64];
+    t[0] = RUN_LOAD;
+    t[1] = RUN_STORE;
+    let mut ty = 10;
+    while ty <= 16 {
+        t[ty] = RUN_IFETCH;
+        ty += 1;
+    }
+    t[31] = RUN_IFETCH;
+    t[48] = RUN_IFETCH;
+    t[49] = RUN_IFETCH;
+    t[29] = RUN_NO_FETCH;
+    t[47] = RUN_ENCODING;
+    t
+};
+
 /// The decoder of one thread's record stream.
 struct Thread {
     src: Box<dyn Read + Send>,
@@ -333,35 +364,47 @@ impl Thread {
     fn refs_run(&mut self, out: &mut Vec<MemRef>, room: usize, named: &mut [u64; SKIPPED.len()]) -> usize {
         let whole = ((self.end - self.start) / RECORD).min(room);
         let recs = &self.buf[self.start..self.start + whole * RECORD];
+        // The references go straight into the vector's spare room (at least `whole`
+        // slots after the reserve), and its length is set once at the end: a `push`
+        // per record tested the capacity and stored the length back on every record
+        // (with the class table: 68.98 M -> 65.58 M instructions for `sim -t` of the
+        // 751 K-record aarch64 thread 2444840, callgrind).
         out.reserve(whole);
+        let spare = &mut out.spare_capacity_mut()[..whole];
         let (core, asid) = (self.core, self.asid);
-        let (mut used, mut no_fetch, mut encodings) = (0, 0u64, 0u64);
+        let (mut n, mut used, mut no_fetch, mut encodings) = (0, 0, 0u64, 0u64);
         for rec in recs.chunks_exact(RECORD) {
-            let kind = match u16::from_le_bytes([rec[0], rec[1]]) {
-                0 => AccessKind::Load,
-                1 => AccessKind::Store,
-                10..=16 | 31 | 48 | 49 => AccessKind::IFetch,
-                29 => {
+            let ty = u16::from_le_bytes([rec[0], rec[1]]) as usize;
+            let kind = match RUN_CLASSES.get(ty).copied().unwrap_or(RUN_END) {
+                RUN_LOAD => AccessKind::Load,
+                RUN_STORE => AccessKind::Store,
+                RUN_IFETCH => AccessKind::IFetch,
+                RUN_NO_FETCH => {
                     no_fetch += 1;
                     used += 1;
                     continue;
                 }
-                47 => {
+                RUN_ENCODING => {
                     encodings += 1;
                     used += 1;
                     continue;
                 }
                 _ => break,
             };
-            out.push(MemRef {
+            // `n` <= `used` < `whole`: in range.
+            spare[n].write(MemRef {
                 addr: u64::from_le_bytes(rec[4..12].try_into().expect("8 bytes")),
                 size: u16::from_le_bytes([rec[2], rec[3]]),
                 kind,
                 core,
                 asid,
             });
+            n += 1;
             used += 1;
         }
+        // SAFETY: the first `n` slots after the length were written in the loop above
+        // (each `spare[n]` write, then `n += 1`), and `n` <= `whole` <= capacity - len.
+        unsafe { out.set_len(out.len() + n) };
         if no_fetch | encodings != 0 {
             named[Skipped::INSTR_NO_FETCH] += no_fetch;
             named[Skipped::ENCODING] += encodings;
