@@ -54,25 +54,24 @@ const EMPTY: Closed = Closed {
     joins: 0,
 };
 
-/// The rows each bank closed recently (see the module doc).
-#[derive(Clone, Debug)]
+/// The rows one bank closed recently (see the module doc); part of the bank's record.
+#[derive(Clone, Copy, Debug)]
 pub(super) struct Reorder {
-    banks: Vec<[Closed; ROWS]>,
+    e: [Closed; ROWS],
+}
+
+impl Default for Reorder {
+    fn default() -> Self {
+        Reorder { e: [EMPTY; ROWS] }
+    }
 }
 
 impl Reorder {
-    /// Nothing closed yet in any of `banks` banks.
-    pub(super) fn new(banks: usize) -> Reorder {
-        Reorder {
-            banks: vec![[EMPTY; ROWS]; banks],
-        }
-    }
-
-    /// Bank `bi` closed `row` (last column command at `last_col`) with a precharge at
+    /// The bank closed `row` (last column command at `last_col`) with a precharge at
     /// `pre`, for a request to another row. Replaces the entry closed earliest.
     #[inline]
-    pub(super) fn closed(&mut self, bi: usize, row: u32, pre: u64, last_col: u64) {
-        let e = &mut self.banks[bi];
+    pub(super) fn closed(&mut self, row: u32, pre: u64, last_col: u64) {
+        let e = &mut self.e;
         // The first empty entry, else the first with the earliest precharge (entries
         // fill in order and never empty again, so all are full when the last is).
         let k = if e[ROWS - 1].row != NONE {
@@ -94,18 +93,25 @@ impl Reorder {
         };
     }
 
-    /// A request for `row` of bank `bi` arriving at `at`: if it joins a closed row (it
-    /// arrived before the precharge that closed it), the earliest time of its column
-    /// command and the entry's index (for [`Reorder::placed`]); the rows closed at or
-    /// after that one move `slot` later (the caller moves the bank's own ready times).
-    #[inline]
-    pub(super) fn join(&mut self, bi: usize, row: u32, at: u64, slot: u64) -> Option<(u64, usize)> {
-        let e = &mut self.banks[bi];
+    /// A request for `row` arriving at `at`: if it joins a closed row (it arrived
+    /// before the precharge that closed it), the earliest time of its column command
+    /// and the entry's index (for [`Reorder::placed`]); the rows closed at or after that
+    /// one move `slot` later (the caller moves the bank's own ready times).
+    #[inline(always)]
+    pub(super) fn join(&mut self, row: u32, at: u64, slot: u64) -> Option<(u64, usize)> {
         // Nearly always no entry holds `row`: say so after four compares without a
         // branch each (speed only; the search below finds nothing then either).
-        if !e.iter().fold(false, |f, c| f | (c.row == row)) {
+        if !self.e.iter().fold(false, |f, c| f | (c.row == row)) {
             return None;
         }
+        self.join_search(row, at, slot)
+    }
+
+    /// [`Reorder::join`] when an entry holds `row`.
+    #[cold]
+    #[inline(never)]
+    fn join_search(&mut self, row: u32, at: u64, slot: u64) -> Option<(u64, usize)> {
+        let e = &mut self.e;
         // The first closing of `row` after the request arrived.
         let k = e
             .iter()
@@ -128,8 +134,8 @@ impl Reorder {
     /// The joined request's column command went to `cmd` (after the bus and the group's
     /// spacing): the next join of that row follows it.
     #[inline]
-    pub(super) fn placed(&mut self, bi: usize, k: usize, cmd: u64) {
-        let c = &mut self.banks[bi][k];
+    pub(super) fn placed(&mut self, k: usize, cmd: u64) {
+        let c = &mut self.e[k];
         c.last_col = c.last_col.max(cmd);
     }
 }
@@ -140,38 +146,38 @@ mod tests {
 
     #[test]
     fn joins_only_before_the_precharge_and_up_to_the_cap() {
-        let mut r = Reorder::new(1);
+        let mut r = Reorder::default();
         // Row 5 closed by a precharge at 100, its last column command at 40.
-        r.closed(0, 5, 100, 40);
+        r.closed(5, 100, 40);
         // Arrived after the precharge: was not queued; no join.
-        assert_eq!(r.join(0, 5, 100, 8), None);
+        assert_eq!(r.join(5, 100, 8), None);
         // Another row: no join.
-        assert_eq!(r.join(0, 6, 10, 8), None);
+        assert_eq!(r.join(6, 10, 8), None);
         // Arrived at 10 < 100: joins right after the last column command (41), and the
         // precharge moves to 108.
-        assert_eq!(r.join(0, 5, 10, 8), Some((41, 0)));
-        r.placed(0, 0, 41);
+        assert_eq!(r.join(5, 10, 8), Some((41, 0)));
+        r.placed(0, 41);
         // Arrived at 105: before the moved precharge (108), so it joins too.
-        assert_eq!(r.join(0, 5, 105, 8), Some((105, 0)));
+        assert_eq!(r.join(5, 105, 8), Some((105, 0)));
         for _ in 2..JOIN_CAP {
-            assert!(r.join(0, 5, 0, 8).is_some());
+            assert!(r.join(5, 0, 8).is_some());
         }
-        assert_eq!(r.join(0, 5, 0, 8), None, "the cap");
+        assert_eq!(r.join(5, 0, 8), None, "the cap");
     }
 
     #[test]
     fn remembers_the_last_rows_and_shifts_the_later_ones() {
-        let mut r = Reorder::new(2);
+        let mut r = [Reorder::default(); 2];
         for (i, row) in (0..ROWS as u32 + 1).enumerate() {
-            r.closed(1, row, 100 * (i as u64 + 1), 0);
+            r[1].closed(row, 100 * (i as u64 + 1), 0);
         }
         // Row 0 (closed first) was replaced by the fifth.
-        assert_eq!(r.join(1, 0, 0, 8), None);
+        assert_eq!(r[1].join(0, 0, 8), None);
         // Row 1 (precharge at 200) joins; rows closed after it move 8 later, so row 4
         // (precharge at 500 -> 508) now takes a request arriving at 505.
-        assert!(r.join(1, 1, 0, 8).is_some());
-        assert!(r.join(1, 4, 505, 8).is_some());
+        assert!(r[1].join(1, 0, 8).is_some());
+        assert!(r[1].join(4, 505, 8).is_some());
         // Bank 0 has nothing.
-        assert_eq!(r.join(0, 1, 0, 8), None);
+        assert_eq!(r[0].join(1, 0, 8), None);
     }
 }

@@ -1,0 +1,92 @@
+//! A channel's data bus: its last [`super::BUS_WINDOW`] bursts, a burst taking the first
+//! free slot at or after its data is ready (tRTRS apart from another rank's).
+//!
+//! The bursts are a full ring ([`Ring`]) that starts filled with the sentinel burst
+//! 0..0. Every candidate start is at least [`ORIGIN`] (raised to the floor, which starts
+//! there and only grows), so a sentinel, ending `tRTRS` (below 2^32) or less after 0,
+//! lies before the skipped prefix of [`Channel::find`] and never holds a burst off nor
+//! offers it a gap: each answer equals the one the window of the real bursts alone gives.
+
+use super::ring::{Ring, N};
+use super::ORIGIN;
+
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Burst {
+    start: u64,
+    end: u64,
+    rank: u32,
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct Channel {
+    /// The last `N` bursts placed, sorted by start.
+    busy: Ring<Burst>,
+    /// No burst starts before this (the end of the bursts that left the window;
+    /// `ORIGIN` at first).
+    floor: u64,
+}
+
+impl Default for Channel {
+    fn default() -> Self {
+        Channel {
+            busy: Ring::filled(Burst::default()),
+            floor: ORIGIN,
+        }
+    }
+}
+
+impl Channel {
+    /// The first start at or after `ready` where a burst of `len` by `rank` fits on the
+    /// bus (`sw` cycles apart from another rank's bursts), and where to record it.
+    #[inline(never)]
+    pub(super) fn find(&self, ready: u64, len: u64, rank: u32, sw: u64) -> (u64, usize) {
+        let mut s = ready.max(self.floor);
+        // Bursts that end more than `sw` before `s` can neither hold the new one off nor
+        // leave it a gap (they start before `s`): skip them. The bursts do not overlap
+        // and are sorted by start, so by end too, and they form a prefix. (Speed only:
+        // the scan below from the first burst gives the same answer.)
+        let busy = &self.busy;
+        let skip = if busy.last().end + sw >= s {
+            busy.partition_point(|b| b.end + sw < s)
+        } else {
+            N
+        };
+        for i in skip..N {
+            let b = busy.get(i);
+            let gap = if b.rank != rank { sw } else { 0 };
+            if s + len + gap <= b.start {
+                return (s, i);
+            }
+            s = s.max(b.end + gap);
+        }
+        (s, N)
+    }
+
+    /// `find`'s answer when the bus is idle from `ready` on: every burst ends more than
+    /// `sw` before it, so none holds it off or lies after it (and the floor, the end of
+    /// a burst that left the window, is at most the last burst's end, or `ORIGIN` <=
+    /// `ready` while no real burst is recorded); `None` otherwise.
+    #[inline(always)]
+    pub(super) fn idle_from(&self, ready: u64, sw: u64) -> Option<(u64, usize)> {
+        (self.busy.last().end + sw < ready).then_some((ready, N))
+    }
+
+    /// Reserves the slot `find` returned: the burst goes in at its position and the
+    /// oldest one leaves (the new one itself when it lies before every other).
+    #[inline(always)]
+    pub(super) fn reserve(&mut self, (start, at): (u64, usize), len: u64, rank: u32) {
+        let b = Burst {
+            start,
+            end: start + len,
+            rank,
+        };
+        let old = if at == N {
+            self.busy.push_pop(b)
+        } else if at == 0 {
+            b
+        } else {
+            self.busy.insert_pop(at, b)
+        };
+        self.floor = self.floor.max(old.end);
+    }
+}
