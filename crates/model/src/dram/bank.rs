@@ -25,11 +25,16 @@ pub(super) struct Bank {
     pub(super) requests: u64,
     /// Rows closed by conflicts, for row-hit-first reordering (sched.rs).
     pub(super) rows: Reorder,
+    /// Indices of its channel, rank and bank-group records.
+    pub(super) chan: u32,
+    pub(super) rank: u32,
+    pub(super) group: u32,
 }
 
-impl Default for Bank {
-    /// Closed, every ready time at the model's time 0 ([`ORIGIN`]).
-    fn default() -> Self {
+impl Bank {
+    /// Bank `bi`: closed, every ready time at the model's time 0 ([`ORIGIN`]).
+    pub(super) fn new(bi: usize, index: &BankIndex) -> Self {
+        let (chan, rank, group) = index.parents(bi);
         Bank {
             open: NONE,
             hits: 0,
@@ -39,11 +44,12 @@ impl Default for Bank {
             epoch: 0,
             requests: 0,
             rows: Reorder::default(),
+            chan,
+            rank,
+            group,
         }
     }
-}
 
-impl Bank {
     /// Its rank has started `n` refreshes (more than the bank has seen): the row is
     /// closed and the next activate waits for the end of the last refresh (the rank's
     /// first starts at `ref_off`). Rare: about once per tREFI per bank.
@@ -56,18 +62,44 @@ impl Bank {
     }
 }
 
-/// Finds a request's channel, rank, bank group and bank records and its row.
+/// One run of address bits landing in the bank index: `(pa >> shift & mask) << dst`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Run {
+    shift: u32,
+    mask: u64,
+    dst: u32,
+}
+
+impl Run {
+    #[inline(always)]
+    fn get(self, pa: u64) -> u64 {
+        (pa >> self.shift & self.mask) << self.dst
+    }
+}
+
+/// How the bank index is taken from an address, chosen once for the mapping.
+#[derive(Clone, Debug)]
+enum Bits {
+    /// The index's bits lie in one or two runs of address bits (the Pi 5's `RaRoBaCo`:
+    /// the rank bit and the three bank bits), the row in one.
+    Two([Run; 2], Run),
+    /// Any other mapping with one run per field and no hashing: a run per field.
+    Four([Run; 4], Run),
+    /// Split fields or XOR hashing: [`AddressMap::decode`].
+    Decode,
+}
+
+/// Finds a request's bank record and its row (the bank record names its rank, group and
+/// channel records).
 #[derive(Clone, Debug)]
 pub(super) struct BankIndex {
     /// Address bits decoded (the capacity is `1 << top` bytes).
     pub(super) top: u32,
-    /// For a mapping with every field in one run of bits and no XOR hashing (any field
-    /// order): the shift and mask of channel, rank, bank group, bank and row (mask 0 for
-    /// a field of no bits), as [`AddressMap::decode`] uses them (the column is not
-    /// needed); `None` for other mappings, which decode in full.
-    fields: Option<[(u32, u64); 5]>,
+    bits: Bits,
     /// log2 of ranks per channel, bank groups per rank, banks per group (all powers of
-    /// two, config.rs): a record's index `(ch * ranks + ra) * ...` is a shift and an or.
+    /// two, config.rs): the index `((ch * ranks + ra) * groups + bg) * banks + ba` is
+    /// `ch << (lr + lg + lb) | ra << (lg + lb) | bg << lb | ba` (each field is below its
+    /// count: its mask has that many bits).
     lr: u32,
     lg: u32,
     lb: u32,
@@ -75,39 +107,131 @@ pub(super) struct BankIndex {
 
 impl BankIndex {
     pub(super) fn new(spec: &DramSpec) -> BankIndex {
+        let lr = spec.ranks.trailing_zeros();
+        let lg = spec.bank_groups.trailing_zeros();
+        let lb = spec.banks_per_group.trailing_zeros();
+        let bits = match spec.map.field_runs() {
+            None => Bits::Decode,
+            Some(f) => {
+                // Fields ch, ra, bg, ba at their places in the index.
+                let dst = [lr + lg + lb, lg + lb, lb, 0];
+                let mut runs: Vec<Run> = (0..4)
+                    .map(|i| Run {
+                        shift: f[i].0 as u32,
+                        mask: f[i].1,
+                        dst: dst[i],
+                    })
+                    .filter(|r| r.mask != 0)
+                    .collect();
+                let row = Run {
+                    shift: f[4].0 as u32,
+                    mask: f[4].1,
+                    dst: 0,
+                };
+                // Join runs adjacent both in the address and in the index.
+                runs.sort_by_key(|r| r.dst);
+                let mut joined: Vec<Run> = Vec::new();
+                for r in runs {
+                    match joined.last_mut() {
+                        Some(l) if l.shift + l.mask.count_ones() == r.shift && l.dst + l.mask.count_ones() == r.dst => {
+                            l.mask |= r.mask << l.mask.count_ones();
+                        }
+                        _ => joined.push(r),
+                    }
+                }
+                if joined.len() <= 2 {
+                    let mut two = [Run::default(); 2];
+                    two[..joined.len()].copy_from_slice(&joined);
+                    Bits::Two(two, row)
+                } else {
+                    let mut four = [Run::default(); 4];
+                    four[..joined.len()].copy_from_slice(&joined);
+                    Bits::Four(four, row)
+                }
+            }
+        };
         BankIndex {
             top: spec.map.top_bit(),
-            fields: spec.map.field_runs().map(|f| {
-                let mut out = [(0u32, 0u64); 5];
-                for (o, i) in out.iter_mut().zip(f) {
-                    *o = (i.0 as u32, i.1);
-                }
-                out
-            }),
-            lr: spec.ranks.trailing_zeros(),
-            lg: spec.bank_groups.trailing_zeros(),
-            lb: spec.banks_per_group.trailing_zeros(),
+            bits,
+            lr,
+            lg,
+            lb,
         }
     }
 
-    /// Indices of `pa`'s channel, rank, bank group and bank records, and its row. A
-    /// field is below its count (its mask has that many bits), so `ch << lr | ra` is
-    /// `ch * ranks + ra`, and so on.
+    /// The index of `pa`'s bank record, and its row.
     #[inline(always)]
-    pub(super) fn locate(&self, pa: u64, map: &AddressMap) -> (usize, usize, usize, usize, u32) {
-        let (ch, ra, bg, ba, ro) = match &self.fields {
-            Some(f) => {
-                let get = |i: usize| (pa >> f[i].0) & f[i].1;
-                (get(0), get(1), get(2), get(3), get(4) as u32)
+    pub(super) fn locate(&self, pa: u64, map: &AddressMap) -> (usize, u32) {
+        match &self.bits {
+            Bits::Two(r, ro) => ((r[0].get(pa) | r[1].get(pa)) as usize, ro.get(pa) as u32),
+            Bits::Four(r, ro) => (
+                (r[0].get(pa) | r[1].get(pa) | r[2].get(pa) | r[3].get(pa)) as usize,
+                ro.get(pa) as u32,
+            ),
+            Bits::Decode => self.locate_decoded(pa, map),
+        }
+    }
+
+    #[inline(never)]
+    fn locate_decoded(&self, pa: u64, map: &AddressMap) -> (usize, u32) {
+        let l = map.decode(pa);
+        let ri = (l.ch as usize) << self.lr | l.ra as usize;
+        let gi = ri << self.lg | l.bg as usize;
+        (gi << self.lb | l.ba as usize, l.ro)
+    }
+
+    /// The bank index's channel, rank and bank-group indices.
+    pub(super) fn parents(&self, bi: usize) -> (u32, u32, u32) {
+        let gi = bi >> self.lb;
+        let ri = gi >> self.lg;
+        ((ri >> self.lr) as u32, ri as u32, gi as u32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::profile;
+    use super::*;
+
+    #[test]
+    fn the_index_is_the_decoded_fields() {
+        // Every built-in profile (Two for the Pi 5s, Four for DDR4/DDR5) and split bit
+        // lists (Decode), on random addresses: the record index and row must be those of
+        // the full decode.
+        let mut specs: Vec<DramSpec> = profile::BUILTIN.iter().map(|b| profile::load(b.0).unwrap()).collect();
+        // The Pi 5's geometry with the column's top bit and the row's lowest swapped.
+        let lists = profile::BUILTIN[0].1.replace("mapping = \"RaRoBaCo\"\n", "")
+            + "[bits]\nco = [6, 7, 8, 9, 31]\nba = [11, 12, 13]\nra = [32]\n\
+               ro = [10, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30]\n";
+        specs.push(profile::parse(&lists, "lists").unwrap());
+        let kinds: Vec<&str> = specs
+            .iter()
+            .map(|s| match BankIndex::new(s).bits {
+                Bits::Two(..) => "two",
+                Bits::Four(..) => "four",
+                Bits::Decode => "decode",
+            })
+            .collect();
+        assert_eq!(kinds, ["two", "two", "four", "four", "decode"]);
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for s in &specs {
+            let ix = BankIndex::new(s);
+            for _ in 0..10_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let l = s.map.decode(x);
+                let want = ((l.ch * s.ranks + l.ra) * s.bank_groups + l.bg) * s.banks_per_group + l.ba;
+                assert_eq!(ix.locate(x, &s.map), (want as usize, l.ro), "{} {x:#x}", s.name);
+                assert_eq!(
+                    ix.parents(want as usize),
+                    (
+                        l.ch,
+                        l.ch * s.ranks + l.ra,
+                        (l.ch * s.ranks + l.ra) * s.bank_groups + l.bg
+                    )
+                );
             }
-            None => {
-                let l = map.decode(pa);
-                (l.ch as u64, l.ra as u64, l.bg as u64, l.ba as u64, l.ro)
-            }
-        };
-        let ri = ch << self.lr | ra;
-        let gi = ri << self.lg | bg;
-        let bi = gi << self.lb | ba;
-        (ch as usize, ri as usize, gi as usize, bi as usize, ro)
+        }
     }
 }

@@ -45,12 +45,12 @@ impl Channel {
         // leave it a gap (they start before `s`): skip them. The bursts do not overlap
         // and are sorted by start, so by end too, and they form a prefix. (Speed only:
         // the scan below from the first burst gives the same answer.)
+        // Found from the end: the bursts near `s` are the last few.
         let busy = &self.busy;
-        let skip = if busy.last().end + sw >= s {
-            busy.partition_point(|b| b.end + sw < s)
-        } else {
-            N
-        };
+        let mut skip = N;
+        while skip > 0 && busy.get(skip - 1).end + sw >= s {
+            skip -= 1;
+        }
         for i in skip..N {
             let b = busy.get(i);
             let gap = if b.rank != rank { sw } else { 0 };

@@ -230,8 +230,11 @@ impl Dram {
             cap: spec.policy.hit_cap(),
             dram_per_core: dpc,
             at_signed_below: if dpc > 0.0 && dpc <= 1024.0 { 1 << 52 } else { 0 },
+            banks: {
+                let index = BankIndex::new(&spec);
+                (0..nb).map(|bi| Bank::new(bi, &index)).collect()
+            },
             index: BankIndex::new(&spec),
-            banks: vec![Bank::default(); nb],
             groups: vec![Group::default(); ng],
             ranks: (0..nr)
                 .map(|i| {
@@ -315,8 +318,9 @@ impl Dram {
         if pa >> self.index.top != 0 {
             self.n.beyond_capacity += 1;
         }
-        let (ci, ri, gi, bi, row) = self.index.locate(pa, &self.spec.map);
+        let (bi, row) = self.index.locate(pa, &self.spec.map);
         let b = &mut self.banks[bi];
+        let (ci, ri, gi) = (b.chan as usize, b.rank as usize, b.group as usize);
         let r = &mut self.ranks[ri];
         let c = &mut self.chans[ci];
 
@@ -363,9 +367,7 @@ impl Dram {
                 r.acts.record_last(act);
                 act
             } else {
-                let (act, i) = r.acts.place(earliest, t.trrd, t.tfaw, &mut r.rf, t);
-                r.acts.record_at(act, i);
-                act
+                r.acts.place_record(earliest, t.trrd, t.tfaw, &mut r.rf, t)
             };
             b.open = row;
             b.hits = 0;

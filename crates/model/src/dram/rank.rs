@@ -39,11 +39,7 @@ impl Acts {
     pub(super) fn check(&self, s: u64, spacing: u64, faw: u64) -> u64 {
         let s = s.max(self.floor);
         let v = &self.times;
-        let i = if v.last() > s {
-            v.partition_point(|&a| a <= s)
-        } else {
-            N
-        };
+        let i = v.rank_of(s);
         if i > 0 && v.get(i - 1) + spacing > s {
             return v.get(i - 1) + spacing;
         }
@@ -88,11 +84,11 @@ impl Acts {
     /// whose fourth-before activate is at least `v[i-4]`, one inside a refresh), so both
     /// find the earliest time from `s` (and the floor) that breaks none. Returns it and
     /// its position in the window (`partition_point(|&a| a <= time)`).
-    #[inline(never)]
-    pub(super) fn place(&self, s: u64, spacing: u64, faw: u64, rf: &mut Refresh, t: &Timing) -> (u64, usize) {
+    #[inline(always)]
+    fn place(&self, s: u64, spacing: u64, faw: u64, rf: &mut Refresh, t: &Timing) -> (u64, usize) {
         let v = &self.times;
         let mut s = s.max(self.floor);
-        let mut i = v.partition_point(|&a| a <= s);
+        let mut i = v.rank_of(s);
         loop {
             // `spacing` after the activate before; then past every later one closer
             // than `spacing` (the activates are sorted, so after the walk `v[i]` is the
@@ -116,22 +112,31 @@ impl Acts {
         }
     }
 
+    /// [`Acts::place`], then [`Acts::record_at`] of the time it found, which it returns
+    /// (one call for the out-of-order activate: its values stay in registers).
+    #[inline(never)]
+    pub(super) fn place_record(&mut self, s: u64, spacing: u64, faw: u64, rf: &mut Refresh, t: &Timing) -> u64 {
+        let (act, i) = self.place(s, spacing, faw, rf, t);
+        self.record_at(act, i);
+        act
+    }
+
     /// Records an activate at `s` (anywhere in time order), dropping the oldest.
     #[inline]
     pub(super) fn record(&mut self, s: u64) {
         if self.times.last() <= s {
             self.record_last(s);
         } else {
-            let i = self.times.partition_point(|&a| a <= s);
+            let i = self.times.rank_of(s);
             self.record_at(s, i);
         }
     }
 
     /// [`Acts::record`] of time `s` at position `i` of the window (as [`Acts::place`]
     /// gives): the oldest time leaves, and `s` goes after the times not greater than it.
-    #[inline(never)]
+    #[inline(always)]
     pub(super) fn record_at(&mut self, s: u64, i: usize) {
-        debug_assert_eq!(self.times.partition_point(|&a| a <= s), i);
+        debug_assert_eq!(self.times.rank_of(s), i);
         let old = if i == N {
             self.times.push_pop(s)
         } else if i == 0 {

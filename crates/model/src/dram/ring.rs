@@ -29,6 +29,27 @@ pub(super) struct Ring<T> {
     head: usize,
 }
 
+impl Ring<u64> {
+    /// How many times are at or before `s` (`partition_point(|&a| a <= s)`): a binary
+    /// search without branches, halving a span of `N/2`, `N/4`, ... 1 slots from the
+    /// first item (it ends at the count among the first `N - 1`: all before `i` are at
+    /// or before `s` and the `i`-th, if `i` < `N - 1`, after it), plus one if that count
+    /// is `N - 1` and the last time is at or before `s` too (when the count is smaller,
+    /// the last is after `s` as the `i`-th is, so the compare adds nothing).
+    #[inline(always)]
+    pub(super) fn rank_of(&self, s: u64) -> usize {
+        let mut i = 0;
+        let mut step = N / 2;
+        while step > 0 {
+            if self.get(i + step - 1) <= s {
+                i += step;
+            }
+            step /= 2;
+        }
+        i + (self.last() <= s) as usize
+    }
+}
+
 impl<T: Copy> Ring<T> {
     /// A ring of `N` copies of the sentinel `x`.
     pub(super) fn filled(x: T) -> Self {
@@ -54,8 +75,8 @@ impl<T: Copy> Ring<T> {
     }
 
     /// The first position `j` whose item fails `pred` (the items are partitioned by it:
-    /// all that pass come first), as `slice::partition_point`: a binary search.
-    #[inline]
+    /// all that pass come first), as `slice::partition_point`: a binary search (tests).
+    #[cfg(test)]
     pub(super) fn partition_point(&self, mut pred: impl FnMut(&T) -> bool) -> usize {
         let (mut lo, mut hi) = (0, N);
         while lo < hi {
@@ -135,6 +156,12 @@ mod tests {
             };
             let i = v.partition_point(|&a| a <= s);
             assert_eq!(r.partition_point(|&a| a <= s), i);
+            assert_eq!(r.rank_of(s), i);
+            for d in [0, 1, 3, 64] {
+                let (lo, hi) = (s.saturating_sub(d), s + d);
+                assert_eq!(r.rank_of(lo), v.partition_point(|&a| a <= lo));
+                assert_eq!(r.rank_of(hi), v.partition_point(|&a| a <= hi));
+            }
             let dropped = v.remove(0);
             let got = if i == 0 {
                 v.insert(0, s);

@@ -35,62 +35,68 @@ pub const JOIN_CAP: u32 = 32;
 
 const NONE: u32 = u32::MAX;
 
-#[derive(Clone, Copy, Debug)]
-struct Closed {
-    /// The row, or `NONE`.
-    row: u32,
-    /// When the precharge that closed it was placed.
-    pre: u64,
-    /// Its last column command.
-    last_col: u64,
-    /// Joins taken.
-    joins: u32,
-}
-
-const EMPTY: Closed = Closed {
-    row: NONE,
-    pre: 0,
-    last_col: 0,
-    joins: 0,
-};
-
 /// The rows one bank closed recently (see the module doc); part of the bank's record.
+/// Entry `k` is `row[k]` (or `NONE`), closed by a precharge at `pre[k]`, its last
+/// column command at `last_col[k]`, `joins[k]` joins taken; kept as arrays per field, so
+/// that "does any entry hold this row" reads the four rows side by side.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Reorder {
-    e: [Closed; ROWS],
+    row: [u32; ROWS],
+    pre: [u64; ROWS],
+    last_col: [u64; ROWS],
+    joins: [u32; ROWS],
+    /// The entry the next closed row takes.
+    next: usize,
 }
+
+const _: () = assert!(ROWS.is_power_of_two());
 
 impl Default for Reorder {
     fn default() -> Self {
-        Reorder { e: [EMPTY; ROWS] }
+        Reorder {
+            row: [NONE; ROWS],
+            pre: [0; ROWS],
+            last_col: [0; ROWS],
+            joins: [0; ROWS],
+            next: 0,
+        }
     }
 }
 
 impl Reorder {
     /// The bank closed `row` (last column command at `last_col`) with a precharge at
-    /// `pre`, for a request to another row. Replaces the entry closed earliest.
-    #[inline]
+    /// `pre`, for a request to another row. Takes the first empty entry, else the one
+    /// with the earliest precharge: that is the entry filled longest ago, `next` in
+    /// turn. Why: the precharges of a bank's entries are in the order the entries were
+    /// filled, strictly. The caller's `pre` is at least the bank's earliest column
+    /// command (`col_ok`), and `col_ok` lies after every entry's precharge: the closing
+    /// request's column command comes tRP + tRCD after it, `col_ok` never decreases
+    /// (a refresh or the row policy closing the row leave it), and a join moves
+    /// `col_ok`, the joined entry and every entry closed after it by the same slot (so
+    /// the order holds too). (Speed only: no search of the four precharges.)
+    #[inline(always)]
     pub(super) fn closed(&mut self, row: u32, pre: u64, last_col: u64) {
-        let e = &mut self.e;
-        // The first empty entry, else the first with the earliest precharge (entries
-        // fill in order and never empty again, so all are full when the last is).
-        let k = if e[ROWS - 1].row != NONE {
-            let mut k = 0;
+        let k = self.next & (ROWS - 1);
+        debug_assert_eq!(k, {
+            let full = self.row[ROWS - 1] != NONE;
+            let mut m = 0;
             for i in 1..ROWS {
-                if e[i].pre < e[k].pre {
-                    k = i;
+                if self.pre[i] < self.pre[m] {
+                    m = i;
                 }
             }
-            k
-        } else {
-            e.iter().position(|c| c.row == NONE).unwrap_or(0)
-        };
-        e[k] = Closed {
-            row,
-            pre,
-            last_col,
-            joins: 0,
-        };
+            if full {
+                m
+            } else {
+                self.row.iter().position(|&r| r == NONE).unwrap_or(0)
+            }
+        });
+        debug_assert!(self.row.iter().zip(&self.pre).all(|(&r, &p)| r == NONE || p < pre));
+        self.row[k] = row;
+        self.pre[k] = pre;
+        self.last_col[k] = last_col;
+        self.joins[k] = 0;
+        self.next = (k + 1) & (ROWS - 1);
     }
 
     /// A request for `row` arriving at `at`: if it joins a closed row (it arrived
@@ -101,7 +107,7 @@ impl Reorder {
     pub(super) fn join(&mut self, row: u32, at: u64, slot: u64) -> Option<(u64, usize)> {
         // Nearly always no entry holds `row`: say so after four compares without a
         // branch each (speed only; the search below finds nothing then either).
-        if !self.e.iter().fold(false, |f, c| f | (c.row == row)) {
+        if !self.row.iter().fold(false, |f, &r| f | (r == row)) {
             return None;
         }
         self.join_search(row, at, slot)
@@ -111,32 +117,27 @@ impl Reorder {
     #[cold]
     #[inline(never)]
     fn join_search(&mut self, row: u32, at: u64, slot: u64) -> Option<(u64, usize)> {
-        let e = &mut self.e;
         // The first closing of `row` after the request arrived.
-        let k = e
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.row == row && at < c.pre && c.joins < JOIN_CAP)
-            .min_by_key(|(_, c)| c.pre)?
-            .0;
-        let pre = e[k].pre;
-        for c in e.iter_mut() {
-            if c.row != NONE && c.pre > pre {
-                c.pre += slot;
-                c.last_col += slot;
+        let k = (0..ROWS)
+            .filter(|&i| self.row[i] == row && at < self.pre[i] && self.joins[i] < JOIN_CAP)
+            .min_by_key(|&i| self.pre[i])?;
+        let pre = self.pre[k];
+        for i in 0..ROWS {
+            if self.row[i] != NONE && self.pre[i] > pre {
+                self.pre[i] += slot;
+                self.last_col[i] += slot;
             }
         }
-        e[k].pre += slot;
-        e[k].joins += 1;
-        Some((at.max(e[k].last_col + 1), k))
+        self.pre[k] += slot;
+        self.joins[k] += 1;
+        Some((at.max(self.last_col[k] + 1), k))
     }
 
     /// The joined request's column command went to `cmd` (after the bus and the group's
     /// spacing): the next join of that row follows it.
     #[inline]
     pub(super) fn placed(&mut self, k: usize, cmd: u64) {
-        let c = &mut self.e[k];
-        c.last_col = c.last_col.max(cmd);
+        self.last_col[k] = self.last_col[k].max(cmd);
     }
 }
 
