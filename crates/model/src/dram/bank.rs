@@ -60,20 +60,56 @@ impl Bank {
         self.open = NONE;
         self.act_ok = self.act_ok.max(ref_off + (n - 1) * t.trefi + t.trfc);
     }
+
+    /// A request for `row` (not the open one) arriving at `at` that joins a row a
+    /// conflict closed after it arrived (sched.rs): the bank's later work (its ready
+    /// times) moves one column slot later, the larger of tBURST and tCCD_L; returns the
+    /// earliest time of its column command and the closed row's entry.
+    #[inline(always)]
+    pub(super) fn join(&mut self, row: u32, at: u64, t: &Timing) -> Option<(u64, usize)> {
+        if !self.rows.holds(row) {
+            return None;
+        }
+        self.join_slow(row, at, t)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn join_slow(&mut self, row: u32, at: u64, t: &Timing) -> Option<(u64, usize)> {
+        let col_slot = t.tburst.max(t.tccd_l);
+        let j = self.rows.join(row, at, col_slot)?;
+        self.act_ok += col_slot;
+        self.pre_ok += col_slot;
+        self.col_ok += col_slot;
+        Some(j)
+    }
 }
 
-/// One run of address bits landing in the bank index: `(pa >> shift & mask) << dst`.
+/// One run of address bits landing in the bank index (or the row): `(pa >> shift &
+/// mask) << dst`, computed as `(pa & (mask << shift)).rotate_right(shift - dst)` (the
+/// rotation taken modulo 64): the kept bits lie in `shift..shift + w` and land in
+/// `dst..dst + w`, both inside 0..64, so a rotation right by `shift - dst` (or left by
+/// `dst - shift`) moves them there without wrapping, with two operations instead of
+/// three.
 #[derive(Clone, Copy, Debug, Default)]
 struct Run {
-    shift: u32,
-    mask: u64,
-    dst: u32,
+    /// `mask << shift`: the run's address bits.
+    bits: u64,
+    /// `(shift - dst) mod 64`.
+    rot: u32,
 }
 
 impl Run {
+    fn new(shift: u32, mask: u64, dst: u32) -> Run {
+        Run {
+            bits: mask << shift,
+            rot: shift.wrapping_sub(dst) & 63,
+        }
+    }
+
     #[inline(always)]
     fn get(self, pa: u64) -> u64 {
-        (pa >> self.shift & self.mask) << self.dst
+        (pa & self.bits).rotate_right(self.rot)
     }
 }
 
@@ -115,30 +151,24 @@ impl BankIndex {
             Some(f) => {
                 // Fields ch, ra, bg, ba at their places in the index.
                 let dst = [lr + lg + lb, lg + lb, lb, 0];
-                let mut runs: Vec<Run> = (0..4)
-                    .map(|i| Run {
-                        shift: f[i].0 as u32,
-                        mask: f[i].1,
-                        dst: dst[i],
-                    })
-                    .filter(|r| r.mask != 0)
+                // (shift, mask, dst) of the fields with bits.
+                let mut runs: Vec<(u32, u64, u32)> = (0..4)
+                    .map(|i| (f[i].0 as u32, f[i].1, dst[i]))
+                    .filter(|r| r.1 != 0)
                     .collect();
-                let row = Run {
-                    shift: f[4].0 as u32,
-                    mask: f[4].1,
-                    dst: 0,
-                };
+                let row = Run::new(f[4].0 as u32, f[4].1, 0);
                 // Join runs adjacent both in the address and in the index.
-                runs.sort_by_key(|r| r.dst);
-                let mut joined: Vec<Run> = Vec::new();
+                runs.sort_by_key(|r| r.2);
+                let mut merged: Vec<(u32, u64, u32)> = Vec::new();
                 for r in runs {
-                    match joined.last_mut() {
-                        Some(l) if l.shift + l.mask.count_ones() == r.shift && l.dst + l.mask.count_ones() == r.dst => {
-                            l.mask |= r.mask << l.mask.count_ones();
+                    match merged.last_mut() {
+                        Some(l) if l.0 + l.1.count_ones() == r.0 && l.2 + l.1.count_ones() == r.2 => {
+                            l.1 |= r.1 << l.1.count_ones();
                         }
-                        _ => joined.push(r),
+                        _ => merged.push(r),
                     }
                 }
+                let joined: Vec<Run> = merged.iter().map(|r| Run::new(r.0, r.1, r.2)).collect();
                 if joined.len() <= 2 {
                     let mut two = [Run::default(); 2];
                     two[..joined.len()].copy_from_slice(&joined);

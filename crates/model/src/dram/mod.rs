@@ -244,9 +244,11 @@ impl Dram {
                 .collect(),
             chans: vec![Channel::default(); spec.channels as usize],
             group_acts: spec.bank_groups > 1 || spec.timing.trrd_l > spec.timing.trrd,
+            // Empty if a value does not fit in 32 bits (a clock ratio no profile has).
             lat_core: (0..LAT_TABLE as u64)
-                .map(|l| u32::try_from(lat_to_core(l, dpc)).unwrap_or(u32::MAX))
-                .collect(),
+                .map(|l| u32::try_from(lat_to_core(l, dpc)))
+                .collect::<Result<_, _>>()
+                .unwrap_or_default(),
             n: Counters {
                 outcomes: [0; 3],
                 rw: [0; 2],
@@ -325,25 +327,16 @@ impl Dram {
         let c = &mut self.chans[ci];
 
         // Refreshes of the rank started by the time the bank could next act on this
-        // request (none without refresh: `trefi` 0).
-        if t.trefi > 0 {
-            let n = r.rf.refreshes_by(at.max(b.col_ok), t);
-            if n != b.epoch {
-                b.refreshed(n, r.rf.ref_off, t);
-            }
+        // request (none without refresh: `refreshes_by` is then 0, as `epoch` stays).
+        let n = r.rf.refreshes_by(at.max(b.col_ok), t);
+        if n != b.epoch {
+            b.refreshed(n, r.rf.ref_off, t);
         }
         // A row a conflict closed after this request arrived: FR-FCFS would have served
-        // it first (sched.rs); the bank's later work moves one column slot later.
-        let col_slot = t.tburst.max(t.tccd_l);
-        let joined = if b.open != row {
-            b.rows.join(row, at, col_slot)
-        } else {
-            None
-        };
+        // it first (sched.rs); the bank's later work moves one column slot later (done
+        // by `Bank::join`).
+        let joined = if b.open != row { b.join(row, at, t) } else { None };
         let (outcome, mut cmd) = if let Some((col, _)) = joined {
-            b.act_ok += col_slot;
-            b.pre_ok += col_slot;
-            b.col_ok += col_slot;
             (RowOutcome::Hit, col)
         } else if b.open == row {
             b.hits += 1;
@@ -385,12 +378,12 @@ impl Dram {
         // bus idle: the loop of `column_slow` would stop after its first round (`check`
         // from a time after every recorded one returns at most `last + tCCD_L`, which
         // passes; an idle bus takes the burst when its data is ready), with these values.
-        let fast = g.cols.after_last(cmd, t.tccd_l, 0).and_then(|next| {
-            let next = r.rf.free(next, t);
-            c.idle_from(next + lat, t.trtrs).map(|slot| (next, slot))
-        });
-        let slot = if let Some((next, slot)) = fast {
-            cmd = next;
+        let slot = if let Some(next) = g.cols.after_last(cmd, t.tccd_l, 0) {
+            cmd = r.rf.free(next, t);
+            let slot = match c.idle_from(cmd + lat, t.trtrs) {
+                Some(slot) => slot,
+                None => column_bus(r, c, &mut cmd, lat, ri as u32, t),
+            };
             // At or after the group's last column command: appended.
             g.cols.record_last(cmd);
             slot
@@ -448,7 +441,24 @@ fn activate_grouped(r: &mut Rank, g: &mut Group, earliest: u64, t: &Timing) -> u
     act
 }
 
-/// The column command's time from `cmd` when the fast case does not hold: the first
+/// The column command's time from `cmd` (after the group's last column command by at
+/// least tCCD_L, outside refresh) when its data finds the bus busy: the loop of
+/// [`column_slow`] from the second round on, where `check` returns its time unchanged
+/// (a time at least tCCD_L after every recorded column command passes). Moves `cmd`
+/// to the time found; returns the bus slot.
+#[inline(never)]
+fn column_bus(r: &mut Rank, c: &Channel, cmd: &mut u64, lat: u64, rank: u32, t: &Timing) -> (u64, usize) {
+    loop {
+        let slot = c.find(*cmd + lat, t.tburst, rank, t.trtrs);
+        let next = slot.0 - lat;
+        if next == *cmd {
+            return slot;
+        }
+        *cmd = r.rf.free(next, t);
+    }
+}
+
+/// The column command's time from `cmd` when it lies before the group's last: the first
 /// that keeps tCCD_L from the group's other column commands, misses refresh, and finds
 /// its data (`lat` later) a slot on the bus; recorded in the group's window. Returns it
 /// and the bus slot.
@@ -519,10 +529,8 @@ impl MemoryBackend for Dram {
         let at = ORIGIN + self.to_dram(req.at);
         let (lat, _) = self.serve(req.pa, req.write, at);
         match self.lat_core.get(lat as usize) {
-            // A table entry saturated at u32::MAX (a clock ratio no profile has) is
-            // converted again.
-            Some(&c) if c != u32::MAX => c as u64,
-            _ => lat_to_core(lat, self.dram_per_core),
+            Some(&c) => c as u64,
+            None => lat_to_core(lat, self.dram_per_core),
         }
     }
     fn as_any(&self) -> &dyn std::any::Any {

@@ -64,6 +64,13 @@ impl Default for Reorder {
 }
 
 impl Reorder {
+    /// Whether an entry holds `row` (nearly always not, and then [`Reorder::join`]
+    /// finds nothing): four compares without a branch each.
+    #[inline(always)]
+    pub(super) fn holds(&self, row: u32) -> bool {
+        self.row.iter().fold(false, |f, &r| f | (r == row))
+    }
+
     /// The bank closed `row` (last column command at `last_col`) with a precharge at
     /// `pre`, for a request to another row. Takes the first empty entry, else the one
     /// with the earliest precharge: that is the entry filled longest ago, `next` in
@@ -103,20 +110,11 @@ impl Reorder {
     /// before the precharge that closed it), the earliest time of its column command
     /// and the entry's index (for [`Reorder::placed`]); the rows closed at or after that
     /// one move `slot` later (the caller moves the bank's own ready times).
-    #[inline(always)]
+    #[inline]
     pub(super) fn join(&mut self, row: u32, at: u64, slot: u64) -> Option<(u64, usize)> {
-        // Nearly always no entry holds `row`: say so after four compares without a
-        // branch each (speed only; the search below finds nothing then either).
-        if !self.row.iter().fold(false, |f, &r| f | (r == row)) {
+        if !self.holds(row) {
             return None;
         }
-        self.join_search(row, at, slot)
-    }
-
-    /// [`Reorder::join`] when an entry holds `row`.
-    #[cold]
-    #[inline(never)]
-    fn join_search(&mut self, row: u32, at: u64, slot: u64) -> Option<(u64, usize)> {
         // The first closing of `row` after the request arrived.
         let k = (0..ROWS)
             .filter(|&i| self.row[i] == row && at < self.pre[i] && self.joins[i] < JOIN_CAP)
