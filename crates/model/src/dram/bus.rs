@@ -62,18 +62,30 @@ impl Channel {
         (s, N)
     }
 
-    /// `find`'s answer when the bus is idle from `ready` on: every burst ends more than
-    /// `sw` before it, so none holds it off or lies after it (and the floor, the end of
-    /// a burst that left the window, is at most the last burst's end, or `ORIGIN` <=
-    /// `ready` while no real burst is recorded); `None` otherwise.
+    /// Whether the bus is idle from `ready` on, so that `find` answers `(ready, N)`:
+    /// every burst ends more than `sw` before it, so none holds it off or lies after it
+    /// (and the floor, the end of a burst that left the window, is at most the last
+    /// burst's end, or `ORIGIN` <= `ready` while no real burst is recorded).
     #[inline(always)]
-    pub(super) fn idle_from(&self, ready: u64, sw: u64) -> Option<(u64, usize)> {
-        (self.busy.last().end + sw < ready).then_some((ready, N))
+    pub(super) fn idle_from(&self, ready: u64, sw: u64) -> bool {
+        self.busy.last().end + sw < ready
+    }
+
+    /// Reserves a slot at `start` where `idle_from` said the bus is idle (after every
+    /// burst): an append.
+    #[inline(always)]
+    pub(super) fn reserve_last(&mut self, start: u64, len: u64, rank: u32) {
+        let old = self.busy.push_pop(Burst {
+            start,
+            end: start + len,
+            rank,
+        });
+        self.floor = self.floor.max(old.end);
     }
 
     /// Reserves the slot `find` returned: the burst goes in at its position and the
     /// oldest one leaves (the new one itself when it lies before every other).
-    #[inline(always)]
+    #[inline(never)]
     pub(super) fn reserve(&mut self, (start, at): (u64, usize), len: u64, rank: u32) {
         let b = Burst {
             start,

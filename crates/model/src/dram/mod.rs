@@ -378,25 +378,29 @@ impl Dram {
         // bus idle: the loop of `column_slow` would stop after its first round (`check`
         // from a time after every recorded one returns at most `last + tCCD_L`, which
         // passes; an idle bus takes the burst when its data is ready), with these values.
-        let slot = if let Some(next) = g.cols.after_last(cmd, t.tccd_l, 0) {
+        let start = if let Some(next) = g.cols.after_last(cmd, t.tccd_l, 0) {
             cmd = r.rf.free(next, t);
-            let slot = match c.idle_from(cmd + lat, t.trtrs) {
-                Some(slot) => slot,
-                None => column_bus(r, c, &mut cmd, lat, ri as u32, t),
+            let start = if c.idle_from(cmd + lat, t.trtrs) {
+                c.reserve_last(cmd + lat, t.tburst, ri as u32);
+                cmd + lat
+            } else {
+                let slot = column_bus(r, c, &mut cmd, lat, ri as u32, t);
+                c.reserve(slot, t.tburst, ri as u32);
+                slot.0
             };
             // At or after the group's last column command: appended.
             g.cols.record_last(cmd);
-            slot
+            start
         } else {
             let (next, slot) = column_slow(g, r, c, cmd, lat, ri as u32, t);
             cmd = next;
-            slot
+            c.reserve(slot, t.tburst, ri as u32);
+            slot.0
         };
-        c.reserve(slot, t.tburst, ri as u32);
         if let Some((_, k)) = joined {
             b.rows.placed(k, cmd);
         }
-        let end = slot.0 + t.tburst;
+        let end = start + t.tburst;
         b.col_ok = b.col_ok.max(cmd + 1);
         b.pre_ok = b.pre_ok.max(if write { end + t.twr } else { cmd + t.trtp });
         if write {

@@ -27,6 +27,8 @@ pub(super) struct Ring<T> {
     v: [T; N],
     /// Slot of the first (oldest) item; always below `N`.
     head: usize,
+    /// A copy of the newest item (the one most reads want: one load).
+    newest: T,
 }
 
 impl Ring<u64> {
@@ -53,7 +55,11 @@ impl Ring<u64> {
 impl<T: Copy> Ring<T> {
     /// A ring of `N` copies of the sentinel `x`.
     pub(super) fn filled(x: T) -> Self {
-        Ring { v: [x; N], head: 0 }
+        Ring {
+            v: [x; N],
+            head: 0,
+            newest: x,
+        }
     }
 
     /// Item `j` (0 = oldest; `j` < `N`).
@@ -65,7 +71,7 @@ impl<T: Copy> Ring<T> {
     /// The newest item.
     #[inline(always)]
     pub(super) fn last(&self) -> T {
-        self.v[(self.head + M) & M]
+        self.newest
     }
 
     /// The item `k` places before the newest (`k` < `N`).
@@ -97,6 +103,7 @@ impl<T: Copy> Ring<T> {
         let old = self.v[h];
         self.v[h] = x;
         self.head = (h + 1) & M;
+        self.newest = x;
         old
     }
 
@@ -104,6 +111,7 @@ impl<T: Copy> Ring<T> {
     /// first item.
     #[inline]
     pub(super) fn replace_first(&mut self, x: T) -> T {
+        debug_assert!(N > 1);
         let h = self.head & M;
         std::mem::replace(&mut self.v[h], x)
     }
@@ -124,6 +132,10 @@ impl<T: Copy> Ring<T> {
         }
         self.v[(h + i) & M] = x;
         self.head = (h + 1) & M;
+        // The newest item is `x` when it went last, else the one that was newest.
+        if i == N {
+            self.newest = x;
+        }
         old
     }
 
@@ -177,6 +189,7 @@ mod tests {
             assert_eq!(got, dropped);
             assert_eq!(r.to_vec(), v);
             assert_eq!(r.last(), v[N - 1]);
+            assert_eq!(r.get(N - 1), v[N - 1]);
             for k in 0..5 {
                 assert_eq!(r.nth_back(k), v[N - 1 - k]);
             }
