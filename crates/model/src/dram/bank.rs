@@ -129,8 +129,9 @@ enum Bits {
 /// channel records).
 #[derive(Clone, Debug)]
 pub(super) struct BankIndex {
-    /// Address bits decoded (the capacity is `1 << top` bytes).
-    pub(super) top: u32,
+    /// The address bits at and above the capacity (`1 << top_bit` bytes; `top_bit` is
+    /// at most 63, config.rs).
+    pub(super) beyond: u64,
     bits: Bits,
     /// log2 of ranks per channel, bank groups per rank, banks per group (all powers of
     /// two, config.rs): the index `((ch * ranks + ra) * groups + bg) * banks + ba` is
@@ -181,7 +182,7 @@ impl BankIndex {
             }
         };
         BankIndex {
-            top: spec.map.top_bit(),
+            beyond: !((1u64 << spec.map.top_bit()) - 1),
             bits,
             lr,
             lg,

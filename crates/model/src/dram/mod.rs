@@ -162,20 +162,30 @@ fn ratio(a: u64, b: u64) -> f64 {
 #[derive(Clone, Debug)]
 pub struct Dram {
     spec: DramSpec,
-    t: Timing,
-    cap: u32,
     /// DRAM cycles per core cycle.
     dram_per_core: f64,
     /// Core-cycle times below this convert to DRAM cycles by the signed conversions
     /// alone ([`Dram::to_dram`]); 0 for a clock ratio outside (0, 1024].
     at_signed_below: u64,
-    /// How an address finds its bank, rank and channel records (bank.rs).
+    /// How an address finds its bank record (bank.rs).
     index: BankIndex,
-    /// Per bank: its state, its rows closed by conflicts (sched.rs) and its count.
+    /// Per bank: its state, its rows closed by conflicts (sched.rs), its count and the
+    /// indices of its rank, group and channel records.
     banks: Vec<Bank>,
-    groups: Vec<Group>,
     ranks: Vec<Rank>,
-    chans: Vec<Channel>,
+    /// Everything else a request's placement uses.
+    c: Ctx,
+    /// [`MemoryBackend::access`]'s conversion of a latency below [`LAT_TABLE`] DRAM
+    /// cycles to core cycles, computed by that same expression once per value (speed
+    /// only: a table read instead of a division and a rounding per request).
+    lat_core: Box<[u32]>,
+}
+
+/// The part of [`Dram`] a request's placement uses besides its bank and rank records.
+#[derive(Clone, Debug)]
+struct Ctx {
+    t: Timing,
+    cap: u32,
     /// Whether a bank group's activates constrain anything its rank's do not. Not with
     /// one group per rank and tRRD_L no longer than tRRD: the group's window then holds
     /// exactly the rank's activates (both record each one), and a time that keeps tRRD
@@ -184,10 +194,8 @@ pub struct Dram {
     /// one), so leaving out a constraint that never binds changes no time (speed only;
     /// `tests/dram_digest.rs` pins the Pi 5 profiles, which have this shape).
     group_acts: bool,
-    /// [`MemoryBackend::access`]'s conversion of a latency below [`LAT_TABLE`] DRAM
-    /// cycles to core cycles, computed by that same expression once per value (speed
-    /// only: a table read instead of a division and a rounding per request).
-    lat_core: Box<[u32]>,
+    groups: Vec<Group>,
+    chans: Vec<Channel>,
     n: Counters,
 }
 
@@ -226,8 +234,6 @@ impl Dram {
         let nb = ng * spec.banks_per_group as usize;
         let dpc = spec.clock_mhz / core_mhz;
         Dram {
-            t: spec.timing,
-            cap: spec.policy.hit_cap(),
             dram_per_core: dpc,
             at_signed_below: if dpc > 0.0 && dpc <= 1024.0 { 1 << 52 } else { 0 },
             banks: {
@@ -235,27 +241,31 @@ impl Dram {
                 (0..nb).map(|bi| Bank::new(bi, &index)).collect()
             },
             index: BankIndex::new(&spec),
-            groups: vec![Group::default(); ng],
             ranks: (0..nr)
                 .map(|i| {
                     let off = (i as u64 % spec.ranks as u64 + 1) * spec.timing.trefi / spec.ranks as u64;
                     Rank::new(ORIGIN + off, &spec.timing)
                 })
                 .collect(),
-            chans: vec![Channel::default(); spec.channels as usize],
-            group_acts: spec.bank_groups > 1 || spec.timing.trrd_l > spec.timing.trrd,
             // Empty if a value does not fit in 32 bits (a clock ratio no profile has).
             lat_core: (0..LAT_TABLE as u64)
                 .map(|l| u32::try_from(lat_to_core(l, dpc)))
                 .collect::<Result<_, _>>()
                 .unwrap_or_default(),
-            n: Counters {
-                outcomes: [0; 3],
-                rw: [0; 2],
-                lat: [0; 2],
-                beyond_capacity: 0,
-                first_arrival: u64::MAX,
-                last_end: 0,
+            c: Ctx {
+                t: spec.timing,
+                cap: spec.policy.hit_cap(),
+                group_acts: spec.bank_groups > 1 || spec.timing.trrd_l > spec.timing.trrd,
+                groups: vec![Group::default(); ng],
+                chans: vec![Channel::default(); spec.channels as usize],
+                n: Counters {
+                    outcomes: [0; 3],
+                    rw: [0; 2],
+                    lat: [0; 2],
+                    beyond_capacity: 0,
+                    first_arrival: u64::MAX,
+                    last_end: 0,
+                },
             },
             spec,
         }
@@ -282,7 +292,7 @@ impl Dram {
 
     /// Its counters (gathered from the bank and rank records).
     pub fn stats(&self) -> DramStats {
-        let n = &self.n;
+        let n = &self.c.n;
         let requests = n.rw[0] + n.rw[1];
         DramStats {
             reads: n.rw[0],
@@ -291,7 +301,14 @@ impl Dram {
             row_misses: n.outcomes[1],
             row_conflicts: n.outcomes[2],
             per_bank: self.banks.iter().map(|b| b.requests).collect(),
-            per_rank: self.ranks.iter().map(|r| r.requests).collect(),
+            per_rank: {
+                // A rank's requests are its banks' (bank `bi` names its rank).
+                let mut v = vec![0; self.ranks.len()];
+                for b in &self.banks {
+                    v[b.rank as usize] += b.requests;
+                }
+                v
+            },
             bytes: requests * self.spec.burst_bytes,
             beyond_capacity: n.beyond_capacity,
             read_latency: n.lat[0],
@@ -316,113 +333,149 @@ impl Dram {
     /// a busy bus, bank groups) in functions of their own.
     #[inline(always)]
     fn serve(&mut self, pa: u64, write: bool, at: u64) -> (u64, RowOutcome) {
-        let t = &self.t;
-        if pa >> self.index.top != 0 {
-            self.n.beyond_capacity += 1;
+        if pa & self.index.beyond != 0 {
+            self.c.n.beyond_capacity += 1;
         }
         let (bi, row) = self.index.locate(pa, &self.spec.map);
         let b = &mut self.banks[bi];
-        let (ci, ri, gi) = (b.chan as usize, b.rank as usize, b.group as usize);
-        let r = &mut self.ranks[ri];
-        let c = &mut self.chans[ci];
-
+        let r = &mut self.ranks[b.rank as usize];
+        let t = &self.c.t;
         // Refreshes of the rank started by the time the bank could next act on this
         // request (none without refresh: `refreshes_by` is then 0, as `epoch` stays).
         let n = r.rf.refreshes_by(at.max(b.col_ok), t);
         if n != b.epoch {
             b.refreshed(n, r.rf.ref_off, t);
         }
-        // A row a conflict closed after this request arrived: FR-FCFS would have served
-        // it first (sched.rs); the bank's later work moves one column slot later (done
-        // by `Bank::join`).
-        let joined = if b.open != row { b.join(row, at, t) } else { None };
-        let (outcome, mut cmd) = if let Some((col, _)) = joined {
-            (RowOutcome::Hit, col)
-        } else if b.open == row {
-            b.hits += 1;
-            (RowOutcome::Hit, at.max(b.col_ok))
-        } else {
-            let (outcome, earliest) = if b.open == NONE {
-                (RowOutcome::Miss, at.max(b.act_ok))
-            } else {
-                // Precharge no earlier than tRAS/tRTP/tWR allow, then tRP.
-                let pre = at.max(b.pre_ok).max(b.col_ok);
-                b.rows.closed(b.open, pre, b.col_ok - 1);
-                (RowOutcome::Conflict, pre + t.trp)
-            };
-            // The first time from `earliest` that meets tRRD and tFAW in the rank,
-            // tRRD_L in the group and misses refresh (each step only moves later).
-            let act = if self.group_acts {
-                activate_grouped(r, &mut self.groups[gi], earliest, t)
-            } else if let Some(a) = r.acts.after_last(earliest, t.trrd, t.tfaw) {
-                let act = r.rf.free(a, t);
-                // At or after the last recorded activate: appended.
-                r.acts.record_last(act);
-                act
-            } else {
-                r.acts.place_record(earliest, t.trrd, t.tfaw, &mut r.rf, t)
-            };
-            b.open = row;
-            b.hits = 0;
-            b.pre_ok = act + t.tras;
-            (outcome, act + t.trcd)
-        };
-        if !write {
-            cmd = cmd.max(r.wr_end + t.twtr);
+        if b.open != row && b.rows.holds(row) {
+            // It may join a row closed after it arrived (rare).
+            return place_joining(&mut self.c, b, r, row, write, at);
         }
-        // The first column command time from `cmd` that keeps tCCD_L from the group's
-        // other column commands, misses refresh, and finds its data a slot on the bus.
-        let lat = if write { t.cwl } else { t.cl };
-        let g = &mut self.groups[gi];
-        // The common case, a command after the group's last one whose data finds the
-        // bus idle: the loop of `column_slow` would stop after its first round (`check`
-        // from a time after every recorded one returns at most `last + tCCD_L`, which
-        // passes; an idle bus takes the burst when its data is ready), with these values.
-        let start = if let Some(next) = g.cols.after_last(cmd, t.tccd_l, 0) {
-            cmd = r.rf.free(next, t);
-            let start = if c.idle_from(cmd + lat, t.trtrs) {
-                c.reserve_last(cmd + lat, t.tburst, ri as u32);
-                cmd + lat
-            } else {
-                let slot = column_bus(r, c, &mut cmd, lat, ri as u32, t);
-                c.reserve(slot, t.tburst, ri as u32);
-                slot.0
-            };
-            // At or after the group's last column command: appended.
-            g.cols.record_last(cmd);
-            start
+        place::<false>(&mut self.c, b, r, row, write, at)
+    }
+}
+
+/// [`place`] of a request for a row its bank remembers closing (sched.rs).
+#[cold]
+#[inline(never)]
+fn place_joining(c: &mut Ctx, b: &mut Bank, r: &mut Rank, row: u32, write: bool, at: u64) -> (u64, RowOutcome) {
+    place::<true>(c, b, r, row, write, at)
+}
+
+/// Places a request for `row` of bank `b` (of rank `r`) arriving at `at`, after its
+/// refresh step; returns its latency and how it found its row. With `JOIN` false the
+/// caller knows that the bank remembers no closed `row`, so that it joins none.
+#[inline(always)]
+fn place<const JOIN: bool>(
+    c: &mut Ctx,
+    b: &mut Bank,
+    r: &mut Rank,
+    row: u32,
+    write: bool,
+    at: u64,
+) -> (u64, RowOutcome) {
+    let Ctx {
+        t,
+        cap,
+        group_acts,
+        groups,
+        chans,
+        n,
+    } = c;
+    let t = &*t;
+    let (ci, ri, gi) = (b.chan as usize, b.rank as usize, b.group as usize);
+    let c = &mut chans[ci];
+    // A row a conflict closed after this request arrived: FR-FCFS would have served
+    // it first (sched.rs); the bank's later work moves one column slot later (done
+    // by `Bank::join`).
+    let joined = if JOIN && b.open != row {
+        b.join(row, at, t)
+    } else {
+        None
+    };
+    let (outcome, mut cmd) = if let Some((col, _)) = joined {
+        (RowOutcome::Hit, col)
+    } else if b.open == row {
+        b.hits += 1;
+        (RowOutcome::Hit, at.max(b.col_ok))
+    } else {
+        let (outcome, earliest) = if b.open == NONE {
+            (RowOutcome::Miss, at.max(b.act_ok))
         } else {
-            let (next, slot) = column_slow(g, r, c, cmd, lat, ri as u32, t);
-            cmd = next;
+            // Precharge no earlier than tRAS/tRTP/tWR allow, then tRP.
+            let pre = at.max(b.pre_ok).max(b.col_ok);
+            b.rows.closed(b.open, pre, b.col_ok - 1);
+            (RowOutcome::Conflict, pre + t.trp)
+        };
+        // The first time from `earliest` that meets tRRD and tFAW in the rank,
+        // tRRD_L in the group and misses refresh (each step only moves later).
+        let act = if *group_acts {
+            activate_grouped(r, &mut groups[gi], earliest, t)
+        } else if let Some(a) = r.acts.after_last(earliest, t.trrd, t.tfaw) {
+            let act = r.rf.free(a, t);
+            // At or after the last recorded activate: appended.
+            r.acts.record_last(act);
+            act
+        } else {
+            r.acts.place_record(earliest, t.trrd, t.tfaw, &mut r.rf, t)
+        };
+        b.open = row;
+        b.hits = 0;
+        b.pre_ok = act + t.tras;
+        (outcome, act + t.trcd)
+    };
+    if !write {
+        cmd = cmd.max(r.wr_end + t.twtr);
+    }
+    // The first column command time from `cmd` that keeps tCCD_L from the group's
+    // other column commands, misses refresh, and finds its data a slot on the bus.
+    let lat = if write { t.cwl } else { t.cl };
+    let g = &mut groups[gi];
+    // The common case, a command after the group's last one whose data finds the
+    // bus idle: the loop of `column_slow` would stop after its first round (`check`
+    // from a time after every recorded one returns at most `last + tCCD_L`, which
+    // passes; an idle bus takes the burst when its data is ready), with these values.
+    let start = if let Some(next) = g.cols.after_last(cmd, t.tccd_l, 0) {
+        cmd = r.rf.free(next, t);
+        let start = if c.idle_from(cmd + lat, t.trtrs) {
+            c.reserve_last(cmd + lat, t.tburst, ri as u32);
+            cmd + lat
+        } else {
+            let slot = column_bus(r, c, &mut cmd, lat, ri as u32, t);
             c.reserve(slot, t.tburst, ri as u32);
             slot.0
         };
-        if let Some((_, k)) = joined {
-            b.rows.placed(k, cmd);
-        }
-        let end = start + t.tburst;
-        b.col_ok = b.col_ok.max(cmd + 1);
-        b.pre_ok = b.pre_ok.max(if write { end + t.twr } else { cmd + t.trtp });
-        if write {
-            r.wr_end = r.wr_end.max(end);
-        }
-        if b.hits >= self.cap {
-            // Auto-precharge as soon as the bank allows it.
-            b.open = NONE;
-            b.act_ok = b.pre_ok + t.trp;
-        }
-        b.requests += 1;
-        r.requests += 1;
-
-        let n = &mut self.n;
-        let latency = end - at;
-        n.outcomes[outcome as usize] += 1;
-        n.rw[write as usize] += 1;
-        n.lat[write as usize] += latency;
-        n.first_arrival = n.first_arrival.min(at);
-        n.last_end = n.last_end.max(end);
-        (latency, outcome)
+        // At or after the group's last column command: appended.
+        g.cols.record_last(cmd);
+        start
+    } else {
+        let (next, slot) = column_slow(g, r, c, cmd, lat, ri as u32, t);
+        cmd = next;
+        c.reserve(slot, t.tburst, ri as u32);
+        slot.0
+    };
+    if let Some((_, k)) = joined {
+        b.rows.placed(k, cmd);
     }
+    let end = start + t.tburst;
+    b.col_ok = b.col_ok.max(cmd + 1);
+    b.pre_ok = b.pre_ok.max(if write { end + t.twr } else { cmd + t.trtp });
+    if write {
+        r.wr_end = r.wr_end.max(end);
+    }
+    if b.hits >= *cap {
+        // Auto-precharge as soon as the bank allows it.
+        b.open = NONE;
+        b.act_ok = b.pre_ok + t.trp;
+    }
+    b.requests += 1;
+
+    let latency = end - at;
+    n.outcomes[outcome as usize] += 1;
+    n.rw[write as usize] += 1;
+    n.lat[write as usize] += latency;
+    n.first_arrival = n.first_arrival.min(at);
+    n.last_end = n.last_end.max(end);
+    (latency, outcome)
 }
 
 /// The activate's time with bank groups: the first time from `earliest` that meets

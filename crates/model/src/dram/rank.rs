@@ -176,8 +176,6 @@ pub(super) struct Rank {
     pub(super) wr_end: u64,
     /// Its refresh schedule.
     pub(super) rf: Refresh,
-    /// Requests served.
-    pub(super) requests: u64,
 }
 
 impl Rank {
@@ -187,7 +185,6 @@ impl Rank {
             acts: Acts::default(),
             wr_end: ORIGIN,
             rf: Refresh::new(ref_off, t),
-            requests: 0,
         }
     }
 }
