@@ -2,18 +2,20 @@
 //! free slot at or after its data is ready (tRTRS apart from another rank's).
 //!
 //! The bursts are a full ring ([`Ring`]) that starts filled with the sentinel burst
-//! 0..0. Every candidate start is at least [`ORIGIN`] (raised to the floor, which starts
-//! there and only grows), so a sentinel, ending `tRTRS` (below 2^32) or less after 0,
-//! lies before the skipped prefix of [`Channel::find`] and never holds a burst off nor
-//! offers it a gap: each answer equals the one the window of the real bursts alone gives.
+//! 0..tBURST. Every candidate start is at least [`ORIGIN`] (raised to the floor, which
+//! starts there and only grows), so a sentinel, ending tBURST after 0 (tBURST and tRTRS
+//! are below 2^32), lies before the skipped prefix of [`Channel::find`] and never holds
+//! a burst off nor offers it a gap: each answer equals the one the window of the real
+//! bursts alone gives.
 
 use super::ring::{Ring, N};
 use super::ORIGIN;
 
+/// A burst on the bus: it starts at `start` and ends `len` (tBURST) later, `len` the
+/// same for every burst of the model (so it is not stored).
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Burst {
     start: u64,
-    end: u64,
     rank: u32,
 }
 
@@ -48,7 +50,7 @@ impl Channel {
         // Found from the end: the bursts near `s` are the last few.
         let busy = &self.busy;
         let mut skip = N;
-        while skip > 0 && busy.get(skip - 1).end + sw >= s {
+        while skip > 0 && busy.get(skip - 1).start + len + sw >= s {
             skip -= 1;
         }
         for i in skip..N {
@@ -57,7 +59,7 @@ impl Channel {
             if s + len + gap <= b.start {
                 return (s, i);
             }
-            s = s.max(b.end + gap);
+            s = s.max(b.start + len + gap);
         }
         (s, N)
     }
@@ -67,31 +69,23 @@ impl Channel {
     /// (and the floor, the end of a burst that left the window, is at most the last
     /// burst's end, or `ORIGIN` <= `ready` while no real burst is recorded).
     #[inline(always)]
-    pub(super) fn idle_from(&self, ready: u64, sw: u64) -> bool {
-        self.busy.last().end + sw < ready
+    pub(super) fn idle_from(&self, ready: u64, len: u64, sw: u64) -> bool {
+        self.busy.last().start + len + sw < ready
     }
 
     /// Reserves a slot at `start` where `idle_from` said the bus is idle (after every
     /// burst): an append.
     #[inline(always)]
     pub(super) fn reserve_last(&mut self, start: u64, len: u64, rank: u32) {
-        let old = self.busy.push_pop(Burst {
-            start,
-            end: start + len,
-            rank,
-        });
-        self.floor = self.floor.max(old.end);
+        let old = self.busy.push_pop(Burst { start, rank });
+        self.floor = self.floor.max(old.start + len);
     }
 
     /// Reserves the slot `find` returned: the burst goes in at its position and the
     /// oldest one leaves (the new one itself when it lies before every other).
     #[inline(never)]
     pub(super) fn reserve(&mut self, (start, at): (u64, usize), len: u64, rank: u32) {
-        let b = Burst {
-            start,
-            end: start + len,
-            rank,
-        };
+        let b = Burst { start, rank };
         let old = if at == N {
             self.busy.push_pop(b)
         } else if at == 0 {
@@ -99,6 +93,6 @@ impl Channel {
         } else {
             self.busy.insert_pop(at, b)
         };
-        self.floor = self.floor.max(old.end);
+        self.floor = self.floor.max(old.start + len);
     }
 }

@@ -436,7 +436,7 @@ fn place<const JOIN: bool>(
     // passes; an idle bus takes the burst when its data is ready), with these values.
     let start = if let Some(next) = g.cols.after_last(cmd, t.tccd_l, 0) {
         cmd = r.rf.free(next, t);
-        let start = if c.idle_from(cmd + lat, t.trtrs) {
+        let start = if c.idle_from(cmd + lat, t.tburst, t.trtrs) {
             c.reserve_last(cmd + lat, t.tburst, ri as u32);
             cmd + lat
         } else {
