@@ -19,7 +19,9 @@
 /// deep). A power of two, so an index is masked.
 pub(super) const N: usize = 32;
 const M: usize = N - 1;
-const _: () = assert!(N.is_power_of_two());
+// A power of two (masked indices); more than one item (`replace_first` keeps the
+// newest).
+const _: () = assert!(N.is_power_of_two() && N > 1);
 
 /// A full ring of `N` items in sorted order (see the module documentation).
 #[derive(Clone, Debug)]
@@ -111,7 +113,6 @@ impl<T: Copy> Ring<T> {
     /// first item.
     #[inline]
     pub(super) fn replace_first(&mut self, x: T) -> T {
-        debug_assert!(N > 1);
         let h = self.head & M;
         std::mem::replace(&mut self.v[h], x)
     }
