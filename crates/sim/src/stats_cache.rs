@@ -28,7 +28,7 @@ impl Report for Caches {
         if let Some(c) = &mut s.caches {
             c.stats = self.stats();
             if let Some(d) = self.backend().as_any().downcast_ref::<mmulab_model::dram::Dram>() {
-                c.dram = Some((d.stats().clone(), d.spec().clock_mhz, d.spec().name.clone()));
+                c.dram = Some((d.stats(), d.spec().clock_mhz, d.spec().name.clone()));
             }
         }
     }

@@ -65,7 +65,7 @@ pub fn run(a: Args) -> Result<()> {
         bail!("{}: no requests", path.display());
     }
     let d = stream::run(&spec, &reqs);
-    let v = summary(&path.display().to_string(), &spec, d.stats());
+    let v = summary(&path.display().to_string(), &spec, &d.stats());
     if a.json {
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {

@@ -248,6 +248,13 @@ impl AddressMap {
         &self.bits[f]
     }
 
+    /// For a mapping with every field in one run of bits and no XOR hashing: per field
+    /// in [`FIELDS`] order, the shift and mask [`AddressMap::decode`] applies (mask 0
+    /// for a field of no bits); `None` otherwise.
+    pub(crate) fn field_runs(&self) -> Option<[(u8, u64); 6]> {
+        self.single
+    }
+
     /// Decodes `pa` (bits at and above the capacity are ignored).
     #[inline]
     pub fn decode(&self, pa: u64) -> Loc {

@@ -34,273 +34,47 @@
 //! Written here rather than taken from a library: the timing model is the product, and
 //! it must run at tens of millions of requests per second inside the simulator.
 
+mod bank;
+mod bus;
 pub mod config;
 pub mod mapping;
 pub mod profile;
+mod rank;
 mod refresh;
+mod ring;
 mod sched;
 pub mod stream;
-mod window;
 
 pub use config::{DramConfig, DramSpec, RowPolicy, Timing, TimingConfig};
 pub use mapping::{AddressMap, Loc};
 pub use sched::{JOIN_CAP, ROWS as REORDER_ROWS};
 
 use crate::mem::backend::{MemReq, MemoryBackend};
-use refresh::Refresh;
-use window::Window;
+use bank::{Bank, BankIndex};
+use bus::Channel;
+use rank::{Group, Rank};
 
 const NONE: u32 = u32::MAX;
 
-#[derive(Clone, Copy, Debug, Default)]
-struct Bank {
-    /// Open row, or `NONE`.
-    open: u32,
-    /// Hits the open row has taken since its activate.
-    hits: u32,
-    /// Earliest activate (bank precharged).
-    act_ok: u64,
-    /// Earliest precharge (row open).
-    pre_ok: u64,
-    /// Earliest column command.
-    col_ok: u64,
-    /// Refreshes of its rank it has seen (a refresh closes the row).
-    epoch: u64,
-}
-
 /// Activates of a rank or bank group a new one may be placed between (as
 /// [`BUS_WINDOW`] for bursts). Assumed.
-pub const ACT_WINDOW: usize = 32;
-
-/// The recent activates (or column commands) of a rank or bank group, sorted.
-#[derive(Clone, Debug, Default)]
-struct Acts {
-    times: Window<u64>,
-    /// No activate before this (the activates that left the window).
-    floor: u64,
-}
-
-impl Acts {
-    /// `s` if an activate at `s` keeps `spacing` from every recorded one and (with
-    /// `faw` > 0) is at least `faw` after the fourth before it; else a later candidate.
-    #[inline(always)]
-    fn check(&self, s: u64, spacing: u64, faw: u64) -> u64 {
-        let s = s.max(self.floor);
-        let v = self.times.items();
-        let i = sorted_position(v, s);
-        if i > 0 && v[i - 1] + spacing > s {
-            return v[i - 1] + spacing;
-        }
-        if i < v.len() && s + spacing > v[i] {
-            return v[i] + spacing;
-        }
-        if faw > 0 && i >= 4 && v[i - 4] + faw > s {
-            return v[i - 4] + faw;
-        }
-        s
-    }
-
-    /// For `s` at or after the last recorded time (and at least one recorded): the
-    /// earliest time from `s` that [`Acts::check`] leaves where it is, `max(s, last +
-    /// spacing, fourth last + faw)`; `None` otherwise. Why that is the fixpoint: from a
-    /// time at or after every recorded one, `check` finds position `len`, so it can only
-    /// be held off by the last time (`spacing`) and the fourth last (`faw`), both lower
-    /// bounds, and returns the bound it breaks; a time at or after both passes. (Speed
-    /// only: the common case of a request later than every activate before it.)
-    #[inline(always)]
-    fn after_last(&self, s: u64, spacing: u64, faw: u64) -> Option<u64> {
-        let last = self.times.last()?;
-        if s < last {
-            return None;
-        }
-        // The floor (the largest time that left the window) is at most every recorded
-        // time (`record` keeps the window sorted and drops its first, smallest, time;
-        // every later time was placed at or after the floor by `check`), so `s` is past it.
-        let mut a = s.max(last + spacing);
-        if faw > 0 && self.times.len() >= 4 {
-            a = a.max(self.times.nth_back(3) + faw);
-        }
-        Some(a)
-    }
-
-    /// The time the loop of [`Acts::check`] and [`Refresh::free`] from `s` ends at
-    /// (`check`, then `free`, until neither moves it), in one pass that walks the window
-    /// from the time's position instead of searching it again every round. The same
-    /// time: each step moves only past times that break the constraint it checks (a
-    /// time less than `spacing` after an earlier activate or before a later one, one
-    /// whose fourth-before activate is at least `v[i-4]`, one inside a refresh), so both
-    /// find the earliest time from `s` (and the floor) that breaks none. Returns it and
-    /// its position in the window (`items().partition_point(|&a| a <= time)`).
-    #[inline(never)]
-    fn place(&self, s: u64, spacing: u64, faw: u64, rf: &mut Refresh, t: &Timing) -> (u64, usize) {
-        let v = self.times.items();
-        let mut s = s.max(self.floor);
-        let mut i = v.partition_point(|&a| a <= s);
-        loop {
-            // `spacing` after the activate before; then past every later one closer
-            // than `spacing` (the activates are sorted, so after the walk `v[i]` is the
-            // first later than `s`, and `v[i - 1]` at least `spacing` before it).
-            if i > 0 {
-                s = s.max(v[i - 1] + spacing);
-            }
-            while i < v.len() && s + spacing > v[i] {
-                s = s.max(v[i] + spacing);
-                i += 1;
-            }
-            if faw > 0 && i >= 4 && v[i - 4] + faw > s {
-                s = v[i - 4] + faw;
-                continue;
-            }
-            let f = rf.free(s, t);
-            if f == s {
-                return (s, i);
-            }
-            s = f;
-        }
-    }
-
-    #[inline(always)]
-    fn record(&mut self, s: u64) {
-        self.make_room();
-        self.times.insert_sorted(s);
-    }
-
-    /// [`Acts::record`] of time `s` at position `i` of the window (as [`Acts::place`]
-    /// gives).
-    #[inline(always)]
-    fn record_at(&mut self, s: u64, i: usize) {
-        debug_assert_eq!(self.times.items().partition_point(|&a| a <= s), i);
-        let full = self.times.len() == ACT_WINDOW;
-        self.make_room();
-        // The time that left was the first; it lay before `s` when `i` > 0.
-        self.times.insert(if full && i > 0 { i - 1 } else { i }, s);
-    }
-
-    /// [`Acts::record`] of a time at or after every recorded one (as
-    /// [`Acts::after_last`] gives): an append.
-    #[inline(always)]
-    fn record_last(&mut self, s: u64) {
-        debug_assert!(!matches!(self.times.last(), Some(l) if l > s));
-        self.make_room();
-        self.times.push(s);
-    }
-
-    /// Drops the oldest time of a full window.
-    #[inline(always)]
-    fn make_room(&mut self) {
-        if self.times.len() == ACT_WINDOW {
-            let old = self.times.pop_front();
-            self.floor = self.floor.max(old);
-        }
-    }
-}
-
-/// The first position in sorted `v` whose time is after `s` (`v.partition_point(|&a| a
-/// <= s)`), answered at once in the common case of a time after every recorded one.
-#[inline(always)]
-fn sorted_position(v: &[u64], s: u64) -> usize {
-    match v.last() {
-        Some(&l) if l > s => v.partition_point(|&a| a <= s),
-        _ => v.len(),
-    }
-}
-
-#[derive(Clone, Debug, Default)]
-struct Group {
-    /// Its activates (tRRD_L).
-    acts: Acts,
-    /// Its column commands (tCCD_L).
-    cols: Acts,
-}
-
-#[derive(Clone, Debug, Default)]
-struct Rank {
-    /// Its activates (tRRD, tFAW).
-    acts: Acts,
-    /// End of the last write data (tWTR).
-    wr_end: u64,
-    /// Its refresh schedule.
-    rf: Refresh,
-}
+pub const ACT_WINDOW: usize = ring::N;
 
 /// Bursts on a channel's data bus a request may be placed between: the data bus as a
 /// controller with this many requests in flight sees it. Assumed; DRAMsim3's default
 /// transaction queue is 32 deep.
-pub const BUS_WINDOW: usize = 32;
+pub const BUS_WINDOW: usize = ring::N;
 
-// A window's array holds the largest window (a channel's holds one burst more than
-// `BUS_WINDOW` between its insert and its removal) with room to spare (window.rs).
-const _: () = assert!(BUS_WINDOW + 1 < window::CAP && ACT_WINDOW < window::CAP);
-
-#[derive(Clone, Copy, Debug, Default)]
-struct Burst {
-    start: u64,
-    end: u64,
-    rank: u32,
-}
-
-#[derive(Clone, Debug, Default)]
-struct Channel {
-    /// The last `BUS_WINDOW` bursts placed, sorted by start.
-    busy: Window<Burst>,
-    /// No burst starts before this (the end of the bursts that left the window).
-    floor: u64,
-}
-
-impl Channel {
-    /// The first start at or after `ready` where a burst of `len` by `rank` fits on the
-    /// bus (`sw` cycles apart from another rank's bursts), and where to record it.
-    #[inline]
-    fn find(&self, ready: u64, len: u64, rank: u32, sw: u64) -> (u64, usize) {
-        let mut s = ready.max(self.floor);
-        // Bursts that end more than `sw` before `s` can neither hold the new one off nor
-        // leave it a gap (they start before `s`): skip them. The bursts do not overlap
-        // and are sorted by start, so by end too, and they form a prefix. (Speed only:
-        // the scan below from the first burst gives the same answer.)
-        let busy = self.busy.items();
-        let skip = match busy.last() {
-            Some(l) if l.end + sw >= s => busy.partition_point(|b| b.end + sw < s),
-            _ => busy.len(),
-        };
-        for (i, b) in busy.iter().enumerate().skip(skip) {
-            let gap = if b.rank != rank { sw } else { 0 };
-            if s + len + gap <= b.start {
-                return (s, i);
-            }
-            s = s.max(b.end + gap);
-        }
-        (s, busy.len())
-    }
-
-    /// `find`'s answer when the bus is idle from `ready` on: every burst ends more than
-    /// `sw` before it, so none holds it off or lies after it (and the floor, the end of
-    /// a burst that left the window, is at most the last burst's end); `None` otherwise
-    /// (and with no burst recorded).
-    #[inline(always)]
-    fn idle_from(&self, ready: u64, sw: u64) -> Option<(u64, usize)> {
-        let last = self.busy.last()?;
-        (last.end + sw < ready).then_some((ready, self.busy.len()))
-    }
-
-    /// Reserves the slot `find` returned.
-    #[inline]
-    fn reserve(&mut self, (start, at): (u64, usize), len: u64, rank: u32) {
-        let b = Burst {
-            start,
-            end: start + len,
-            rank,
-        };
-        if at == self.busy.len() {
-            self.busy.push(b);
-        } else {
-            self.busy.insert(at, b);
-        }
-        if self.busy.len() > BUS_WINDOW {
-            let old = self.busy.pop_front();
-            self.floor = self.floor.max(old.end);
-        }
-    }
-}
+/// Where the model's own clock starts: a request arriving at DRAM cycle `at` is placed
+/// at `ORIGIN + at`, and every ready time starts at `ORIGIN` (the image of time 0), so
+/// the whole placement is the one from 0 shifted by `ORIGIN` (every rule compares times
+/// or adds a timing to one; a latency is a difference; the counters' times are shifted
+/// back). What the shift buys: the activate and bus windows start filled with sentinels
+/// at time 0, which lie more than any timing (below 2^32 cycles) before every real time
+/// and so never bind (ring.rs, rank.rs, bus.rs), and need no emptiness tests. Arrivals
+/// are below 2^63 (core cycles times a clock ratio of at most 1024, far beyond any run),
+/// so the shifted times do not overflow.
+pub(crate) const ORIGIN: u64 = 1 << 40;
 
 /// How a request found its bank.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -388,19 +162,30 @@ fn ratio(a: u64, b: u64) -> f64 {
 #[derive(Clone, Debug)]
 pub struct Dram {
     spec: DramSpec,
-    t: Timing,
-    cap: u32,
     /// DRAM cycles per core cycle.
     dram_per_core: f64,
     /// Core-cycle times below this convert to DRAM cycles by the signed conversions
     /// alone ([`Dram::to_dram`]); 0 for a clock ratio outside (0, 1024].
     at_signed_below: u64,
+    /// How an address finds its bank record (bank.rs).
+    index: BankIndex,
+    /// Per bank: its state, its rows closed by conflicts (sched.rs), its count and the
+    /// indices of its rank, group and channel records.
     banks: Vec<Bank>,
-    groups: Vec<Group>,
     ranks: Vec<Rank>,
-    chans: Vec<Channel>,
-    /// Rows closed by conflicts, for row-hit-first reordering (sched.rs).
-    reorder: sched::Reorder,
+    /// Everything else a request's placement uses.
+    c: Ctx,
+    /// [`MemoryBackend::access`]'s conversion of a latency below [`LAT_TABLE`] DRAM
+    /// cycles to core cycles, computed by that same expression once per value (speed
+    /// only: a table read instead of a division and a rounding per request).
+    lat_core: Box<[u32]>,
+}
+
+/// The part of [`Dram`] a request's placement uses besides its bank and rank records.
+#[derive(Clone, Debug)]
+struct Ctx {
+    t: Timing,
+    cap: u32,
     /// Whether a bank group's activates constrain anything its rank's do not. Not with
     /// one group per rank and tRRD_L no longer than tRRD: the group's window then holds
     /// exactly the rank's activates (both record each one), and a time that keeps tRRD
@@ -409,11 +194,24 @@ pub struct Dram {
     /// one), so leaving out a constraint that never binds changes no time (speed only;
     /// `tests/dram_digest.rs` pins the Pi 5 profiles, which have this shape).
     group_acts: bool,
-    /// [`MemoryBackend::access`]'s conversion of a latency below [`LAT_TABLE`] DRAM
-    /// cycles to core cycles, computed by that same expression once per value (speed
-    /// only: a table read instead of a division and a rounding per request).
-    lat_core: Box<[u32]>,
-    stats: DramStats,
+    groups: Vec<Group>,
+    chans: Vec<Channel>,
+    n: Counters,
+}
+
+/// The counters a request updates (the per-bank and per-rank ones are in the records;
+/// [`Dram::stats`] gathers them). Times are the model's (shifted by [`ORIGIN`]).
+#[derive(Clone, Debug)]
+struct Counters {
+    /// Requests by row outcome: hit, miss, conflict.
+    outcomes: [u64; 3],
+    /// Reads and writes.
+    rw: [u64; 2],
+    /// Sum of latencies of reads and of writes.
+    lat: [u64; 2],
+    beyond_capacity: u64,
+    first_arrival: u64,
+    last_end: u64,
 }
 
 /// DRAM-cycle latencies whose core-cycle conversion [`Dram`] keeps in a table (a
@@ -434,47 +232,40 @@ impl Dram {
         let nr = (spec.channels * spec.ranks) as usize;
         let ng = nr * spec.bank_groups as usize;
         let nb = ng * spec.banks_per_group as usize;
-        let bank = Bank {
-            open: NONE,
-            ..Bank::default()
-        };
+        let dpc = spec.clock_mhz / core_mhz;
         Dram {
-            t: spec.timing,
-            cap: spec.policy.hit_cap(),
-            dram_per_core: spec.clock_mhz / core_mhz,
-            at_signed_below: {
-                let dpc = spec.clock_mhz / core_mhz;
-                if dpc > 0.0 && dpc <= 1024.0 {
-                    1 << 52
-                } else {
-                    0
-                }
+            dram_per_core: dpc,
+            at_signed_below: if dpc > 0.0 && dpc <= 1024.0 { 1 << 52 } else { 0 },
+            banks: {
+                let index = BankIndex::new(&spec);
+                (0..nb).map(|bi| Bank::new(bi, &index)).collect()
             },
-            banks: vec![bank; nb],
-            groups: vec![Group::default(); ng],
+            index: BankIndex::new(&spec),
             ranks: (0..nr)
                 .map(|i| {
                     let off = (i as u64 % spec.ranks as u64 + 1) * spec.timing.trefi / spec.ranks as u64;
-                    Rank {
-                        rf: Refresh::new(off, &spec.timing),
-                        ..Rank::default()
-                    }
+                    Rank::new(ORIGIN + off, &spec.timing)
                 })
                 .collect(),
-            chans: vec![Channel::default(); spec.channels as usize],
-            reorder: sched::Reorder::new(nb),
-            group_acts: spec.bank_groups > 1 || spec.timing.trrd_l > spec.timing.trrd,
-            lat_core: {
-                let dpc = spec.clock_mhz / core_mhz;
-                (0..LAT_TABLE as u64)
-                    .map(|l| u32::try_from(lat_to_core(l, dpc)).unwrap_or(u32::MAX))
-                    .collect()
-            },
-            stats: DramStats {
-                per_bank: vec![0; nb],
-                per_rank: vec![0; nr],
-                first_arrival: u64::MAX,
-                ..DramStats::default()
+            // Empty if a value does not fit in 32 bits (a clock ratio no profile has).
+            lat_core: (0..LAT_TABLE as u64)
+                .map(|l| u32::try_from(lat_to_core(l, dpc)))
+                .collect::<Result<_, _>>()
+                .unwrap_or_default(),
+            c: Ctx {
+                t: spec.timing,
+                cap: spec.policy.hit_cap(),
+                group_acts: spec.bank_groups > 1 || spec.timing.trrd_l > spec.timing.trrd,
+                groups: vec![Group::default(); ng],
+                chans: vec![Channel::default(); spec.channels as usize],
+                n: Counters {
+                    outcomes: [0; 3],
+                    rw: [0; 2],
+                    lat: [0; 2],
+                    beyond_capacity: 0,
+                    first_arrival: u64::MAX,
+                    last_end: 0,
+                },
             },
             spec,
         }
@@ -499,164 +290,255 @@ impl Dram {
         &self.spec
     }
 
-    /// Its counters.
-    pub fn stats(&self) -> &DramStats {
-        &self.stats
+    /// Its counters (gathered from the bank and rank records).
+    pub fn stats(&self) -> DramStats {
+        let n = &self.c.n;
+        let requests = n.rw[0] + n.rw[1];
+        DramStats {
+            reads: n.rw[0],
+            writes: n.rw[1],
+            row_hits: n.outcomes[0],
+            row_misses: n.outcomes[1],
+            row_conflicts: n.outcomes[2],
+            per_bank: self.banks.iter().map(|b| b.requests).collect(),
+            per_rank: {
+                // A rank's requests are its banks' (bank `bi` names its rank).
+                let mut v = vec![0; self.ranks.len()];
+                for b in &self.banks {
+                    v[b.rank as usize] += b.requests;
+                }
+                v
+            },
+            bytes: requests * self.spec.burst_bytes,
+            beyond_capacity: n.beyond_capacity,
+            read_latency: n.lat[0],
+            write_latency: n.lat[1],
+            first_arrival: if requests > 0 {
+                n.first_arrival - ORIGIN
+            } else {
+                u64::MAX
+            },
+            last_end: if requests > 0 { n.last_end - ORIGIN } else { 0 },
+        }
     }
 
     /// Serves one request of `pa` arriving at DRAM cycle `at`; returns its latency in
     /// DRAM cycles (arrival to the end of its data) and how it found its row.
-    #[inline]
     pub fn access_dram(&mut self, pa: u64, write: bool, at: u64) -> (u64, RowOutcome) {
-        let t = &self.t;
-        let s = &self.spec;
-        if pa >> s.map.top_bit() != 0 {
-            self.stats.beyond_capacity += 1;
-        }
-        let l = s.map.decode(pa);
-        let ri = (l.ch * s.ranks + l.ra) as usize;
-        let gi = ri * s.bank_groups as usize + l.bg as usize;
-        let bi = gi * s.banks_per_group as usize + l.ba as usize;
-        let b = &mut self.banks[bi];
-        let g = &mut self.groups[gi];
-        let r = &mut self.ranks[ri];
-        let c = &mut self.chans[l.ch as usize];
-
-        // Refreshes of the rank started by the time the bank could next act on this
-        // request (none without refresh: `trefi` 0).
-        let est = at.max(b.col_ok);
-        if t.trefi > 0 {
-            let n = r.rf.refreshes_by(est, t);
-            if n != b.epoch {
-                b.epoch = n;
-                b.open = NONE;
-                b.act_ok = b.act_ok.max(r.rf.ref_off + (n - 1) * t.trefi + t.trfc);
-            }
-        }
-        // A row a conflict closed after this request arrived: FR-FCFS would have served
-        // it first (sched.rs); the bank's later work moves one column slot later.
-        let col_slot = t.tburst.max(t.tccd_l);
-        let joined = if b.open != l.ro {
-            self.reorder.join(bi, l.ro, at, col_slot)
-        } else {
-            None
-        };
-        let (outcome, mut cmd) = if let Some((col, _)) = joined {
-            b.act_ok += col_slot;
-            b.pre_ok += col_slot;
-            b.col_ok += col_slot;
-            (RowOutcome::Hit, col)
-        } else if b.open == l.ro {
-            b.hits += 1;
-            (RowOutcome::Hit, at.max(b.col_ok))
-        } else {
-            let (outcome, earliest) = if b.open == NONE {
-                (RowOutcome::Miss, at.max(b.act_ok))
-            } else {
-                // Precharge no earlier than tRAS/tRTP/tWR allow, then tRP.
-                let pre = at.max(b.pre_ok).max(b.col_ok);
-                self.reorder.closed(bi, b.open, pre, b.col_ok.saturating_sub(1));
-                (RowOutcome::Conflict, pre + t.trp)
-            };
-            // The first time from `earliest` that meets tRRD and tFAW in the rank,
-            // tRRD_L in the group and misses refresh (each step only moves later).
-            let act = if self.group_acts {
-                let mut act = earliest;
-                loop {
-                    let next = r.acts.check(act, t.trrd, t.tfaw);
-                    let next = g.acts.check(next, t.trrd_l, 0);
-                    let next = r.rf.free(next, t);
-                    if next == act {
-                        break;
-                    }
-                    act = next;
-                }
-                r.acts.record(act);
-                g.acts.record(act);
-                act
-            } else if let Some(a) = r.acts.after_last(earliest, t.trrd, t.tfaw) {
-                let act = r.rf.free(a, t);
-                // At or after the last recorded activate: appended.
-                r.acts.record_last(act);
-                act
-            } else {
-                let (act, i) = r.acts.place(earliest, t.trrd, t.tfaw, &mut r.rf, t);
-                r.acts.record_at(act, i);
-                act
-            };
-            b.open = l.ro;
-            b.hits = 0;
-            b.pre_ok = act + t.tras;
-            (outcome, act + t.trcd)
-        };
-        if !write {
-            cmd = cmd.max(r.wr_end + t.twtr);
-        }
-        // The first column command time from `cmd` that keeps tCCD_L from the group's
-        // other column commands, misses refresh, and finds its data a slot on the bus.
-        let lat = if write { t.cwl } else { t.cl };
-        // The common case, a command after the group's last one whose data finds the
-        // bus idle: the loop below would stop after its first round (`check` from a time
-        // after every recorded one returns at most `last + tCCD_L`, which passes; an
-        // idle bus takes the burst when its data is ready), with these values.
-        let fast = g.cols.after_last(cmd, t.tccd_l, 0).and_then(|next| {
-            let next = r.rf.free(next, t);
-            c.idle_from(next + lat, t.trtrs).map(|slot| (next, slot))
-        });
-        let slot = if let Some((next, slot)) = fast {
-            cmd = next;
-            // At or after the group's last column command: appended.
-            g.cols.record_last(cmd);
-            slot
-        } else {
-            let slot = loop {
-                let next = r.rf.free(g.cols.check(cmd, t.tccd_l, 0), t);
-                let slot = c.find(next + lat, t.tburst, ri as u32, t.trtrs);
-                cmd = slot.0 - lat;
-                if cmd == next {
-                    break slot;
-                }
-            };
-            g.cols.record(cmd);
-            slot
-        };
-        c.reserve(slot, t.tburst, ri as u32);
-        if let Some((_, k)) = joined {
-            self.reorder.placed(bi, k, cmd);
-        }
-        let end = slot.0 + t.tburst;
-        b.col_ok = b.col_ok.max(cmd + 1);
-        b.pre_ok = b.pre_ok.max(if write { end + t.twr } else { cmd + t.trtp });
-        if write {
-            r.wr_end = r.wr_end.max(end);
-        }
-        if b.hits >= self.cap {
-            // Auto-precharge as soon as the bank allows it.
-            b.open = NONE;
-            b.act_ok = b.pre_ok + t.trp;
-        }
-
-        let st = &mut self.stats;
-        let latency = end - at;
-        match outcome {
-            RowOutcome::Hit => st.row_hits += 1,
-            RowOutcome::Miss => st.row_misses += 1,
-            RowOutcome::Conflict => st.row_conflicts += 1,
-        }
-        if write {
-            st.writes += 1;
-            st.write_latency += latency;
-        } else {
-            st.reads += 1;
-            st.read_latency += latency;
-        }
-        st.per_bank[bi] += 1;
-        st.per_rank[ri] += 1;
-        st.bytes += s.burst_bytes;
-        st.first_arrival = st.first_arrival.min(at);
-        st.last_end = st.last_end.max(end);
-        (latency, outcome)
+        self.serve(pa, write, ORIGIN + at)
     }
+
+    /// [`Dram::access_dram`] at model time `at` (>= [`ORIGIN`]): the straight path, with
+    /// the rare cases (a refresh closing the row, a joined row, an out-of-order activate,
+    /// a busy bus, bank groups) in functions of their own.
+    #[inline(always)]
+    fn serve(&mut self, pa: u64, write: bool, at: u64) -> (u64, RowOutcome) {
+        if pa & self.index.beyond != 0 {
+            self.c.n.beyond_capacity += 1;
+        }
+        let (bi, row) = self.index.locate(pa, &self.spec.map);
+        let b = &mut self.banks[bi];
+        let r = &mut self.ranks[b.rank as usize];
+        let t = &self.c.t;
+        // Refreshes of the rank started by the time the bank could next act on this
+        // request (none without refresh: `refreshes_by` is then 0, as `epoch` stays).
+        let n = r.rf.refreshes_by(at.max(b.col_ok), t);
+        if n != b.epoch {
+            b.refreshed(n, r.rf.ref_off, t);
+        }
+        if b.open != row && b.rows.holds(row) {
+            // It may join a row closed after it arrived (rare).
+            return place_joining(&mut self.c, b, r, row, write, at);
+        }
+        place::<false>(&mut self.c, b, r, row, write, at)
+    }
+}
+
+/// [`place`] of a request for a row its bank remembers closing (sched.rs).
+#[cold]
+#[inline(never)]
+fn place_joining(c: &mut Ctx, b: &mut Bank, r: &mut Rank, row: u32, write: bool, at: u64) -> (u64, RowOutcome) {
+    place::<true>(c, b, r, row, write, at)
+}
+
+/// Places a request for `row` of bank `b` (of rank `r`) arriving at `at`, after its
+/// refresh step; returns its latency and how it found its row. With `JOIN` false the
+/// caller knows that the bank remembers no closed `row`, so that it joins none.
+#[inline(always)]
+fn place<const JOIN: bool>(
+    c: &mut Ctx,
+    b: &mut Bank,
+    r: &mut Rank,
+    row: u32,
+    write: bool,
+    at: u64,
+) -> (u64, RowOutcome) {
+    let Ctx {
+        t,
+        cap,
+        group_acts,
+        groups,
+        chans,
+        n,
+    } = c;
+    let t = &*t;
+    let (ci, ri, gi) = (b.chan as usize, b.rank as usize, b.group as usize);
+    let c = &mut chans[ci];
+    // A row a conflict closed after this request arrived: FR-FCFS would have served
+    // it first (sched.rs); the bank's later work moves one column slot later (done
+    // by `Bank::join`).
+    let joined = if JOIN && b.open != row {
+        b.join(row, at, t)
+    } else {
+        None
+    };
+    let (outcome, mut cmd) = if let Some((col, _)) = joined {
+        (RowOutcome::Hit, col)
+    } else if b.open == row {
+        b.hits += 1;
+        (RowOutcome::Hit, at.max(b.col_ok))
+    } else {
+        let (outcome, earliest) = if b.open == NONE {
+            (RowOutcome::Miss, at.max(b.act_ok))
+        } else {
+            // Precharge no earlier than tRAS/tRTP/tWR allow, then tRP.
+            let pre = at.max(b.pre_ok).max(b.col_ok);
+            b.rows.closed(b.open, pre, b.col_ok - 1);
+            (RowOutcome::Conflict, pre + t.trp)
+        };
+        // The first time from `earliest` that meets tRRD and tFAW in the rank,
+        // tRRD_L in the group and misses refresh (each step only moves later).
+        let act = if *group_acts {
+            activate_grouped(r, &mut groups[gi], earliest, t)
+        } else if let Some(a) = r.acts.after_last(earliest, t.trrd, t.tfaw) {
+            let act = r.rf.free(a, t);
+            // At or after the last recorded activate: appended.
+            r.acts.record_last(act);
+            act
+        } else {
+            r.acts.place_record(earliest, t.trrd, t.tfaw, &mut r.rf, t)
+        };
+        b.open = row;
+        b.hits = 0;
+        b.pre_ok = act + t.tras;
+        (outcome, act + t.trcd)
+    };
+    if !write {
+        cmd = cmd.max(r.wr_end + t.twtr);
+    }
+    // The first column command time from `cmd` that keeps tCCD_L from the group's
+    // other column commands, misses refresh, and finds its data a slot on the bus.
+    let lat = if write { t.cwl } else { t.cl };
+    let g = &mut groups[gi];
+    // The common case, a command after the group's last one whose data finds the
+    // bus idle: the loop of `column_slow` would stop after its first round (`check`
+    // from a time after every recorded one returns at most `last + tCCD_L`, which
+    // passes; an idle bus takes the burst when its data is ready), with these values.
+    let start = if let Some(next) = g.cols.after_last(cmd, t.tccd_l, 0) {
+        cmd = r.rf.free(next, t);
+        let start = if c.idle_from(cmd + lat, t.tburst, t.trtrs) {
+            c.reserve_last(cmd + lat, t.tburst, ri as u32);
+            cmd + lat
+        } else {
+            let slot = column_bus(r, c, &mut cmd, lat, ri as u32, t);
+            c.reserve(slot, t.tburst, ri as u32);
+            slot.0
+        };
+        // At or after the group's last column command: appended.
+        g.cols.record_last(cmd);
+        start
+    } else {
+        let (next, slot) = column_slow(g, r, c, cmd, lat, ri as u32, t);
+        cmd = next;
+        c.reserve(slot, t.tburst, ri as u32);
+        slot.0
+    };
+    if let Some((_, k)) = joined {
+        b.rows.placed(k, cmd);
+    }
+    let end = start + t.tburst;
+    b.col_ok = b.col_ok.max(cmd + 1);
+    b.pre_ok = b.pre_ok.max(if write { end + t.twr } else { cmd + t.trtp });
+    if write {
+        r.wr_end = r.wr_end.max(end);
+    }
+    if b.hits >= *cap {
+        // Auto-precharge as soon as the bank allows it.
+        b.open = NONE;
+        b.act_ok = b.pre_ok + t.trp;
+    }
+    b.requests += 1;
+
+    let latency = end - at;
+    n.outcomes[outcome as usize] += 1;
+    n.rw[write as usize] += 1;
+    n.lat[write as usize] += latency;
+    n.first_arrival = n.first_arrival.min(at);
+    n.last_end = n.last_end.max(end);
+    (latency, outcome)
+}
+
+/// The activate's time with bank groups: the first time from `earliest` that meets
+/// tRRD and tFAW in the rank, tRRD_L in the group and misses refresh (each step only
+/// moves later); recorded in both windows.
+#[inline(never)]
+fn activate_grouped(r: &mut Rank, g: &mut Group, earliest: u64, t: &Timing) -> u64 {
+    let mut act = earliest;
+    loop {
+        let next = r.acts.check(act, t.trrd, t.tfaw);
+        let next = g.acts.check(next, t.trrd_l, 0);
+        let next = r.rf.free(next, t);
+        if next == act {
+            break;
+        }
+        act = next;
+    }
+    r.acts.record(act);
+    g.acts.record(act);
+    act
+}
+
+/// The column command's time from `cmd` (after the group's last column command by at
+/// least tCCD_L, outside refresh) when its data finds the bus busy: the loop of
+/// [`column_slow`] from the second round on, where `check` returns its time unchanged
+/// (a time at least tCCD_L after every recorded column command passes). Moves `cmd`
+/// to the time found; returns the bus slot.
+#[inline(never)]
+fn column_bus(r: &mut Rank, c: &Channel, cmd: &mut u64, lat: u64, rank: u32, t: &Timing) -> (u64, usize) {
+    loop {
+        let slot = c.find(*cmd + lat, t.tburst, rank, t.trtrs);
+        let next = slot.0 - lat;
+        if next == *cmd {
+            return slot;
+        }
+        *cmd = r.rf.free(next, t);
+    }
+}
+
+/// The column command's time from `cmd` when it lies before the group's last: the first
+/// that keeps tCCD_L from the group's other column commands, misses refresh, and finds
+/// its data (`lat` later) a slot on the bus; recorded in the group's window. Returns it
+/// and the bus slot.
+#[inline(never)]
+fn column_slow(
+    g: &mut Group,
+    r: &mut Rank,
+    c: &Channel,
+    mut cmd: u64,
+    lat: u64,
+    rank: u32,
+    t: &Timing,
+) -> (u64, (u64, usize)) {
+    let slot = loop {
+        let next = r.rf.free(g.cols.check(cmd, t.tccd_l, 0), t);
+        let slot = c.find(next + lat, t.tburst, rank, t.trtrs);
+        cmd = slot.0 - lat;
+        if cmd == next {
+            break slot;
+        }
+    };
+    g.cols.record(cmd);
+    (cmd, slot)
 }
 
 /// `x as f64`, by the signed conversion (one instruction on x86-64; the unsigned one is
@@ -701,13 +583,11 @@ impl MemoryBackend for Dram {
     /// core cycles (rounded up).
     #[inline]
     fn access(&mut self, req: &MemReq) -> u64 {
-        let at = self.to_dram(req.at);
-        let (lat, _) = self.access_dram(req.pa, req.write, at);
+        let at = ORIGIN + self.to_dram(req.at);
+        let (lat, _) = self.serve(req.pa, req.write, at);
         match self.lat_core.get(lat as usize) {
-            // A table entry saturated at u32::MAX (a clock ratio no profile has) is
-            // converted again.
-            Some(&c) if c != u32::MAX => c as u64,
-            _ => lat_to_core(lat, self.dram_per_core),
+            Some(&c) => c as u64,
+            None => lat_to_core(lat, self.dram_per_core),
         }
     }
     fn as_any(&self) -> &dyn std::any::Any {

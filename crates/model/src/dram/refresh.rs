@@ -14,9 +14,11 @@ pub(super) struct Refresh {
     pub(super) ref_off: u64,
     /// The period last looked up ([`Refresh::period`]): its index and start, the end of
     /// its refresh (`per_start + tRFC`) and its end (`per_start + tREFI`), both
-    /// saturating; without refresh 0 and `u64::MAX`, so that every time lies in it,
-    /// after its refresh.
+    /// saturating; without refresh `ref_off`, 0 and `u64::MAX`, so that every time from
+    /// `ref_off` on lies in it, after its refresh.
     per_k: u64,
+    /// Refreshes started by the end of that period (`per_k + 1`); 0 without refresh.
+    per_n: u64,
     per_start: u64,
     ref_end: u64,
     per_next: u64,
@@ -28,6 +30,7 @@ impl Refresh {
         let mut r = Refresh {
             ref_off,
             per_k: 0,
+            per_n: 0,
             per_start: ref_off,
             ref_end: 0,
             per_next: u64::MAX,
@@ -53,19 +56,30 @@ impl Refresh {
     /// Makes period `k` the one last looked up.
     fn set_period(&mut self, k: u64, t: &Timing) {
         self.per_k = k;
+        self.per_n = k + 1;
         self.per_start = self.ref_off + k * t.trefi;
         self.ref_end = self.per_start.saturating_add(t.trfc);
         self.per_next = self.per_start.saturating_add(t.trefi);
     }
 
-    /// Refreshes of the rank started by `at` (with refresh on: `trefi` > 0): 0 before
-    /// `ref_off`, else the index of the period holding `at` plus one. Two compares when
-    /// `at` lies in the period last looked up.
+    /// Refreshes of the rank started by `at`: 0 before `ref_off` (and always without
+    /// refresh), else the index of the period holding `at` plus one. Two compares when
+    /// `at` lies in the period last looked up (and without refresh for every `at` from
+    /// `ref_off` on: then the period spans all those times and counts 0).
     #[inline(always)]
     pub(super) fn refreshes_by(&mut self, at: u64, t: &Timing) -> u64 {
         if at >= self.per_start && at < self.per_next {
-            self.per_k + 1
-        } else if at < self.ref_off {
+            self.per_n
+        } else {
+            self.refreshes_by_slow(at, t)
+        }
+    }
+
+    /// [`Refresh::refreshes_by`] by the period's arithmetic.
+    #[cold]
+    #[inline(never)]
+    fn refreshes_by_slow(&mut self, at: u64, t: &Timing) -> u64 {
+        if t.trefi == 0 || at < self.ref_off {
             0
         } else {
             self.period(at, t).0 + 1

@@ -35,102 +35,107 @@ pub const JOIN_CAP: u32 = 32;
 
 const NONE: u32 = u32::MAX;
 
+/// The rows one bank closed recently (see the module doc); part of the bank's record.
+/// Entry `k` is `row[k]` (or `NONE`), closed by a precharge at `pre[k]`, its last
+/// column command at `last_col[k]`, `joins[k]` joins taken; kept as arrays per field, so
+/// that "does any entry hold this row" reads the four rows side by side.
 #[derive(Clone, Copy, Debug)]
-struct Closed {
-    /// The row, or `NONE`.
-    row: u32,
-    /// When the precharge that closed it was placed.
-    pre: u64,
-    /// Its last column command.
-    last_col: u64,
-    /// Joins taken.
-    joins: u32,
+pub(super) struct Reorder {
+    row: [u32; ROWS],
+    pre: [u64; ROWS],
+    last_col: [u64; ROWS],
+    joins: [u32; ROWS],
+    /// The entry the next closed row takes.
+    next: usize,
 }
 
-const EMPTY: Closed = Closed {
-    row: NONE,
-    pre: 0,
-    last_col: 0,
-    joins: 0,
-};
+const _: () = assert!(ROWS.is_power_of_two());
 
-/// The rows each bank closed recently (see the module doc).
-#[derive(Clone, Debug)]
-pub(super) struct Reorder {
-    banks: Vec<[Closed; ROWS]>,
+impl Default for Reorder {
+    fn default() -> Self {
+        Reorder {
+            row: [NONE; ROWS],
+            pre: [0; ROWS],
+            last_col: [0; ROWS],
+            joins: [0; ROWS],
+            next: 0,
+        }
+    }
 }
 
 impl Reorder {
-    /// Nothing closed yet in any of `banks` banks.
-    pub(super) fn new(banks: usize) -> Reorder {
-        Reorder {
-            banks: vec![[EMPTY; ROWS]; banks],
-        }
+    /// Whether an entry holds `row` (nearly always not, and then [`Reorder::join`]
+    /// finds nothing): four compares without a branch each.
+    #[inline(always)]
+    pub(super) fn holds(&self, row: u32) -> bool {
+        self.row.iter().fold(false, |f, &r| f | (r == row))
     }
 
-    /// Bank `bi` closed `row` (last column command at `last_col`) with a precharge at
-    /// `pre`, for a request to another row. Replaces the entry closed earliest.
-    #[inline]
-    pub(super) fn closed(&mut self, bi: usize, row: u32, pre: u64, last_col: u64) {
-        let e = &mut self.banks[bi];
-        // The first empty entry, else the first with the earliest precharge (entries
-        // fill in order and never empty again, so all are full when the last is).
-        let k = if e[ROWS - 1].row != NONE {
-            let mut k = 0;
+    /// The bank closed `row` (last column command at `last_col`) with a precharge at
+    /// `pre`, for a request to another row. Takes the first empty entry, else the one
+    /// with the earliest precharge: that is the entry filled longest ago, `next` in
+    /// turn. Why: the precharges of a bank's entries are in the order the entries were
+    /// filled, strictly. The caller's `pre` is at least the bank's earliest column
+    /// command (`col_ok`), and `col_ok` lies after every entry's precharge: the closing
+    /// request's column command comes tRP + tRCD after it, `col_ok` never decreases
+    /// (a refresh or the row policy closing the row leave it), and a join moves
+    /// `col_ok`, the joined entry and every entry closed after it by the same slot (so
+    /// the order holds too). (Speed only: no search of the four precharges.)
+    #[inline(always)]
+    pub(super) fn closed(&mut self, row: u32, pre: u64, last_col: u64) {
+        let k = self.next & (ROWS - 1);
+        debug_assert_eq!(k, {
+            let full = self.row[ROWS - 1] != NONE;
+            let mut m = 0;
             for i in 1..ROWS {
-                if e[i].pre < e[k].pre {
-                    k = i;
+                if self.pre[i] < self.pre[m] {
+                    m = i;
                 }
             }
-            k
-        } else {
-            e.iter().position(|c| c.row == NONE).unwrap_or(0)
-        };
-        e[k] = Closed {
-            row,
-            pre,
-            last_col,
-            joins: 0,
-        };
+            if full {
+                m
+            } else {
+                self.row.iter().position(|&r| r == NONE).unwrap_or(0)
+            }
+        });
+        debug_assert!(self.row.iter().zip(&self.pre).all(|(&r, &p)| r == NONE || p < pre));
+        self.row[k] = row;
+        self.pre[k] = pre;
+        self.last_col[k] = last_col;
+        self.joins[k] = 0;
+        self.next = (k + 1) & (ROWS - 1);
     }
 
-    /// A request for `row` of bank `bi` arriving at `at`: if it joins a closed row (it
-    /// arrived before the precharge that closed it), the earliest time of its column
-    /// command and the entry's index (for [`Reorder::placed`]); the rows closed at or
-    /// after that one move `slot` later (the caller moves the bank's own ready times).
+    /// A request for `row` arriving at `at`: if it joins a closed row (it arrived
+    /// before the precharge that closed it), the earliest time of its column command
+    /// and the entry's index (for [`Reorder::placed`]); the rows closed at or after that
+    /// one move `slot` later (the caller moves the bank's own ready times).
     #[inline]
-    pub(super) fn join(&mut self, bi: usize, row: u32, at: u64, slot: u64) -> Option<(u64, usize)> {
-        let e = &mut self.banks[bi];
-        // Nearly always no entry holds `row`: say so after four compares without a
-        // branch each (speed only; the search below finds nothing then either).
-        if !e.iter().fold(false, |f, c| f | (c.row == row)) {
+    pub(super) fn join(&mut self, row: u32, at: u64, slot: u64) -> Option<(u64, usize)> {
+        if !self.holds(row) {
             return None;
         }
         // The first closing of `row` after the request arrived.
-        let k = e
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.row == row && at < c.pre && c.joins < JOIN_CAP)
-            .min_by_key(|(_, c)| c.pre)?
-            .0;
-        let pre = e[k].pre;
-        for c in e.iter_mut() {
-            if c.row != NONE && c.pre > pre {
-                c.pre += slot;
-                c.last_col += slot;
+        let k = (0..ROWS)
+            .filter(|&i| self.row[i] == row && at < self.pre[i] && self.joins[i] < JOIN_CAP)
+            .min_by_key(|&i| self.pre[i])?;
+        let pre = self.pre[k];
+        for i in 0..ROWS {
+            if self.row[i] != NONE && self.pre[i] > pre {
+                self.pre[i] += slot;
+                self.last_col[i] += slot;
             }
         }
-        e[k].pre += slot;
-        e[k].joins += 1;
-        Some((at.max(e[k].last_col + 1), k))
+        self.pre[k] += slot;
+        self.joins[k] += 1;
+        Some((at.max(self.last_col[k] + 1), k))
     }
 
     /// The joined request's column command went to `cmd` (after the bus and the group's
     /// spacing): the next join of that row follows it.
     #[inline]
-    pub(super) fn placed(&mut self, bi: usize, k: usize, cmd: u64) {
-        let c = &mut self.banks[bi][k];
-        c.last_col = c.last_col.max(cmd);
+    pub(super) fn placed(&mut self, k: usize, cmd: u64) {
+        self.last_col[k] = self.last_col[k].max(cmd);
     }
 }
 
@@ -140,38 +145,38 @@ mod tests {
 
     #[test]
     fn joins_only_before_the_precharge_and_up_to_the_cap() {
-        let mut r = Reorder::new(1);
+        let mut r = Reorder::default();
         // Row 5 closed by a precharge at 100, its last column command at 40.
-        r.closed(0, 5, 100, 40);
+        r.closed(5, 100, 40);
         // Arrived after the precharge: was not queued; no join.
-        assert_eq!(r.join(0, 5, 100, 8), None);
+        assert_eq!(r.join(5, 100, 8), None);
         // Another row: no join.
-        assert_eq!(r.join(0, 6, 10, 8), None);
+        assert_eq!(r.join(6, 10, 8), None);
         // Arrived at 10 < 100: joins right after the last column command (41), and the
         // precharge moves to 108.
-        assert_eq!(r.join(0, 5, 10, 8), Some((41, 0)));
-        r.placed(0, 0, 41);
+        assert_eq!(r.join(5, 10, 8), Some((41, 0)));
+        r.placed(0, 41);
         // Arrived at 105: before the moved precharge (108), so it joins too.
-        assert_eq!(r.join(0, 5, 105, 8), Some((105, 0)));
+        assert_eq!(r.join(5, 105, 8), Some((105, 0)));
         for _ in 2..JOIN_CAP {
-            assert!(r.join(0, 5, 0, 8).is_some());
+            assert!(r.join(5, 0, 8).is_some());
         }
-        assert_eq!(r.join(0, 5, 0, 8), None, "the cap");
+        assert_eq!(r.join(5, 0, 8), None, "the cap");
     }
 
     #[test]
     fn remembers_the_last_rows_and_shifts_the_later_ones() {
-        let mut r = Reorder::new(2);
+        let mut r = [Reorder::default(); 2];
         for (i, row) in (0..ROWS as u32 + 1).enumerate() {
-            r.closed(1, row, 100 * (i as u64 + 1), 0);
+            r[1].closed(row, 100 * (i as u64 + 1), 0);
         }
         // Row 0 (closed first) was replaced by the fifth.
-        assert_eq!(r.join(1, 0, 0, 8), None);
+        assert_eq!(r[1].join(0, 0, 8), None);
         // Row 1 (precharge at 200) joins; rows closed after it move 8 later, so row 4
         // (precharge at 500 -> 508) now takes a request arriving at 505.
-        assert!(r.join(1, 1, 0, 8).is_some());
-        assert!(r.join(1, 4, 505, 8).is_some());
+        assert!(r[1].join(1, 0, 8).is_some());
+        assert!(r[1].join(4, 505, 8).is_some());
         // Bank 0 has nothing.
-        assert_eq!(r.join(0, 1, 0, 8), None);
+        assert_eq!(r[0].join(1, 0, 8), None);
     }
 }

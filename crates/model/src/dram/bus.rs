@@ -1,0 +1,98 @@
+//! A channel's data bus: its last [`super::BUS_WINDOW`] bursts, a burst taking the first
+//! free slot at or after its data is ready (tRTRS apart from another rank's).
+//!
+//! The bursts are a full ring ([`Ring`]) that starts filled with the sentinel burst
+//! 0..tBURST. Every candidate start is at least [`ORIGIN`] (raised to the floor, which
+//! starts there and only grows), so a sentinel, ending tBURST after 0 (tBURST and tRTRS
+//! are below 2^32), lies before the skipped prefix of [`Channel::find`] and never holds
+//! a burst off nor offers it a gap: each answer equals the one the window of the real
+//! bursts alone gives.
+
+use super::ring::{Ring, N};
+use super::ORIGIN;
+
+/// A burst on the bus: it starts at `start` and ends `len` (tBURST) later, `len` the
+/// same for every burst of the model (so it is not stored).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Burst {
+    start: u64,
+    rank: u32,
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct Channel {
+    /// The last `N` bursts placed, sorted by start.
+    busy: Ring<Burst>,
+    /// No burst starts before this (the end of the bursts that left the window;
+    /// `ORIGIN` at first).
+    floor: u64,
+}
+
+impl Default for Channel {
+    fn default() -> Self {
+        Channel {
+            busy: Ring::filled(Burst::default()),
+            floor: ORIGIN,
+        }
+    }
+}
+
+impl Channel {
+    /// The first start at or after `ready` where a burst of `len` by `rank` fits on the
+    /// bus (`sw` cycles apart from another rank's bursts), and where to record it.
+    #[inline(never)]
+    pub(super) fn find(&self, ready: u64, len: u64, rank: u32, sw: u64) -> (u64, usize) {
+        let mut s = ready.max(self.floor);
+        // Bursts that end more than `sw` before `s` can neither hold the new one off nor
+        // leave it a gap (they start before `s`): skip them. The bursts do not overlap
+        // and are sorted by start, so by end too, and they form a prefix. (Speed only:
+        // the scan below from the first burst gives the same answer.)
+        // Found from the end: the bursts near `s` are the last few.
+        let busy = &self.busy;
+        let mut skip = N;
+        while skip > 0 && busy.get(skip - 1).start + len + sw >= s {
+            skip -= 1;
+        }
+        for i in skip..N {
+            let b = busy.get(i);
+            let gap = if b.rank != rank { sw } else { 0 };
+            if s + len + gap <= b.start {
+                return (s, i);
+            }
+            s = s.max(b.start + len + gap);
+        }
+        (s, N)
+    }
+
+    /// Whether the bus is idle from `ready` on, so that `find` answers `(ready, N)`:
+    /// every burst ends more than `sw` before it, so none holds it off or lies after it
+    /// (and the floor, the end of a burst that left the window, is at most the last
+    /// burst's end, or `ORIGIN` <= `ready` while no real burst is recorded).
+    #[inline(always)]
+    pub(super) fn idle_from(&self, ready: u64, len: u64, sw: u64) -> bool {
+        self.busy.last().start + len + sw < ready
+    }
+
+    /// Reserves a slot at `start` where `idle_from` said the bus is idle (after every
+    /// burst): an append.
+    #[inline(always)]
+    pub(super) fn reserve_last(&mut self, start: u64, len: u64, rank: u32) {
+        let old = self.busy.push_pop(Burst { start, rank });
+        self.floor = self.floor.max(old.start + len);
+    }
+
+    /// Reserves the slot `find` returned: the burst goes in at its position and the
+    /// oldest one leaves (the new one itself when it lies before every other).
+    #[inline(never)]
+    pub(super) fn reserve(&mut self, (start, at): (u64, usize), len: u64, rank: u32) {
+        let b = Burst { start, rank };
+        let old = if at == N {
+            self.busy.push_pop(b)
+        } else if at == 0 {
+            b
+        } else {
+            self.busy.insert_pop(at, b)
+        };
+        self.floor = self.floor.max(old.start + len);
+    }
+}

@@ -1,0 +1,196 @@
+//! The per-rank and per-bank-group records of the DRAM model: a rank's recent activates
+//! (tRRD, tFAW), the end of its last write data (tWTR), its refresh schedule and its
+//! request count; a bank group's recent activates (tRRD_L) and column commands (tCCD_L).
+//!
+//! The activate and column windows are full rings ([`Ring`]) that start filled with
+//! the sentinel time 0. Every candidate time these functions see is at least
+//! [`ORIGIN`]: the model's times start there (mod.rs), and [`Acts::check`] and
+//! [`Acts::place`] raise a candidate to the floor, which starts at `ORIGIN` and only
+//! grows. A sentinel's constraint on a candidate `s` is `0 + spacing > s` or `0 + faw >
+//! s` with `spacing` and `faw` timings (below 2^32), false for every `s` >= `ORIGIN`
+//! (2^40): a sentinel never binds, so each answer equals the one the window of the real
+//! activates alone gives.
+
+use super::refresh::Refresh;
+use super::ring::{Ring, N};
+use super::{Timing, ORIGIN};
+
+/// The recent activates (or column commands) of a rank or bank group, sorted.
+#[derive(Clone, Debug)]
+pub(super) struct Acts {
+    times: Ring<u64>,
+    /// No activate before this (the activates that left the window; `ORIGIN` at first).
+    floor: u64,
+}
+
+impl Default for Acts {
+    fn default() -> Self {
+        Acts {
+            times: Ring::filled(0),
+            floor: ORIGIN,
+        }
+    }
+}
+
+impl Acts {
+    /// `s` if an activate at `s` keeps `spacing` from every recorded one and (with
+    /// `faw` > 0) is at least `faw` after the fourth before it; else a later candidate.
+    #[inline]
+    pub(super) fn check(&self, s: u64, spacing: u64, faw: u64) -> u64 {
+        let s = s.max(self.floor);
+        let v = &self.times;
+        let i = v.rank_of(s);
+        if i > 0 && v.get(i - 1) + spacing > s {
+            return v.get(i - 1) + spacing;
+        }
+        if i < N && s + spacing > v.get(i) {
+            return v.get(i) + spacing;
+        }
+        if faw > 0 && i >= 4 && v.get(i - 4) + faw > s {
+            return v.get(i - 4) + faw;
+        }
+        s
+    }
+
+    /// For `s` at or after the last recorded time (`s` >= `ORIGIN`): the earliest time
+    /// from `s` that [`Acts::check`] leaves where it is, `max(s, last + spacing, fourth
+    /// last + faw)`; `None` for `s` before the last time. Why that is the fixpoint: from
+    /// a time at or after every recorded one, `check` finds position `N`, so it can only
+    /// be held off by the last time (`spacing`) and the fourth last (`faw`), both lower
+    /// bounds, and returns the bound it breaks; a time at or after both passes. The
+    /// floor (the largest time that left the window) is at most every recorded real
+    /// time (the window is sorted and drops its first, smallest, time; every later time
+    /// was placed at or after the floor), and while no real time is recorded it is
+    /// `ORIGIN` <= `s`: so `s` is past it. (Speed only: the common case of a request
+    /// later than every activate before it.)
+    #[inline(always)]
+    pub(super) fn after_last(&self, s: u64, spacing: u64, faw: u64) -> Option<u64> {
+        let last = self.times.last();
+        if s < last {
+            return None;
+        }
+        let mut a = s.max(last + spacing);
+        if faw > 0 {
+            a = a.max(self.times.nth_back(3) + faw);
+        }
+        Some(a)
+    }
+
+    /// The time the loop of [`Acts::check`] and [`Refresh::free`] from `s` ends at
+    /// (`check`, then `free`, until neither moves it), in one pass that walks the window
+    /// from the time's position instead of searching it again every round. The same
+    /// time: each step moves only past times that break the constraint it checks (a
+    /// time less than `spacing` after an earlier activate or before a later one, one
+    /// whose fourth-before activate is at least `v[i-4]`, one inside a refresh), so both
+    /// find the earliest time from `s` (and the floor) that breaks none. Returns it and
+    /// its position in the window (`partition_point(|&a| a <= time)`).
+    #[inline(always)]
+    fn place(&self, s: u64, spacing: u64, faw: u64, rf: &mut Refresh, t: &Timing) -> (u64, usize) {
+        let v = &self.times;
+        let mut s = s.max(self.floor);
+        // The position, found from the end: an out-of-order activate lands a few
+        // places before the last (GUPS on the Pi 5: the insert after it moves ~2.3
+        // times), where a scan from the end is shorter than the search.
+        let mut i = N;
+        while i > 0 && v.get(i - 1) > s {
+            i -= 1;
+        }
+        loop {
+            // `spacing` after the activate before; then past every later one closer
+            // than `spacing` (the activates are sorted, so after the walk `v[i]` is the
+            // first later than `s`, and `v[i - 1]` at least `spacing` before it).
+            if i > 0 {
+                s = s.max(v.get(i - 1) + spacing);
+            }
+            while i < N && s + spacing > v.get(i) {
+                s = s.max(v.get(i) + spacing);
+                i += 1;
+            }
+            if faw > 0 && i >= 4 && v.get(i - 4) + faw > s {
+                s = v.get(i - 4) + faw;
+                continue;
+            }
+            let f = rf.free(s, t);
+            if f == s {
+                return (s, i);
+            }
+            s = f;
+        }
+    }
+
+    /// [`Acts::place`], then [`Acts::record_at`] of the time it found, which it returns
+    /// (one call for the out-of-order activate: its values stay in registers).
+    #[inline(never)]
+    pub(super) fn place_record(&mut self, s: u64, spacing: u64, faw: u64, rf: &mut Refresh, t: &Timing) -> u64 {
+        let (act, i) = self.place(s, spacing, faw, rf, t);
+        self.record_at(act, i);
+        act
+    }
+
+    /// Records an activate at `s` (anywhere in time order), dropping the oldest.
+    #[inline]
+    pub(super) fn record(&mut self, s: u64) {
+        if self.times.last() <= s {
+            self.record_last(s);
+        } else {
+            let i = self.times.rank_of(s);
+            self.record_at(s, i);
+        }
+    }
+
+    /// [`Acts::record`] of time `s` at position `i` of the window (as [`Acts::place`]
+    /// gives): the oldest time leaves, and `s` goes after the times not greater than it.
+    #[inline(always)]
+    pub(super) fn record_at(&mut self, s: u64, i: usize) {
+        debug_assert_eq!(self.times.rank_of(s), i);
+        let old = if i == N {
+            self.times.push_pop(s)
+        } else if i == 0 {
+            // Before every recorded time: it takes the place of the oldest.
+            self.times.replace_first(s)
+        } else {
+            self.times.insert_pop(i, s)
+        };
+        self.floor = self.floor.max(old);
+    }
+
+    /// [`Acts::record`] of a time at or after every recorded one (as
+    /// [`Acts::after_last`] gives): an append.
+    #[inline(always)]
+    pub(super) fn record_last(&mut self, s: u64) {
+        debug_assert!(self.times.last() <= s);
+        let old = self.times.push_pop(s);
+        self.floor = self.floor.max(old);
+    }
+}
+
+/// A bank group's record.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Group {
+    /// Its activates (tRRD_L).
+    pub(super) acts: Acts,
+    /// Its column commands (tCCD_L).
+    pub(super) cols: Acts,
+}
+
+/// A rank's record.
+#[derive(Clone, Debug)]
+pub(super) struct Rank {
+    /// Its activates (tRRD, tFAW).
+    pub(super) acts: Acts,
+    /// End of the last write data (tWTR); `ORIGIN` at first.
+    pub(super) wr_end: u64,
+    /// Its refresh schedule.
+    pub(super) rf: Refresh,
+}
+
+impl Rank {
+    /// A rank whose first refresh starts at model time `ref_off`.
+    pub(super) fn new(ref_off: u64, t: &Timing) -> Rank {
+        Rank {
+            acts: Acts::default(),
+            wr_end: ORIGIN,
+            rf: Refresh::new(ref_off, t),
+        }
+    }
+}
