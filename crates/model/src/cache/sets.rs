@@ -199,6 +199,12 @@ impl<T: Word, const W: usize> Fixed<T, W> {
     }
 
     #[inline(always)]
+    fn mark_first(&mut self, s: usize, write: bool) {
+        let w = &mut self.sets[s][0];
+        *w = *w | T::from64(write as u64);
+    }
+
+    #[inline(always)]
     fn fill(&mut self, s: usize, key: u64, dirty: bool) -> u64 {
         let set = &mut self.sets[s];
         let old = set[W - 1];
@@ -228,6 +234,8 @@ pub(super) trait Store {
     fn fill(&mut self, s: usize, key: u64, dirty: bool) -> u64;
     /// [`Sets::write_back`].
     fn write_back(&mut self, s: usize, key: u64) -> Option<u64>;
+    /// [`Sets::mark_first`].
+    fn mark_first(&mut self, s: usize, write: bool);
 }
 
 impl<T: Word, const W: usize> Store for Fixed<T, W> {
@@ -242,6 +250,10 @@ impl<T: Word, const W: usize> Store for Fixed<T, W> {
     #[inline(always)]
     fn write_back(&mut self, s: usize, key: u64) -> Option<u64> {
         Fixed::write_back(self, s, key)
+    }
+    #[inline(always)]
+    fn mark_first(&mut self, s: usize, write: bool) {
+        Fixed::mark_first(self, s, write)
     }
 }
 
@@ -276,6 +288,10 @@ impl AnyWays {
 
     fn contains(&self, s: usize, key: u64) -> bool {
         Self::find(&self.tags[s * self.ways..(s + 1) * self.ways], key).is_some()
+    }
+
+    fn mark_first(&mut self, s: usize, write: bool) {
+        self.tags[s * self.ways] |= write as u64;
     }
 
     fn fill(&mut self, s: usize, key: u64, dirty: bool) -> u64 {
@@ -381,6 +397,13 @@ impl Sets {
     #[inline(always)]
     pub(super) fn fill(&mut self, s: usize, key: u64, dirty: bool) -> u64 {
         each!(self, a => a.fill(s, key, dirty))
+    }
+
+    /// Marks the line in the first way of set `s` (its most recently used, present)
+    /// dirty if `write`: a hit there, whose order stays as it is.
+    #[inline(always)]
+    pub(super) fn mark_first(&mut self, s: usize, write: bool) {
+        each!(self, a => a.mark_first(s, write))
     }
 
     /// Marks `key`'s line dirty in set `s` if present (None), else fills it dirty and

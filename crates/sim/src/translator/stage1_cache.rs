@@ -67,12 +67,13 @@ impl Stage1 {
             return Ok(());
         }
         let shift = desc_shift(self.fmt);
+        let mut other = None;
         for i in 0..self.rec.n {
             let (table, index) = self.rec.reads[i];
-            self.cache_walk_read(caches, core, table + ((index as u64) << shift));
+            self.cache_walk_read(caches, core, table + ((index as u64) << shift), &mut other);
         }
         let pa = self.pa_of(sys, r)?;
-        self.cache_data(caches, core, pa, r.kind == AccessKind::Store);
+        self.cache_data(caches, core, pa, r.kind == AccessKind::Store, &mut other);
         Ok(())
     }
 
