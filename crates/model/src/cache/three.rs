@@ -111,7 +111,7 @@ fn dirty(w: u64) -> bool {
 #[inline(always)]
 fn write_back<S: Store>(m: &mut Meta, s: &mut S, line: u64, core: usize) -> Option<u64> {
     let (set, g, key) = m.locate_pow2(line, core);
-    match s.write_back(g, key) {
+    match S::write_back(s.set(g), key) {
         Some(w) if dirty(w) => {
             m.writebacks += 1;
             Some(m.geom.line_of_pow2(w, set))
@@ -142,20 +142,22 @@ fn run<A: Store, B: Store, C: Store>(
     let mut lat = ma.latency;
     if line == mru.line {
         // The first level's most recent line (see `Mru`).
-        a.mark_first(mru.set, write);
+        A::mark_first(a.set(mru.set), write);
         ma.counts[kind] += 1;
         return lat;
     }
     let (sa, ga, ka) = ma.locate_pow2(line, core);
     *mru = Mru { line, set: ga };
-    if a.lookup(ga, ka, write) {
+    let set_a = a.set(ga);
+    if A::lookup(set_a, ka, write) {
         ma.counts[kind] += 1;
         return lat;
     }
     ma.counts[kind | 1] += 1;
     lat += mb.latency;
     let (sb, gb, kb) = mb.locate_pow2(line, core);
-    let hit_b = b.lookup(gb, kb, false);
+    let set_b = b.set(gb);
+    let hit_b = B::lookup(set_b, kb, false);
     mb.counts[kind | !hit_b as usize] += 1;
     // The time a request leaves for memory: the core's clock plus the lookups so far,
     // asked of the core once (as in the general loop).
@@ -171,19 +173,20 @@ fn run<A: Store, B: Store, C: Store>(
     if !hit_b {
         lat += mc.latency;
         let (sc, gc, kc) = mc.locate_pow2(line, core);
-        let hit_c = c.lookup(gc, kc, false);
+        let set_c = c.set(gc);
+        let hit_c = C::lookup(set_c, kc, false);
         mc.counts[kind | !hit_c as usize] += 1;
         if !hit_c {
             let t = clock(lat);
             lat += mem.request(req(line, false, t));
-            let w = c.fill(gc, kc, false);
+            let w = C::fill(set_c, kc, false);
             if dirty(w) {
                 mc.writebacks += 1;
                 let t = clock(lat);
                 mem.request(req(mc.geom.line_of_pow2(w, sc), true, t));
             }
         }
-        let w = b.fill(gb, kb, false);
+        let w = B::fill(set_b, kb, false);
         if dirty(w) {
             mb.writebacks += 1;
             if let Some(v) = write_back(mc, c, mb.geom.line_of_pow2(w, sb), core) {
@@ -192,7 +195,7 @@ fn run<A: Store, B: Store, C: Store>(
             }
         }
     }
-    let w = a.fill(ga, ka, write);
+    let w = A::fill(set_a, ka, write);
     if dirty(w) {
         ma.writebacks += 1;
         if let Some(v) = write_back(mb, b, ma.geom.line_of_pow2(w, sa), core) {
