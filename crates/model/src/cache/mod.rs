@@ -21,11 +21,11 @@
 //!   write-back out of the last level is a [`MemReq`] stamped with the core's clock.
 //!
 //! How (none of it observable): the levels' tag stores are chosen once, at construction
-//! ([`Tiers`]: a path of their own for the common three-level shapes, three.rs, else the
+//! (`Tiers`: a path of their own for the common three-level shapes, three.rs, else the
 //! general loop here); and each first-level copy remembers the line its last access
 //! touched, which that access left most recently used in its set, so the next access to
 //! the same line (a store after a load, the next word of a sequential scan) is a hit
-//! in the first way with no search ([`Mru`]).
+//! in the first way with no search (`Mru`).
 
 mod array;
 mod sets;
