@@ -19,6 +19,13 @@
 //!   threads; a shared line written by two cores is simply dirty in both).
 //! * Main memory is a [`MemoryBackend`]: every fill that missed everything and every
 //!   write-back out of the last level is a [`MemReq`] stamped with the core's clock.
+//!
+//! How (none of it observable): the levels' tag stores are chosen once, at construction
+//! (`Tiers`: a path of their own for the common three-level shapes, three.rs, else the
+//! general loop here); and each first-level copy remembers the line its last access
+//! touched, which that access left most recently used in its set, so the next access to
+//! the same line (a store after a load, the next word of a sequential scan) is a hit
+//! in the first way with no search (`Mru`).
 
 mod array;
 mod sets;
@@ -27,7 +34,8 @@ mod three;
 pub use array::{Cache, Victim};
 
 use array::Geom;
-use sets::{Sets, EMPTY};
+use sets::{Fixed, Sets, EMPTY};
+use three::Three;
 
 use crate::mem::backend::{MemReq, MemoryBackend};
 
@@ -160,14 +168,60 @@ impl Mem {
 /// The cache hierarchy of a machine and the memory below it (see the module rules).
 pub struct Caches {
     names: Vec<String>,
-    levels: Vec<Level>,
+    tiers: Tiers,
     /// log2 of the (common) line size.
     line_shift: u32,
     /// The highest physical address the tag stores were built for.
     pa_max: u64,
-    /// The levels' shape when three.rs has a path for it.
-    shape: Option<three::Shape>,
+    /// Per first-level copy, its last access's line ([`Mru`]).
+    mru: Vec<Mru>,
+    /// 1 if the first level is per core (copy `core`), 0 if shared (copy 0).
+    mru_step: usize,
     mem: Mem,
+}
+
+/// The levels' tag stores, their implementation chosen once from the shape: three
+/// levels of fixed `u32` sets of 4, 8, 16 or 8, 4, 16 ways take three.rs's path (each
+/// store's type known, so no operation dispatches over [`Sets`]); every other hierarchy
+/// the general loop of [`Caches::access`]. One match per access.
+// The three-level variants are held inline (the machine boxes the whole `Caches`): one
+// indirection less per access than a box.
+#[allow(clippy::large_enum_variant)]
+enum Tiers {
+    General(Vec<Level>),
+    W4W8W16(Three<Fixed<u32, 4>, Fixed<u32, 8>, Fixed<u32, 16>>),
+    W8W4W16(Three<Fixed<u32, 8>, Fixed<u32, 4>, Fixed<u32, 16>>),
+}
+
+impl Tiers {
+    /// The levels' state besides their tag stores, nearest first.
+    fn metas(&self) -> Vec<&Meta> {
+        match self {
+            Tiers::General(v) => v.iter().map(|l| &l.meta).collect(),
+            Tiers::W4W8W16(t) => t.metas(),
+            Tiers::W8W4W16(t) => t.metas(),
+        }
+    }
+}
+
+/// What a first-level copy knows of its last access: that access's line number and its
+/// store set index. Whatever the access did, it left that line most recently used, the
+/// first way of its set (a hit moves its line there, a miss fills it there, and nothing
+/// after that in the access touches the first level: write-backs go down). Only an
+/// access of the same copy changes the copy, and each one sets this anew; so while
+/// `line` is unchanged, the next access to it is a hit in the first way, whose only
+/// effects are the hit's count and, for a store, the dirty bit (the order is already
+/// right). Checked against the reference model: `crates/model/tests/cache_differential.rs`.
+#[derive(Clone, Copy, Debug)]
+struct Mru {
+    /// Line number (`u64::MAX`: none yet; no line number is that large).
+    line: u64,
+    /// Its set in the first level's store.
+    set: usize,
+}
+
+impl Mru {
+    const NONE: Mru = Mru { line: u64::MAX, set: 0 };
 }
 
 impl std::fmt::Debug for Caches {
@@ -236,12 +290,14 @@ impl Caches {
                 }
             })
             .collect::<Vec<_>>();
+        let l1_shared = spec.levels[0].shared;
         Caches {
             names: spec.levels.iter().map(|l| l.name.clone()).collect(),
-            shape: three::Shape::of(&levels),
-            levels,
+            tiers: three::tiers(levels),
             line_shift: line.trailing_zeros(),
             pa_max,
+            mru: vec![Mru::NONE; if l1_shared { 1 } else { copies }],
+            mru_step: !l1_shared as usize,
             mem: Mem {
                 backend,
                 reads: 0,
@@ -254,7 +310,11 @@ impl Caches {
     /// The tag store each level uses (`u32x4`, `u64x16`, `any`, …; sets.rs).
     #[doc(hidden)]
     pub fn kinds(&self) -> Vec<&'static str> {
-        self.levels.iter().map(|l| l.sets.kind()).collect()
+        match &self.tiers {
+            Tiers::General(v) => v.iter().map(|l| l.sets.kind()).collect(),
+            Tiers::W4W8W16(t) => t.kinds(),
+            Tiers::W8W4W16(t) => t.kinds(),
+        }
     }
 
     /// Starts (or stops) keeping every memory request for [`Caches::take_log`].
@@ -287,90 +347,20 @@ impl Caches {
             self.pa_max
         );
         let line = pa >> self.line_shift;
-        if let Some(shape) = self.shape {
-            return three::access(
-                shape,
-                &mut self.levels,
-                &mut self.mem,
-                self.line_shift,
-                core,
-                line,
-                write,
-                walk,
-                now,
-            );
+        let mru = &mut self.mru[core * self.mru_step];
+        let r = three::Req {
+            mem: &mut self.mem,
+            line_shift: self.line_shift,
+            core,
+            line,
+            write,
+            walk,
+        };
+        match &mut self.tiers {
+            Tiers::W4W8W16(t) => t.access(r, mru, now),
+            Tiers::W8W4W16(t) => t.access(r, mru, now),
+            Tiers::General(levels) => general(levels, r, mru, now),
         }
-        let n = self.levels.len();
-        let kind = (walk as usize) << 1;
-        let mut lat = 0u64;
-        let mut hit_at = n;
-        // Per level that missed: the set within its copy, the store's set, the tag word.
-        let mut at_level = [(0usize, 0usize, 0u64); MAX_LEVELS];
-        for (i, (l, slot)) in self.levels.iter_mut().zip(at_level.iter_mut()).enumerate() {
-            lat += l.meta.latency;
-            let (s, g, key) = l.meta.locate(line, core);
-            let hit = l.sets.lookup(g, key, write && i == 0);
-            l.meta.counts[kind | !hit as usize] += 1;
-            if hit {
-                hit_at = i;
-                break;
-            }
-            *slot = (s, g, key);
-        }
-        if hit_at == 0 {
-            return lat;
-        }
-        // The time a request leaves for memory: the core's clock plus the lookups so far
-        // (asked of the core once, only if some request goes to memory).
-        let mut now = Some(now);
-        let mut at = None;
-        let mut clock = |lat: u64| -> u64 { *at.get_or_insert_with(|| now.take().map_or(0, |f| f()) + lat) };
-        if hit_at == n {
-            let t = clock(lat);
-            lat += self.mem.request(MemReq {
-                pa: line << self.line_shift,
-                write: false,
-                core: core as u16,
-                at: t,
-            });
-        }
-        // Fill every level that missed, deepest first; a dirty victim goes down the
-        // levels below until it lands in one (marked dirty there, or allocated dirty
-        // and displacing a line, which may be dirty in turn) or reaches memory.
-        for i in (0..hit_at).rev() {
-            let (s, g, key) = at_level[i];
-            let l = &mut self.levels[i];
-            let mut old = l.sets.fill(g, key, write && i == 0);
-            if old == EMPTY || old & 1 == 0 {
-                continue;
-            }
-            l.meta.writebacks += 1;
-            let mut victim = l.meta.geom.line_of(old, s);
-            let mut j = i + 1;
-            loop {
-                let Some(l) = self.levels.get_mut(j) else {
-                    let t = clock(lat);
-                    self.mem.request(MemReq {
-                        pa: victim << self.line_shift,
-                        write: true,
-                        core: core as u16,
-                        at: t,
-                    });
-                    break;
-                };
-                let (s, g, key) = l.meta.locate(victim, core);
-                match l.sets.write_back(g, key) {
-                    Some(w) if w != EMPTY && w & 1 != 0 => {
-                        l.meta.writebacks += 1;
-                        old = w;
-                        victim = l.meta.geom.line_of(old, s);
-                        j += 1;
-                    }
-                    _ => break,
-                }
-            }
-        }
-        lat
     }
 
     /// The counters so far.
@@ -380,10 +370,109 @@ impl Caches {
                 .names
                 .iter()
                 .cloned()
-                .zip(self.levels.iter().map(|l| l.meta.counts()))
+                .zip(self.tiers.metas().into_iter().map(Meta::counts))
                 .collect(),
             mem_reads: self.mem.reads,
             mem_writes: self.mem.writes,
         }
     }
+}
+
+/// [`Caches::access`] on any levels: one pass down the levels (each set located once
+/// and kept for the fills), the fills deepest first, each dirty victim written down the
+/// levels at once. Out of line: every catalog machine's hierarchy takes three.rs's
+/// path, which is inlined into the callers.
+#[inline(never)]
+fn general(levels: &mut [Level], r: three::Req<'_>, mru: &mut Mru, now: impl FnOnce() -> u64) -> u64 {
+    let three::Req {
+        mem,
+        line_shift,
+        core,
+        line,
+        write,
+        walk,
+    } = r;
+    let kind = (walk as usize) << 1;
+    if line == mru.line {
+        // The first level's most recent line (see `Mru`).
+        let l = &mut levels[0];
+        l.sets.mark_first(mru.set, write);
+        l.meta.counts[kind] += 1;
+        return l.meta.latency;
+    }
+    let n = levels.len();
+    let mut lat = 0u64;
+    let mut hit_at = n;
+    // Per level that missed: the set within its copy, the store's set, the tag word.
+    let mut at_level = [(0usize, 0usize, 0u64); MAX_LEVELS];
+    for (i, (l, slot)) in levels.iter_mut().zip(at_level.iter_mut()).enumerate() {
+        lat += l.meta.latency;
+        let (s, g, key) = l.meta.locate(line, core);
+        let hit = l.sets.lookup(g, key, write && i == 0);
+        l.meta.counts[kind | !hit as usize] += 1;
+        if hit {
+            hit_at = i;
+            if i == 0 {
+                *mru = Mru { line, set: g };
+                return lat;
+            }
+            break;
+        }
+        *slot = (s, g, key);
+    }
+    *mru = Mru {
+        line,
+        set: at_level[0].1,
+    };
+    // The time a request leaves for memory: the core's clock plus the lookups so far
+    // (asked of the core once, only if some request goes to memory).
+    let mut now = Some(now);
+    let mut at = None;
+    let mut clock = |lat: u64| -> u64 { *at.get_or_insert_with(|| now.take().map_or(0, |f| f()) + lat) };
+    if hit_at == n {
+        let t = clock(lat);
+        lat += mem.request(MemReq {
+            pa: line << line_shift,
+            write: false,
+            core: core as u16,
+            at: t,
+        });
+    }
+    // Fill every level that missed, deepest first; a dirty victim goes down the
+    // levels below until it lands in one (marked dirty there, or allocated dirty
+    // and displacing a line, which may be dirty in turn) or reaches memory.
+    for i in (0..hit_at).rev() {
+        let (s, g, key) = at_level[i];
+        let l = &mut levels[i];
+        let mut old = l.sets.fill(g, key, write && i == 0);
+        if old == EMPTY || old & 1 == 0 {
+            continue;
+        }
+        l.meta.writebacks += 1;
+        let mut victim = l.meta.geom.line_of(old, s);
+        let mut j = i + 1;
+        loop {
+            let Some(l) = levels.get_mut(j) else {
+                let t = clock(lat);
+                mem.request(MemReq {
+                    pa: victim << line_shift,
+                    write: true,
+                    core: core as u16,
+                    at: t,
+                });
+                break;
+            };
+            let (s, g, key) = l.meta.locate(victim, core);
+            match l.sets.write_back(g, key) {
+                Some(w) if w != EMPTY && w & 1 != 0 => {
+                    l.meta.writebacks += 1;
+                    old = w;
+                    victim = l.meta.geom.line_of(old, s);
+                    j += 1;
+                }
+                _ => break,
+            }
+        }
+    }
+    lat
 }

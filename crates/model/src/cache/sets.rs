@@ -176,7 +176,11 @@ impl<T: Word, const W: usize> Fixed<T, W> {
 
     #[inline(always)]
     fn lookup(&mut self, s: usize, key: u64, write: bool) -> bool {
-        let set = &mut self.sets[s];
+        Self::lookup_in(&mut self.sets[s], key, write)
+    }
+
+    #[inline(always)]
+    fn lookup_in(set: &mut [T; W], key: u64, write: bool) -> bool {
         let m = Self::matches(set, T::from64(key));
         if m == 0 {
             return false;
@@ -199,8 +203,17 @@ impl<T: Word, const W: usize> Fixed<T, W> {
     }
 
     #[inline(always)]
+    fn mark_first(&mut self, s: usize, write: bool) {
+        <Self as Store>::mark_first(&mut self.sets[s], write)
+    }
+
+    #[inline(always)]
     fn fill(&mut self, s: usize, key: u64, dirty: bool) -> u64 {
-        let set = &mut self.sets[s];
+        Self::fill_in(&mut self.sets[s], key, dirty)
+    }
+
+    #[inline(always)]
+    fn fill_in(set: &mut [T; W], key: u64, dirty: bool) -> u64 {
         let old = set[W - 1];
         set.copy_within(0..W - 1, 1);
         set[0] = T::from64(key | dirty as u64);
@@ -209,39 +222,60 @@ impl<T: Word, const W: usize> Fixed<T, W> {
 
     #[inline(always)]
     fn write_back(&mut self, s: usize, key: u64) -> Option<u64> {
-        let set = &mut self.sets[s];
+        Self::write_back_in(&mut self.sets[s], key)
+    }
+
+    #[inline(always)]
+    fn write_back_in(set: &mut [T; W], key: u64) -> Option<u64> {
         let m = Self::matches(set, T::from64(key));
         if m != 0 {
             let w = (m.trailing_zeros() as usize).min(W - 1);
             set[w] = set[w] | T::ONE;
             return None;
         }
-        Some(self.fill(s, key, true))
+        Some(Self::fill_in(set, key, true))
     }
 }
 
-/// The operations of a tag store, for code generic over the fixed stores (three.rs).
+/// The operations of a tag store on one set, for code generic over the fixed stores
+/// (three.rs): the set is taken once per level and access ([`Store::set`]), so its
+/// lookup and its fill index the store once.
 pub(super) trait Store {
-    /// [`Sets::lookup`].
-    fn lookup(&mut self, s: usize, key: u64, write: bool) -> bool;
-    /// [`Sets::fill`].
-    fn fill(&mut self, s: usize, key: u64, dirty: bool) -> u64;
-    /// [`Sets::write_back`].
-    fn write_back(&mut self, s: usize, key: u64) -> Option<u64>;
+    /// One set.
+    type Set;
+    /// Set `s`.
+    fn set(&mut self, s: usize) -> &mut Self::Set;
+    /// [`Sets::lookup`] in `set`.
+    fn lookup(set: &mut Self::Set, key: u64, write: bool) -> bool;
+    /// [`Sets::fill`] of `set`.
+    fn fill(set: &mut Self::Set, key: u64, dirty: bool) -> u64;
+    /// [`Sets::write_back`] into `set`.
+    fn write_back(set: &mut Self::Set, key: u64) -> Option<u64>;
+    /// [`Sets::mark_first`] in `set`.
+    fn mark_first(set: &mut Self::Set, write: bool);
 }
 
 impl<T: Word, const W: usize> Store for Fixed<T, W> {
+    type Set = [T; W];
     #[inline(always)]
-    fn lookup(&mut self, s: usize, key: u64, write: bool) -> bool {
-        Fixed::lookup(self, s, key, write)
+    fn set(&mut self, s: usize) -> &mut [T; W] {
+        &mut self.sets[s]
     }
     #[inline(always)]
-    fn fill(&mut self, s: usize, key: u64, dirty: bool) -> u64 {
-        Fixed::fill(self, s, key, dirty)
+    fn lookup(set: &mut [T; W], key: u64, write: bool) -> bool {
+        Fixed::lookup_in(set, key, write)
     }
     #[inline(always)]
-    fn write_back(&mut self, s: usize, key: u64) -> Option<u64> {
-        Fixed::write_back(self, s, key)
+    fn fill(set: &mut [T; W], key: u64, dirty: bool) -> u64 {
+        Fixed::fill_in(set, key, dirty)
+    }
+    #[inline(always)]
+    fn write_back(set: &mut [T; W], key: u64) -> Option<u64> {
+        Fixed::write_back_in(set, key)
+    }
+    #[inline(always)]
+    fn mark_first(set: &mut [T; W], write: bool) {
+        set[0] = set[0] | T::from64(write as u64);
     }
 }
 
@@ -276,6 +310,10 @@ impl AnyWays {
 
     fn contains(&self, s: usize, key: u64) -> bool {
         Self::find(&self.tags[s * self.ways..(s + 1) * self.ways], key).is_some()
+    }
+
+    fn mark_first(&mut self, s: usize, write: bool) {
+        self.tags[s * self.ways] |= write as u64;
     }
 
     fn fill(&mut self, s: usize, key: u64, dirty: bool) -> u64 {
@@ -381,6 +419,13 @@ impl Sets {
     #[inline(always)]
     pub(super) fn fill(&mut self, s: usize, key: u64, dirty: bool) -> u64 {
         each!(self, a => a.fill(s, key, dirty))
+    }
+
+    /// Marks the line in the first way of set `s` (its most recently used, present)
+    /// dirty if `write`: a hit there, whose order stays as it is.
+    #[inline(always)]
+    pub(super) fn mark_first(&mut self, s: usize, write: bool) {
+        each!(self, a => a.mark_first(s, write))
     }
 
     /// Marks `key`'s line dirty in set `s` if present (None), else fills it dirty and

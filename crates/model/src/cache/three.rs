@@ -1,6 +1,6 @@
 //! The hierarchy's path for the common shapes: three levels whose tag stores are fixed
 //! `u32` sets of 4, 8 and 16 ways (the Pi 5, Neoverse N1) or 8, 4 and 16 ways
-//! (Skylake). Chosen once, at construction ([`Shape::of`]); every other hierarchy takes
+//! (Skylake). Chosen once, at construction ([`tiers`]); every other hierarchy takes
 //! the general loop of [`super::Caches::access`].
 //!
 //! Same rules, same order of effects as the general loop (the module documentation of
@@ -10,77 +10,94 @@
 //! for three levels with each store's type known, so no operation goes through the
 //! `Sets` dispatch or a level's bounds check (it was ~10 dispatches per GUPS reference),
 //! and every set count is a power of two (`u32` stores need it), so no set index is a
-//! division.
+//! division. The whole path is one function per shape ([`Three::access`]), chosen by one
+//! match per access.
 
 use super::sets::{Sets, Store, EMPTY};
-use super::{Level, Mem, Meta};
+use super::{Level, Mem, Meta, Mru, Tiers};
 use crate::mem::backend::MemReq;
 
-/// A shape with a path here.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Shape {
-    /// `u32` sets of 4, 8 and 16 ways.
-    W4W8W16,
-    /// `u32` sets of 8, 4 and 16 ways.
-    W8W4W16,
+/// Three levels whose stores have the types `A`, `B`, `C`, nearest first.
+pub(super) struct Three<A, B, C> {
+    ma: Meta,
+    a: A,
+    mb: Meta,
+    b: B,
+    mc: Meta,
+    c: C,
+    /// The stores' names (sets.rs).
+    kinds: [&'static str; 3],
 }
 
-impl Shape {
-    /// The shape of `levels`, if it has a path here.
-    pub(super) fn of(levels: &[Level]) -> Option<Shape> {
-        let [a, b, c] = levels else { return None };
-        match (&a.sets, &b.sets, &c.sets) {
-            (Sets::N4(_), Sets::N8(_), Sets::N16(_)) => Some(Shape::W4W8W16),
-            (Sets::N8(_), Sets::N4(_), Sets::N16(_)) => Some(Shape::W8W4W16),
-            _ => None,
-        }
+/// The tag stores of `levels`: a [`Three`] when three.rs has a path for their shape,
+/// else the general loop's.
+pub(super) fn tiers(levels: Vec<Level>) -> Tiers {
+    let levels: [Level; 3] = match levels.try_into() {
+        Ok(l) => l,
+        Err(levels) => return Tiers::General(levels),
+    };
+    let kinds = [levels[0].sets.kind(), levels[1].sets.kind(), levels[2].sets.kind()];
+    let [Level { meta: ma, sets: a }, Level { meta: mb, sets: b }, Level { meta: mc, sets: c }] = levels;
+    match (a, b, c) {
+        (Sets::N4(a), Sets::N8(b), Sets::N16(c)) => Tiers::W4W8W16(Three {
+            ma,
+            a,
+            mb,
+            b,
+            mc,
+            c,
+            kinds,
+        }),
+        (Sets::N8(a), Sets::N4(b), Sets::N16(c)) => Tiers::W8W4W16(Three {
+            ma,
+            a,
+            mb,
+            b,
+            mc,
+            c,
+            kinds,
+        }),
+        (a, b, c) => Tiers::General(vec![
+            Level { meta: ma, sets: a },
+            Level { meta: mb, sets: b },
+            Level { meta: mc, sets: c },
+        ]),
     }
 }
 
-/// [`super::Caches::access`] of line number `line` on levels of shape `shape`.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-pub(super) fn access(
-    shape: Shape,
-    levels: &mut [Level],
-    mem: &mut Mem,
-    line_shift: u32,
-    core: usize,
-    line: u64,
-    write: bool,
-    walk: bool,
-    now: impl FnOnce() -> u64,
-) -> u64 {
-    let [a, b, c] = levels else {
-        unreachable!("Shape::of checked three levels")
-    };
-    let r = Req {
-        mem,
-        line_shift,
-        core,
-        line,
-        write,
-        walk,
-    };
-    match (shape, &mut a.sets, &mut b.sets, &mut c.sets) {
-        (Shape::W4W8W16, Sets::N4(x), Sets::N8(y), Sets::N16(z)) => {
-            run(r, (&mut a.meta, x), (&mut b.meta, y), (&mut c.meta, z), now)
-        }
-        (Shape::W8W4W16, Sets::N8(x), Sets::N4(y), Sets::N16(z)) => {
-            run(r, (&mut a.meta, x), (&mut b.meta, y), (&mut c.meta, z), now)
-        }
-        _ => unreachable!("Shape::of checked the stores"),
+impl<A: Store, B: Store, C: Store> Three<A, B, C> {
+    /// The levels' state besides their stores.
+    pub(super) fn metas(&self) -> Vec<&Meta> {
+        vec![&self.ma, &self.mb, &self.mc]
+    }
+
+    /// The stores' names.
+    pub(super) fn kinds(&self) -> Vec<&'static str> {
+        self.kinds.to_vec()
+    }
+
+    /// [`super::Caches::access`] on these levels (see the module documentation).
+    #[inline(always)]
+    pub(super) fn access(&mut self, r: Req<'_>, mru: &mut Mru, now: impl FnOnce() -> u64) -> u64 {
+        run(
+            r,
+            mru,
+            (&mut self.ma, &mut self.a),
+            (&mut self.mb, &mut self.b),
+            (&mut self.mc, &mut self.c),
+            now,
+        )
     }
 }
 
 /// One reference's request and the memory below.
-struct Req<'a> {
-    mem: &'a mut Mem,
-    line_shift: u32,
-    core: usize,
-    line: u64,
-    write: bool,
-    walk: bool,
+pub(super) struct Req<'a> {
+    pub(super) mem: &'a mut Mem,
+    pub(super) line_shift: u32,
+    pub(super) core: usize,
+    pub(super) line: u64,
+    pub(super) write: bool,
+    pub(super) walk: bool,
 }
 
 /// True if tag word `w` (what a fill displaced) is a dirty line.
@@ -94,7 +111,7 @@ fn dirty(w: u64) -> bool {
 #[inline(always)]
 fn write_back<S: Store>(m: &mut Meta, s: &mut S, line: u64, core: usize) -> Option<u64> {
     let (set, g, key) = m.locate_pow2(line, core);
-    match s.write_back(g, key) {
+    match S::write_back(s.set(g), key) {
         Some(w) if dirty(w) => {
             m.writebacks += 1;
             Some(m.geom.line_of_pow2(w, set))
@@ -107,6 +124,7 @@ fn write_back<S: Store>(m: &mut Meta, s: &mut S, line: u64, core: usize) -> Opti
 #[inline(always)]
 fn run<A: Store, B: Store, C: Store>(
     r: Req<'_>,
+    mru: &mut Mru,
     (ma, a): (&mut Meta, &mut A),
     (mb, b): (&mut Meta, &mut B),
     (mc, c): (&mut Meta, &mut C),
@@ -122,15 +140,24 @@ fn run<A: Store, B: Store, C: Store>(
     } = r;
     let kind = (walk as usize) << 1;
     let mut lat = ma.latency;
+    if line == mru.line {
+        // The first level's most recent line (see `Mru`).
+        A::mark_first(a.set(mru.set), write);
+        ma.counts[kind] += 1;
+        return lat;
+    }
     let (sa, ga, ka) = ma.locate_pow2(line, core);
-    if a.lookup(ga, ka, write) {
+    *mru = Mru { line, set: ga };
+    let set_a = a.set(ga);
+    if A::lookup(set_a, ka, write) {
         ma.counts[kind] += 1;
         return lat;
     }
     ma.counts[kind | 1] += 1;
     lat += mb.latency;
     let (sb, gb, kb) = mb.locate_pow2(line, core);
-    let hit_b = b.lookup(gb, kb, false);
+    let set_b = b.set(gb);
+    let hit_b = B::lookup(set_b, kb, false);
     mb.counts[kind | !hit_b as usize] += 1;
     // The time a request leaves for memory: the core's clock plus the lookups so far,
     // asked of the core once (as in the general loop).
@@ -146,19 +173,20 @@ fn run<A: Store, B: Store, C: Store>(
     if !hit_b {
         lat += mc.latency;
         let (sc, gc, kc) = mc.locate_pow2(line, core);
-        let hit_c = c.lookup(gc, kc, false);
+        let set_c = c.set(gc);
+        let hit_c = C::lookup(set_c, kc, false);
         mc.counts[kind | !hit_c as usize] += 1;
         if !hit_c {
             let t = clock(lat);
             lat += mem.request(req(line, false, t));
-            let w = c.fill(gc, kc, false);
+            let w = C::fill(set_c, kc, false);
             if dirty(w) {
                 mc.writebacks += 1;
                 let t = clock(lat);
                 mem.request(req(mc.geom.line_of_pow2(w, sc), true, t));
             }
         }
-        let w = b.fill(gb, kb, false);
+        let w = B::fill(set_b, kb, false);
         if dirty(w) {
             mb.writebacks += 1;
             if let Some(v) = write_back(mc, c, mb.geom.line_of_pow2(w, sb), core) {
@@ -167,7 +195,7 @@ fn run<A: Store, B: Store, C: Store>(
             }
         }
     }
-    let w = a.fill(ga, ka, write);
+    let w = A::fill(set_a, ka, write);
     if dirty(w) {
         ma.writebacks += 1;
         if let Some(v) = write_back(mb, b, ma.geom.line_of_pow2(w, sa), core) {

@@ -82,8 +82,17 @@ pub(crate) trait CachedCore {
     /// overlapped (mlp.rs).
     #[inline]
     fn clock(&self) -> u64 {
+        self.clock_with(&mut None)
+    }
+
+    /// [`CachedCore::clock`] with [`CachedCore::other_cycles`] kept in `other` once
+    /// asked (it does not change while one reference's reads and data go through the
+    /// caches: only the translation counts those cycles).
+    #[inline]
+    fn clock_with(&self, other: &mut Option<u64>) -> u64 {
+        let other = *other.get_or_insert_with(|| self.other_cycles());
         let cc = self.core_cache();
-        cc.mlp.clock(self.other_cycles() + cc.walk_cycles + cc.data_cycles)
+        cc.mlp.clock(other + cc.walk_cycles + cc.data_cycles)
     }
 
     /// When this core is done: its clock, or the return of its last miss in flight.
@@ -93,23 +102,25 @@ pub(crate) trait CachedCore {
 
     /// One walk descriptor read at physical address `pa` of core `core` through
     /// `caches`: its latency, added to the walk cycles (walk reads never overlap: each
-    /// needs the one before it).
+    /// needs the one before it). `other`: the reference's [`CachedCore::other_cycles`]
+    /// once known (start with `None`; [`CachedCore::clock_with`]).
     #[inline]
-    fn cache_walk_read(&mut self, caches: &mut Caches, core: usize, pa: u64) -> u64 {
-        let lat = caches.access(core, pa, false, true, || self.clock());
+    fn cache_walk_read(&mut self, caches: &mut Caches, core: usize, pa: u64, other: &mut Option<u64>) -> u64 {
+        let lat = caches.access(core, pa, false, true, || self.clock_with(other));
         self.core_cache_mut().walk_cycles += lat;
         lat
     }
 
     /// The data reference at physical address `pa` (a store if `store`) of core `core`
-    /// through `caches`; a fill from memory takes a miss slot (mlp.rs).
+    /// through `caches`; a fill from memory takes a miss slot (mlp.rs). `other` as for
+    /// [`CachedCore::cache_walk_read`].
     #[inline]
-    fn cache_data(&mut self, caches: &mut Caches, core: usize, pa: u64, store: bool) {
+    fn cache_data(&mut self, caches: &mut Caches, core: usize, pa: u64, store: bool, other: &mut Option<u64>) {
         // A request to memory leaves when a miss slot is free.
         let mut issued = None;
         let me = &*self;
         let lat = caches.access(core, pa, store, false, || {
-            let t = me.clock();
+            let t = me.clock_with(other);
             let w = me.core_cache().mlp.wait(t);
             issued = Some((t, w));
             t + w

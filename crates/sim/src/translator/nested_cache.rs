@@ -107,8 +107,9 @@ impl Nested {
             return;
         }
         let reads = std::mem::take(&mut self.rec.reads);
+        let mut other = None;
         for &(pa, stage) in &reads {
-            let lat = self.cache_walk_read(caches, core, pa);
+            let lat = self.cache_walk_read(caches, core, pa, &mut other);
             let s = stage as usize & 1;
             self.c.cache_cycles[s] += lat;
             // Longer than every level's lookup: it missed them all (mlp.rs's rule).
@@ -118,7 +119,7 @@ impl Nested {
         }
         self.rec.reads = reads;
         let pa = self.rec.data_pa;
-        self.cache_data(caches, core, pa, r.kind == AccessKind::Store);
+        self.cache_data(caches, core, pa, r.kind == AccessKind::Store, &mut other);
     }
 
     /// Drops every cached translation of both stages, the stage-1 walk caches' of

@@ -67,12 +67,13 @@ impl Stage1 {
             return Ok(());
         }
         let shift = desc_shift(self.fmt);
+        let mut other = None;
         for i in 0..self.rec.n {
             let (table, index) = self.rec.reads[i];
-            self.cache_walk_read(caches, core, table + ((index as u64) << shift));
+            self.cache_walk_read(caches, core, table + ((index as u64) << shift), &mut other);
         }
         let pa = self.pa_of(sys, r)?;
-        self.cache_data(caches, core, pa, r.kind == AccessKind::Store);
+        self.cache_data(caches, core, pa, r.kind == AccessKind::Store, &mut other);
         Ok(())
     }
 
@@ -81,9 +82,9 @@ impl Stage1 {
     /// take the translation: a size it bypasses) from the page table, with no simulated
     /// effect.
     #[inline]
-    fn pa_of(&self, sys: &mut System, r: &MemRef) -> Result<u64, SimError> {
-        let entry = self.tlbs.path(false)[0] as usize;
-        if let Some(pa) = self.tlbs.levels()[entry].mru_pa(r.addr, r.asid) {
+    fn pa_of(&mut self, sys: &mut System, r: &MemRef) -> Result<u64, SimError> {
+        // (`entry_level` is the hierarchy's unchecked index of its entry level.)
+        if let Some(pa) = self.tlbs.entry_level(false).mru_pa(r.addr, r.asid) {
             return Ok(pa);
         }
         let si = sys.space(r.asid)?;
