@@ -112,6 +112,9 @@ fn variants_of_the_pi5_profile_give_the_latencies_they_gave_before_the_speed_cha
     // lookups answer "free" for every time (dram/refresh.rs); with tFAW 100 (> 4 x tRRD =
     // 64), tFAW binds in a one-group rank (the Pi 5's 64 never does: four activates
     // tRRD apart already span it), so `Acts::after_last` and `Acts::place` must apply it.
+    // The third, pinned with the code of 7668c43 (before the fifth pass's records and
+    // bank-index shapes), takes the full address decode (XOR-hashed bank bits) and the
+    // capped row policy (a row closed after 4 hits), which the built-in profiles do not.
     let pi5 = profile::BUILTIN[0].1;
     let variants = [
         (
@@ -119,6 +122,11 @@ fn variants_of_the_pi5_profile_give_the_latencies_they_gave_before_the_speed_cha
             pi5.replace("trfc = 597\n", "").replace("trefi = 8316\n", ""),
         ),
         ("pi5 with tFAW 100", pi5.replace("tfaw = 64\n", "tfaw = 100\n")),
+        (
+            "pi5 with XOR bank hashing and capped rows",
+            pi5.replace("row_policy = \"open\"\n", "row_policy = \"capped\"\nrow_hits_cap = 4\n")
+                + "[xor]\nba = [[14], [15, 20], [16]]\n",
+        ),
     ];
     let got: Vec<(&str, u64)> = variants
         .iter()
@@ -133,6 +141,7 @@ fn variants_of_the_pi5_profile_give_the_latencies_they_gave_before_the_speed_cha
     let want = vec![
         ("pi5 without refresh", 5703281343143404583),
         ("pi5 with tFAW 100", 20198402022248839),
+        ("pi5 with XOR bank hashing and capped rows", 11098562195250277960),
     ];
     assert_eq!(got, want);
 }
