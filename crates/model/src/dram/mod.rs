@@ -274,12 +274,16 @@ impl Dram {
     /// Core cycle `at` in DRAM cycles: `to_u64(to_f64(at) * dram_per_core)`, by the
     /// signed conversions alone (one instruction each on x86-64) when `at` < 2^52 and the
     /// ratio lies in (0, 1024] (`at_signed_below`): then `at` < 2^63 converts exactly
-    /// either way, and the product is positive and below 2^62, where `to_u64` takes the
-    /// signed conversion too (the same value; speed only).
+    /// either way, and the product is positive and at most 2^62 (finite, not NaN), where
+    /// `to_u64` takes the signed conversion too and that conversion neither saturates
+    /// nor sees NaN, so its checks for those can go (the same value; speed only).
     #[inline(always)]
     fn to_dram(&self, at: u64) -> u64 {
         if at < self.at_signed_below {
-            (at as i64 as f64 * self.dram_per_core) as i64 as u64
+            let q = at as i64 as f64 * self.dram_per_core;
+            // SAFETY: `q` is finite and lies in [0, 2^62] (above), so its truncation
+            // fits in an i64, as `to_int_unchecked` requires.
+            unsafe { q.to_int_unchecked::<i64>() as u64 }
         } else {
             to_u64(to_f64(at) * self.dram_per_core)
         }
@@ -338,7 +342,8 @@ impl Dram {
         }
         let (bi, row) = self.index.locate(pa, &self.spec.map);
         let b = &mut self.banks[bi];
-        let r = &mut self.ranks[b.rank as usize];
+        // SAFETY: a bank's rank index is below the rank count (`parent`).
+        let r = unsafe { parent(&mut self.ranks, b.rank) };
         let t = &self.c.t;
         // Refreshes of the rank started by the time the bank could next act on this
         // request (none without refresh: `refreshes_by` is then 0, as `epoch` stays).
@@ -352,6 +357,23 @@ impl Dram {
         }
         place::<false>(&mut self.c, b, r, row, write, at)
     }
+}
+
+/// The record of a bank's rank, group or channel: `v[i]` without a bounds check.
+///
+/// # Safety
+/// `i` must be below `v.len()`. It is for the `rank`, `group` and `chan` of a bank
+/// record and the vectors `Dram::ranks`, `Ctx::groups` and `Ctx::chans`: `Bank::new`
+/// takes them from `BankIndex::parents` of a bank index below the bank count, which
+/// shifts out the bank, group and rank bits of that index (all counts are powers of
+/// two, config.rs), giving indices below the group, rank and channel counts, the
+/// lengths `Dram::new` gives those vectors (never changed; the fields are never
+/// written after `Bank::new`).
+#[inline(always)]
+unsafe fn parent<T>(v: &mut [T], i: u32) -> &mut T {
+    debug_assert!((i as usize) < v.len());
+    // SAFETY: the caller's promise.
+    unsafe { v.get_unchecked_mut(i as usize) }
 }
 
 /// [`place`] of a request for a row its bank remembers closing (sched.rs).
@@ -382,8 +404,9 @@ fn place<const JOIN: bool>(
         n,
     } = c;
     let t = &*t;
-    let (ci, ri, gi) = (b.chan as usize, b.rank as usize, b.group as usize);
-    let c = &mut chans[ci];
+    let ri = b.rank as usize;
+    // SAFETY: a bank's channel index is below the channel count (`parent`).
+    let c = unsafe { parent(chans, b.chan) };
     // A row a conflict closed after this request arrived: FR-FCFS would have served
     // it first (sched.rs); the bank's later work moves one column slot later (done
     // by `Bank::join`).
@@ -409,7 +432,8 @@ fn place<const JOIN: bool>(
         // The first time from `earliest` that meets tRRD and tFAW in the rank,
         // tRRD_L in the group and misses refresh (each step only moves later).
         let act = if *group_acts {
-            activate_grouped(r, &mut groups[gi], earliest, t)
+            // SAFETY: a bank's group index is below the group count (`parent`).
+            activate_grouped(r, unsafe { parent(groups, b.group) }, earliest, t)
         } else if let Some(a) = r.acts.after_last(earliest, t.trrd, t.tfaw) {
             let act = r.rf.free(a, t);
             // At or after the last recorded activate: appended.
@@ -429,7 +453,8 @@ fn place<const JOIN: bool>(
     // The first column command time from `cmd` that keeps tCCD_L from the group's
     // other column commands, misses refresh, and finds its data a slot on the bus.
     let lat = if write { t.cwl } else { t.cl };
-    let g = &mut groups[gi];
+    // SAFETY: as above.
+    let g = unsafe { parent(groups, b.group) };
     // The common case, a command after the group's last one whose data finds the
     // bus idle: the loop of `column_slow` would stop after its first round (`check`
     // from a time after every recorded one returns at most `last + tCCD_L`, which
