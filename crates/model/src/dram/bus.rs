@@ -23,26 +23,40 @@ pub(super) struct Burst {
 pub(super) struct Channel {
     /// The last `N` bursts placed, sorted by start.
     busy: Ring<Burst>,
-    /// No burst starts before this (the end of the bursts that left the window;
-    /// `ORIGIN` at first).
-    floor: u64,
+    /// The largest of `ORIGIN` and the ends of the bursts [`Channel::reserve`] dropped
+    /// before every other (see [`Channel::floor`]).
+    floor_first: u64,
 }
 
 impl Default for Channel {
     fn default() -> Self {
         Channel {
             busy: Ring::filled(Burst::default()),
-            floor: ORIGIN,
+            floor_first: ORIGIN,
         }
     }
 }
 
 impl Channel {
+    /// No burst starts before this: the largest of `ORIGIN` and the ends of the bursts
+    /// that left the window. Those [`Ring::push_pop`] and [`Ring::insert_pop`] dropped
+    /// start no earlier than the one before (each drops the first burst, and every
+    /// burst in the window then either was there at the drop before, so starts no
+    /// earlier than the burst dropped then, or was placed after it, at or after the
+    /// floor (`find`), at least that burst's end, or after the last burst), so the last of them ([`Ring::dropped`], the
+    /// sentinel at 0 before any) ends last; the ends of the bursts `reserve` dropped
+    /// before every other are in `floor_first`. (Speed only: an append stores its
+    /// burst alone, and the floor is read where `find` needs it.)
+    #[inline(always)]
+    fn floor(&self, len: u64) -> u64 {
+        self.floor_first.max(self.busy.dropped().start + len)
+    }
+
     /// The first start at or after `ready` where a burst of `len` by `rank` fits on the
     /// bus (`sw` cycles apart from another rank's bursts), and where to record it.
     #[inline(never)]
     pub(super) fn find(&self, ready: u64, len: u64, rank: u32, sw: u64) -> (u64, usize) {
-        let mut s = ready.max(self.floor);
+        let mut s = ready.max(self.floor(len));
         // Bursts that end more than `sw` before `s` can neither hold the new one off nor
         // leave it a gap (they start before `s`): skip them. The bursts do not overlap
         // and are sorted by start, so by end too, and they form a prefix. (Speed only:
@@ -76,9 +90,8 @@ impl Channel {
     /// Reserves a slot at `start` where `idle_from` said the bus is idle (after every
     /// burst): an append.
     #[inline(always)]
-    pub(super) fn reserve_last(&mut self, start: u64, len: u64, rank: u32) {
-        let old = self.busy.push_pop(Burst { start, rank });
-        self.floor = self.floor.max(old.start + len);
+    pub(super) fn reserve_last(&mut self, start: u64, rank: u32) {
+        self.busy.push_pop(Burst { start, rank });
     }
 
     /// Reserves the slot `find` returned: the burst goes in at its position and the
@@ -86,13 +99,13 @@ impl Channel {
     #[inline(never)]
     pub(super) fn reserve(&mut self, (start, at): (u64, usize), len: u64, rank: u32) {
         let b = Burst { start, rank };
-        let old = if at == N {
-            self.busy.push_pop(b)
+        if at == N {
+            self.busy.push_pop(b);
         } else if at == 0 {
-            b
+            // Before every burst in the window: it leaves at once.
+            self.floor_first = self.floor_first.max(start + len);
         } else {
-            self.busy.insert_pop(at, b)
-        };
-        self.floor = self.floor.max(old.start + len);
+            self.busy.insert_pop(at, b);
+        }
     }
 }

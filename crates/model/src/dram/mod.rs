@@ -462,7 +462,7 @@ fn place<const JOIN: bool>(
     let start = if let Some(next) = g.cols.after_last(cmd, t.tccd_l, 0) {
         cmd = r.rf.free(next, t);
         let start = if c.idle_from(cmd + lat, t.tburst, t.trtrs) {
-            c.reserve_last(cmd + lat, t.tburst, ri as u32);
+            c.reserve_last(cmd + lat, ri as u32);
             cmd + lat
         } else {
             let slot = column_bus(r, c, &mut cmd, lat, ri as u32, t);

@@ -19,25 +19,42 @@ use super::{Timing, ORIGIN};
 #[derive(Clone, Debug)]
 pub(super) struct Acts {
     times: Ring<u64>,
-    /// No activate before this (the activates that left the window; `ORIGIN` at first).
-    floor: u64,
+    /// The largest of `ORIGIN` and the times [`Ring::replace_first`] dropped (see
+    /// [`Acts::floor`]).
+    floor_first: u64,
 }
 
 impl Default for Acts {
     fn default() -> Self {
         Acts {
             times: Ring::filled(0),
-            floor: ORIGIN,
+            floor_first: ORIGIN,
         }
     }
 }
 
 impl Acts {
+    /// No activate before this: the largest of `ORIGIN` and the times that left the
+    /// window. Those that [`Ring::push_pop`] and [`Ring::insert_pop`] dropped never
+    /// decrease, so the last of them ([`Ring::dropped`], the sentinel 0 before any) is
+    /// their largest: each drops the window's first, smallest, time, and every time in
+    /// the window when one drops is at least the one dropped before (it was in the
+    /// window then, so not below that smallest one, or it was recorded after, at or
+    /// after the floor, which is at least every time dropped before: every recorded
+    /// time comes from `check`, `place` or `after_last`, at or after the floor, or
+    /// after the last time, which is at least every time that left). The times
+    /// `replace_first` dropped are in `floor_first`. (Speed only: an append stores its
+    /// time alone, and the floor is read where a slow path needs it.)
+    #[inline(always)]
+    fn floor(&self) -> u64 {
+        self.floor_first.max(self.times.dropped())
+    }
+
     /// `s` if an activate at `s` keeps `spacing` from every recorded one and (with
     /// `faw` > 0) is at least `faw` after the fourth before it; else a later candidate.
     #[inline]
     pub(super) fn check(&self, s: u64, spacing: u64, faw: u64) -> u64 {
-        let s = s.max(self.floor);
+        let s = s.max(self.floor());
         let v = &self.times;
         let i = v.rank_of(s);
         if i > 0 && v.get(i - 1) + spacing > s {
@@ -87,7 +104,7 @@ impl Acts {
     #[inline(always)]
     fn place(&self, s: u64, spacing: u64, faw: u64, rf: &mut Refresh, t: &Timing) -> (u64, usize) {
         let v = &self.times;
-        let mut s = s.max(self.floor);
+        let mut s = s.max(self.floor());
         // The position, found from the end: an out-of-order activate lands a few
         // places before the last (GUPS on the Pi 5: the insert after it moves ~2.3
         // times), where a scan from the end is shorter than the search.
@@ -143,15 +160,15 @@ impl Acts {
     #[inline(always)]
     pub(super) fn record_at(&mut self, s: u64, i: usize) {
         debug_assert_eq!(self.times.rank_of(s), i);
-        let old = if i == N {
-            self.times.push_pop(s)
+        if i == N {
+            self.times.push_pop(s);
         } else if i == 0 {
             // Before every recorded time: it takes the place of the oldest.
-            self.times.replace_first(s)
+            let old = self.times.replace_first(s);
+            self.floor_first = self.floor_first.max(old);
         } else {
-            self.times.insert_pop(i, s)
-        };
-        self.floor = self.floor.max(old);
+            self.times.insert_pop(i, s);
+        }
     }
 
     /// [`Acts::record`] of a time at or after every recorded one (as
@@ -159,8 +176,7 @@ impl Acts {
     #[inline(always)]
     pub(super) fn record_last(&mut self, s: u64) {
         debug_assert!(self.times.last() <= s);
-        let old = self.times.push_pop(s);
-        self.floor = self.floor.max(old);
+        self.times.push_pop(s);
     }
 }
 

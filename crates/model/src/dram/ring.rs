@@ -6,7 +6,12 @@
 //! with a sentinel (time 0, a burst at 0..0), and every record drops the first item as it
 //! adds one. So no operation tests for emptiness or fullness, and a slot is found by an
 //! add and a mask (`N` is a power of two) instead of a bounds check or a `%` of a
-//! non-constant sum. The sentinels never bind a placement: the model's own times start
+//! non-constant sum. The ring has `2N` slots, the `N` items from `head` on; the slot
+//! before `head` keeps the item the last [`Ring::push_pop`] or [`Ring::insert_pop`]
+//! dropped ([`Ring::dropped`]) until `N` more records overwrite it, so an append writes
+//! one slot and moves `head` without reading the item it drops (a window's floor, the
+//! largest item it dropped, is then read from there when a slow path needs it: rank.rs,
+//! bus.rs). The sentinels never bind a placement: the model's own times start
 //! at [`super::ORIGIN`] (2^40), and every constraint a recorded item imposes is "that
 //! item's time plus a timing" (a u32 number of cycles, or a sum of two), which for a
 //! sentinel is below 2^34 < `ORIGIN` <= every candidate time (the proofs per use are in
@@ -18,7 +23,9 @@
 /// last 32 bursts of a channel (assumed; DRAMsim3's default transaction queue is 32
 /// deep). A power of two, so an index is masked.
 pub(super) const N: usize = 32;
-const M: usize = N - 1;
+/// Slots of a ring, and their mask.
+const S: usize = 2 * N;
+const M: usize = S - 1;
 // A power of two (masked indices); more than one item (`replace_first` keeps the
 // newest).
 const _: () = assert!(N.is_power_of_two() && N > 1);
@@ -26,8 +33,10 @@ const _: () = assert!(N.is_power_of_two() && N > 1);
 /// A full ring of `N` items in sorted order (see the module documentation).
 #[derive(Clone, Debug)]
 pub(super) struct Ring<T> {
-    v: [T; N],
-    /// Slot of the first (oldest) item; always below `N`.
+    /// The items in slots `head..head + N` (modulo `S`), the last dropped one in the
+    /// slot before.
+    v: [T; S],
+    /// Slot of the first (oldest) item; always below `S`.
     head: usize,
     /// A copy of the newest item (the one most reads want: one load).
     newest: T,
@@ -55,10 +64,10 @@ impl Ring<u64> {
 }
 
 impl<T: Copy> Ring<T> {
-    /// A ring of `N` copies of the sentinel `x`.
+    /// A ring of `N` copies of the sentinel `x` (which is also its [`Ring::dropped`]).
     pub(super) fn filled(x: T) -> Self {
         Ring {
-            v: [x; N],
+            v: [x; S],
             head: 0,
             newest: x,
         }
@@ -79,7 +88,16 @@ impl<T: Copy> Ring<T> {
     /// The item `k` places before the newest (`k` < `N`).
     #[inline(always)]
     pub(super) fn nth_back(&self, k: usize) -> T {
-        self.v[(self.head + M - k) & M]
+        self.v[(self.head + N - 1 - k) & M]
+    }
+
+    /// The item the last [`Ring::push_pop`] or [`Ring::insert_pop`] dropped (the
+    /// sentinel before the first): the slot before the first item, which neither those
+    /// (they write slots `head..=head + N`, and `2N` slots hold the ring) nor
+    /// [`Ring::replace_first`] (slot `head`) overwrite.
+    #[inline(always)]
+    pub(super) fn dropped(&self) -> T {
+        self.v[(self.head + M) & M]
     }
 
     /// The first position `j` whose item fails `pred` (the items are partitioned by it:
@@ -98,15 +116,14 @@ impl<T: Copy> Ring<T> {
         lo
     }
 
-    /// Drops the first item and appends `x` after the last; returns the dropped item.
+    /// Drops the first item (it becomes [`Ring::dropped`]) and appends `x` after the
+    /// last.
     #[inline(always)]
-    pub(super) fn push_pop(&mut self, x: T) -> T {
+    pub(super) fn push_pop(&mut self, x: T) {
         let h = self.head & M;
-        let old = self.v[h];
-        self.v[h] = x;
+        self.v[(h + N) & M] = x;
         self.head = (h + 1) & M;
         self.newest = x;
-        old
     }
 
     /// Replaces the first item by `x` (which sorts before the second); returns the old
@@ -117,15 +134,14 @@ impl<T: Copy> Ring<T> {
         std::mem::replace(&mut self.v[h], x)
     }
 
-    /// Drops the first item and puts `x` right before the item now at position `i`
-    /// (1 <= `i` <= `N`): the result is items `1..i`, `x`, items `i..N`. Returns the
-    /// dropped item. The items from `i` on move one slot up, the last into the slot the
-    /// first left (a short loop: new items land at or near the end).
+    /// Drops the first item (it becomes [`Ring::dropped`]) and puts `x` right before
+    /// the item now at position `i` (1 <= `i` <= `N`): the result is items `1..i`, `x`,
+    /// items `i..N`. The items from `i` on move one slot up, the last into the slot after
+    /// it (a short loop: new items land at or near the end).
     #[inline]
-    pub(super) fn insert_pop(&mut self, i: usize, x: T) -> T {
+    pub(super) fn insert_pop(&mut self, i: usize, x: T) {
         debug_assert!((1..=N).contains(&i));
         let h = self.head & M;
-        let old = self.v[h];
         let mut j = N;
         while j > i {
             self.v[(h + j) & M] = self.v[(h + j - 1) & M];
@@ -137,7 +153,6 @@ impl<T: Copy> Ring<T> {
         if i == N {
             self.newest = x;
         }
-        old
     }
 
     /// The items, oldest first (tests and debugging).
@@ -176,9 +191,12 @@ mod tests {
                 assert_eq!(r.rank_of(hi), v.partition_point(|&a| a <= hi));
             }
             let dropped = v.remove(0);
-            let got = if i == 0 {
+            let last_dropped = r.dropped();
+            if i == 0 {
                 v.insert(0, s);
-                r.replace_first(s)
+                assert_eq!(r.replace_first(s), dropped);
+                // Not a drop of `push_pop` or `insert_pop`: the same as before.
+                assert_eq!(r.dropped(), last_dropped);
             } else {
                 v.insert(i - 1, s);
                 if i == N {
@@ -186,8 +204,8 @@ mod tests {
                 } else {
                     r.insert_pop(i, s)
                 }
-            };
-            assert_eq!(got, dropped);
+                assert_eq!(r.dropped(), dropped);
+            }
             assert_eq!(r.to_vec(), v);
             assert_eq!(r.last(), v[N - 1]);
             assert_eq!(r.get(N - 1), v[N - 1]);
@@ -202,8 +220,10 @@ mod tests {
         let mut a = Ring::filled(0u32);
         let mut b = Ring::filled(0u32);
         for k in 1..100 {
-            assert_eq!(a.insert_pop(N, k), b.push_pop(k));
+            a.insert_pop(N, k);
+            b.push_pop(k);
             assert_eq!(a.to_vec(), b.to_vec());
+            assert_eq!(a.dropped(), b.dropped());
         }
     }
 }
