@@ -440,7 +440,7 @@ fn place<const JOIN: bool>(
             r.acts.record_last(act);
             act
         } else {
-            r.acts.place_record(earliest, t.trrd, t.tfaw, &mut r.rf, t)
+            r.acts.place_record_late(earliest, t.trrd, t.tfaw, &mut r.rf, t)
         };
         b.open = row;
         b.hits = 0;

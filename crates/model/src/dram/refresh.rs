@@ -86,12 +86,19 @@ impl Refresh {
         }
     }
 
+    /// Whether [`Refresh::free`] answers `at` by its two compares (so `at` lies outside
+    /// every refresh): a test without the call of the slow path.
+    #[inline(always)]
+    pub(super) fn is_free(&self, at: u64) -> bool {
+        at >= self.ref_end && at < self.per_next
+    }
+
     /// `at`, or the end of the refresh that covers it. Two compares when `at` lies in
     /// the period last looked up, after its refresh (and always without refresh: the
     /// period then spans every time).
     #[inline(always)]
     pub(super) fn free(&mut self, at: u64, t: &Timing) -> u64 {
-        if at >= self.ref_end && at < self.per_next {
+        if self.is_free(at) {
             return at;
         }
         self.free_slow(at, t)
