@@ -78,6 +78,13 @@ impl Channel {
         (s, N)
     }
 
+    /// The start of the latest burst placed (0, the sentinel's, before any): the newest
+    /// in the window, which an insert before it or a burst dropped at once (`reserve`)
+    /// leave in place and only a later one replaces.
+    pub(super) fn last_start(&self) -> u64 {
+        self.busy.last().start
+    }
+
     /// Whether the bus is idle from `ready` on, so that `find` answers `(ready, N)`:
     /// every burst ends more than `sw` before it, so none holds it off or lies after it
     /// (and the floor, the end of a burst that left the window, is at most the last

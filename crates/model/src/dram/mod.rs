@@ -200,7 +200,7 @@ struct Ctx {
 }
 
 /// The counters a request updates (the per-bank and per-rank ones are in the records;
-/// [`Dram::stats`] gathers them). Times are the model's (shifted by [`ORIGIN`]).
+/// [`Dram::stats`] gathers them, and takes the latest end of a burst from the channels). Times are the model's (shifted by [`ORIGIN`]).
 #[derive(Clone, Debug)]
 struct Counters {
     /// Requests by row outcome: hit, miss, conflict.
@@ -211,12 +211,11 @@ struct Counters {
     lat: [u64; 2],
     beyond_capacity: u64,
     first_arrival: u64,
-    last_end: u64,
 }
 
 /// DRAM-cycle latencies whose core-cycle conversion [`Dram`] keeps in a table (a
 /// request's latency is nearly always below it; longer ones are converted as before).
-const LAT_TABLE: usize = 1024;
+const LAT_TABLE: usize = 4096;
 
 /// A latency of `lat` DRAM cycles in core cycles (rounded up), at `dram_per_core` DRAM
 /// cycles per core cycle.
@@ -264,7 +263,6 @@ impl Dram {
                     lat: [0; 2],
                     beyond_capacity: 0,
                     first_arrival: u64::MAX,
-                    last_end: 0,
                 },
             },
             spec,
@@ -322,7 +320,13 @@ impl Dram {
             } else {
                 u64::MAX
             },
-            last_end: if requests > 0 { n.last_end - ORIGIN } else { 0 },
+            // The latest end of a burst: every request's burst ends tBURST after its
+            // start, and a channel's newest burst starts after every other it placed
+            // (bus.rs), at or after `ORIGIN` once it has placed one.
+            last_end: match self.c.chans.iter().map(Channel::last_start).max() {
+                Some(s) if requests > 0 => s + self.spec.timing.tburst - ORIGIN,
+                _ => 0,
+            },
         }
     }
 
@@ -499,7 +503,6 @@ fn place<const JOIN: bool>(
     n.rw[write as usize] += 1;
     n.lat[write as usize] += latency;
     n.first_arrival = n.first_arrival.min(at);
-    n.last_end = n.last_end.max(end);
     (latency, outcome)
 }
 

@@ -6,10 +6,10 @@
 //! with a sentinel (time 0, a burst at 0..0), and every record drops the first item as it
 //! adds one. So no operation tests for emptiness or fullness, and a slot is found by an
 //! add and a mask (`N` is a power of two) instead of a bounds check or a `%` of a
-//! non-constant sum. The ring has `2N` slots, the `N` items from `head` on; the slot
-//! before `head` keeps the item the last [`Ring::push_pop`] or [`Ring::insert_pop`]
+//! non-constant sum. The ring has `2N` slots, the `N` items in those before `end`; the
+//! slot before them keeps the item the last [`Ring::push_pop`] or [`Ring::insert_pop`]
 //! dropped ([`Ring::dropped`]) until `N` more records overwrite it, so an append writes
-//! one slot and moves `head` without reading the item it drops (a window's floor, the
+//! slot `end` and moves `end` without reading the item it drops (a window's floor, the
 //! largest item it dropped, is then read from there when a slow path needs it: rank.rs,
 //! bus.rs). The sentinels never bind a placement: the model's own times start
 //! at [`super::ORIGIN`] (2^40), and every constraint a recorded item imposes is "that
@@ -33,11 +33,11 @@ const _: () = assert!(N.is_power_of_two() && N > 1);
 /// A full ring of `N` items in sorted order (see the module documentation).
 #[derive(Clone, Debug)]
 pub(super) struct Ring<T> {
-    /// The items in slots `head..head + N` (modulo `S`), the last dropped one in the
+    /// The items in slots `end - N..end` (modulo `S`), the last dropped one in the
     /// slot before.
     v: [T; S],
-    /// Slot of the first (oldest) item; always below `S`.
-    head: usize,
+    /// The slot after the newest item (an append's); always below `S`.
+    end: usize,
     /// A copy of the newest item (the one most reads want: one load).
     newest: T,
 }
@@ -68,7 +68,7 @@ impl<T: Copy> Ring<T> {
     pub(super) fn filled(x: T) -> Self {
         Ring {
             v: [x; S],
-            head: 0,
+            end: 0,
             newest: x,
         }
     }
@@ -76,7 +76,7 @@ impl<T: Copy> Ring<T> {
     /// Item `j` (0 = oldest; `j` < `N`).
     #[inline(always)]
     pub(super) fn get(&self, j: usize) -> T {
-        self.v[(self.head + j) & M]
+        self.v[(self.end + N + j) & M]
     }
 
     /// The newest item.
@@ -88,16 +88,16 @@ impl<T: Copy> Ring<T> {
     /// The item `k` places before the newest (`k` < `N`).
     #[inline(always)]
     pub(super) fn nth_back(&self, k: usize) -> T {
-        self.v[(self.head + N - 1 - k) & M]
+        self.v[(self.end + M - k) & M]
     }
 
     /// The item the last [`Ring::push_pop`] or [`Ring::insert_pop`] dropped (the
-    /// sentinel before the first): the slot before the first item, which neither those
-    /// (they write slots `head..=head + N`, and `2N` slots hold the ring) nor
-    /// [`Ring::replace_first`] (slot `head`) overwrite.
+    /// sentinel before the first): the slot before the first item, `end - N - 1`, which
+    /// neither those (they write slots `end - N..=end` before moving `end` one on, and
+    /// `2N` slots hold the ring) nor [`Ring::replace_first`] (slot `end - N`) overwrite.
     #[inline(always)]
     pub(super) fn dropped(&self) -> T {
-        self.v[(self.head + M) & M]
+        self.v[(self.end + N - 1) & M]
     }
 
     /// The first position `j` whose item fails `pred` (the items are partitioned by it:
@@ -120,9 +120,9 @@ impl<T: Copy> Ring<T> {
     /// last.
     #[inline(always)]
     pub(super) fn push_pop(&mut self, x: T) {
-        let h = self.head & M;
-        self.v[(h + N) & M] = x;
-        self.head = (h + 1) & M;
+        let e = self.end & M;
+        self.v[e] = x;
+        self.end = (e + 1) & M;
         self.newest = x;
     }
 
@@ -130,8 +130,7 @@ impl<T: Copy> Ring<T> {
     /// first item.
     #[inline]
     pub(super) fn replace_first(&mut self, x: T) -> T {
-        let h = self.head & M;
-        std::mem::replace(&mut self.v[h], x)
+        std::mem::replace(&mut self.v[(self.end + N) & M], x)
     }
 
     /// Drops the first item (it becomes [`Ring::dropped`]) and puts `x` right before
@@ -141,14 +140,15 @@ impl<T: Copy> Ring<T> {
     #[inline]
     pub(super) fn insert_pop(&mut self, i: usize, x: T) {
         debug_assert!((1..=N).contains(&i));
-        let h = self.head & M;
+        // The first item's slot.
+        let h = (self.end + N) & M;
         let mut j = N;
         while j > i {
             self.v[(h + j) & M] = self.v[(h + j - 1) & M];
             j -= 1;
         }
         self.v[(h + i) & M] = x;
-        self.head = (h + 1) & M;
+        self.end = (self.end + 1) & M;
         // The newest item is `x` when it went last, else the one that was newest.
         if i == N {
             self.newest = x;
