@@ -136,35 +136,38 @@ impl Acts {
     }
 
     /// [`Acts::place_record`] for `s` (>= `ORIGIN`) before the last recorded time, the
-    /// out-of-order activate, first trying the case where it lands between the last two
-    /// recorded times (GUPS on the Pi 5: 58 % of them) and nothing but tRRD from those
-    /// two moves it: the rounds of [`Acts::place`] with `i` = `N - 1`, unrolled. From
-    /// `s` raised to the floor, `s1`, with `v[N-2] <= s1 < v[N-1]`, `place` finds
-    /// position `N - 1`, raises the time to `v[N-2] + spacing`, then (if closer than
-    /// `spacing` to `v[N-1]`) to `v[N-1] + spacing`, moving to position `N` (a time
-    /// below `v[N-1]` stays at `N - 1`: with `spacing` = 0 it is `s1`); when tFAW does
-    /// not hold it and it lies in the refresh period last looked up, after its refresh
-    /// ([`Refresh::is_free`]), it ends there. Any other case goes to `place_record` from
-    /// `s`, which finds the same time. (Speed only: a short call without
-    /// `place_record`'s saved registers and loops.)
+    /// out-of-order activate: the first round of [`Acts::place`]'s loop, without its
+    /// calls, and the record; when tFAW holds the time found or it may lie in a refresh
+    /// (outside the refresh period last looked up, after its refresh: not
+    /// [`Refresh::is_free`]), or the time lies before every recorded one, `place_record`
+    /// from `s`, which finds the same time (this changes nothing it reads). The same
+    /// position as `place`'s search from the end: `s` raised to the floor stays before
+    /// the last time (the floor, `ORIGIN` or a time that was in the window, is at most
+    /// the last, the largest time ever recorded, which lies after `s`), so the search
+    /// passes position `N`. (Speed only: a short call without `place_record`'s
+    /// saved registers; GUPS on the Pi 5: nearly every out-of-order activate.)
     #[inline(never)]
     pub(super) fn place_record_late(&mut self, s: u64, spacing: u64, faw: u64, rf: &mut Refresh, t: &Timing) -> u64 {
         let v = &self.times;
-        let (prev, last) = (v.nth_back(1), v.last());
         let s1 = s.max(self.floor());
-        if prev <= s1 && s1 < last {
-            let mut a = s1.max(prev + spacing);
-            let mut i = N - 1;
-            if a + spacing > last {
-                a = a.max(last + spacing);
-                i = N;
-            }
-            if !(faw > 0 && v.get(i - 4) + faw > a) && rf.is_free(a) {
-                self.record_at(a, i);
-                return a;
+        debug_assert!(s1 < v.last());
+        let mut i = N - 1;
+        while v.get(i - 1) > s1 {
+            i -= 1;
+            if i == 0 {
+                return self.place_record(s, spacing, faw, rf, t);
             }
         }
-        self.place_record(s, spacing, faw, rf, t)
+        let mut a = s1.max(v.get(i - 1) + spacing);
+        while i < N && a + spacing > v.get(i) {
+            a = a.max(v.get(i) + spacing);
+            i += 1;
+        }
+        if (faw > 0 && i >= 4 && v.get(i - 4) + faw > a) || !rf.is_free(a) {
+            return self.place_record(s, spacing, faw, rf, t);
+        }
+        self.record_at(a, i);
+        a
     }
 
     /// [`Acts::place`], then [`Acts::record_at`] of the time it found, which it returns
