@@ -203,8 +203,11 @@ struct Ctx {
 /// [`Dram::stats`] gathers them, and takes the latest end of a burst from the channels). Times are the model's (shifted by [`ORIGIN`]).
 #[derive(Clone, Debug)]
 struct Counters {
-    /// Requests by row outcome: hit, miss, conflict.
-    outcomes: [u64; 3],
+    /// Requests that found their row open, and their bank closed (the others found
+    /// another row open: [`Dram::stats`] counts them as the rest, so that the common
+    /// case, a conflict, counts nothing here).
+    hits: u64,
+    misses: u64,
     /// Reads and writes.
     rw: [u64; 2],
     /// Sum of latencies of reads and of writes.
@@ -258,7 +261,8 @@ impl Dram {
                 groups: vec![Group::default(); ng],
                 chans: vec![Channel::default(); spec.channels as usize],
                 n: Counters {
-                    outcomes: [0; 3],
+                    hits: 0,
+                    misses: 0,
                     rw: [0; 2],
                     lat: [0; 2],
                     beyond_capacity: 0,
@@ -299,9 +303,9 @@ impl Dram {
         DramStats {
             reads: n.rw[0],
             writes: n.rw[1],
-            row_hits: n.outcomes[0],
-            row_misses: n.outcomes[1],
-            row_conflicts: n.outcomes[2],
+            row_hits: n.hits,
+            row_misses: n.misses,
+            row_conflicts: requests - n.hits - n.misses,
             per_bank: self.banks.iter().map(|b| b.requests).collect(),
             per_rank: {
                 // A rank's requests are its banks' (bank `bi` names its rank).
@@ -420,12 +424,15 @@ fn place<const JOIN: bool>(
         None
     };
     let (outcome, mut cmd) = if let Some((col, _)) = joined {
+        n.hits += 1;
         (RowOutcome::Hit, col)
     } else if b.open == row {
         b.hits += 1;
+        n.hits += 1;
         (RowOutcome::Hit, at.max(b.col_ok))
     } else {
         let (outcome, earliest) = if b.open == NONE {
+            n.misses += 1;
             (RowOutcome::Miss, at.max(b.act_ok))
         } else {
             // Precharge no earlier than tRAS/tRTP/tWR allow, then tRP.
@@ -499,7 +506,6 @@ fn place<const JOIN: bool>(
     b.requests += 1;
 
     let latency = end - at;
-    n.outcomes[outcome as usize] += 1;
     n.rw[write as usize] += 1;
     n.lat[write as usize] += latency;
     n.first_arrival = n.first_arrival.min(at);
