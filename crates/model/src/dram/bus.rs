@@ -85,13 +85,14 @@ impl Channel {
         self.busy.last().start
     }
 
-    /// Whether the bus is idle from `ready` on, so that `find` answers `(ready, N)`:
-    /// every burst ends more than `sw` before it, so none holds it off or lies after it
-    /// (and the floor, the end of a burst that left the window, is at most the last
-    /// burst's end, or `ORIGIN` <= `ready` while no real burst is recorded).
+    /// Whether the bus is idle from `ready` on, so that `find` answers `(ready, N)`,
+    /// given `gap` = `len + sw` (a burst's length and the rank switch): every burst ends
+    /// more than `sw` before it, so none holds it off or lies after it (and the floor,
+    /// the end of a burst that left the window, is at most the last burst's end, or
+    /// `ORIGIN` <= `ready` while no real burst is recorded).
     #[inline(always)]
-    pub(super) fn idle_from(&self, ready: u64, len: u64, sw: u64) -> bool {
-        self.busy.last().start + len + sw < ready
+    pub(super) fn idle_from(&self, ready: u64, gap: u64) -> bool {
+        self.busy.last().start + gap < ready
     }
 
     /// Reserves a slot at `start` where `idle_from` said the bus is idle (after every

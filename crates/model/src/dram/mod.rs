@@ -194,6 +194,8 @@ struct Ctx {
     /// one), so leaving out a constraint that never binds changes no time (speed only;
     /// `tests/dram_digest.rs` pins the Pi 5 profiles, which have this shape).
     group_acts: bool,
+    /// tBURST + tRTRS, for [`Channel::idle_from`].
+    idle_gap: u64,
     groups: Vec<Group>,
     chans: Vec<Channel>,
     n: Counters,
@@ -258,6 +260,7 @@ impl Dram {
                 t: spec.timing,
                 cap: spec.policy.hit_cap(),
                 group_acts: spec.bank_groups > 1 || spec.timing.trrd_l > spec.timing.trrd,
+                idle_gap: spec.timing.tburst + spec.timing.trtrs,
                 groups: vec![Group::default(); ng],
                 chans: vec![Channel::default(); spec.channels as usize],
                 n: Counters {
@@ -407,6 +410,7 @@ fn place<const JOIN: bool>(
         t,
         cap,
         group_acts,
+        idle_gap,
         groups,
         chans,
         n,
@@ -445,7 +449,7 @@ fn place<const JOIN: bool>(
         let act = if *group_acts {
             // SAFETY: a bank's group index is below the group count (`parent`).
             activate_grouped(r, unsafe { parent(groups, b.group) }, earliest, t)
-        } else if let Some(a) = r.acts.after_last(earliest, t.trrd, t.tfaw) {
+        } else if let Some(a) = r.acts.after_last_faw(earliest, t.trrd, t.tfaw) {
             let act = r.rf.free(a, t);
             // At or after the last recorded activate: appended.
             r.acts.record_last(act);
@@ -470,9 +474,9 @@ fn place<const JOIN: bool>(
     // bus idle: the loop of `column_slow` would stop after its first round (`check`
     // from a time after every recorded one returns at most `last + tCCD_L`, which
     // passes; an idle bus takes the burst when its data is ready), with these values.
-    let start = if let Some(next) = g.cols.after_last(cmd, t.tccd_l, 0) {
+    let start = if let Some(next) = g.cols.after_last(cmd, t.tccd_l) {
         cmd = r.rf.free(next, t);
-        let start = if c.idle_from(cmd + lat, t.tburst, t.trtrs) {
+        let start = if c.idle_from(cmd + lat, *idle_gap) {
             c.reserve_last(cmd + lat, ri as u32);
             cmd + lat
         } else {

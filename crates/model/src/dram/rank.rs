@@ -78,19 +78,28 @@ impl Acts {
     /// floor (the largest time that left the window) is at most every recorded real
     /// time (the window is sorted and drops its first, smallest, time; every later time
     /// was placed at or after the floor), and while no real time is recorded it is
-    /// `ORIGIN` <= `s`: so `s` is past it. (Speed only: the common case of a request
-    /// later than every activate before it.)
+    /// `ORIGIN` <= `s`: so `s` is past it. With `faw` = 0 (no tFAW) the fourth last
+    /// bound is the fourth last time, at most the last, at most `s`: so it needs no
+    /// test of `faw`. (Speed only: the common case of a request later than every
+    /// activate before it.)
     #[inline(always)]
-    pub(super) fn after_last(&self, s: u64, spacing: u64, faw: u64) -> Option<u64> {
+    pub(super) fn after_last_faw(&self, s: u64, spacing: u64, faw: u64) -> Option<u64> {
         let last = self.times.last();
         if s < last {
             return None;
         }
-        let mut a = s.max(last + spacing);
-        if faw > 0 {
-            a = a.max(self.times.nth_back(3) + faw);
+        Some(s.max(last + spacing).max(self.times.nth_back(3) + faw))
+    }
+
+    /// [`Acts::after_last_faw`] without tFAW (`faw` = 0, which bounds nothing, above):
+    /// `max(s, last + spacing)`, or `None` for `s` before the last time.
+    #[inline(always)]
+    pub(super) fn after_last(&self, s: u64, spacing: u64) -> Option<u64> {
+        let last = self.times.last();
+        if s < last {
+            return None;
         }
-        Some(a)
+        Some(s.max(last + spacing))
     }
 
     /// The time the loop of [`Acts::check`] and [`Refresh::free`] from `s` ends at
