@@ -148,26 +148,35 @@ impl Acts {
     /// out-of-order activate: the first round of [`Acts::place`]'s loop, without its
     /// calls, and the record; when tFAW holds the time found or it may lie in a refresh
     /// (outside the refresh period last looked up, after its refresh: not
-    /// [`Refresh::is_free`]), or the time lies before every recorded one, `place_record`
-    /// from `s`, which finds the same time (this changes nothing it reads). The same
-    /// position as `place`'s search from the end: `s` raised to the floor stays before
-    /// the last time (the floor, `ORIGIN` or a time that was in the window, is at most
-    /// the last, the largest time ever recorded, which lies after `s`), so the search
-    /// passes position `N`. (Speed only: a short call without `place_record`'s
-    /// saved registers; GUPS on the Pi 5: nearly every out-of-order activate.)
+    /// [`Refresh::is_free`]), or `s` lies before the second recorded time,
+    /// `place_record` from `s`, which finds the same time (this changes nothing it
+    /// reads). The same position as `place`'s search from the end, which passes
+    /// position `N` (the last time lies after `s`), and the same start: `place` raises
+    /// `s` to the floor, and `s` at or after the second time is at or after it (checked
+    /// in the test profile). Why: every time from position 1 on is at least the floor,
+    /// or the floor is `ORIGIN` (<= `s`). At first the floor is `ORIGIN`. A drop by
+    /// [`Ring::push_pop`] or [`Ring::insert_pop`] takes the smallest time, so the
+    /// times left are at least it; one by [`Ring::replace_first`] leaves the times from
+    /// position 1 on, which were at least the time it drops; and a recorded time goes
+    /// to position 0 only by `replace_first`, else after a time it is not below (the
+    /// one `insert_pop` at position `i` >= 1 drops, or the last for `push_pop`), while
+    /// every recorded time is at or after the floor of its moment. (A sentinel at
+    /// position 1 or later means no real time has left: the floor is `ORIGIN`.)
+    /// (Speed only: a short call without `place_record`'s saved registers and the
+    /// floor's loads; GUPS on the Pi 5: nearly every out-of-order activate.)
     #[inline(never)]
     pub(super) fn place_record_late(&mut self, s: u64, spacing: u64, faw: u64, rf: &mut Refresh, t: &Timing) -> u64 {
         let v = &self.times;
-        let s1 = s.max(self.floor());
-        debug_assert!(s1 < v.last());
+        debug_assert!(s < v.last());
         let mut i = N - 1;
-        while v.get(i - 1) > s1 {
+        while v.get(i - 1) > s {
             i -= 1;
-            if i == 0 {
+            if i == 1 {
                 return self.place_record(s, spacing, faw, rf, t);
             }
         }
-        let mut a = s1.max(v.get(i - 1) + spacing);
+        debug_assert!(s >= self.floor());
+        let mut a = s.max(v.get(i - 1) + spacing);
         while i < N && a + spacing > v.get(i) {
             a = a.max(v.get(i) + spacing);
             i += 1;
