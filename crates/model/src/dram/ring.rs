@@ -135,20 +135,23 @@ impl<T: Copy> Ring<T> {
 
     /// Drops the first item (it becomes [`Ring::dropped`]) and puts `x` right before
     /// the item now at position `i` (1 <= `i` <= `N`): the result is items `1..i`, `x`,
-    /// items `i..N`. The items from `i` on move one slot up, the last into the slot after
-    /// it (a short loop: new items land at or near the end).
+    /// items `i..N`. The items from `i` on move one slot up, the last into slot `end`
+    /// (a short loop down from `end` to `x`'s slot, that of the first item plus `i`:
+    /// new items land at or near the end).
     #[inline]
     pub(super) fn insert_pop(&mut self, i: usize, x: T) {
         debug_assert!((1..=N).contains(&i));
-        // The first item's slot.
-        let h = (self.end + N) & M;
-        let mut j = N;
-        while j > i {
-            self.v[(h + j) & M] = self.v[(h + j - 1) & M];
-            j -= 1;
+        let e = self.end & M;
+        // `x`'s slot; the first item's is `e + N` (modulo `S`).
+        let at = (e + N + i) & M;
+        let mut k = e;
+        while k != at {
+            let p = (k + M) & M;
+            self.v[k] = self.v[p];
+            k = p;
         }
-        self.v[(h + i) & M] = x;
-        self.end = (self.end + 1) & M;
+        self.v[at] = x;
+        self.end = (e + 1) & M;
         // The newest item is `x` when it went last, else the one that was newest.
         if i == N {
             self.newest = x;
