@@ -169,6 +169,11 @@ pub struct Dram {
     at_signed_below: u64,
     /// How an address finds its bank record (bank.rs).
     index: BankIndex,
+    /// The bank count less one: the counts are powers of two (config.rs), so the bank
+    /// records' indices are those below it in its bits. The index `locate` gives is one
+    /// (bank.rs, tested against the full decode for every profile), so masking it
+    /// changes nothing; the mask is what proves the bank's index in bounds.
+    bank_mask: usize,
     /// Per bank: its state, its rows closed by conflicts (sched.rs), its count and the
     /// indices of its rank, group and channel records.
     banks: Vec<Bank>,
@@ -245,6 +250,7 @@ impl Dram {
                 (0..nb).map(|bi| Bank::new(bi, &index)).collect()
             },
             index: BankIndex::new(&spec),
+            bank_mask: nb - 1,
             ranks: (0..nr)
                 .map(|i| {
                     let off = (i as u64 % spec.ranks as u64 + 1) * spec.timing.trefi / spec.ranks as u64;
@@ -352,7 +358,8 @@ impl Dram {
             self.c.n.beyond_capacity += 1;
         }
         let (bi, row) = self.index.locate(pa, &self.spec.map);
-        let b = &mut self.banks[bi];
+        // SAFETY: masked below `banks.len()`, a power of two (`bank_mask`).
+        let b = unsafe { self.banks.get_unchecked_mut(bi & self.bank_mask) };
         // SAFETY: a bank's rank index is below the rank count (`parent`).
         let r = unsafe { parent(&mut self.ranks, b.rank) };
         let t = &self.c.t;
