@@ -212,7 +212,7 @@ impl LevelCache {
     }
 
     /// Caches `table` under `tag`: in the lowest empty way, else over the LRU entry.
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, tag: u64, table: u64) {
         if self.empty > 0 {
             self.empty -= 1;
@@ -368,7 +368,9 @@ impl Pwc {
     }
 
     /// Caches the level-`level` descriptor covering `va`, which points to `table`.
-    #[inline]
+    /// Always inlined into the walk, with the insert (a call per table descriptor read
+    /// cost more than the fill's own work).
+    #[inline(always)]
     pub fn fill(&mut self, level: usize, va: u64, asid: Asid, table: u64) {
         let Some(&i) = self.by_level.get(level) else { return };
         if i == NO_CACHE {

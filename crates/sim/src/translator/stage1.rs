@@ -133,21 +133,56 @@ impl Stage1 {
     /// The full lookup of one reference along its TLB path, the walk after a full
     /// miss, and the fills (see the module documentation for the order of events):
     /// one copy specialised for TLB levels that are all LRU with power-of-two set
-    /// counts ([`Hierarchy::lru_pow2`]), one for any others. (The choice is made here, out
-    /// of line, rather than in the run loop, whose code it would otherwise crowd; the
-    /// copy's own test of the shape right after it folds into this one.)
-    #[inline(never)]
+    /// counts ([`Hierarchy::lru_pow2`]), one for any others. (The choice is made out of
+    /// line, in [`Stage1::access_miss_plain`] and [`Stage1::access_miss_rec`], rather
+    /// than in the run loop, whose code it would otherwise crowd; the copy's own test of
+    /// the shape right after it folds into this one.)
+    ///
+    /// With data caches the walk records its reads, in a copy of its own
+    /// ([`Stage1::access_miss_rec`]): the miss path of a machine without caches is the
+    /// code it was. The choice is inlined at the caller: made inside an out-of-line
+    /// function, it cost that function's register saves on every miss.
+    #[inline(always)]
     pub(super) fn access_miss(&mut self, sys: &mut System, r: &MemRef, instr: bool) -> Result<(), Stop> {
-        if self.tlbs.is_lru_pow2() {
-            self.access_miss_as::<true>(sys, r, instr)
+        if self.cached {
+            self.access_miss_rec(sys, r, instr)
         } else {
-            self.access_miss_as::<false>(sys, r, instr)
+            self.access_miss_plain(sys, r, instr)
         }
     }
 
-    /// [`Stage1::access_miss`] for one shape of TLB levels (`FAST`: see there).
+    /// [`Stage1::access_miss`] of a machine without data caches.
+    #[inline(never)]
+    fn access_miss_plain(&mut self, sys: &mut System, r: &MemRef, instr: bool) -> Result<(), Stop> {
+        if self.tlbs.is_lru_pow2() {
+            self.access_miss_as::<true, false>(sys, r, instr)
+        } else {
+            self.access_miss_as::<false, false>(sys, r, instr)
+        }
+    }
+
+    /// [`Stage1::access_miss`] of a machine with data caches: the walk records its
+    /// descriptor reads, and is inlined here rather than called (one call, its register
+    /// saves and reloads, less per walk; on a machine with caches nearly every TLB miss
+    /// walks).
+    #[inline(never)]
+    fn access_miss_rec(&mut self, sys: &mut System, r: &MemRef, instr: bool) -> Result<(), Stop> {
+        if self.tlbs.is_lru_pow2() {
+            self.access_miss_as::<true, true>(sys, r, instr)
+        } else {
+            self.access_miss_as::<false, true>(sys, r, instr)
+        }
+    }
+
+    /// [`Stage1::access_miss`] for one shape of TLB levels (`FAST`: see there), with
+    /// walks recording their reads if `REC` (the data-cache path).
     #[inline(always)]
-    fn access_miss_as<const FAST: bool>(&mut self, sys: &mut System, r: &MemRef, instr: bool) -> Result<(), Stop> {
+    fn access_miss_as<const FAST: bool, const REC: bool>(
+        &mut self,
+        sys: &mut System,
+        r: &MemRef,
+        instr: bool,
+    ) -> Result<(), Stop> {
         let tlbs = &mut self.tlbs;
         let look = lookup_as::<FAST>(tlbs, r.addr, r.asid, instr);
         match look.hit {
@@ -173,14 +208,7 @@ impl Stage1 {
                 }
                 Ok(())
             }
-            None => {
-                // With data caches the walk records its reads, in a copy of its own out
-                // of line: the walk of a machine without caches is the code it was.
-                if self.cached {
-                    return self.walk_fill_rec::<FAST>(sys, r, instr, look.len);
-                }
-                self.walk_fill::<FAST, false>(sys, r, instr, look.len)
-            }
+            None => self.walk_fill::<FAST, REC>(sys, r, instr, look.len),
         }
     }
 
@@ -275,18 +303,13 @@ impl Stage1 {
     }
 
     /// [`Stage1::walk_fill`] recording the walk's descriptor reads (the data-cache
-    /// path), with the TLB fill for the shape `FAST` (see [`Stage1::access_miss`]).
-    /// Out of line, so that the walk of a machine without caches stays the code it was;
-    /// not cold: on a machine with caches it is the walk.
+    /// path) with the general TLB fill: the walk after a permission fault on a TLB hit
+    /// ([`Translator::resume`]); the miss path has its own copy inlined
+    /// ([`Stage1::access_miss_rec`]). Out of line, so that the resume of a machine
+    /// without caches stays the code it was.
     #[inline(never)]
-    fn walk_fill_rec<const FAST: bool>(
-        &mut self,
-        sys: &mut System,
-        r: &MemRef,
-        instr: bool,
-        upto: usize,
-    ) -> Result<(), Stop> {
-        self.walk_fill::<FAST, true>(sys, r, instr, upto)
+    fn walk_fill_rec(&mut self, sys: &mut System, r: &MemRef, instr: bool, upto: usize) -> Result<(), Stop> {
+        self.walk_fill::<false, true>(sys, r, instr, upto)
     }
 
     /// The walk would index with the low bits only: refuse instead of aliasing.
@@ -477,7 +500,7 @@ impl Translator for Stage1 {
         let upto = upto as usize;
         if attempt == 0 {
             return if self.cached {
-                self.walk_fill_rec::<false>(sys, r, instr, upto)
+                self.walk_fill_rec(sys, r, instr, upto)
             } else {
                 self.walk_fill::<false, false>(sys, r, instr, upto)
             };
