@@ -120,7 +120,11 @@ impl Meta {
     }
 
     /// [`Meta::locate`] of a level whose set count is a power of two (every `u32`
-    /// store's: sets.rs).
+    /// store's: sets.rs). The store index is below the store's set count whenever
+    /// `core` is below [`Caches`]'s `core_limit` (which [`Caches::access`] checks): the
+    /// set within the copy is below `geom.sets` (masked), and a private level (`stride =
+    /// geom.sets`) holds a copy per core below that limit, a shared one (`stride = 0`)
+    /// its one copy.
     #[inline(always)]
     fn locate_pow2(&self, line: u64, core: usize) -> (usize, usize, u64) {
         let (s, key) = self.geom.locate_pow2(line);
@@ -177,6 +181,9 @@ pub struct Caches {
     mru: Vec<Mru>,
     /// 1 if the first level is per core (copy `core`), 0 if shared (copy 0).
     mru_step: usize,
+    /// The cores the private levels have copies for (any core if every level is
+    /// shared): [`Caches::access`] checks its `core` against it once, for every level.
+    core_limit: usize,
     mem: Mem,
 }
 
@@ -291,6 +298,7 @@ impl Caches {
             })
             .collect::<Vec<_>>();
         let l1_shared = spec.levels[0].shared;
+        let all_shared = spec.levels.iter().all(|l| l.shared);
         Caches {
             names: spec.levels.iter().map(|l| l.name.clone()).collect(),
             tiers: three::tiers(levels),
@@ -298,6 +306,7 @@ impl Caches {
             pa_max,
             mru: vec![Mru::NONE; if l1_shared { 1 } else { copies }],
             mru_step: !l1_shared as usize,
+            core_limit: if all_shared { usize::MAX } else { copies },
             mem: Mem {
                 backend,
                 reads: 0,
@@ -346,8 +355,14 @@ impl Caches {
             "physical address {pa:#x} above the {:#x} the caches were built for (a model bug)",
             self.pa_max
         );
+        // Every level's store index is in bounds from here on (`Meta::locate_pow2`);
+        // a core above the limit indexed a private level's store out of bounds before.
+        assert!(core < self.core_limit, "core {core} has no cache copies");
         let line = pa >> self.line_shift;
-        let mru = &mut self.mru[core * self.mru_step];
+        // SAFETY: `mru` holds one entry per core below `core_limit` when the first
+        // level is private (`mru_step` 1, `core_limit` the copies), one when it is
+        // shared (`mru_step` 0): the index is in bounds.
+        let mru = unsafe { self.mru.get_unchecked_mut(core * self.mru_step) };
         let r = three::Req {
             mem: &mut self.mem,
             line_shift: self.line_shift,
@@ -357,8 +372,9 @@ impl Caches {
             walk,
         };
         match &mut self.tiers {
-            Tiers::W4W8W16(t) => t.access(r, mru, now),
-            Tiers::W8W4W16(t) => t.access(r, mru, now),
+            // SAFETY (both): `core` was checked against `core_limit` above.
+            Tiers::W4W8W16(t) => unsafe { t.access(r, mru, now) },
+            Tiers::W8W4W16(t) => unsafe { t.access(r, mru, now) },
             Tiers::General(levels) => general(levels, r, mru, now),
         }
     }

@@ -3,7 +3,10 @@
 //!
 //! Every implementation keeps the same state, per set: its lines' tag words in recency
 //! order (most recently used first, empty ways last), a tag word being `tag << 1 |
-//! dirty` or all ones for an empty way. What differs is how a set is stored:
+//! dirty`, or for an empty way all ones (`u64` words) or all ones but the dirty bit
+//! (`u32` words: an empty way then reads as clean, so a fill's victim is dirty exactly
+//! when its low bit is set, one test on three.rs's path). What differs is how a set is
+//! stored:
 //!
 //! * [`Fixed`] (2, 4, 8 or 16 ways, the shapes of every catalog machine): a set is an
 //!   array of known length, so finding a line is a fixed compare over every way that
@@ -17,7 +20,7 @@
 //! line number (other set counts); [`super::array::Geom`] converts. An empty way never
 //! matches: a tag word with every bit set would need a tag of all ones, which no line
 //! number of lines of at least 2 bytes has (`u64`), and `u32` words are only used for
-//! tags below 2^30.
+//! tags below 2^30 (an empty `u32` way matches only the tag 2^31 − 1).
 //!
 //! Written here rather than taken from a crate: these sets are the model itself (LRU,
 //! write-back and the victim's dirty bit, checked against the plain reference model of
@@ -103,6 +106,9 @@ pub(super) trait Word: Copy + Eq + std::ops::BitOr<Output = Self> + std::fmt::De
     fn matches(set: &[Self], key: Self) -> u32;
     /// An empty way.
     const EMPTY: Self;
+    /// The word a fill displaced as a `u64` for three.rs's path: its low bit set
+    /// exactly when it is a dirty line (an empty way: some clean word).
+    fn displaced(self) -> u64;
     /// The dirty bit.
     const ONE: Self;
     /// `x` as a word (`x` fits: checked at construction).
@@ -119,7 +125,12 @@ impl Word for u32 {
         #[cfg(not(target_arch = "x86_64"))]
         return matches_plain(set, key);
     }
-    const EMPTY: u32 = u32::MAX;
+    const EMPTY: u32 = u32::MAX - 1;
+    #[inline(always)]
+    fn displaced(self) -> u64 {
+        // EMPTY's dirty bit is clear.
+        self as u64
+    }
     const ONE: u32 = 1;
     #[inline(always)]
     fn from64(x: u64) -> u32 {
@@ -127,7 +138,7 @@ impl Word for u32 {
     }
     #[inline(always)]
     fn to64(self) -> u64 {
-        if self == u32::MAX {
+        if self == Self::EMPTY {
             EMPTY
         } else {
             self as u64
@@ -144,6 +155,14 @@ impl Word for u64 {
         return matches_plain(set, key);
     }
     const EMPTY: u64 = EMPTY;
+    #[inline(always)]
+    fn displaced(self) -> u64 {
+        if self == EMPTY {
+            0
+        } else {
+            self
+        }
+    }
     const ONE: u64 = 1;
     #[inline(always)]
     fn from64(x: u64) -> u64 {
@@ -209,24 +228,26 @@ impl<T: Word, const W: usize> Fixed<T, W> {
 
     #[inline(always)]
     fn fill(&mut self, s: usize, key: u64, dirty: bool) -> u64 {
-        Self::fill_in(&mut self.sets[s], key, dirty)
+        Self::fill_in(&mut self.sets[s], key, dirty).to64()
     }
 
+    /// Puts `key`'s line first in `set`; the word that fell off the end.
     #[inline(always)]
-    fn fill_in(set: &mut [T; W], key: u64, dirty: bool) -> u64 {
+    fn fill_in(set: &mut [T; W], key: u64, dirty: bool) -> T {
         let old = set[W - 1];
         set.copy_within(0..W - 1, 1);
         set[0] = T::from64(key | dirty as u64);
-        old.to64()
+        old
     }
 
     #[inline(always)]
     fn write_back(&mut self, s: usize, key: u64) -> Option<u64> {
-        Self::write_back_in(&mut self.sets[s], key)
+        Self::write_back_in(&mut self.sets[s], key).map(T::to64)
     }
 
+    /// [`Sets::write_back`] into `set`, the word that fell off as it was stored.
     #[inline(always)]
-    fn write_back_in(set: &mut [T; W], key: u64) -> Option<u64> {
+    fn write_back_in(set: &mut [T; W], key: u64) -> Option<T> {
         let m = Self::matches(set, T::from64(key));
         if m != 0 {
             let w = (m.trailing_zeros() as usize).min(W - 1);
@@ -243,13 +264,17 @@ impl<T: Word, const W: usize> Fixed<T, W> {
 pub(super) trait Store {
     /// One set.
     type Set;
-    /// Set `s`.
-    fn set(&mut self, s: usize) -> &mut Self::Set;
+    /// Set `s`, with no bounds check.
+    ///
+    /// # Safety
+    /// `s` is below the store's set count (three.rs's indices are: `Meta::locate_pow2`).
+    unsafe fn set(&mut self, s: usize) -> &mut Self::Set;
     /// [`Sets::lookup`] in `set`.
     fn lookup(set: &mut Self::Set, key: u64, write: bool) -> bool;
-    /// [`Sets::fill`] of `set`.
+    /// [`Sets::fill`] of `set`, the displaced word as [`Word::displaced`] gives it.
     fn fill(set: &mut Self::Set, key: u64, dirty: bool) -> u64;
-    /// [`Sets::write_back`] into `set`.
+    /// [`Sets::write_back`] into `set`, the displaced word as [`Word::displaced`]
+    /// gives it.
     fn write_back(set: &mut Self::Set, key: u64) -> Option<u64>;
     /// [`Sets::mark_first`] in `set`.
     fn mark_first(set: &mut Self::Set, write: bool);
@@ -258,8 +283,10 @@ pub(super) trait Store {
 impl<T: Word, const W: usize> Store for Fixed<T, W> {
     type Set = [T; W];
     #[inline(always)]
-    fn set(&mut self, s: usize) -> &mut [T; W] {
-        &mut self.sets[s]
+    unsafe fn set(&mut self, s: usize) -> &mut [T; W] {
+        debug_assert!(s < self.sets.len());
+        // SAFETY: the caller's contract, `s < self.sets.len()`.
+        unsafe { self.sets.get_unchecked_mut(s) }
     }
     #[inline(always)]
     fn lookup(set: &mut [T; W], key: u64, write: bool) -> bool {
@@ -267,11 +294,11 @@ impl<T: Word, const W: usize> Store for Fixed<T, W> {
     }
     #[inline(always)]
     fn fill(set: &mut [T; W], key: u64, dirty: bool) -> u64 {
-        Fixed::fill_in(set, key, dirty)
+        Fixed::fill_in(set, key, dirty).displaced()
     }
     #[inline(always)]
     fn write_back(set: &mut [T; W], key: u64) -> Option<u64> {
-        Fixed::write_back_in(set, key)
+        Fixed::write_back_in(set, key).map(T::displaced)
     }
     #[inline(always)]
     fn mark_first(set: &mut [T; W], write: bool) {
