@@ -375,7 +375,9 @@ impl Caches {
             // SAFETY (both): `core` was checked against `core_limit` above.
             Tiers::W4W8W16(t) => unsafe { t.access(r, mru, now) },
             Tiers::W8W4W16(t) => unsafe { t.access(r, mru, now) },
-            Tiers::General(levels) => general(levels, r, mru, now),
+            // Its own arguments, not `r`: a request passed out of line is built on the
+            // stack, which the compiler then did before the match, on every path.
+            Tiers::General(_) => self.general(core, line, write, walk, now),
         }
     }
 
@@ -394,20 +396,32 @@ impl Caches {
     }
 }
 
-/// [`Caches::access`] on any levels: one pass down the levels (each set located once
-/// and kept for the fills), the fills deepest first, each dirty victim written down the
-/// levels at once. Out of line: every catalog machine's hierarchy takes three.rs's
-/// path, which is inlined into the callers.
-#[inline(never)]
-fn general(levels: &mut [Level], r: three::Req<'_>, mru: &mut Mru, now: impl FnOnce() -> u64) -> u64 {
-    let three::Req {
-        mem,
-        line_shift,
-        core,
-        line,
-        write,
-        walk,
-    } = r;
+impl Caches {
+    /// [`Caches::access`] on any levels: one pass down the levels (each set located
+    /// once and kept for the fills), the fills deepest first, each dirty victim written
+    /// down the levels at once. Out of line: every catalog machine's hierarchy takes
+    /// three.rs's path, which is inlined into the callers.
+    #[inline(never)]
+    fn general(&mut self, core: usize, line: u64, write: bool, walk: bool, now: impl FnOnce() -> u64) -> u64 {
+        let Tiers::General(levels) = &mut self.tiers else {
+            unreachable!("only a hierarchy of general levels takes the general loop")
+        };
+        let (mem, line_shift) = (&mut self.mem, self.line_shift);
+        let mru = &mut self.mru[core * self.mru_step];
+        general(levels, mem, line_shift, (core, line, write, walk), mru, now)
+    }
+}
+
+/// [`Caches::general`]'s loop: `(core, line, write, walk)` as for three.rs's `Req`.
+#[inline(always)]
+fn general(
+    levels: &mut [Level],
+    mem: &mut Mem,
+    line_shift: u32,
+    (core, line, write, walk): (usize, u64, bool, bool),
+    mru: &mut Mru,
+    now: impl FnOnce() -> u64,
+) -> u64 {
     let kind = (walk as usize) << 1;
     if line == mru.line {
         // The first level's most recent line (see `Mru`).
