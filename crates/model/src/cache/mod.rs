@@ -120,7 +120,11 @@ impl Meta {
     }
 
     /// [`Meta::locate`] of a level whose set count is a power of two (every `u32`
-    /// store's: sets.rs).
+    /// store's: sets.rs). The store index is below the store's set count whenever
+    /// `core` is below [`Caches`]'s `core_limit` (which [`Caches::access`] checks): the
+    /// set within the copy is below `geom.sets` (masked), and a private level (`stride =
+    /// geom.sets`) holds a copy per core below that limit, a shared one (`stride = 0`)
+    /// its one copy.
     #[inline(always)]
     fn locate_pow2(&self, line: u64, core: usize) -> (usize, usize, u64) {
         let (s, key) = self.geom.locate_pow2(line);
@@ -177,6 +181,9 @@ pub struct Caches {
     mru: Vec<Mru>,
     /// 1 if the first level is per core (copy `core`), 0 if shared (copy 0).
     mru_step: usize,
+    /// The cores the private levels have copies for (any core if every level is
+    /// shared): [`Caches::access`] checks its `core` against it once, for every level.
+    core_limit: usize,
     mem: Mem,
 }
 
@@ -291,6 +298,7 @@ impl Caches {
             })
             .collect::<Vec<_>>();
         let l1_shared = spec.levels[0].shared;
+        let all_shared = spec.levels.iter().all(|l| l.shared);
         Caches {
             names: spec.levels.iter().map(|l| l.name.clone()).collect(),
             tiers: three::tiers(levels),
@@ -298,6 +306,7 @@ impl Caches {
             pa_max,
             mru: vec![Mru::NONE; if l1_shared { 1 } else { copies }],
             mru_step: !l1_shared as usize,
+            core_limit: if all_shared { usize::MAX } else { copies },
             mem: Mem {
                 backend,
                 reads: 0,
@@ -346,8 +355,14 @@ impl Caches {
             "physical address {pa:#x} above the {:#x} the caches were built for (a model bug)",
             self.pa_max
         );
+        // Every level's store index is in bounds from here on (`Meta::locate_pow2`);
+        // a core above the limit indexed a private level's store out of bounds before.
+        assert!(core < self.core_limit, "core {core} has no cache copies");
         let line = pa >> self.line_shift;
-        let mru = &mut self.mru[core * self.mru_step];
+        // SAFETY: `mru` holds one entry per core below `core_limit` when the first
+        // level is private (`mru_step` 1, `core_limit` the copies), one when it is
+        // shared (`mru_step` 0): the index is in bounds.
+        let mru = unsafe { self.mru.get_unchecked_mut(core * self.mru_step) };
         let r = three::Req {
             mem: &mut self.mem,
             line_shift: self.line_shift,
@@ -357,9 +372,12 @@ impl Caches {
             walk,
         };
         match &mut self.tiers {
-            Tiers::W4W8W16(t) => t.access(r, mru, now),
-            Tiers::W8W4W16(t) => t.access(r, mru, now),
-            Tiers::General(levels) => general(levels, r, mru, now),
+            // SAFETY (both): `core` was checked against `core_limit` above.
+            Tiers::W4W8W16(t) => unsafe { t.access(r, mru, now) },
+            Tiers::W8W4W16(t) => unsafe { t.access(r, mru, now) },
+            // Its own arguments, not `r`: a request passed out of line is built on the
+            // stack, which the compiler then did before the match, on every path.
+            Tiers::General(_) => self.general(core, line, write, walk, now),
         }
     }
 
@@ -378,20 +396,32 @@ impl Caches {
     }
 }
 
-/// [`Caches::access`] on any levels: one pass down the levels (each set located once
-/// and kept for the fills), the fills deepest first, each dirty victim written down the
-/// levels at once. Out of line: every catalog machine's hierarchy takes three.rs's
-/// path, which is inlined into the callers.
-#[inline(never)]
-fn general(levels: &mut [Level], r: three::Req<'_>, mru: &mut Mru, now: impl FnOnce() -> u64) -> u64 {
-    let three::Req {
-        mem,
-        line_shift,
-        core,
-        line,
-        write,
-        walk,
-    } = r;
+impl Caches {
+    /// [`Caches::access`] on any levels: one pass down the levels (each set located
+    /// once and kept for the fills), the fills deepest first, each dirty victim written
+    /// down the levels at once. Out of line: every catalog machine's hierarchy takes
+    /// three.rs's path, which is inlined into the callers.
+    #[inline(never)]
+    fn general(&mut self, core: usize, line: u64, write: bool, walk: bool, now: impl FnOnce() -> u64) -> u64 {
+        let Tiers::General(levels) = &mut self.tiers else {
+            unreachable!("only a hierarchy of general levels takes the general loop")
+        };
+        let (mem, line_shift) = (&mut self.mem, self.line_shift);
+        let mru = &mut self.mru[core * self.mru_step];
+        general(levels, mem, line_shift, (core, line, write, walk), mru, now)
+    }
+}
+
+/// [`Caches::general`]'s loop: `(core, line, write, walk)` as for three.rs's `Req`.
+#[inline(always)]
+fn general(
+    levels: &mut [Level],
+    mem: &mut Mem,
+    line_shift: u32,
+    (core, line, write, walk): (usize, u64, bool, bool),
+    mru: &mut Mru,
+    now: impl FnOnce() -> u64,
+) -> u64 {
     let kind = (walk as usize) << 1;
     if line == mru.line {
         // The first level's most recent line (see `Mru`).

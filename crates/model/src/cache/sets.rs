@@ -3,7 +3,10 @@
 //!
 //! Every implementation keeps the same state, per set: its lines' tag words in recency
 //! order (most recently used first, empty ways last), a tag word being `tag << 1 |
-//! dirty` or all ones for an empty way. What differs is how a set is stored:
+//! dirty`, or for an empty way all ones (`u64` words) or all ones but the dirty bit
+//! (`u32` words: an empty way then reads as clean, so a fill's victim is dirty exactly
+//! when its low bit is set, one test on three.rs's path). What differs is how a set is
+//! stored:
 //!
 //! * [`Fixed`] (2, 4, 8 or 16 ways, the shapes of every catalog machine): a set is an
 //!   array of known length, so finding a line is a fixed compare over every way that
@@ -17,7 +20,7 @@
 //! line number (other set counts); [`super::array::Geom`] converts. An empty way never
 //! matches: a tag word with every bit set would need a tag of all ones, which no line
 //! number of lines of at least 2 bytes has (`u64`), and `u32` words are only used for
-//! tags below 2^30.
+//! tags below 2^30 (an empty `u32` way matches only the tag 2^31 − 1).
 //!
 //! Written here rather than taken from a crate: these sets are the model itself (LRU,
 //! write-back and the victim's dirty bit, checked against the plain reference model of
@@ -46,28 +49,47 @@ fn matches_plain<T: Word>(set: &[T], key: T) -> u32 {
 // instructions per four `u32` ways. SSE2 is part of the x86-64 baseline, so these are
 // always available; every load below reads 16 bytes inside `set` (W is a multiple of 4
 // resp. 2, asserted by the callers' types: only the fixed stores of 4 to 16 ways call
-// these with their arrays).
+// these with their arrays). Sets of 8 and 16 ways narrow their compares' lanes (all
+// ones or zero) to bytes with saturating packs (which keep both values) and take one
+// byte mask: 4 instructions for 16 ways where a `movmskps` per 4 ways, shifted and
+// or-ed together, was 10.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn matches_u32(set: &[u32], key: u32) -> u32 {
     use std::arch::x86_64::{
-        _mm_castsi128_ps, _mm_cmpeq_epi32, _mm_loadu_si128, _mm_movemask_ps, _mm_or_si128, _mm_set1_epi32,
+        __m128i, _mm_castsi128_ps, _mm_cmpeq_epi32, _mm_loadu_si128, _mm_movemask_epi8, _mm_movemask_ps, _mm_or_si128,
+        _mm_packs_epi16, _mm_packs_epi32, _mm_set1_epi32, _mm_setzero_si128,
     };
     if set.len() % 4 != 0 {
         return matches_plain(set, key);
     }
-    let mut m = 0u32;
-    // SAFETY: SSE2 is in the x86-64 baseline; chunk `c` is `set[4c..4c + 4]`, in bounds.
+    let p = set.as_ptr();
+    // SAFETY: SSE2 is in the x86-64 baseline; every load is of `set[i..i + 4]` for an
+    // `i` that is a multiple of 4 below `set.len()` (a multiple of 4), so in bounds.
     unsafe {
         let one = _mm_set1_epi32(1);
         let k = _mm_set1_epi32((key | 1) as i32);
-        for c in 0..set.len() / 4 {
-            let v = _mm_loadu_si128(set.as_ptr().add(4 * c).cast());
-            let e = _mm_cmpeq_epi32(_mm_or_si128(v, one), k);
-            m |= (_mm_movemask_ps(_mm_castsi128_ps(e)) as u32) << (4 * c);
+        // All ones in the lanes of `set[i..i + 4]` that match.
+        let eq = |i: usize| -> __m128i { _mm_cmpeq_epi32(_mm_or_si128(_mm_loadu_si128(p.add(i).cast()), one), k) };
+        match set.len() {
+            16 => {
+                let lo = _mm_packs_epi32(eq(0), eq(4));
+                let hi = _mm_packs_epi32(eq(8), eq(12));
+                _mm_movemask_epi8(_mm_packs_epi16(lo, hi)) as u32
+            }
+            8 => {
+                let w = _mm_packs_epi32(eq(0), eq(4));
+                _mm_movemask_epi8(_mm_packs_epi16(w, _mm_setzero_si128())) as u32
+            }
+            n => {
+                let mut m = 0u32;
+                for c in 0..n / 4 {
+                    m |= (_mm_movemask_ps(_mm_castsi128_ps(eq(4 * c))) as u32) << (4 * c);
+                }
+                m
+            }
         }
     }
-    m
 }
 
 /// [`matches_u32`] for `u64` words: a way matches when both its halves do.
@@ -103,6 +125,9 @@ pub(super) trait Word: Copy + Eq + std::ops::BitOr<Output = Self> + std::fmt::De
     fn matches(set: &[Self], key: Self) -> u32;
     /// An empty way.
     const EMPTY: Self;
+    /// The word a fill displaced as a `u64` for three.rs's path: its low bit set
+    /// exactly when it is a dirty line (an empty way: some clean word).
+    fn displaced(self) -> u64;
     /// The dirty bit.
     const ONE: Self;
     /// `x` as a word (`x` fits: checked at construction).
@@ -119,7 +144,12 @@ impl Word for u32 {
         #[cfg(not(target_arch = "x86_64"))]
         return matches_plain(set, key);
     }
-    const EMPTY: u32 = u32::MAX;
+    const EMPTY: u32 = u32::MAX - 1;
+    #[inline(always)]
+    fn displaced(self) -> u64 {
+        // EMPTY's dirty bit is clear.
+        self as u64
+    }
     const ONE: u32 = 1;
     #[inline(always)]
     fn from64(x: u64) -> u32 {
@@ -127,7 +157,7 @@ impl Word for u32 {
     }
     #[inline(always)]
     fn to64(self) -> u64 {
-        if self == u32::MAX {
+        if self == Self::EMPTY {
             EMPTY
         } else {
             self as u64
@@ -144,6 +174,14 @@ impl Word for u64 {
         return matches_plain(set, key);
     }
     const EMPTY: u64 = EMPTY;
+    #[inline(always)]
+    fn displaced(self) -> u64 {
+        if self == EMPTY {
+            0
+        } else {
+            self
+        }
+    }
     const ONE: u64 = 1;
     #[inline(always)]
     fn from64(x: u64) -> u64 {
@@ -209,24 +247,26 @@ impl<T: Word, const W: usize> Fixed<T, W> {
 
     #[inline(always)]
     fn fill(&mut self, s: usize, key: u64, dirty: bool) -> u64 {
-        Self::fill_in(&mut self.sets[s], key, dirty)
+        Self::fill_in(&mut self.sets[s], key, dirty).to64()
     }
 
+    /// Puts `key`'s line first in `set`; the word that fell off the end.
     #[inline(always)]
-    fn fill_in(set: &mut [T; W], key: u64, dirty: bool) -> u64 {
+    fn fill_in(set: &mut [T; W], key: u64, dirty: bool) -> T {
         let old = set[W - 1];
         set.copy_within(0..W - 1, 1);
         set[0] = T::from64(key | dirty as u64);
-        old.to64()
+        old
     }
 
     #[inline(always)]
     fn write_back(&mut self, s: usize, key: u64) -> Option<u64> {
-        Self::write_back_in(&mut self.sets[s], key)
+        Self::write_back_in(&mut self.sets[s], key).map(T::to64)
     }
 
+    /// [`Sets::write_back`] into `set`, the word that fell off as it was stored.
     #[inline(always)]
-    fn write_back_in(set: &mut [T; W], key: u64) -> Option<u64> {
+    fn write_back_in(set: &mut [T; W], key: u64) -> Option<T> {
         let m = Self::matches(set, T::from64(key));
         if m != 0 {
             let w = (m.trailing_zeros() as usize).min(W - 1);
@@ -243,13 +283,17 @@ impl<T: Word, const W: usize> Fixed<T, W> {
 pub(super) trait Store {
     /// One set.
     type Set;
-    /// Set `s`.
-    fn set(&mut self, s: usize) -> &mut Self::Set;
+    /// Set `s`, with no bounds check.
+    ///
+    /// # Safety
+    /// `s` is below the store's set count (three.rs's indices are: `Meta::locate_pow2`).
+    unsafe fn set(&mut self, s: usize) -> &mut Self::Set;
     /// [`Sets::lookup`] in `set`.
     fn lookup(set: &mut Self::Set, key: u64, write: bool) -> bool;
-    /// [`Sets::fill`] of `set`.
+    /// [`Sets::fill`] of `set`, the displaced word as [`Word::displaced`] gives it.
     fn fill(set: &mut Self::Set, key: u64, dirty: bool) -> u64;
-    /// [`Sets::write_back`] into `set`.
+    /// [`Sets::write_back`] into `set`, the displaced word as [`Word::displaced`]
+    /// gives it.
     fn write_back(set: &mut Self::Set, key: u64) -> Option<u64>;
     /// [`Sets::mark_first`] in `set`.
     fn mark_first(set: &mut Self::Set, write: bool);
@@ -258,8 +302,10 @@ pub(super) trait Store {
 impl<T: Word, const W: usize> Store for Fixed<T, W> {
     type Set = [T; W];
     #[inline(always)]
-    fn set(&mut self, s: usize) -> &mut [T; W] {
-        &mut self.sets[s]
+    unsafe fn set(&mut self, s: usize) -> &mut [T; W] {
+        debug_assert!(s < self.sets.len());
+        // SAFETY: the caller's contract, `s < self.sets.len()`.
+        unsafe { self.sets.get_unchecked_mut(s) }
     }
     #[inline(always)]
     fn lookup(set: &mut [T; W], key: u64, write: bool) -> bool {
@@ -267,11 +313,11 @@ impl<T: Word, const W: usize> Store for Fixed<T, W> {
     }
     #[inline(always)]
     fn fill(set: &mut [T; W], key: u64, dirty: bool) -> u64 {
-        Fixed::fill_in(set, key, dirty)
+        Fixed::fill_in(set, key, dirty).displaced()
     }
     #[inline(always)]
     fn write_back(set: &mut [T; W], key: u64) -> Option<u64> {
-        Fixed::write_back_in(set, key)
+        Fixed::write_back_in(set, key).map(T::displaced)
     }
     #[inline(always)]
     fn mark_first(set: &mut [T; W], write: bool) {

@@ -13,7 +13,7 @@
 //! division. The whole path is one function per shape ([`Three::access`]), chosen by one
 //! match per access.
 
-use super::sets::{Sets, Store, EMPTY};
+use super::sets::{Sets, Store};
 use super::{Level, Mem, Meta, Mru, Tiers};
 use crate::mem::backend::MemReq;
 
@@ -77,16 +77,19 @@ impl<A: Store, B: Store, C: Store> Three<A, B, C> {
     }
 
     /// [`super::Caches::access`] on these levels (see the module documentation).
+    ///
+    /// # Safety
+    /// `r.core` is below the `Caches`' `core_limit` (every store index this computes
+    /// is then in bounds: `Meta::locate_pow2`).
     #[inline(always)]
-    pub(super) fn access(&mut self, r: Req<'_>, mru: &mut Mru, now: impl FnOnce() -> u64) -> u64 {
-        run(
-            r,
-            mru,
+    pub(super) unsafe fn access(&mut self, r: Req<'_>, mru: &mut Mru, now: impl FnOnce() -> u64) -> u64 {
+        let levels = (
             (&mut self.ma, &mut self.a),
             (&mut self.mb, &mut self.b),
             (&mut self.mc, &mut self.c),
-            now,
-        )
+        );
+        // SAFETY: the caller's contract is `run`'s.
+        unsafe { run(r, mru, levels.0, levels.1, levels.2, now) }
     }
 }
 
@@ -100,18 +103,23 @@ pub(super) struct Req<'a> {
     pub(super) walk: bool,
 }
 
-/// True if tag word `w` (what a fill displaced) is a dirty line.
+/// True if word `w` (what a fill displaced, as [`Store::fill`] returns it) is a dirty
+/// line.
 #[inline(always)]
 fn dirty(w: u64) -> bool {
-    w != EMPTY && w & 1 != 0
+    w & 1 != 0
 }
 
 /// Writes dirty line number `line` of core `core` into the level `(m, s)`: the line
 /// number of the dirty line that displaced, if any.
+///
+/// # Safety
+/// As [`Three::access`]'s: `core` is below the `Caches`' `core_limit`.
 #[inline(always)]
-fn write_back<S: Store>(m: &mut Meta, s: &mut S, line: u64, core: usize) -> Option<u64> {
+unsafe fn write_back<S: Store>(m: &mut Meta, s: &mut S, line: u64, core: usize) -> Option<u64> {
     let (set, g, key) = m.locate_pow2(line, core);
-    match S::write_back(s.set(g), key) {
+    // SAFETY: `g` is in bounds for a `core` below the limit (`Meta::locate_pow2`).
+    match S::write_back(unsafe { s.set(g) }, key) {
         Some(w) if dirty(w) => {
             m.writebacks += 1;
             Some(m.geom.line_of_pow2(w, set))
@@ -121,8 +129,11 @@ fn write_back<S: Store>(m: &mut Meta, s: &mut S, line: u64, core: usize) -> Opti
 }
 
 /// The three levels `a`, `b`, `c` (see the module documentation).
+///
+/// # Safety
+/// As [`Three::access`]'s: `r.core` is below the `Caches`' `core_limit`.
 #[inline(always)]
-fn run<A: Store, B: Store, C: Store>(
+unsafe fn run<A: Store, B: Store, C: Store>(
     r: Req<'_>,
     mru: &mut Mru,
     (ma, a): (&mut Meta, &mut A),
@@ -142,13 +153,16 @@ fn run<A: Store, B: Store, C: Store>(
     let mut lat = ma.latency;
     if line == mru.line {
         // The first level's most recent line (see `Mru`).
-        A::mark_first(a.set(mru.set), write);
+        // SAFETY: `mru.set` is a store index `Meta::locate_pow2` gave (in bounds).
+        A::mark_first(unsafe { a.set(mru.set) }, write);
         ma.counts[kind] += 1;
         return lat;
     }
     let (sa, ga, ka) = ma.locate_pow2(line, core);
     *mru = Mru { line, set: ga };
-    let set_a = a.set(ga);
+    // SAFETY (this and the sets below): `core` is below the limit (this function's
+    // contract), so the store indices `Meta::locate_pow2` gives are in bounds.
+    let set_a = unsafe { a.set(ga) };
     if A::lookup(set_a, ka, write) {
         ma.counts[kind] += 1;
         return lat;
@@ -156,7 +170,8 @@ fn run<A: Store, B: Store, C: Store>(
     ma.counts[kind | 1] += 1;
     lat += mb.latency;
     let (sb, gb, kb) = mb.locate_pow2(line, core);
-    let set_b = b.set(gb);
+    // SAFETY: as `set_a`'s.
+    let set_b = unsafe { b.set(gb) };
     let hit_b = B::lookup(set_b, kb, false);
     mb.counts[kind | !hit_b as usize] += 1;
     // The time a request leaves for memory: the core's clock plus the lookups so far,
@@ -173,7 +188,8 @@ fn run<A: Store, B: Store, C: Store>(
     if !hit_b {
         lat += mc.latency;
         let (sc, gc, kc) = mc.locate_pow2(line, core);
-        let set_c = c.set(gc);
+        // SAFETY: as `set_a`'s.
+        let set_c = unsafe { c.set(gc) };
         let hit_c = C::lookup(set_c, kc, false);
         mc.counts[kind | !hit_c as usize] += 1;
         if !hit_c {
@@ -189,7 +205,8 @@ fn run<A: Store, B: Store, C: Store>(
         let w = B::fill(set_b, kb, false);
         if dirty(w) {
             mb.writebacks += 1;
-            if let Some(v) = write_back(mc, c, mb.geom.line_of_pow2(w, sb), core) {
+            // SAFETY: `core` is below the limit (this function's contract).
+            if let Some(v) = unsafe { write_back(mc, c, mb.geom.line_of_pow2(w, sb), core) } {
                 let t = clock(lat);
                 mem.request(req(v, true, t));
             }
@@ -198,8 +215,9 @@ fn run<A: Store, B: Store, C: Store>(
     let w = A::fill(set_a, ka, write);
     if dirty(w) {
         ma.writebacks += 1;
-        if let Some(v) = write_back(mb, b, ma.geom.line_of_pow2(w, sa), core) {
-            if let Some(v) = write_back(mc, c, v, core) {
+        // SAFETY (both): `core` is below the limit (this function's contract).
+        if let Some(v) = unsafe { write_back(mb, b, ma.geom.line_of_pow2(w, sa), core) } {
+            if let Some(v) = unsafe { write_back(mc, c, v, core) } {
                 let t = clock(lat);
                 mem.request(req(v, true, t));
             }
