@@ -41,7 +41,8 @@ impl Mlp {
     /// Cycles a miss leaving at `t` waits for a free slot.
     #[inline]
     pub(crate) fn wait(&self, t: u64) -> u64 {
-        self.slots[self.next].saturating_sub(t)
+        // `next` is always a slot's index (`new` makes one at least; `miss` wraps it).
+        self.slots.get(self.next).map_or(0, |&s| s.saturating_sub(t))
     }
 
     /// A data reference that reached memory: issued at `t` (the core's clock before
@@ -51,7 +52,11 @@ impl Mlp {
     #[inline]
     pub(crate) fn miss(&mut self, t: u64, wait: u64, lat: u64) {
         self.slots[self.next] = t + wait + lat;
-        self.next = (self.next + 1) % self.slots.len();
+        // A compare rather than `%`: a division on every miss to memory.
+        self.next += 1;
+        if self.next == self.slots.len() {
+            self.next = 0;
+        }
         self.hidden += lat as i64 - (wait + self.l1.min(lat)) as i64;
     }
 
