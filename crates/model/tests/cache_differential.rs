@@ -503,6 +503,7 @@ fn the_three_level_paths_agree_with_the_reference_model() {
 fn repeated_lines_agree_with_the_reference_model() {
     let mut rng = SplitMix64::new(2211);
     let mut repeats = 0u64;
+    let mut repeated = 0u64;
     for round in 0..240 {
         let mut spec = random_spec(&mut rng);
         if round % 3 == 0 {
@@ -545,7 +546,15 @@ fn repeated_lines_agree_with_the_reference_model() {
             let walk = rng.below(4) == 0;
             let write = !walk && rng.below(2) == 0;
             let now = i * 1000;
-            let got = c.access(core, pa, write, walk, || now);
+            // Half the data references try the repeat path first (`access_repeat`, as
+            // the run loop does), falling back to `access` when it declines.
+            let repeat = if !walk && rng.below(2) == 0 {
+                c.access_repeat(core, pa, write)
+            } else {
+                None
+            };
+            repeated += repeat.is_some() as u64;
+            let got = repeat.unwrap_or_else(|| c.access(core, pa, write, walk, || now));
             let want = r.access(core, pa, write, walk, now);
             assert_eq!(got, want, "round {round} access {i}: latency ({spec:?})");
             last[core] = pa;
@@ -557,4 +566,8 @@ fn repeated_lines_agree_with_the_reference_model() {
     }
     // Most accesses repeat their core's line (at least half of the 720,000).
     assert!(repeats > 360_000, "{repeats}");
+    // And the repeat path took many of them (a quarter of the repeats are data
+    // references offered to it; those whose line is still the first level's most recent
+    // are taken).
+    assert!(repeated > 40_000, "{repeated}");
 }

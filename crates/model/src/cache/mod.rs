@@ -381,6 +381,37 @@ impl Caches {
         }
     }
 
+    /// [`Caches::access`] of a data reference (not a walk read) of core `core` when
+    /// `pa` lies in the first level's most recent line of that core (a GUPS store after
+    /// its load): the same effects, the line marked (dirty if `write`) and a first-level
+    /// hit counted, and its latency; `None`, with nothing done, for any other reference
+    /// (then [`Caches::access`] takes it, and checks `pa` and `core`). Small enough to
+    /// inline where [`Caches::access`] is a call, so a repeat skips the call.
+    #[inline(always)]
+    pub fn access_repeat(&mut self, core: usize, pa: u64, write: bool) -> Option<u64> {
+        if pa > self.pa_max || core >= self.core_limit {
+            return None;
+        }
+        let line = pa >> self.line_shift;
+        // SAFETY: as in `access`: `core` is below `core_limit`.
+        let mru = unsafe { self.mru.get_unchecked(core * self.mru_step) };
+        if line != mru.line {
+            return None;
+        }
+        let set = mru.set;
+        // The first branch of three.rs's `run` and of `general`, with `walk` false.
+        Some(match &mut self.tiers {
+            Tiers::W4W8W16(t) => t.repeat(set, write),
+            Tiers::W8W4W16(t) => t.repeat(set, write),
+            Tiers::General(levels) => {
+                let l = &mut levels[0];
+                l.sets.mark_first(set, write);
+                l.meta.counts[0] += 1;
+                l.meta.latency
+            }
+        })
+    }
+
     /// The counters so far.
     pub fn stats(&self) -> CacheStats {
         CacheStats {

@@ -66,6 +66,16 @@ pub(super) fn tiers(levels: Vec<Level>) -> Tiers {
 }
 
 impl<A: Store, B: Store, C: Store> Three<A, B, C> {
+    /// A data reference to the first level's most recent line, in store set `set` (the
+    /// first branch of [`run`]): marked, counted, its latency.
+    #[inline(always)]
+    pub(super) fn repeat(&mut self, set: usize, write: bool) -> u64 {
+        // SAFETY: `set` is the `Mru`'s, a store index `Meta::locate_pow2` gave.
+        A::mark_first(unsafe { self.a.set(set) }, write);
+        self.ma.counts[0] += 1;
+        self.ma.latency
+    }
+
     /// The levels' state besides their stores.
     pub(super) fn metas(&self) -> Vec<&Meta> {
         vec![&self.ma, &self.mb, &self.mc]

@@ -55,7 +55,12 @@ impl Stage1 {
 
     /// After a translated access of core `core`: its recorded descriptor reads, then
     /// the reference, through `caches`. Instruction fetches do not use the data caches
-    /// (no instruction cache is modelled).
+    /// (no instruction cache is modelled). A reference without walk reads to the line
+    /// its core's first level used last (a GUPS store after its load) is done here,
+    /// inlined into the run loop ([`Caches::access_repeat`]: the same effects as
+    /// through [`CachedCore::cache_data`], whose clock and miss slots a first-level hit
+    /// does not touch); every other goes out of line.
+    #[inline(always)]
     pub(crate) fn cache_access(
         &mut self,
         sys: &mut System,
@@ -66,6 +71,27 @@ impl Stage1 {
         if r.kind == AccessKind::IFetch {
             return Ok(());
         }
+        if self.rec.n == 0 {
+            if let Some(pa) = self.tlbs.entry_level(false).mru_pa(r.addr, r.asid) {
+                if let Some(lat) = caches.access_repeat(core, pa, r.kind == AccessKind::Store) {
+                    self.cc.data_cycles += lat;
+                    return Ok(());
+                }
+            }
+        }
+        self.cache_access_full(sys, caches, core, r)
+    }
+
+    /// [`Stage1::cache_access`] of a data reference: its recorded descriptor reads,
+    /// then the reference.
+    #[inline(never)]
+    fn cache_access_full(
+        &mut self,
+        sys: &mut System,
+        caches: &mut Caches,
+        core: usize,
+        r: &MemRef,
+    ) -> Result<(), SimError> {
         let shift = desc_shift(self.fmt);
         let mut other = None;
         for i in 0..self.rec.n {
