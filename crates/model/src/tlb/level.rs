@@ -274,10 +274,11 @@ impl Tlb {
     /// The physical address of `va` if the most recently hit or filled entry covers it
     /// (counts nothing, changes nothing): the data-cache path's translation of a
     /// reference that just hit or filled this level.
-    #[inline]
+    #[inline(always)]
     pub fn mru_pa(&self, va: u64, asid: Asid) -> Option<u64> {
         if va >> self.last_shift == self.last_vpn && asid == self.last_asid {
-            let d = self.array.data(self.last_slot as usize);
+            // SAFETY: as in `mru_hit`.
+            let d = unsafe { self.array.data_unchecked(self.last_slot as usize) };
             Some((d & !0xfff) + (va & ((1u64 << self.last_shift) - 1)))
         } else {
             None

@@ -71,19 +71,22 @@ impl Stage1 {
         if r.kind == AccessKind::IFetch {
             return Ok(());
         }
+        let mut known = None;
         if self.rec.n == 0 {
-            if let Some(pa) = self.tlbs.entry_level(false).mru_pa(r.addr, r.asid) {
+            known = self.tlbs.entry_level(false).mru_pa(r.addr, r.asid);
+            if let Some(pa) = known {
                 if let Some(lat) = caches.access_repeat(core, pa, r.kind == AccessKind::Store) {
                     self.cc.data_cycles += lat;
                     return Ok(());
                 }
             }
         }
-        self.cache_access_full(sys, caches, core, r)
+        self.cache_access_full(sys, caches, core, r, known)
     }
 
     /// [`Stage1::cache_access`] of a data reference: its recorded descriptor reads,
-    /// then the reference.
+    /// then the reference. `known` is the reference's physical address if the caller
+    /// found it already.
     #[inline(never)]
     fn cache_access_full(
         &mut self,
@@ -91,6 +94,7 @@ impl Stage1 {
         caches: &mut Caches,
         core: usize,
         r: &MemRef,
+        known: Option<u64>,
     ) -> Result<(), SimError> {
         let shift = desc_shift(self.fmt);
         let mut other = None;
@@ -98,21 +102,23 @@ impl Stage1 {
             let (table, index) = self.rec.reads[i];
             self.cache_walk_read(caches, core, table + ((index as u64) << shift), &mut other);
         }
-        let pa = self.pa_of(sys, r)?;
+        let pa = match known {
+            Some(pa) => pa,
+            None => match self.tlbs.entry_level(false).mru_pa(r.addr, r.asid) {
+                Some(pa) => pa,
+                None => self.pa_of(sys, r)?,
+            },
+        };
         self.cache_data(caches, core, pa, r.kind == AccessKind::Store, &mut other);
         Ok(())
     }
 
-    /// The physical address of `r` after its translation: from the entry level's most
-    /// recent entry (the one that hit or was just filled), else (the entry level did not
-    /// take the translation: a size it bypasses) from the page table, with no simulated
-    /// effect.
-    #[inline]
+    /// The physical address of `r` after its translation when the entry level's most
+    /// recent entry (the one that hit or was just filled) does not cover it (the level
+    /// did not take the translation: a size it bypasses): from the page table, with no
+    /// simulated effect.
+    #[inline(never)]
     fn pa_of(&mut self, sys: &mut System, r: &MemRef) -> Result<u64, SimError> {
-        // (`entry_level` is the hierarchy's unchecked index of its entry level.)
-        if let Some(pa) = self.tlbs.entry_level(false).mru_pa(r.addr, r.asid) {
-            return Ok(pa);
-        }
         let si = sys.space(r.asid)?;
         let root = sys.root(si);
         let m = lookup(&mut sys.mem, self.fmt, root, r.addr).ok_or_else(|| {
