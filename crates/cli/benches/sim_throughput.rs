@@ -23,6 +23,9 @@
 //! whose speed drifts by tens of percent within minutes, only such interleaved ratios
 //! are trustworthy.
 //!
+//! With `--caches`, each of the three `--against` modes compares on the data-cache rows
+//! (below) instead of the issue-2 rows.
+//!
 //! `-- --against PATH --paired` runs the two binaries at the same time instead, each
 //! pinned to a CPU of its own (the sides swap every round), and reports the median of
 //! the per-round ratios: both runs of a round see the same phase of the host, so the
@@ -77,6 +80,77 @@ const CACHE_DRAM: &str = "dram.profile=lpddr4x-4267-pi5";
 /// reads one shared zero frame, which every cache level then holds (a benchmark that
 /// measures caches initialises its data).
 const CACHE_PRIVATE: &str = "os.zero_page=false";
+
+/// One row: a workload on a target (`config` as [`target_args`] takes it) with `--set`s.
+struct Case {
+    name: &'static str,
+    pages: &'static str,
+    workload: String,
+    sets: Vec<&'static str>,
+    config: String,
+}
+
+/// The issue-2 rows: `seq` and `gups` over 1 GiB on `config`, 4 KiB and 2 MiB pages.
+fn issue2_cases(config: &str, refs: u64) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for (name, workload) in [
+        ("seq", format!("seq:size=1GiB,refs={refs}")),
+        ("gups", format!("gups:table=1GiB,refs={refs},init=off")),
+    ] {
+        for (pages, sets) in [("4K", vec![]), ("2M", vec!["os.policy=fixed", "os.page_size=2M"])] {
+            let (workload, config) = (workload.clone(), config.to_string());
+            cases.push(Case {
+                name,
+                pages,
+                workload,
+                sets,
+                config,
+            });
+        }
+    }
+    cases
+}
+
+/// The data-cache rows (issue #22 item 2): `seq` and `gups` over 1 GiB (4 KiB pages) on
+/// [`CACHE_MACHINE`], alone and with [`CACHE_DRAM`].
+fn cache_cases(refs: u64) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for (name, workload, dram) in [
+        ("seq caches", format!("seq:size=1GiB,refs={refs}"), false),
+        ("gups caches", format!("gups:table=1GiB,refs={refs},init=off"), false),
+        ("seq caches+dram", format!("seq:size=1GiB,refs={refs}"), true),
+        (
+            "gups caches+dram",
+            format!("gups:table=1GiB,refs={refs},init=off"),
+            true,
+        ),
+    ] {
+        let sets = if dram {
+            vec![CACHE_PRIVATE, CACHE_DRAM]
+        } else {
+            vec![CACHE_PRIVATE]
+        };
+        let config = format!("machine:{CACHE_MACHINE}");
+        cases.push(Case {
+            name,
+            pages: "4K",
+            workload,
+            sets,
+            config,
+        });
+    }
+    cases
+}
+
+impl Case {
+    /// The workload column: the workload, and for a data-cache row what it runs with.
+    fn label(&self) -> String {
+        match self.name.split_once(' ') {
+            Some((_, with)) => format!("{} {with}", self.workload),
+            None => self.workload.clone(),
+        }
+    }
+}
 
 /// `config` as `sim` takes it: a config file, or `machine:NAME` for a catalog machine.
 fn target_args(config: &str) -> [&str; 2] {
@@ -158,31 +232,30 @@ fn arg_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
 }
 
 /// Interleaved comparison with another binary (see the module documentation).
-fn compare(bin: &str, other: &str, config: &str, refs: u64, rounds: usize) {
+fn compare(bin: &str, other: &str, cases: &[Case], rounds: usize) {
     println!("CPU seconds, fastest of {rounds} alternating runs: this build vs {other}\n");
     println!(
-        "{:<40} {:>6} {:>10} {:>10} {:>8}",
+        "{:<50} {:>6} {:>10} {:>10} {:>8}",
         "workload", "pages", "this", "other", "speedup"
     );
-    let huge = ["os.policy=fixed", "os.page_size=2M"];
-    for w in [
-        format!("seq:size=1GiB,refs={refs}"),
-        format!("gups:table=1GiB,refs={refs},init=off"),
-    ] {
-        for (pages, sets) in [("4K", &[][..]), ("2M", &huge[..])] {
-            let (mut this, mut that) = (f64::MAX, f64::MAX);
-            for _ in 0..rounds {
-                this = this.min(run(bin, config, &w, sets).cpu_secs);
-                that = that.min(run(other, config, &w, sets).cpu_secs);
-            }
-            println!("{w:<40} {pages:>6} {this:>10.2} {that:>10.2} {:>8.2}", that / this);
+    for c in cases {
+        let (mut this, mut that) = (f64::MAX, f64::MAX);
+        for _ in 0..rounds {
+            this = this.min(run(bin, &c.config, &c.workload, &c.sets).cpu_secs);
+            that = that.min(run(other, &c.config, &c.workload, &c.sets).cpu_secs);
         }
+        println!(
+            "{:<50} {:>6} {this:>10.2} {that:>10.2} {:>8.2}",
+            c.label(),
+            c.pages,
+            that / this
+        );
     }
 }
 
 /// `--against OTHER --paired`: both binaries at once, one per CPU (see the module
 /// documentation); the median of the per-round ratios.
-fn compare_paired(bin: &str, other: &str, config: &str, refs: u64, rounds: usize) {
+fn compare_paired(bin: &str, other: &str, cases: &[Case], rounds: usize) {
     // SAFETY: plain FFI call without arguments.
     let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     assert!(
@@ -192,10 +265,10 @@ fn compare_paired(bin: &str, other: &str, config: &str, refs: u64, rounds: usize
     println!(
         "CPU seconds, {rounds} rounds of both binaries at the same time (one CPU each, sides swapped each round):"
     );
-    ratio_rows(other, refs, rounds, |w, sets, round| {
+    ratio_rows(other, cases, rounds, |c, round| {
         std::thread::scope(|s| {
-            let a = s.spawn(|| run_on(bin, config, w, sets, Some(round % 2)));
-            let b = run_on(other, config, w, sets, Some(1 - round % 2));
+            let a = s.spawn(|| run_on(bin, &c.config, &c.workload, &c.sets, Some(round % 2)));
+            let b = run_on(other, &c.config, &c.workload, &c.sets, Some(1 - round % 2));
             (a.join().expect("run thread").cpu_secs, b.cpu_secs)
         })
     });
@@ -203,7 +276,7 @@ fn compare_paired(bin: &str, other: &str, config: &str, refs: u64, rounds: usize
 
 /// `--against OTHER --sliced`: both binaries on one CPU, in turns (see the module
 /// documentation); per workload, the median of the per-round ratios of CPU time.
-fn compare_sliced(bin: &str, other: &str, config: &str, refs: u64, rounds: usize, turn_ms: u64) {
+fn compare_sliced(bin: &str, other: &str, cases: &[Case], rounds: usize, turn_ms: u64) {
     let turn = std::time::Duration::from_millis(turn_ms.max(1));
     println!(
         "CPU seconds, {rounds} rounds of both binaries on one CPU in turns of {} ms:",
@@ -212,68 +285,59 @@ fn compare_sliced(bin: &str, other: &str, config: &str, refs: u64, rounds: usize
     // The CPU both run on: the last one (the first often takes interrupts).
     // SAFETY: plain FFI call without arguments.
     let cpu = (unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }).max(1) as usize - 1;
-    ratio_rows(other, refs, rounds, |w, sets, _| {
-        let t = sliced_pair([bin, other], config, w, sets, cpu, turn);
+    ratio_rows(other, cases, rounds, |c, _| {
+        let t = sliced_pair([bin, other], c, cpu, turn);
         (t[0], t[1])
     });
 }
 
-/// The table of `--paired` and `--sliced`: for each workload, `rounds` rounds of
-/// `pair(workload, sets, round)` = (this build's CPU seconds, the other's), and the
-/// medians and range of the ratios.
-fn ratio_rows(other: &str, refs: u64, rounds: usize, pair: impl Fn(&str, &[&str], usize) -> (f64, f64)) {
+/// The table of `--paired` and `--sliced`: for each case, `rounds` rounds of
+/// `pair(case, round)` = (this build's CPU seconds, the other's), and the medians and
+/// range of the ratios.
+fn ratio_rows(other: &str, cases: &[Case], rounds: usize, pair: impl Fn(&Case, usize) -> (f64, f64)) {
     println!("this build vs {other}; speedup = other / this per round, median of the rounds\n");
     println!(
-        "{:<40} {:>6} {:>14} {:>14} {:>8} {:>16}",
+        "{:<50} {:>6} {:>14} {:>14} {:>8} {:>16}",
         "workload", "pages", "this (median)", "other (median)", "speedup", "speedup range"
     );
-    let huge = ["os.policy=fixed", "os.page_size=2M"];
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    for w in [
-        format!("seq:size=1GiB,refs={refs}"),
-        format!("gups:table=1GiB,refs={refs},init=off"),
-    ] {
-        for (pages, sets) in [("4K", &[][..]), ("2M", &huge[..])] {
-            let (mut this, mut that, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
-            for round in 0..rounds {
-                let (a, b) = pair(&w, sets, round);
-                this.push(a);
-                that.push(b);
-                ratio.push(b / a);
-            }
-            let (lo, hi) = ratio
-                .iter()
-                .fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)));
-            println!(
-                "{w:<40} {pages:>6} {:>14.2} {:>14.2} {:>8.3} {:>16}",
-                median(&mut this),
-                median(&mut that),
-                median(&mut ratio),
-                format!("{lo:.3}..{hi:.3}")
-            );
+    for c in cases {
+        let (mut this, mut that, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+        for round in 0..rounds {
+            let (a, b) = pair(c, round);
+            this.push(a);
+            that.push(b);
+            ratio.push(b / a);
         }
+        let (lo, hi) = ratio
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)));
+        println!(
+            "{:<50} {:>6} {:>14.2} {:>14.2} {:>8.3} {:>16}",
+            c.label(),
+            c.pages,
+            median(&mut this),
+            median(&mut that),
+            median(&mut ratio),
+            format!("{lo:.3}..{hi:.3}")
+        );
     }
 }
 
-/// Runs `bins` on CPU `cpu`, one at a time in turns of `turn`, to the end of both;
-/// their CPU seconds.
-fn sliced_pair(
-    bins: [&str; 2],
-    config: &str,
-    workload: &str,
-    sets: &[&str],
-    cpu: usize,
-    turn: std::time::Duration,
-) -> [f64; 2] {
+/// Runs `bins` on case `c`, on CPU `cpu`, one at a time in turns of `turn`, to the end
+/// of both; their CPU seconds.
+fn sliced_pair(bins: [&str; 2], c: &Case, cpu: usize, turn: std::time::Duration) -> [f64; 2] {
+    let workload = &c.workload;
     let mut pids = [0 as libc::pid_t; 2];
     for (i, bin) in bins.iter().enumerate() {
         let mut cmd = Command::new(bin);
-        cmd.args(["sim", "--config", config, "--workload", workload, "--json"])
+        cmd.arg("sim").args(target_args(&c.config));
+        cmd.args(["--workload", workload, "--json"])
             .stdout(std::process::Stdio::null());
-        for s in sets {
+        for s in &c.sets {
             cmd.args(["--set", s]);
         }
         pin(&mut cmd, cpu);
@@ -436,19 +500,24 @@ fn main() {
             .map(|r| r.parse().expect("--rounds N"))
             .unwrap_or(5)
             .max(1);
+        // `--caches`: the data-cache rows instead of the issue-2 rows.
+        let cases = if args.iter().any(|a| a == "--caches") {
+            cache_cases(refs)
+        } else {
+            issue2_cases(&config, refs)
+        };
         if args.iter().any(|a| a == "--sliced") {
             let turn_ms = arg_value(&args, "--turn-ms")
                 .map(|t| t.parse().expect("--turn-ms N"))
                 .unwrap_or(100);
-            compare_sliced(bin, other, &config, refs, rounds, turn_ms);
+            compare_sliced(bin, other, &cases, rounds, turn_ms);
         } else if args.iter().any(|a| a == "--paired") {
-            compare_paired(bin, other, &config, refs, rounds);
+            compare_paired(bin, other, &cases, rounds);
         } else {
-            compare(bin, other, &config, refs, rounds);
+            compare(bin, other, &cases, rounds);
         }
         return;
     }
-    let huge = ["os.policy=fixed", "os.page_size=2M"];
     let rounds: usize = arg_value(&args, "--rounds")
         .map(|r| r.parse().expect("--rounds N"))
         .unwrap_or(3)
@@ -462,62 +531,38 @@ fn main() {
     println!("turn (so drift of the host's speed touches all alike): the fastest run is the least");
     println!("disturbed measure of the code, the median shows the spread.\n");
     println!(
-        "{:<40} {:>6} {:>10} {:>10} {:>13} {:>13} {:>12}",
+        "{:<50} {:>6} {:>10} {:>10} {:>13} {:>13} {:>12}",
         "workload", "pages", "fastest s", "median s", "M refs/s best", "M refs/s med", "peak RSS MiB"
     );
-    // (name, pages, workload, sets, config): the issue-2 rows, then the data-cache rows
-    // (`--caches-only`: those alone).
+    // The issue-2 rows, then the data-cache rows (`--caches-only`: those alone).
     let caches_only = args.iter().any(|a| a == "--caches-only");
-    let cache_machine = format!("machine:{CACHE_MACHINE}");
-    let (dram, private) = ([CACHE_PRIVATE, CACHE_DRAM], [CACHE_PRIVATE]);
-    let mut cases = Vec::new();
-    for (name, w) in [
-        ("seq", format!("seq:size=1GiB,refs={refs}")),
-        ("gups", format!("gups:table=1GiB,refs={refs},init=off")),
-    ] {
-        if !caches_only {
-            for (pages, sets) in [("4K", &[][..]), ("2M", &huge[..])] {
-                cases.push((name, pages, w.clone(), sets, config.as_str()));
-            }
-        }
-    }
-    for (name, w) in [
-        ("seq caches", format!("seq:size=1GiB,refs={refs}")),
-        ("gups caches", format!("gups:table=1GiB,refs={refs},init=off")),
-        ("seq caches+dram", format!("seq:size=1GiB,refs={refs}")),
-        ("gups caches+dram", format!("gups:table=1GiB,refs={refs},init=off")),
-    ] {
-        let sets = if name.ends_with("dram") {
-            &dram[..]
-        } else {
-            &private[..]
-        };
-        cases.push((name, "4K", w, sets, cache_machine.as_str()));
-    }
+    let mut cases = if caches_only {
+        Vec::new()
+    } else {
+        issue2_cases(&config, refs)
+    };
+    cases.extend(cache_cases(refs));
     let mut runs: Vec<Vec<Run>> = cases.iter().map(|_| Vec::new()).collect();
     for _ in 0..rounds {
-        for (i, (_, _, w, sets, config)) in cases.iter().enumerate() {
-            let r = run(bin, config, w, sets);
+        for (i, c) in cases.iter().enumerate() {
+            let r = run(bin, &c.config, &c.workload, &c.sets);
             assert_eq!(r.refs, refs);
             runs[i].push(r);
         }
     }
     let mut best = std::collections::BTreeMap::new();
     let mut median = std::collections::BTreeMap::new();
-    for ((name, pages, w, _, _), rs) in cases.iter().zip(&mut runs) {
+    for (c, rs) in cases.iter().zip(&mut runs) {
         rs.sort_by(|a, b| a.cpu_secs.total_cmp(&b.cpu_secs));
         let (fast, mid) = (&rs[0], &rs[rs.len() / 2]);
         let rate = |r: &Run| r.refs as f64 / r.cpu_secs / 1e6;
-        best.insert((*name, *pages), rate(fast));
-        median.insert((*name, *pages), rate(mid));
+        best.insert((c.name, c.pages), rate(fast));
+        median.insert((c.name, c.pages), rate(mid));
         let rss = rs.iter().map(|r| r.max_rss_kib).max().unwrap_or(0);
-        let w = if name.contains("caches") {
-            format!("{w} {}", name.split_once(' ').map_or("", |x| x.1))
-        } else {
-            w.clone()
-        };
         println!(
-            "{w:<40} {pages:>6} {:>10.2} {:>10.2} {:>13.1} {:>13.1} {:>12.1}",
+            "{:<50} {:>6} {:>10.2} {:>10.2} {:>13.1} {:>13.1} {:>12.1}",
+            c.label(),
+            c.pages,
             fast.cpu_secs,
             mid.cpu_secs,
             rate(fast),
