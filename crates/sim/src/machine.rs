@@ -132,26 +132,55 @@ impl Machine {
             r.core as usize % self.cpus.len()
         };
         if self.caches.is_some() {
-            return self.access_cached(core, r);
+            return self.access_cached_call(core, r);
         }
         self.access_on(core, r)
     }
 
-    /// True if the next `n` references can all take [`Machine::access_plain`]: the
-    /// machine has one core, tracks no touched pages, and no background tick falls
-    /// among them. (The run loop asks once per batch.)
+    /// References that can be counted before the next background tick falls due:
+    /// that many may take [`Machine::access_plain`] or [`Machine::access_cached_run`]
+    /// (which do not test for it); the next one must take [`Machine::access`].
     #[inline]
-    pub fn plain_for(&self, n: usize) -> bool {
-        self.cpus.len() == 1
-            && !self.bg.track_touched
-            && self.caches.is_none()
-            && self.references.saturating_add(n as u64) < self.next_tick
+    pub(crate) fn before_tick(&self) -> u64 {
+        self.next_tick.saturating_sub(self.references.saturating_add(1))
     }
 
-    /// [`Machine::access`] of a reference [`Machine::plain_for`] admitted (one core, no
-    /// tracking, no tick due): the same events without the three per-reference tests.
+    /// True if the machine's references can take [`Machine::access_cached_run`]
+    /// (before a tick): it has data caches and stage-1 cores and tracks no touched
+    /// pages. (The run loop asks once per run of references.)
+    #[inline]
+    pub(crate) fn cached_ok(&self) -> bool {
+        self.caches.is_some() && !self.cpus.is_empty() && !self.bg.track_touched
+    }
+
+    /// [`Machine::access`] of a reference [`Machine::cached_ok`] and
+    /// [`Machine::before_tick`] admitted (caches, stage-1 cores, no tracking, no tick
+    /// due): the same events without the tests the run loop made once.
     #[inline(always)]
-    pub fn access_plain(&mut self, r: &MemRef) -> Result<(), SimError> {
+    pub(crate) fn access_cached_run(&mut self, r: &MemRef) -> Result<(), SimError> {
+        debug_assert!(self.caches.is_some() && !self.bg.track_touched && self.references + 1 < self.next_tick);
+        self.references += 1;
+        let core = if self.cpus.len() == 1 {
+            0
+        } else {
+            r.core as usize % self.cpus.len()
+        };
+        self.access_cached(core, r)
+    }
+
+    /// True if the machine's references can take [`Machine::access_plain`] (before a
+    /// tick): it has one core, no data caches, and tracks no touched pages. (The run
+    /// loop asks once per run of references.)
+    #[inline]
+    pub(crate) fn plain_ok(&self) -> bool {
+        self.cpus.len() == 1 && !self.bg.track_touched && self.caches.is_none()
+    }
+
+    /// [`Machine::access`] of a reference [`Machine::plain_ok`] and
+    /// [`Machine::before_tick`] admitted (one core, no caches, no tracking, no tick
+    /// due): the same events without the per-reference tests.
+    #[inline(always)]
+    pub(crate) fn access_plain(&mut self, r: &MemRef) -> Result<(), SimError> {
         debug_assert!(self.cpus.len() == 1 && !self.bg.track_touched && self.references + 1 < self.next_tick);
         self.references += 1;
         self.access_on(0, r)

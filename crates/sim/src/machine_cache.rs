@@ -1,6 +1,6 @@
 //! A machine with data caches (`[caches]`; docs/memory.md): building the hierarchy,
 //! the per-reference path through it, and the request stream (`sim --mem-trace`).
-//! A machine without the section never reaches this code (`Machine::plain_for` and
+//! A machine without the section never reaches this code (`Machine::plain_ok` and
 //! `Machine::access` send it down the path it always took).
 
 use super::Machine;
@@ -61,6 +61,16 @@ impl Machine {
             self.flush_mem_trace()?;
         }
         Ok(())
+    }
+
+    /// [`Machine::access_cached`] out of line: for [`Machine::access`], which takes a
+    /// machine with caches only for the reference a background tick falls on, or when
+    /// it tracks touched pages (the run loop sends every other reference to
+    /// [`Machine::access_cached_run`]), so the run loop's general copy does not carry
+    /// another inlined copy of the cached path.
+    #[inline(never)]
+    pub(super) fn access_cached_call(&mut self, core: usize, r: &MemRef) -> Result<(), SimError> {
+        self.access_cached(core, r)
     }
 
     /// [`Machine::access_cached`] after its translation stopped with `stop`: the OS

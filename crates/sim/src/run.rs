@@ -91,28 +91,48 @@ pub fn run(m: &mut Machine, src: &mut dyn TraceSource, progress: Option<Progress
     Ok(Stats::collect(m))
 }
 
-/// Feeds a run of references (no event among them).
+/// [`feed`]'s path for every reference of a run: [`Machine::access`] (it tests for
+/// ticks, tracking, caches and the core per reference).
+const GENERAL: u8 = 0;
+/// [`Machine::access_plain`] (the machine is [`Machine::plain_ok`], no tick due).
+const PLAIN: u8 = 1;
+/// [`Machine::access_cached_run`] (the machine is [`Machine::cached_ok`], no tick due).
+const CACHED: u8 = 2;
+
+/// Feeds a run of references (no event among them). A machine that takes the plain or
+/// the cached path does so up to the reference a background tick falls on, which
+/// [`Machine::access`] takes (the tick first), then goes on by its path: only that one
+/// reference of the batch pays for the tests.
 #[inline(always)]
 fn feed_run(m: &mut Machine, refs: &[MemRef], prefetch: bool) -> Result<(), SimError> {
-    if m.plain_for(refs.len()) {
-        feed::<true>(m, refs, prefetch)
-    } else {
-        feed::<false>(m, refs, prefetch)
+    let mut rest = refs;
+    while !rest.is_empty() {
+        let k = m.before_tick().min(rest.len() as u64) as usize;
+        if m.plain_ok() {
+            feed::<PLAIN>(m, &rest[..k], prefetch)?;
+        } else if m.cached_ok() {
+            feed::<CACHED>(m, &rest[..k], prefetch)?;
+        } else {
+            return feed::<GENERAL>(m, rest, prefetch);
+        }
+        let Some(r) = rest.get(k) else { break };
+        m.access(r)?;
+        rest = &rest[k + 1..];
     }
+    Ok(())
 }
 
-/// Feeds one batch to `m`, with [`Machine::access_plain`] if `PLAIN` (the caller checked
-/// [`Machine::plain_for`] the batch) else [`Machine::access`], prefetching ahead if
-/// `prefetch`.
+/// Feeds one batch to `m` by `PATH` (the caller checked the batch for it), prefetching
+/// ahead if `prefetch`.
 #[inline(always)]
-fn feed<const PLAIN: bool>(m: &mut Machine, buf: &[MemRef], prefetch: bool) -> Result<(), SimError> {
+fn feed<const PATH: u8>(m: &mut Machine, buf: &[MemRef], prefetch: bool) -> Result<(), SimError> {
     // Inlined into both loops (as a closure it stayed a call of its own per reference).
     #[inline(always)]
-    fn access<const PLAIN: bool>(m: &mut Machine, r: &MemRef) -> Result<(), SimError> {
-        if PLAIN {
-            m.access_plain(r)
-        } else {
-            m.access(r)
+    fn access<const PATH: u8>(m: &mut Machine, r: &MemRef) -> Result<(), SimError> {
+        match PATH {
+            PLAIN => m.access_plain(r),
+            CACHED => m.access_cached_run(r),
+            _ => m.access(r),
         }
     }
     let mut i = 0;
@@ -126,12 +146,12 @@ fn feed<const PLAIN: bool>(m: &mut Machine, buf: &[MemRef], prefetch: bool) -> R
             if next.addr >> 12 != prev.addr >> 12 || next.asid != prev.asid {
                 m.prefetch(next);
             }
-            access::<PLAIN>(m, r)?;
+            access::<PATH>(m, r)?;
             i += 1;
         }
     }
     for r in &buf[i..] {
-        access::<PLAIN>(m, r)?;
+        access::<PATH>(m, r)?;
     }
     Ok(())
 }
