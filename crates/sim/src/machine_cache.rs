@@ -56,11 +56,7 @@ impl Machine {
             return self.access_cached_stopped(core, r, stop);
         }
         let caches = caches.as_deref_mut().expect("a machine with caches");
-        cpu.cache_access(sys, caches, core, r)?;
-        if caches.logged() >= LOG_FLUSH {
-            self.flush_mem_trace()?;
-        }
-        Ok(())
+        cpu.cache_access(sys, caches, core, r)
     }
 
     /// [`Machine::access_cached`] out of line: for [`Machine::access`], which takes a
@@ -81,16 +77,14 @@ impl Machine {
     fn access_cached_stopped(&mut self, core: usize, r: &MemRef, stop: Stop) -> Result<(), SimError> {
         self.stopped(core, r, stop)?;
         let caches = self.caches.as_deref_mut().expect("a machine with caches");
-        self.cpus[core].cache_access(&mut self.sys, caches, core, r)?;
-        if caches.logged() >= LOG_FLUSH {
-            self.flush_mem_trace()?;
-        }
-        Ok(())
+        self.cpus[core].cache_access(&mut self.sys, caches, core, r)
     }
 
-    /// Writes the request stream out when enough requests are kept (after an access
-    /// of a nested core, machine_vm.rs).
-    pub(super) fn flush_mem_trace_if_full(&mut self) -> Result<(), SimError> {
+    /// Writes the request stream out when enough requests are kept: the run loop asks
+    /// after each batch ([`crate::run`]; a batch adds a few requests per reference at
+    /// most, so the log stays within a few batches' worth), not every reference.
+    /// [`Machine::finish_mem_trace`] writes the rest.
+    pub(crate) fn flush_mem_trace_if_full(&mut self) -> Result<(), SimError> {
         if self.caches.as_deref().is_some_and(|c| c.logged() >= LOG_FLUSH) {
             self.flush_mem_trace()?;
         }

@@ -91,7 +91,6 @@ impl Machine {
         }
         if let Some(caches) = self.caches.as_deref_mut() {
             self.vcpus[core].cache_access(caches, core, r);
-            self.flush_mem_trace_if_full()?;
         }
         Ok(())
     }

@@ -71,6 +71,8 @@ pub fn run(m: &mut Machine, src: &mut dyn TraceSource, progress: Option<Progress
                 Err(e) => m.event(e),
             })?;
         }
+        // The request stream (`sim --mem-trace`) is written out between batches.
+        m.flush_mem_trace_if_full()?;
         let n = buf.refs.len();
         let walks = m.walks();
         walk_heavy = (walks - walks_before) * 16 > n as u64;
