@@ -194,6 +194,13 @@ impl Tlb {
         }
     }
 
+    /// Cycles spent in lookups so far: [`Tlb::stats`]'s accesses (most-recent hits
+    /// included) times the latency, without building the whole [`TlbStats`].
+    #[inline(always)]
+    pub fn lookup_cycles(&self) -> u64 {
+        (self.counts.accesses + self.mru_hits) * self.spec.latency as u64
+    }
+
     /// Starts counting compulsory misses: from now on a fill of a (key, address space)
     /// this level never filled before counts one ([`Tlb::compulsory`]). The first
     /// reference to a translation-entry key misses at every level it looks up (nothing

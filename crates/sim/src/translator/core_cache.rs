@@ -87,8 +87,9 @@ pub(crate) trait CachedCore {
 
     /// [`CachedCore::clock`] with [`CachedCore::other_cycles`] kept in `other` once
     /// asked (it does not change while one reference's reads and data go through the
-    /// caches: only the translation counts those cycles).
-    #[inline]
+    /// caches: only the translation counts those cycles). Always inlined, as
+    /// [`CachedCore::other_cycles`] is into it.
+    #[inline(always)]
     fn clock_with(&self, other: &mut Option<u64>) -> u64 {
         let other = *other.get_or_insert_with(|| self.other_cycles());
         let cc = self.core_cache();

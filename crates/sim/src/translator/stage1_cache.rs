@@ -30,7 +30,9 @@ impl CachedCore for Stage1 {
     }
 
     /// `base_cycles` per reference, its TLB lookups, its page-walk-cache lookups, its
-    /// dirty-bit writes.
+    /// dirty-bit writes. Always inlined: its callers (the first request to memory of
+    /// a reference) already save every register it needs.
+    #[inline(always)]
     fn other_cycles(&self) -> u64 {
         let c = &self.counters;
         let refs: u64 = c.kinds.iter().sum();
