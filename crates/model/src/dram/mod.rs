@@ -623,17 +623,26 @@ fn ceil_u64(q: f64) -> u64 {
     }
 }
 
+impl Dram {
+    /// [`MemoryBackend::access`] of a request for `pa` at core cycle `at`, its fields
+    /// passed by value (in registers: the caches call it directly, cache/mod.rs).
+    #[inline(never)]
+    pub fn access_core(&mut self, pa: u64, write: bool, at: u64) -> u64 {
+        let at = ORIGIN + self.to_dram(at);
+        let (lat, _) = self.serve(pa, write, at);
+        match self.lat_core.get(lat as usize) {
+            Some(&c) => c as u64,
+            None => lat_to_core(lat, self.dram_per_core),
+        }
+    }
+}
+
 impl MemoryBackend for Dram {
     /// Converts `req.at` to DRAM cycles, serves the request, and returns its latency in
     /// core cycles (rounded up).
     #[inline]
     fn access(&mut self, req: &MemReq) -> u64 {
-        let at = ORIGIN + self.to_dram(req.at);
-        let (lat, _) = self.serve(req.pa, req.write, at);
-        match self.lat_core.get(lat as usize) {
-            Some(&c) => c as u64,
-            None => lat_to_core(lat, self.dram_per_core),
-        }
+        self.access_core(req.pa, req.write, req.at)
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self
