@@ -37,7 +37,8 @@ use array::Geom;
 use sets::{Fixed, Sets, EMPTY};
 use three::Three;
 
-use crate::mem::backend::{MemReq, MemoryBackend};
+use crate::dram::Dram;
+use crate::mem::backend::{Flat, MemReq, MemoryBackend};
 
 /// One configured cache level.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -142,9 +143,60 @@ impl Meta {
     }
 }
 
+/// The memory backend, the DRAM model and the flat one held by their own types: their
+/// calls are then direct (the flat one's inlined), with the request's fields in
+/// registers (a `dyn` call takes the request by reference, built in memory).
+enum Backend {
+    Dram(Box<Dram>),
+    Flat(Flat),
+    Other(Box<dyn MemoryBackend + Send>),
+}
+
+impl Backend {
+    /// `b` as its own type if it is a [`Dram`] or a [`Flat`].
+    fn of(b: Box<dyn MemoryBackend + Send>) -> Backend {
+        if b.as_any().is::<Dram>() {
+            // SAFETY: the box holds a `Dram` (checked just above), so its data pointer
+            // is that of a `Dram` allocated as one (what `Box<dyn Any>::downcast` does).
+            Backend::Dram(unsafe { Box::from_raw(Box::into_raw(b) as *mut Dram) })
+        } else if let Some(f) = b.as_any().downcast_ref::<Flat>() {
+            Backend::Flat(f.clone())
+        } else {
+            Backend::Other(b)
+        }
+    }
+
+    /// The backend as the trait sees it.
+    fn get(&self) -> &dyn MemoryBackend {
+        match self {
+            Backend::Dram(d) => d.as_ref(),
+            Backend::Flat(f) => f,
+            Backend::Other(b) => b.as_ref(),
+        }
+    }
+
+    /// Serves a request of `pa`, `write`, `core` at `at` (the fields of a [`MemReq`]);
+    /// returns its latency.
+    #[inline(always)]
+    fn access(&mut self, pa: u64, write: bool, core: u16, at: u64) -> u64 {
+        match self {
+            Backend::Dram(d) => d.access_core(pa, write, at),
+            Backend::Flat(f) => f.access(&MemReq { pa, write, core, at }),
+            Backend::Other(b) => Backend::other(b.as_mut(), pa, write, core, at),
+        }
+    }
+
+    /// [`Backend::access`] through the trait (out of line: the request is built in
+    /// memory here only).
+    #[inline(never)]
+    fn other(b: &mut (dyn MemoryBackend + Send), pa: u64, write: bool, core: u16, at: u64) -> u64 {
+        b.access(&MemReq { pa, write, core, at })
+    }
+}
+
 /// Main memory as the hierarchy sees it: the backend, its counters and the log.
 struct Mem {
-    backend: Box<dyn MemoryBackend + Send>,
+    backend: Backend,
     /// Fills served by memory.
     reads: u64,
     /// Write-backs served by memory.
@@ -154,18 +206,30 @@ struct Mem {
 }
 
 impl Mem {
+    /// [`Mem::request`] of a request that is logged (out of line, so that a request not
+    /// logged is never built in memory).
+    #[cold]
+    #[inline(never)]
+    fn logged(&mut self, pa: u64, write: bool, core: u16, at: u64) -> u64 {
+        if let Some(log) = &mut self.log {
+            log.push(MemReq { pa, write, core, at });
+        }
+        self.backend.access(pa, write, core, at)
+    }
+
     /// Sends `req` to memory; returns its latency.
-    #[inline]
+    #[inline(always)]
     fn request(&mut self, req: MemReq) -> u64 {
         if req.write {
             self.writes += 1;
         } else {
             self.reads += 1;
         }
-        if let Some(log) = &mut self.log {
-            log.push(req);
+        let MemReq { pa, write, core, at } = req;
+        if self.log.is_some() {
+            return self.logged(pa, write, core, at);
         }
-        self.backend.access(&req)
+        self.backend.access(pa, write, core, at)
     }
 }
 
@@ -255,7 +319,7 @@ pub struct CacheStats {
 impl Caches {
     /// Main memory below the last level.
     pub fn backend(&self) -> &dyn MemoryBackend {
-        self.mem.backend.as_ref()
+        self.mem.backend.get()
     }
 
     /// The hierarchy `spec` describes for `cores` cores over `backend`, for any
@@ -308,7 +372,7 @@ impl Caches {
             mru_step: !l1_shared as usize,
             core_limit: if all_shared { usize::MAX } else { copies },
             mem: Mem {
-                backend,
+                backend: Backend::of(backend),
                 reads: 0,
                 writes: 0,
                 log: None,

@@ -120,8 +120,12 @@ impl<T: Copy> Ring<T> {
     /// last.
     #[inline(always)]
     pub(super) fn push_pop(&mut self, x: T) {
-        let e = self.end & M;
-        self.v[e] = x;
+        let e = self.end;
+        debug_assert!(e < S);
+        // SAFETY: `end` is below `S`, the slot count: it starts at 0 and every write
+        // (here and in `insert_pop`) masks it with `M`. (Unmasked and unchecked: one
+        // instruction less per append than a mask.)
+        unsafe { *self.v.get_unchecked_mut(e) = x };
         self.end = (e + 1) & M;
         self.newest = x;
     }
