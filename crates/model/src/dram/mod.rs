@@ -487,18 +487,15 @@ fn place<const JOIN: bool>(
             c.reserve_last(cmd + lat, ri as u32);
             cmd + lat
         } else {
-            let slot = column_bus(r, c, &mut cmd, lat, ri as u32, t);
-            c.reserve(slot, t.tburst, ri as u32);
-            slot.0
+            column_bus(r, c, &mut cmd, lat, ri as u32, t)
         };
         // At or after the group's last column command: appended.
         g.cols.record_last(cmd);
         start
     } else {
-        let (next, slot) = column_slow(g, r, c, cmd, lat, ri as u32, t);
+        let (next, start) = column_slow(g, r, c, cmd, lat, ri as u32, t);
         cmd = next;
-        c.reserve(slot, t.tburst, ri as u32);
-        slot.0
+        start
     };
     if let Some((_, k)) = joined {
         b.rows.placed(k, cmd);
@@ -558,14 +555,16 @@ fn activate_grouped(r: &mut Rank, g: &mut Group, earliest: u64, t: &Timing) -> u
 /// least tCCD_L, outside refresh) when its data finds the bus busy: the loop of
 /// [`column_slow`] from the second round on, where `check` returns its time unchanged
 /// (a time at least tCCD_L after every recorded column command passes). Moves `cmd`
-/// to the time found; returns the bus slot.
+/// to the time found; reserves the bus slot and returns its start (the reservation
+/// here keeps few of the caller's values live across this call: speed only).
 #[inline(never)]
-fn column_bus(r: &mut Rank, c: &Channel, cmd: &mut u64, lat: u64, rank: u32, t: &Timing) -> (u64, usize) {
+fn column_bus(r: &mut Rank, c: &mut Channel, cmd: &mut u64, lat: u64, rank: u32, t: &Timing) -> u64 {
     loop {
         let slot = c.find(*cmd + lat, t.tburst, rank, t.trtrs);
         let next = slot.0 - lat;
         if next == *cmd {
-            return slot;
+            c.reserve(slot, t.tburst, rank);
+            return slot.0;
         }
         *cmd = r.rf.free(next, t);
     }
@@ -573,18 +572,18 @@ fn column_bus(r: &mut Rank, c: &Channel, cmd: &mut u64, lat: u64, rank: u32, t: 
 
 /// The column command's time from `cmd` when it lies before the group's last: the first
 /// that keeps tCCD_L from the group's other column commands, misses refresh, and finds
-/// its data (`lat` later) a slot on the bus; recorded in the group's window. Returns it
-/// and the bus slot.
+/// its data (`lat` later) a slot on the bus; recorded in the group's window, the slot
+/// reserved. Returns it and the slot's start.
 #[inline(never)]
 fn column_slow(
     g: &mut Group,
     r: &mut Rank,
-    c: &Channel,
+    c: &mut Channel,
     mut cmd: u64,
     lat: u64,
     rank: u32,
     t: &Timing,
-) -> (u64, (u64, usize)) {
+) -> (u64, u64) {
     let slot = loop {
         let next = r.rf.free(g.cols.check(cmd, t.tccd_l, 0), t);
         let slot = c.find(next + lat, t.tburst, rank, t.trtrs);
@@ -594,7 +593,8 @@ fn column_slow(
         }
     };
     g.cols.record(cmd);
-    (cmd, slot)
+    c.reserve(slot, t.tburst, rank);
+    (cmd, slot.0)
 }
 
 /// `x as f64`, by the signed conversion (one instruction on x86-64; the unsigned one is
