@@ -462,7 +462,7 @@ fn place<const JOIN: bool>(
             r.acts.record_last(act);
             act
         } else {
-            r.acts.place_record_late(earliest, t.trrd, t.tfaw, &mut r.rf, t)
+            r.act_late(earliest, t)
         };
         b.open = row;
         b.hits = 0;

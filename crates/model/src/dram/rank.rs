@@ -162,9 +162,10 @@ impl Acts {
     /// one `insert_pop` at position `i` >= 1 drops, or the last for `push_pop`), while
     /// every recorded time is at or after the floor of its moment. (A sentinel at
     /// position 1 or later means no real time has left: the floor is `ORIGIN`.)
-    /// (Speed only: a short call without `place_record`'s saved registers and the
-    /// floor's loads; GUPS on the Pi 5: nearly every out-of-order activate.)
-    #[inline(never)]
+    /// (Speed only: without `place_record`'s saved registers and the floor's loads,
+    /// in the short call [`Rank::act_late`]; GUPS on the Pi 5: nearly every
+    /// out-of-order activate.)
+    #[inline(always)]
     pub(super) fn place_record_late(&mut self, s: u64, spacing: u64, faw: u64, rf: &mut Refresh, t: &Timing) -> u64 {
         let v = &self.times;
         debug_assert!(s < v.last());
@@ -261,5 +262,13 @@ impl Rank {
             wr_end: ORIGIN,
             rf: Refresh::new(ref_off, t),
         }
+    }
+
+    /// [`Acts::place_record_late`] of an activate from `s` in the rank's window, with
+    /// tRRD and tFAW and its refresh schedule. (Speed only: a call with three arguments,
+    /// fewer moves at the caller.)
+    #[inline(never)]
+    pub(super) fn act_late(&mut self, s: u64, t: &Timing) -> u64 {
+        self.acts.place_record_late(s, t.trrd, t.tfaw, &mut self.rf, t)
     }
 }
