@@ -106,7 +106,7 @@ impl Hierarchy {
         match self.levels.as_slice() {
             [a, b, c] => a.lookup_cycles() + b.lookup_cycles() + c.lookup_cycles(),
             [a, b] => a.lookup_cycles() + b.lookup_cycles(),
-            l => l.iter().map(Tlb::lookup_cycles).sum(),
+            l => lookup_cycles_any(l),
         }
     }
 
@@ -337,4 +337,13 @@ impl LruPow2<'_> {
     pub fn fill_path_inline(&mut self, instr: bool, upto: usize, t: &Translation, va: u64) {
         self.0.fill_path_as::<true>(instr, upto, t, va)
     }
+}
+
+/// [`Hierarchy::lookup_cycles`] of a hierarchy of other than two or three levels, out
+/// of line: its loop kept in the (inlined) caller needs registers the caller then saves
+/// on every call, for the common depths too.
+#[cold]
+#[inline(never)]
+fn lookup_cycles_any(levels: &[Tlb]) -> u64 {
+    levels.iter().map(Tlb::lookup_cycles).sum()
 }

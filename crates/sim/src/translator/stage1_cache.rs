@@ -46,6 +46,13 @@ impl CachedCore for Stage1 {
     }
 }
 
+/// `known` of [`Stage1::cache_access_full`] when the caller has no physical address.
+/// A real address equal to it (none is: simulated memory is far below 2^64 bytes) would
+/// only be looked up again, to the same value ([`Tlb::mru_pa`] changes nothing).
+///
+/// [`Tlb::mru_pa`]: mmulab_model::tlb::Tlb::mru_pa
+const UNKNOWN: u64 = u64::MAX;
+
 impl Stage1 {
     /// [`super::Translator::access`] with walks recording their descriptor reads (the
     /// record starts empty; a fault's retry adds to it).
@@ -73,22 +80,24 @@ impl Stage1 {
         if r.kind == AccessKind::IFetch {
             return Ok(());
         }
-        let mut known = None;
+        let mut known = UNKNOWN;
         if self.rec.n == 0 {
-            known = self.tlbs.entry_level(false).mru_pa(r.addr, r.asid);
-            if let Some(pa) = known {
+            if let Some(pa) = self.tlbs.entry_level(false).mru_pa(r.addr, r.asid) {
                 if let Some(lat) = caches.access_repeat(core, pa, r.kind == AccessKind::Store) {
                     self.cc.data_cycles += lat;
                     return Ok(());
                 }
+                known = pa;
             }
         }
-        self.cache_access_full(sys, caches, core, r, known)
+        self.cache_access_full(sys, caches, core, r, known).map_err(|e| *e)
     }
 
     /// [`Stage1::cache_access`] of a data reference: its recorded descriptor reads,
     /// then the reference. `known` is the reference's physical address if the caller
-    /// found it already.
+    /// found it already, else [`UNKNOWN`]. A plain `u64` and a boxed error keep every
+    /// argument in a register (an `Option` takes two and a `SimError` returned in place
+    /// a hidden pointer, which put two arguments on the stack at each call).
     #[inline(never)]
     fn cache_access_full(
         &mut self,
@@ -96,8 +105,8 @@ impl Stage1 {
         caches: &mut Caches,
         core: usize,
         r: &MemRef,
-        known: Option<u64>,
-    ) -> Result<(), SimError> {
+        known: u64,
+    ) -> Result<(), Box<SimError>> {
         let shift = desc_shift(self.fmt);
         let mut other = None;
         for i in 0..self.rec.n {
@@ -105,11 +114,11 @@ impl Stage1 {
             self.cache_walk_read(caches, core, table + ((index as u64) << shift), &mut other);
         }
         let pa = match known {
-            Some(pa) => pa,
-            None => match self.tlbs.entry_level(false).mru_pa(r.addr, r.asid) {
+            UNKNOWN => match self.tlbs.entry_level(false).mru_pa(r.addr, r.asid) {
                 Some(pa) => pa,
                 None => self.pa_of(sys, r)?,
             },
+            pa => pa,
         };
         self.cache_data(caches, core, pa, r.kind == AccessKind::Store, &mut other);
         Ok(())
