@@ -58,6 +58,11 @@
 //! the catalog machine `cortex-a76-pi5` (L1D, L2, shared L3), alone (`caches`) and with
 //! `--set dram.profile=lpddr4x-4267-pi5` (`caches+dram`); `-- --caches-only` runs just
 //! those. This is the benchmark the issue's figure refers to.
+//!
+//! Before each round of the table the bench measures the host (`Host`): its clock as a
+//! chain of dependent adds, and its load-to-use latency over 4, 16 and 256 MiB; the
+//! line after the table gives their best and median. Absolute rates are only comparable
+//! between runs whose host lines agree.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -211,6 +216,146 @@ fn run_on(bin: &str, config: &str, workload: &str, sets: &[&str], cpu: Option<us
         cpu_secs,
         max_rss_kib: usage.ru_maxrss,
         refs: v["references"].as_u64().unwrap(),
+    }
+}
+
+/// The thread's CPU time in seconds.
+fn thread_cpu_secs() -> f64 {
+    let mut t: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: plain FFI call with a valid pointer to a local.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+}
+
+/// The host's clock as this process sees it, in G cycles per second of CPU time: a chain
+/// of dependent register adds (latency one cycle on current out-of-order x86-64 and arm64
+/// cores, the loop's own count and branch beside it). `None` on other ISAs.
+fn host_clock_ghz() -> Option<f64> {
+    const N: u64 = 400_000_000;
+    if !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        return None;
+    }
+    let start = thread_cpu_secs();
+    let mut x = 0u64;
+    for _ in 0..N {
+        // SAFETY: one add on a register the asm owns; no memory, no stack.
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            std::arch::asm!("add {0}, 1", inout(reg) x, options(nomem, nostack))
+        };
+        #[cfg(target_arch = "aarch64")]
+        unsafe {
+            std::arch::asm!("add {0}, {0}, #1", inout(reg) x, options(nomem, nostack))
+        };
+    }
+    let secs = thread_cpu_secs() - start;
+    assert_eq!(std::hint::black_box(x), N);
+    Some(N as f64 / secs / 1e9)
+}
+
+/// The host's load-to-use latency in nanoseconds over `bytes` of memory: a dependent
+/// chase of one pointer per 64-byte line through every line in one random cycle
+/// (Sattolo's shuffle, xorshift-seeded), as lat_mem_rd `-t` does. The simulator's own
+/// data (tag arrays, page-table frames, DRAM state) is a few MiB read at random, so its
+/// rates follow the host's cache and TLB latencies as much as its clock.
+fn host_chase_ns(bytes: usize) -> f64 {
+    const LINE: usize = 8; // u64 slots per 64-byte line
+    let lines = bytes / 64;
+    let mut order: Vec<usize> = (0..lines).collect();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for i in (1..lines).rev() {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        order.swap(i, (seed % i as u64) as usize);
+    }
+    let mut next = vec![0u64; lines * LINE];
+    for w in 0..lines {
+        next[order[w] * LINE] = (order[(w + 1) % lines] * LINE) as u64;
+    }
+    // One pass (at most 1 Mi loads) to warm the caches and TLBs, then 2 Mi timed.
+    let mut at = 0usize;
+    for _ in 0..lines.min(1 << 20) {
+        at = next[at] as usize;
+    }
+    let loads = 1 << 21;
+    let start = thread_cpu_secs();
+    for _ in 0..loads {
+        at = next[at] as usize;
+    }
+    let secs = thread_cpu_secs() - start;
+    std::hint::black_box(at);
+    secs / loads as f64 * 1e9
+}
+
+/// The host's state, measured before each round of the table: clock, and chase latency
+/// over 4 MiB (about the simulator's working set: host L2 and L3), 16 MiB (host L3, which
+/// neighbours on the host share) and 256 MiB (host DRAM and TLB misses). On this workplace's KVM guests the same build has run 2x apart on
+/// different days (docs/benchmarks.md); these say how the host stood.
+#[derive(Default)]
+struct Host {
+    clock: Vec<f64>,
+    near_ns: Vec<f64>,
+    l3_ns: Vec<f64>,
+    far_ns: Vec<f64>,
+}
+
+impl Host {
+    /// One measurement, in a child process (this program with `--host-probe`): the
+    /// chase's 256 MiB would otherwise stay in this process's peak RSS, which every child
+    /// `mmulab` inherits across fork and exec (`ru_maxrss` keeps the pre-exec mark).
+    fn measure(&mut self) {
+        let exe = std::env::current_exe().expect("the bench's own path");
+        let out = Command::new(exe)
+            .arg("--host-probe")
+            .output()
+            .expect("run the host probe");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let v: Vec<f64> = text.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+        assert!(out.status.success() && v.len() == 4, "host probe printed {text:?}");
+        if v[0] > 0.0 {
+            self.clock.push(v[0]);
+        }
+        self.near_ns.push(v[1]);
+        self.l3_ns.push(v[2]);
+        self.far_ns.push(v[3]);
+    }
+
+    /// The child's side of [`Host::measure`]: four numbers on one line (clock 0 where
+    /// it is not measured).
+    fn probe() {
+        println!(
+            "{} {} {} {}",
+            host_clock_ghz().unwrap_or(0.0),
+            host_chase_ns(4 << 20),
+            host_chase_ns(16 << 20),
+            host_chase_ns(256 << 20)
+        );
+    }
+
+    /// Best and median of each figure, as the table's last line.
+    fn line(&mut self) -> String {
+        fn best_median(v: &mut [f64], higher_is_better: bool) -> String {
+            if v.is_empty() {
+                return "not measured on this ISA".into();
+            }
+            v.sort_by(|a, b| {
+                if higher_is_better {
+                    b.total_cmp(a)
+                } else {
+                    a.total_cmp(b)
+                }
+            });
+            format!("{:.2} ({:.2})", v[0], v[v.len() / 2])
+        }
+        format!(
+            "host before each round, best (median): clock {} G cycles/s of CPU time (dependent adds); \
+             load-to-use {} ns over 4 MiB, {} over 16 MiB, {} over 256 MiB (random chase)",
+            best_median(&mut self.clock, true),
+            best_median(&mut self.near_ns, false),
+            best_median(&mut self.l3_ns, false),
+            best_median(&mut self.far_ns, false)
+        )
     }
 }
 
@@ -473,6 +618,10 @@ fn count(bins: &[&str], config: &str, sets: &[&str]) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--host-probe") {
+        Host::probe();
+        return;
+    }
     let refs = parse_refs(&args);
     let bin = env!("CARGO_BIN_EXE_mmulab");
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -543,7 +692,9 @@ fn main() {
     };
     cases.extend(cache_cases(refs));
     let mut runs: Vec<Vec<Run>> = cases.iter().map(|_| Vec::new()).collect();
+    let mut host = Host::default();
     for _ in 0..rounds {
+        host.measure();
         for (i, c) in cases.iter().enumerate() {
             let r = run(bin, &c.config, &c.workload, &c.sets);
             assert_eq!(r.refs, refs);
@@ -570,6 +721,7 @@ fn main() {
             rss as f64 / 1024.0
         );
     }
+    println!("{}", host.line());
     println!();
     println!(
         "data caches ({CACHE_MACHINE}, --set {CACHE_PRIVATE}; +dram: --set {CACHE_DRAM}): target >= 10 M refs/s (issue #22 item 2); fastest of {rounds} (median)"
