@@ -60,9 +60,9 @@
 //! those. This is the benchmark the issue's figure refers to.
 //!
 //! Before each round of the table the bench measures the host (`Host`): its clock as a
-//! chain of dependent adds, and its load-to-use latency over 4, 16 and 256 MiB; the
-//! line after the table gives their best and median. Absolute rates are only comparable
-//! between runs whose host lines agree.
+//! chain of dependent adds, and its load-to-use latency at 4 and 16 MiB (`mmulab bench
+//! latency`); the line after the table gives their best and median. Absolute rates are
+//! only comparable between runs whose host lines agree.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -253,84 +253,41 @@ fn host_clock_ghz() -> Option<f64> {
     Some(N as f64 / secs / 1e9)
 }
 
-/// The host's load-to-use latency in nanoseconds over `bytes` of memory: a dependent
-/// chase of one pointer per 64-byte line through every line in one random cycle
-/// (Sattolo's shuffle, xorshift-seeded), as lat_mem_rd `-t` does. The simulator's own
-/// data (tag arrays, page-table frames, DRAM state) is a few MiB read at random, so its
-/// rates follow the host's cache and TLB latencies as much as its clock.
-fn host_chase_ns(bytes: usize) -> f64 {
-    const LINE: usize = 8; // u64 slots per 64-byte line
-    let lines = bytes / 64;
-    let mut order: Vec<usize> = (0..lines).collect();
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    for i in (1..lines).rev() {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        order.swap(i, (seed % i as u64) as usize);
-    }
-    let mut next = vec![0u64; lines * LINE];
-    for w in 0..lines {
-        next[order[w] * LINE] = (order[(w + 1) % lines] * LINE) as u64;
-    }
-    // One pass (at most 1 Mi loads) to warm the caches and TLBs, then 2 Mi timed.
-    let mut at = 0usize;
-    for _ in 0..lines.min(1 << 20) {
-        at = next[at] as usize;
-    }
-    let loads = 1 << 21;
-    let start = thread_cpu_secs();
-    for _ in 0..loads {
-        at = next[at] as usize;
-    }
-    let secs = thread_cpu_secs() - start;
-    std::hint::black_box(at);
-    secs / loads as f64 * 1e9
-}
-
-/// The host's state, measured before each round of the table: clock, and chase latency
-/// over 4 MiB (about the simulator's working set: host L2 and L3), 16 MiB (host L3, which
-/// neighbours on the host share) and 256 MiB (host DRAM and TLB misses). On this workplace's KVM guests the same build has run 2x apart on
-/// different days (docs/benchmarks.md); these say how the host stood.
+/// The host's state, measured before each round of the table: its clock, and the
+/// load-to-use latency of `mmulab bench latency` (lat_mem_rd `-t`'s random ring, 4 KiB
+/// pages, docs/probe.md) at 4 MiB (about the simulator's working set: host L2 and L3)
+/// and 16 MiB (host L3, which neighbours on the host share). On this workplace's KVM
+/// guests the same build has run 2x apart on different days (docs/benchmarks.md);
+/// these say how the host stood.
 #[derive(Default)]
 struct Host {
     clock: Vec<f64>,
     near_ns: Vec<f64>,
     l3_ns: Vec<f64>,
-    far_ns: Vec<f64>,
 }
 
 impl Host {
-    /// One measurement, in a child process (this program with `--host-probe`): the
-    /// chase's 256 MiB would otherwise stay in this process's peak RSS, which every child
-    /// `mmulab` inherits across fork and exec (`ru_maxrss` keeps the pre-exec mark).
-    fn measure(&mut self) {
-        let exe = std::env::current_exe().expect("the bench's own path");
-        let out = Command::new(exe)
-            .arg("--host-probe")
+    /// One measurement. The latency runs in its own process (`mmulab bench latency`),
+    /// so its buffers stay out of this process's peak RSS, which every child `mmulab`
+    /// would inherit across fork and exec (`ru_maxrss` keeps the pre-exec mark).
+    fn measure(&mut self, bin: &str) {
+        self.clock.extend(host_clock_ghz());
+        let out = Command::new(bin)
+            .args(["bench", "latency", "--size", "16M", "--loads", "1000000", "--json"])
+            .stderr(std::process::Stdio::null())
             .output()
-            .expect("run the host probe");
-        let text = String::from_utf8_lossy(&out.stdout);
-        let v: Vec<f64> = text.split_whitespace().filter_map(|w| w.parse().ok()).collect();
-        assert!(out.status.success() && v.len() == 4, "host probe printed {text:?}");
-        if v[0] > 0.0 {
-            self.clock.push(v[0]);
-        }
-        self.near_ns.push(v[1]);
-        self.l3_ns.push(v[2]);
-        self.far_ns.push(v[3]);
-    }
-
-    /// The child's side of [`Host::measure`]: four numbers on one line (clock 0 where
-    /// it is not measured).
-    fn probe() {
-        println!(
-            "{} {} {} {}",
-            host_clock_ghz().unwrap_or(0.0),
-            host_chase_ns(4 << 20),
-            host_chase_ns(16 << 20),
-            host_chase_ns(256 << 20)
-        );
+            .expect("run mmulab bench latency");
+        assert!(out.status.success(), "mmulab bench latency failed ({})", out.status);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+        let at = |mb: f64| {
+            v["details"]["curve"]
+                .as_array()
+                .and_then(|c| c.iter().find(|p| p["size_mb"].as_f64() == Some(mb)))
+                .and_then(|p| p["ns"].as_f64())
+                .unwrap_or_else(|| panic!("bench latency has no {mb} MiB point"))
+        };
+        self.near_ns.push(at(4.0));
+        self.l3_ns.push(at(16.0));
     }
 
     /// Best and median of each figure, as the table's last line.
@@ -350,11 +307,10 @@ impl Host {
         }
         format!(
             "host before each round, best (median): clock {} G cycles/s of CPU time (dependent adds); \
-             load-to-use {} ns over 4 MiB, {} over 16 MiB, {} over 256 MiB (random chase)",
+             load-to-use {} ns over 4 MiB, {} over 16 MiB (mmulab bench latency)",
             best_median(&mut self.clock, true),
             best_median(&mut self.near_ns, false),
-            best_median(&mut self.l3_ns, false),
-            best_median(&mut self.far_ns, false)
+            best_median(&mut self.l3_ns, false)
         )
     }
 }
@@ -618,10 +574,6 @@ fn count(bins: &[&str], config: &str, sets: &[&str]) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if args.iter().any(|a| a == "--host-probe") {
-        Host::probe();
-        return;
-    }
     let refs = parse_refs(&args);
     let bin = env!("CARGO_BIN_EXE_mmulab");
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -694,7 +646,7 @@ fn main() {
     let mut runs: Vec<Vec<Run>> = cases.iter().map(|_| Vec::new()).collect();
     let mut host = Host::default();
     for _ in 0..rounds {
-        host.measure();
+        host.measure(bin);
         for (i, c) in cases.iter().enumerate() {
             let r = run(bin, &c.config, &c.workload, &c.sets);
             assert_eq!(r.refs, refs);
