@@ -111,6 +111,8 @@ struct Series {
 /// Background state of a machine.
 pub struct Background {
     tick_interval: u64,
+    /// [`Background::set_os_ticks`].
+    os_ticks: bool,
     series: Option<Series>,
     /// Samples taken so far (for plots).
     pub samples: Vec<Sample>,
@@ -149,6 +151,7 @@ impl Background {
         };
         Background {
             tick_interval: spec.tick_interval.max(1),
+            os_ticks: true,
             series: None,
             samples: Vec::new(),
             track_touched: false,
@@ -164,9 +167,22 @@ impl Background {
         }
     }
 
-    /// The reference count at which the next tick runs.
+    /// Whether the OS policy has background work ([`OsPolicy::has_tick`]); without it
+    /// ticks run only for time-series samples.
+    ///
+    /// [`OsPolicy::has_tick`]: mmulab_model::os::OsPolicy::has_tick
+    pub fn set_os_ticks(&mut self, on: bool) {
+        self.os_ticks = on;
+    }
+
+    /// The reference count at which the next tick runs: every `os.tick_interval`
+    /// references if the OS has background work, and at every sample point.
     pub fn next_tick(&self, now: u64) -> u64 {
-        let t = (now / self.tick_interval + 1) * self.tick_interval;
+        let t = if self.os_ticks {
+            (now / self.tick_interval + 1) * self.tick_interval
+        } else {
+            u64::MAX
+        };
         match &self.series {
             Some(s) => t.min(s.next),
             None => t,

@@ -80,7 +80,8 @@ impl Machine {
         for c in &mut cpus {
             c.set_software_ad(spec.ad_software);
         }
-        let bg = crate::background::Background::new(&spec, &mut mem);
+        let mut bg = crate::background::Background::new(&spec, &mut mem);
+        bg.set_os_ticks(mmulab_model::os::OsPolicy::has_tick(&os));
         let (cpus, caches) = cache::build(&spec, cpus);
         Ok(Machine {
             caches,

@@ -39,7 +39,8 @@ impl Machine {
             .collect();
         let mut os = spec.os.build(spec.format).map_err(SimError::Config)?;
         os.set_zero_page(spec.zero_page);
-        let bg = crate::background::Background::new(&spec, &mut mem);
+        let mut bg = crate::background::Background::new(&spec, &mut mem);
+        bg.set_os_ticks(mmulab_model::os::OsPolicy::has_tick(&os));
         let caches = super::cache::build_for(&spec, &mut vcpus);
         let mut sys = System::new(mem, os, spec.format, spec.cost.fault_latency);
         sys.host = Some(Box::new(HostCtx::new(&vm, spec.memory_bytes, spec.cost.fault_latency)?));

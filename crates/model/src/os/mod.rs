@@ -122,6 +122,12 @@ pub trait OsPolicy {
     fn tick(&mut self, _ctx: TickCtx<'_>) -> Result<(), ModelError> {
         Ok(())
     }
+    /// Whether [`OsPolicy::tick`] can do anything: a policy that overrides it says so
+    /// (the machine then skips the ticks of one that does not, when nothing else is
+    /// due at them). Default: false, as the default `tick`.
+    fn has_tick(&self) -> bool {
+        false
+    }
     /// The reclaim settings of a policy that reclaims under memory pressure (THP
     /// shrinker, swap-out). Default: `None`, the policy does not reclaim and out of
     /// memory is an error.
@@ -211,6 +217,9 @@ macro_rules! policies {
             }
             fn tick(&mut self, ctx: TickCtx<'_>) -> Result<(), ModelError> {
                 match self { $(Os::$variant(p) => p.tick(ctx),)* }
+            }
+            fn has_tick(&self) -> bool {
+                match self { $(Os::$variant(p) => p.has_tick(),)* }
             }
             fn reclaim(&self) -> Option<&ReclaimConfig> {
                 match self { $(Os::$variant(p) => p.reclaim(),)* }

@@ -511,6 +511,11 @@ impl super::OsPolicy for Reservation {
         Ok(())
     }
 
+    /// Breaking reservations is background work.
+    fn has_tick(&self) -> bool {
+        true
+    }
+
     /// Background work: break the oldest partial reservations while free memory is
     /// below the low watermark.
     fn tick(&mut self, ctx: TickCtx<'_>) -> Result<(), ModelError> {

@@ -458,6 +458,11 @@ impl super::OsPolicy for Thp {
         map_new_page(&mut ctx, base, attrs, &mut self.stats)
     }
 
+    /// khugepaged wakes up only when it is on.
+    fn has_tick(&self) -> bool {
+        self.khugepaged.enabled
+    }
+
     /// khugepaged's wake-up (see the module doc).
     fn tick(&mut self, ctx: TickCtx<'_>) -> Result<(), ModelError> {
         let k = &self.khugepaged;
