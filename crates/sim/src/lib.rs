@@ -18,6 +18,7 @@ pub mod limits;
 mod machine;
 mod mem_trace;
 pub mod numa;
+mod pipeline;
 pub mod report;
 pub mod reproduce;
 pub mod reproduce_gpu;

@@ -49,6 +49,8 @@ pub struct Machine {
     /// being written (machine_cache.rs).
     caches: Option<Box<mmulab_model::cache::Caches>>,
     mem_trace: Option<crate::mem_trace::MemTrace>,
+    /// Run the caches on a second thread ([`Machine::set_pipeline`]).
+    pub(crate) pipeline: bool,
 }
 
 impl Machine {
@@ -86,6 +88,7 @@ impl Machine {
         Ok(Machine {
             caches,
             mem_trace: None,
+            pipeline: false,
             cpus,
             vcpus: Vec::new(),
             sys: System::new(mem, os, spec.format, spec.cost.fault_latency),

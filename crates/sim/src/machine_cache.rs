@@ -6,7 +6,7 @@
 use super::Machine;
 use crate::config::MachineSpec;
 use crate::mem_trace::{MemTrace, MemTraceFormat};
-use crate::translator::{CachedCore, CoreCache, Stage1, Stop, Translator};
+use crate::translator::{CacheSide, CachedCore, CoreCache, Stage1, Stop, Translator};
 use crate::SimError;
 use mmulab_model::cache::Caches;
 use mmulab_model::dram::Dram;
@@ -78,6 +78,67 @@ impl Machine {
         self.stopped(core, r, stop)?;
         let caches = self.caches.as_deref_mut().expect("a machine with caches");
         self.cpus[core].cache_access(&mut self.sys, caches, core, r)
+    }
+
+    /// Runs the data caches and the memory below them on a second thread during
+    /// [`crate::run`] (crate::pipeline), one step behind the translation: the same
+    /// results, in less time when the host has a second core free. Off by default; it
+    /// takes effect only on a machine with `[caches]` and stage-1 cores that writes no
+    /// request stream and has no GPU ([`Machine::pipeline_ok`]).
+    pub fn set_pipeline(&mut self, on: bool) {
+        self.pipeline = on;
+    }
+
+    /// True if [`crate::run`] runs the caches on a second thread (see
+    /// [`Machine::set_pipeline`]).
+    pub fn pipeline_ok(&self) -> bool {
+        self.pipeline
+            && self.caches.is_some()
+            && !self.cpus.is_empty()
+            && self.mem_trace.is_none()
+            && self.gpus.is_empty()
+    }
+
+    /// True if the run loop may send references to the cache thread: as
+    /// [`Machine::cached_ok`], whether the caches are here or with the thread.
+    #[inline]
+    pub(crate) fn piped_ok(&self) -> bool {
+        !self.cpus.is_empty() && !self.bg.track_touched
+    }
+
+    /// [`Machine::access_cached_run`] on the pipeline: the translation (and the OS on a
+    /// fault) here, the reference's record to `out` for the cache thread.
+    #[inline(always)]
+    pub(crate) fn access_piped(&mut self, r: &MemRef, out: &mut Vec<u64>) -> Result<(), SimError> {
+        debug_assert!(self.caches.is_none() && !self.bg.track_touched && self.references + 1 < self.next_tick);
+        self.references += 1;
+        let core = if self.cpus.len() == 1 {
+            0
+        } else {
+            r.core as usize % self.cpus.len()
+        };
+        let Machine { cpus, sys, .. } = self;
+        if let Err(stop) = cpus[core].access_rec(sys, r) {
+            self.stopped(core, r, stop)?;
+        }
+        self.cpus[core].cache_record(&mut self.sys, core, r, out)
+    }
+
+    /// The cache side, for the cache thread: the machine has no caches until
+    /// [`Machine::put_cache_side`].
+    pub(crate) fn take_cache_side(&mut self) -> CacheSide {
+        CacheSide {
+            caches: self.caches.take().expect("a machine with caches"),
+            cores: self.cpus.iter_mut().map(Stage1::take_core_cache).collect(),
+        }
+    }
+
+    /// The cache side back from the cache thread.
+    pub(crate) fn put_cache_side(&mut self, side: CacheSide) {
+        self.caches = Some(side.caches);
+        for (c, cc) in self.cpus.iter_mut().zip(side.cores) {
+            c.put_core_cache(cc);
+        }
     }
 
     /// Writes the request stream out when enough requests are kept: the run loop asks

@@ -50,6 +50,7 @@ impl Machine {
             gpus: Vec::new(),
             caches,
             mem_trace: None,
+            pipeline: false,
             sys,
             references: 0,
             next_tick: bg.next_tick(0),

@@ -1,3 +1,4 @@
+use crate::pipeline::Pipe;
 use crate::{Machine, SimError, Stats};
 use mmulab_trace::{Batch, MemRef, TraceSource};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -38,7 +39,44 @@ pub fn references_simulated() -> u64 {
 /// of `BATCH` (8192) references); the statistics then say `complete: false`. On a trace or
 /// model error the machine keeps the statistics of every reference simulated before it,
 /// so the caller can still report them ([`Stats::collect`]).
+///
+/// A machine with [`Machine::pipeline_ok`] runs its data caches on a second thread
+/// (crate::pipeline), with the same results; if that thread cannot start, the run takes
+/// the one-thread path.
 pub fn run(m: &mut Machine, src: &mut dyn TraceSource, progress: Option<Progress<'_>>) -> Result<Stats, SimError> {
+    if m.pipeline_ok() {
+        return std::thread::scope(|s| match Pipe::spawn(s) {
+            Ok(mut pipe) => {
+                let r = run_on(m, src, progress, Some(&mut pipe));
+                pipe.park(m);
+                r
+            }
+            Err(_) => run_on(m, src, progress, None),
+        });
+    }
+    run_on(m, src, progress, None)
+}
+
+/// [`run`] with the cache thread `pipe` (taken back before this returns), or none.
+fn run_on(
+    m: &mut Machine,
+    src: &mut dyn TraceSource,
+    progress: Option<Progress<'_>>,
+    mut pipe: Option<&mut Pipe>,
+) -> Result<Stats, SimError> {
+    let r = run_loop(m, src, progress, &mut pipe);
+    if let Some(p) = pipe {
+        p.park(m);
+    }
+    r
+}
+
+fn run_loop(
+    m: &mut Machine,
+    src: &mut dyn TraceSource,
+    progress: Option<Progress<'_>>,
+    pipe: &mut Option<&mut Pipe>,
+) -> Result<Stats, SimError> {
     let mut buf = Batch::with_capacity(BATCH);
     let mut progress = progress;
     let mut batches = 0u64;
@@ -64,11 +102,14 @@ pub fn run(m: &mut Machine, src: &mut dyn TraceSource, progress: Option<Progress
         // misses on big simulated page tables overlap. Results are unaffected. Events
         // (exits, unmaps) are applied between the runs of references they separate.
         if buf.events.is_empty() {
-            feed_run(m, &buf.refs, walk_heavy)?;
+            feed_run(m, &buf.refs, walk_heavy, pipe)?;
         } else {
             buf.for_each_run(|x| match x {
-                Ok(run) => feed_run(m, run, walk_heavy),
-                Err(e) => m.event(e),
+                Ok(run) => feed_run(m, run, walk_heavy, pipe),
+                Err(e) => {
+                    park(m, pipe);
+                    m.event(e)
+                }
             })?;
         }
         // The request stream (`sim --mem-trace`) is written out between batches.
@@ -85,6 +126,7 @@ pub fn run(m: &mut Machine, src: &mut dyn TraceSource, progress: Option<Progress
             }
         }
     }
+    park(m, pipe);
     if stopped {
         let mut s = Stats::collect(m);
         s.complete = false;
@@ -105,21 +147,70 @@ const CACHED: u8 = 2;
 /// the cached path does so up to the reference a background tick falls on, which
 /// [`Machine::access`] takes (the tick first), then goes on by its path: only that one
 /// reference of the batch pays for the tests.
+///
+/// With the cache thread `pipe`, the cached path's references go to it
+/// ([`feed_piped`]); the reference of a tick, and anything else, takes the cache side
+/// back first.
 #[inline(always)]
-fn feed_run(m: &mut Machine, refs: &[MemRef], prefetch: bool) -> Result<(), SimError> {
+fn feed_run(m: &mut Machine, refs: &[MemRef], prefetch: bool, pipe: &mut Option<&mut Pipe>) -> Result<(), SimError> {
     let mut rest = refs;
     while !rest.is_empty() {
         let k = m.before_tick().min(rest.len() as u64) as usize;
-        if m.plain_ok() {
+        // (While the cache thread holds the caches the machine has none: the pipe is
+        // asked first.)
+        if let Some(p) = pipe.as_deref_mut().filter(|_| m.piped_ok()) {
+            feed_piped(m, p, &rest[..k], prefetch)?;
+        } else if m.plain_ok() {
             feed::<PLAIN>(m, &rest[..k], prefetch)?;
         } else if m.cached_ok() {
             feed::<CACHED>(m, &rest[..k], prefetch)?;
         } else {
+            park(m, pipe);
             return feed::<GENERAL>(m, rest, prefetch);
         }
         let Some(r) = rest.get(k) else { break };
+        park(m, pipe);
         m.access(r)?;
         rest = &rest[k + 1..];
+    }
+    Ok(())
+}
+
+/// Gives `m` its cache side back from the cache thread, if there is one.
+#[inline]
+fn park(m: &mut Machine, pipe: &mut Option<&mut Pipe>) {
+    if let Some(p) = pipe.as_deref_mut() {
+        p.park(m);
+    }
+}
+
+/// [`feed`]'s cached path on the pipeline: each reference is translated here and its
+/// record goes to the cache thread (crate::pipeline). On an error the records before
+/// it are still replayed ([`run`] takes the cache side back before it returns).
+#[inline(never)]
+fn feed_piped(m: &mut Machine, p: &mut Pipe, buf: &[MemRef], prefetch: bool) -> Result<(), SimError> {
+    if buf.is_empty() {
+        return Ok(());
+    }
+    // The cache side goes to the cache thread (if it is not there already) and stays
+    // there through the batch (a fault does not need it).
+    p.records(m);
+    let mut i = 0;
+    if prefetch {
+        let ahead = buf.get(AHEAD - 1..).unwrap_or(&[]).windows(2);
+        for (r, w) in buf.iter().zip(ahead) {
+            let (prev, next) = (&w[0], &w[1]);
+            if next.addr >> 12 != prev.addr >> 12 || next.asid != prev.asid {
+                m.prefetch(next);
+            }
+            m.access_piped(r, p.cur())?;
+            p.flush_if_full();
+            i += 1;
+        }
+    }
+    for r in &buf[i..] {
+        m.access_piped(r, p.cur())?;
+        p.flush_if_full();
     }
     Ok(())
 }

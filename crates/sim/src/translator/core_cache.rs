@@ -40,6 +40,22 @@ impl Default for CoreCache {
 }
 
 impl CoreCache {
+    /// An empty state that keeps `base_cycles` of `self` (what a translator still needs
+    /// while a second thread holds the rest: its [`CachedCore::other_cycles`]).
+    pub(crate) fn husk(&self) -> CoreCache {
+        CoreCache {
+            base_cycles: self.base_cycles,
+            ..CoreCache::default()
+        }
+    }
+
+    /// This core's clock when its cycles outside the caches are `other`
+    /// ([`CachedCore::clock_with`]).
+    #[inline(always)]
+    fn clock_at(&self, other: u64) -> u64 {
+        self.mlp.clock(other + self.walk_cycles + self.data_cycles)
+    }
+
     /// The state for hierarchy `c` with `mlp` miss slots.
     pub(crate) fn new(c: &CacheSpec, mlp: u32) -> CoreCache {
         let l1 = c.levels.first().map_or(0, |l| l.latency);
@@ -92,8 +108,7 @@ pub(crate) trait CachedCore {
     #[inline(always)]
     fn clock_with(&self, other: &mut Option<u64>) -> u64 {
         let other = *other.get_or_insert_with(|| self.other_cycles());
-        let cc = self.core_cache();
-        cc.mlp.clock(other + cc.walk_cycles + cc.data_cycles)
+        self.core_cache().clock_at(other)
     }
 
     /// When this core is done: its clock, or the return of its last miss in flight.
@@ -129,6 +144,67 @@ pub(crate) trait CachedCore {
         let cc = self.core_cache_mut();
         cc.data_cycles += lat;
         // A fill from memory (not only a write-back of a victim) takes a slot.
+        if let Some((t, w)) = issued {
+            if lat > cc.lookups {
+                cc.mlp.miss(t, w, lat);
+            }
+        }
+    }
+}
+
+/// The cache side of a machine ([`crate::pipeline`]): its caches and memory, and each
+/// core's cache-path state, moved together to the thread that replays records.
+pub(crate) struct CacheSide {
+    pub(crate) caches: Box<Caches>,
+    pub(crate) cores: Vec<CoreCache>,
+}
+
+/// A record's header ([`replay`]): descriptor reads in the low byte, then these bits,
+/// then the core from bit 16.
+pub(crate) const REC_STORE: u64 = 1 << 8;
+/// The reference may take [`Caches::access_repeat`] (no walk reads; its address came
+/// from the TLB entry that hit).
+pub(crate) const REC_REPEAT: u64 = 1 << 9;
+/// The core's place in a record's header.
+pub(crate) const REC_CORE_SHIFT: u32 = 16;
+
+/// Replays records ([`crate::pipeline`]) through `side`: per data reference its header
+/// (reads, flags, core), the core's [`CachedCore::other_cycles`] after its translation,
+/// its physical address, and the physical address of each descriptor read. The same
+/// steps in the same order as `Stage1::cache_access` and [`CachedCore::cache_walk_read`]
+/// and [`CachedCore::cache_data`], with the cycles outside the caches known in advance
+/// instead of asked for (they are the same number: only the translation changes them).
+pub(crate) fn replay(side: &mut CacheSide, recs: &[u64]) {
+    let caches = &mut *side.caches;
+    let mut i = 0;
+    while let [h, other, pa, rest @ ..] = &recs[i..] {
+        let (h, other, pa) = (*h, *other, *pa);
+        let n = (h & 0xff) as usize;
+        let core = (h >> REC_CORE_SHIFT) as usize;
+        let store = h & REC_STORE != 0;
+        let reads = &rest[..n];
+        i += 3 + n;
+        let cc = &mut side.cores[core];
+        if h & REC_REPEAT != 0 {
+            if let Some(lat) = caches.access_repeat(core, pa, store) {
+                cc.data_cycles += lat;
+                continue;
+            }
+        }
+        for &read in reads {
+            let lat = caches.access(core, read, false, true, || cc.clock_at(other));
+            cc.walk_cycles += lat;
+        }
+        // As `CachedCore::cache_data`.
+        let mut issued = None;
+        let me = &*cc;
+        let lat = caches.access(core, pa, store, false, || {
+            let t = me.clock_at(other);
+            let w = me.mlp.wait(t);
+            issued = Some((t, w));
+            t + w
+        });
+        cc.data_cycles += lat;
         if let Some((t, w)) = issued {
             if lat > cc.lookups {
                 cc.mlp.miss(t, w, lat);

@@ -29,7 +29,7 @@ mod mlp;
 mod nested;
 mod stage1;
 
-pub(crate) use core_cache::{CachedCore, CoreCache};
+pub(crate) use core_cache::{replay, CacheSide, CachedCore, CoreCache};
 
 pub use device::Device;
 pub use nested::Nested;

@@ -6,7 +6,7 @@
 //! caches shares (core_cache.rs). Machines without caches never come here: the run
 //! loop's plain path and `Translator::access` are the code they always ran.
 
-use super::super::core_cache::{desc_shift, CachedCore, CoreCache};
+use super::super::core_cache::{desc_shift, CachedCore, CoreCache, REC_CORE_SHIFT, REC_REPEAT, REC_STORE};
 use super::{Stage1, Stop};
 use crate::system::System;
 use crate::SimError;
@@ -122,6 +122,53 @@ impl Stage1 {
         };
         self.cache_data(caches, core, pa, r.kind == AccessKind::Store, &mut other);
         Ok(())
+    }
+
+    /// [`Stage1::cache_access`] on the pipeline (crate::pipeline): instead of going
+    /// through the caches, the reference's record is appended to `out` for the cache
+    /// thread's `replay` (core_cache.rs), which takes the same steps. Its
+    /// [`CachedCore::other_cycles`] is taken now (only the translation changes it).
+    #[inline(always)]
+    pub(crate) fn cache_record(
+        &mut self,
+        sys: &mut System,
+        core: usize,
+        r: &MemRef,
+        out: &mut Vec<u64>,
+    ) -> Result<(), SimError> {
+        if r.kind == AccessKind::IFetch {
+            return Ok(());
+        }
+        let n = self.rec.n;
+        let (pa, repeat) = match self.tlbs.entry_level(false).mru_pa(r.addr, r.asid) {
+            Some(pa) => (pa, n == 0),
+            None => (self.pa_of(sys, r)?, false),
+        };
+        let h = n as u64
+            | if r.kind == AccessKind::Store { REC_STORE } else { 0 }
+            | if repeat { REC_REPEAT } else { 0 }
+            | (core as u64) << REC_CORE_SHIFT;
+        let shift = desc_shift(self.fmt);
+        out.reserve(3 + n);
+        out.extend_from_slice(&[h, self.other_cycles(), pa]);
+        out.extend(
+            self.rec.reads[..n]
+                .iter()
+                .map(|&(table, index)| table + ((index as u64) << shift)),
+        );
+        Ok(())
+    }
+
+    /// The cache-path state, for the cache thread (crate::pipeline); the core keeps
+    /// what its [`CachedCore::other_cycles`] needs.
+    pub(crate) fn take_core_cache(&mut self) -> CoreCache {
+        let husk = self.cc.husk();
+        std::mem::replace(&mut self.cc, husk)
+    }
+
+    /// The cache-path state back from the cache thread.
+    pub(crate) fn put_core_cache(&mut self, cc: CoreCache) {
+        self.cc = cc;
     }
 
     /// The physical address of `r` after its translation when the entry level's most
