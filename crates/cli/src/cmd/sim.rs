@@ -107,6 +107,13 @@ pub struct Args {
     /// Run a GPU trace file on the GPU (docs/gpu.md, "Trace format").
     #[arg(long, value_name = "FILE", requires = "gpu", conflicts_with_all = ["trace", "workload"])]
     pub gpu_trace: Option<PathBuf>,
+    /// Host threads for the simulation: 2 runs a machine's data caches and DRAM on a
+    /// thread of their own beside the translation (same results, less time;
+    /// docs/memory.md, "Speed"), 1 runs everything on one. Default: 2 when the host
+    /// lets this process run two threads at once, else 1. Only machines with
+    /// `[caches]` use a second thread, and not with --mem-trace.
+    #[arg(long, value_name = "1|2", value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub sim_threads: Option<u8>,
 }
 
 /// A count with decimal suffixes (`100M`), for --skip and --refs.
@@ -164,6 +171,19 @@ fn read_options(a: &Args) -> Result<TraceOptions> {
     .options()
 }
 
+/// `--sim-threads` of this process (0: not given).
+static SIM_THREADS: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Whether a simulation runs its data caches on a second thread
+/// ([`Machine::set_pipeline`]): `--sim-threads 2`, or by default when the host lets
+/// this process run two threads at once.
+fn pipeline_on() -> bool {
+    match SIM_THREADS.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2),
+        n => n >= 2,
+    }
+}
+
 /// Runs `src` on a machine built from `spec`, with progress; returns the statistics,
 /// or an error that carries the statistics gathered before it.
 pub fn simulate(spec: config::MachineSpec, src: &mut dyn TraceSource, label: &str) -> Result<Stats> {
@@ -202,6 +222,7 @@ pub fn simulate_with(
     roi: &mmulab_sim::Roi,
 ) -> Result<Stats> {
     let mut m = Machine::new(spec)?;
+    m.set_pipeline(pipeline_on());
     let mut mem_trace_file = None;
     if let Some((format, path)) = mem_trace {
         // Checked before the file is created: a machine without caches leaves none.
@@ -301,6 +322,9 @@ fn run_to_end(a: Args) -> Result<()> {
         eprintln!("mmulab: note: {n}");
     }
     let roi = roi(&a)?;
+    if let Some(n) = a.sim_threads {
+        SIM_THREADS.store(n, std::sync::atomic::Ordering::Relaxed);
+    }
     let mut src = match &a.trace {
         Some(path) => open_trace_with(path, &read_options(&a)?)?,
         None => source(None, &a.format, a.workload.as_deref(), spec.format.va_bits())?,
