@@ -649,7 +649,15 @@ fn main() {
     println!("time a user waits). Rows without caches run on one thread either way.\n");
     println!(
         "{:<62} {:>6} {:>10} {:>10} {:>13} {:>13} {:>8} {:>9} {:>12}",
-        "workload", "pages", "fastest s", "median s", "M refs/s best", "M refs/s med", "wall s", "M/s wall", "peak RSS MiB"
+        "workload",
+        "pages",
+        "fastest s",
+        "median s",
+        "M refs/s best",
+        "M refs/s med",
+        "wall s",
+        "M/s wall",
+        "peak RSS MiB"
     );
     // The issue-2 rows, then the data-cache rows (`--caches-only`: those alone), each of
     // those on one thread and with the cache thread.
