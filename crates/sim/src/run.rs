@@ -135,13 +135,52 @@ fn run_loop(
     Ok(Stats::collect(m))
 }
 
-/// [`feed`]'s path for every reference of a run: [`Machine::access`] (it tests for
-/// ticks, tracking, caches and the core per reference).
-const GENERAL: u8 = 0;
+/// How [`feed`] takes each reference of a run: one implementation per path, chosen by
+/// the caller for the whole run (static dispatch, inlined into [`feed`]'s loops).
+trait Path {
+    fn access(&mut self, m: &mut Machine, r: &MemRef) -> Result<(), SimError>;
+}
+
+/// [`Machine::access`] (it tests for ticks, tracking, caches and the core per
+/// reference).
+struct General;
 /// [`Machine::access_plain`] (the machine is [`Machine::plain_ok`], no tick due).
-const PLAIN: u8 = 1;
+struct Plain;
 /// [`Machine::access_cached_run`] (the machine is [`Machine::cached_ok`], no tick due).
-const CACHED: u8 = 2;
+struct Cached;
+/// [`Machine::access_piped`]: the translation here, the reference's record to the cache
+/// thread (which holds the cache side: [`Pipe::records`]).
+struct Piped<'p>(&'p mut Pipe);
+
+impl Path for General {
+    #[inline(always)]
+    fn access(&mut self, m: &mut Machine, r: &MemRef) -> Result<(), SimError> {
+        m.access(r)
+    }
+}
+
+impl Path for Plain {
+    #[inline(always)]
+    fn access(&mut self, m: &mut Machine, r: &MemRef) -> Result<(), SimError> {
+        m.access_plain(r)
+    }
+}
+
+impl Path for Cached {
+    #[inline(always)]
+    fn access(&mut self, m: &mut Machine, r: &MemRef) -> Result<(), SimError> {
+        m.access_cached_run(r)
+    }
+}
+
+impl Path for Piped<'_> {
+    #[inline(always)]
+    fn access(&mut self, m: &mut Machine, r: &MemRef) -> Result<(), SimError> {
+        m.access_piped(r, self.0.cur())?;
+        self.0.flush_if_full();
+        Ok(())
+    }
+}
 
 /// Feeds a run of references (no event among them). A machine that takes the plain or
 /// the cached path does so up to the reference a background tick falls on, which
@@ -161,12 +200,12 @@ fn feed_run(m: &mut Machine, refs: &[MemRef], prefetch: bool, pipe: &mut Option<
         if let Some(p) = pipe.as_deref_mut().filter(|_| m.piped_ok()) {
             feed_piped(m, p, &rest[..k], prefetch)?;
         } else if m.plain_ok() {
-            feed::<PLAIN>(m, &rest[..k], prefetch)?;
+            feed(m, &rest[..k], prefetch, Plain)?;
         } else if m.cached_ok() {
-            feed::<CACHED>(m, &rest[..k], prefetch)?;
+            feed(m, &rest[..k], prefetch, Cached)?;
         } else {
             park(m, pipe);
-            return feed::<GENERAL>(m, rest, prefetch);
+            return feed(m, rest, prefetch, General);
         }
         let Some(r) = rest.get(k) else { break };
         park(m, pipe);
@@ -195,39 +234,13 @@ fn feed_piped(m: &mut Machine, p: &mut Pipe, buf: &[MemRef], prefetch: bool) -> 
     // The cache side goes to the cache thread (if it is not there already) and stays
     // there through the batch (a fault does not need it).
     p.records(m);
-    let mut i = 0;
-    if prefetch {
-        let ahead = buf.get(AHEAD - 1..).unwrap_or(&[]).windows(2);
-        for (r, w) in buf.iter().zip(ahead) {
-            let (prev, next) = (&w[0], &w[1]);
-            if next.addr >> 12 != prev.addr >> 12 || next.asid != prev.asid {
-                m.prefetch(next);
-            }
-            m.access_piped(r, p.cur())?;
-            p.flush_if_full();
-            i += 1;
-        }
-    }
-    for r in &buf[i..] {
-        m.access_piped(r, p.cur())?;
-        p.flush_if_full();
-    }
-    Ok(())
+    feed(m, buf, prefetch, Piped(p))
 }
 
-/// Feeds one batch to `m` by `PATH` (the caller checked the batch for it), prefetching
+/// Feeds one batch to `m` by `path` (the caller checked the batch for it), prefetching
 /// ahead if `prefetch`.
 #[inline(always)]
-fn feed<const PATH: u8>(m: &mut Machine, buf: &[MemRef], prefetch: bool) -> Result<(), SimError> {
-    // Inlined into both loops (as a closure it stayed a call of its own per reference).
-    #[inline(always)]
-    fn access<const PATH: u8>(m: &mut Machine, r: &MemRef) -> Result<(), SimError> {
-        match PATH {
-            PLAIN => m.access_plain(r),
-            CACHED => m.access_cached_run(r),
-            _ => m.access(r),
-        }
-    }
+fn feed<P: Path>(m: &mut Machine, buf: &[MemRef], prefetch: bool, mut path: P) -> Result<(), SimError> {
     let mut i = 0;
     if prefetch {
         // Pairs (buf[i + AHEAD - 1], buf[i + AHEAD]) beside buf[i]; the last AHEAD
@@ -239,12 +252,12 @@ fn feed<const PATH: u8>(m: &mut Machine, buf: &[MemRef], prefetch: bool) -> Resu
             if next.addr >> 12 != prev.addr >> 12 || next.asid != prev.asid {
                 m.prefetch(next);
             }
-            access::<PATH>(m, r)?;
+            path.access(m, r)?;
             i += 1;
         }
     }
     for r in &buf[i..] {
-        access::<PATH>(m, r)?;
+        path.access(m, r)?;
     }
     Ok(())
 }
