@@ -5,7 +5,7 @@
 //! granules 4K / 16K / 64K, both scenarios (enable dirty logging; clear-dirty-log) and the
 //! three split-walker variants is counted and priced ([`SplitCost`]). A 64 GiB slot is
 //! extrapolated from real walks of 1, 2 and 3 GiB slots (`kvm::measure`; exact, checked
-//! against full walks in `model/tests/kvm_split.rs`); a 1 GiB slot is walked in full.
+//! against full walks in `model/tests/it/kvm_split.rs`); a 1 GiB slot is walked in full.
 //! The seed's savings are averages over the 4K, 16K and 64K granules of a 64 GB VM, so
 //! the comparison averages mmulab's 64 GiB rows the same way.
 

@@ -11,7 +11,7 @@
 //! the core's cycles outside the caches after it ([`CachedCore::other_cycles`], which
 //! the cache path asks for when a request leaves for memory). The cache thread replays
 //! the records through the same code in the same order ([`replay`]): every count, cycle
-//! and DRAM request is what the one-thread path gives (tests/pipeline.rs compares them).
+//! and DRAM request is what the one-thread path gives (tests/it/pipeline.rs compares them).
 //!
 //! Anything else that reads or changes the cache side — a background tick (its time
 //! series samples and its clock), a trace event, the request stream, the statistics at

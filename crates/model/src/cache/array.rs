@@ -6,7 +6,7 @@
 //! fingerprints a physically tagged cache has no use for. The sets of a data cache are
 //! small (4 to 16 ways in every catalog machine), so a linear scan of one set's tags,
 //! kept in recency order ([`Cache`]), is as fast as anything cleverer, and simple enough
-//! to check against the plain reference model of `crates/model/tests/cache_differential.rs`.
+//! to check against the plain reference model of `crates/model/tests/it/cache_differential.rs`.
 //! How a set is stored (fixed arrays of 2 to 16 ways, `u32` or `u64` tags, or a general
 //! one) is chosen once per level: sets.rs.
 
@@ -107,7 +107,7 @@ pub(super) fn build(size: u64, ways: usize, line: u32, copies: usize, pa_max: u6
 /// LRU with "an empty way first" (the position of a line in its set is not observable:
 /// only which lines a set holds, their order of use and their dirty bits are), with no
 /// per-line stamp to keep or search: a miss and its fill read and write one set's tags,
-/// nothing else (`crates/model/tests/cache_differential.rs` checks it against a plain
+/// nothing else (`crates/model/tests/it/cache_differential.rs` checks it against a plain
 /// list model, array operations and the hierarchy alike, every tag store of sets.rs).
 #[derive(Clone, Debug)]
 pub struct Cache {

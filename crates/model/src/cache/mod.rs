@@ -282,7 +282,7 @@ impl Tiers {
 /// access of the same copy changes the copy, and each one sets this anew; so while
 /// `line` is unchanged, the next access to it is a hit in the first way, whose only
 /// effects are the hit's count and, for a store, the dirty bit (the order is already
-/// right). Checked against the reference model: `crates/model/tests/cache_differential.rs`.
+/// right). Checked against the reference model: `crates/model/tests/it/cache_differential.rs`.
 #[derive(Clone, Copy, Debug)]
 struct Mru {
     /// Line number (`u64::MAX`: none yet; no line number is that large).

@@ -24,14 +24,14 @@
 //!
 //! Written here rather than taken from a crate: these sets are the model itself (LRU,
 //! write-back and the victim's dirty bit, checked against the plain reference model of
-//! `crates/model/tests/cache_differential.rs`).
+//! `crates/model/tests/it/cache_differential.rs`).
 
 /// The tag word of an empty way, as a `u64`.
 pub(super) const EMPTY: u64 = u64::MAX;
 
 /// One bit per way of `set` whose word equals `key | 1` once its dirty bit is set:
 /// the plain loop (the SSE2 version below is the same function, checked by
-/// `crates/model/tests/cache_differential.rs` through every tag store).
+/// `crates/model/tests/it/cache_differential.rs` through every tag store).
 #[inline(always)]
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 fn matches_plain<T: Word>(set: &[T], key: T) -> u32 {

@@ -4,7 +4,7 @@
 //! the general loop of [`super::Caches::access`].
 //!
 //! Same rules, same order of effects as the general loop (the module documentation of
-//! `cache/mod.rs`; `crates/model/tests/cache_differential.rs` runs both against the
+//! `cache/mod.rs`; `crates/model/tests/it/cache_differential.rs` runs both against the
 //! reference model): lookups down the levels until a hit, the fill from memory, the
 //! fills deepest first, each dirty victim written down the levels at once. Written out
 //! for three levels with each store's type known, so no operation goes through the

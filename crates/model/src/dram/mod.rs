@@ -197,7 +197,7 @@ struct Ctx {
     /// (and tFAW) from them keeps tRRD_L too. The placement takes the earliest time that
     /// meets every constraint (each check moves a candidate only past times that break
     /// one), so leaving out a constraint that never binds changes no time (speed only;
-    /// `tests/dram_digest.rs` pins the Pi 5 profiles, which have this shape).
+    /// `tests/it/dram_digest.rs` pins the Pi 5 profiles, which have this shape).
     group_acts: bool,
     /// tBURST + tRTRS, for [`Channel::idle_from`].
     idle_gap: u64,

@@ -4,7 +4,7 @@
 //! The period last looked up is kept with its start, the end of its refresh and its own
 //! end, so that a time in it (as nearly every request's is: requests arrive close in
 //! time) is answered by two compares instead of a division (speed only: the same answers
-//! as the arithmetic; `tests/dram_digest.rs` runs every profile with refresh on).
+//! as the arithmetic; `tests/it/dram_digest.rs` runs every profile with refresh on).
 
 use super::config::Timing;
 

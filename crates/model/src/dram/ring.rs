@@ -17,7 +17,7 @@
 //! sentinel is below 2^34 < `ORIGIN` <= every candidate time (the proofs per use are in
 //! mod.rs, rank.rs and bus.rs). The model with windows that begin empty and grow to
 //! `N` (the previous layout, a `Vec`-like array) places every request at the same time
-//! shifted by `ORIGIN` (speed only; `tests/dram_digest.rs` pins the results).
+//! shifted by `ORIGIN` (speed only; `tests/it/dram_digest.rs` pins the results).
 
 /// Items in a window: the last 32 activates of a rank or bank group (assumed) and the
 /// last 32 bursts of a channel (assumed; DRAMsim3's default transaction queue is 32

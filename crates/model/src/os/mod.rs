@@ -29,7 +29,7 @@
 //!   64 KiB mTHP folio mapped as sixteen 4 KiB leaves is freed leaf by leaf and the
 //!   buddy allocator merges it back). A frame is never owned twice; reserved but
 //!   unpopulated frames are owned by the reservation. The contract tests
-//!   (crates/model/tests/os_contract.rs) check this for every policy.
+//!   (crates/model/tests/it/os_contract.rs) check this for every policy.
 //!
 //! Adding a policy: a file here with a struct implementing [`OsPolicy`] (`fault`, and
 //! whichever hooks with defaults it needs: `tick`, `exit_space`, `shrink`, `unmap_frames`,

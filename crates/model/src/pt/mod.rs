@@ -16,8 +16,8 @@
 //! Adding a format: a unit type implementing [`PageTableFormat`] in a file here; a row in
 //! the `formats!` table below (which generates the config-chosen closed set [`Format`],
 //! its list [`Format::ALL`] and the static dispatch of every trait item to the format's
-//! type); walker tests of its reference counts (`tests/walker.rs`) and its row in
-//! `tests/pt_formats.rs`; its `machine.arch` name in docs/config.md.
+//! type); walker tests of its reference counts (`tests/it/walker.rs`) and its row in
+//! `tests/it/pt_formats.rs`; its `machine.arch` name in docs/config.md.
 
 mod aarch64_s2;
 mod armv7;
@@ -84,7 +84,7 @@ pub const MAX_LEVELS: usize = 4;
 
 /// One page-table format: its level geometry and descriptor encoding.
 ///
-/// Contract (`tests/pt_formats.rs` checks every format against it):
+/// Contract (`tests/it/pt_formats.rs` checks every format against it):
 /// * [`LEVELS`](Self::LEVELS), root first, at most [`MAX_LEVELS`]: the levels tile the
 ///   virtual address (each level's `shift` is the next one's `shift + bits`), the last
 ///   level is a leaf level, and every leaf level's span is a [`PageSize`]. The top

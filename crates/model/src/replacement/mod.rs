@@ -11,7 +11,7 @@
 //! Adding a policy: a file here with a struct implementing [`ReplacementPolicy`]; a row
 //! in the `policies!` table below (which generates the config enum [`Policy`], its
 //! names, and the state enum [`Replacement`] with its dispatch); a reference model in
-//! `tests/differential.rs`; its name in docs/config.md.
+//! `tests/it/differential.rs`; its name in docs/config.md.
 
 mod fifo;
 mod lru;

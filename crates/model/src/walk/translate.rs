@@ -74,7 +74,7 @@ impl Visitor for TranslateVisitor {
 /// read per level from the deepest cached table, a page-walk-cache fill for each table
 /// descriptor read, the group check only for descriptors carrying the contiguous bit.
 /// [`translate_visitor`] is the same walk through the generic walker; the test
-/// `crates/model/tests/walker.rs` requires both to agree (results, reads and cache
+/// `crates/model/tests/it/walker.rs` requires both to agree (results, reads and cache
 /// state) on random page tables of every format.
 #[inline(always)]
 pub fn translate(mem: &mut Memory, fmt: Format, root: u64, asid: Asid, va: u64, pwc: &mut Pwc) -> WalkResult {

@@ -1,0 +1,65 @@
+//! The zero page is one shared frame that nothing frees, migrates or reclaims
+//! (model os/zero.rs, mem/zero.rs).
+
+use crate::os_common;
+
+use mmulab_model::os::reclaim::{swap_out, ReclaimConfig};
+use mmulab_model::os::*;
+use mmulab_model::pt::Format;
+use mmulab_model::walk::lookup;
+use mmulab_trace::AccessKind::{Load, Store};
+use os_common::Sys;
+
+const BASE: u64 = 0x4000_0000;
+
+fn base_with_zero_page() -> Os {
+    let mut os = Os::Base(Base::default());
+    assert!(os.set_zero_page(true));
+    os
+}
+
+/// Three pages loaded: three leaves on one frame. Hand-derived: the zero frame is the
+/// only frame allocated for data (free frames drop by 1 plus the page tables); reclaim
+/// finds nothing to swap out (0 freed, the leaves stay); compaction's owner check
+/// refuses the frame; the process's exit frees its page tables but not the zero frame;
+/// a store copies (a new frame, not the zero one). Fails if free_leaf frees zero
+/// frames (the exit would free it 3 times: a double free), if reclaim takes zero leaves,
+/// or if the owner check lets compaction move it.
+#[test]
+fn the_zero_frame_is_never_freed_moved_or_reclaimed() {
+    let mut s = Sys::new(Format::X86_64, 64 << 20, base_with_zero_page());
+    let free0 = s.mem.buddy.free_frames();
+    s.space(0);
+    let tables = free0 - s.mem.buddy.free_frames();
+    for i in 0..3 {
+        s.access(0, BASE + i * 4096, Load);
+    }
+    let (zero, _) = s.mem.zero.small.expect("allocated at the first read fault");
+    let root = s.space(0).root;
+    for i in 0..3 {
+        assert_eq!(
+            lookup(&mut s.mem, Format::X86_64, root, BASE + i * 4096).unwrap().pa >> 12,
+            zero
+        );
+    }
+    // Page tables for one 4 KiB page at BASE on x86-64: a PDPT, a PD and a PT (the
+    // root counted in `tables`): 3 frames; plus the zero frame.
+    assert_eq!(free0 - s.mem.buddy.free_frames(), tables + 3 + 1);
+    assert!(s.mem.owner(zero).is_none(), "compaction must not migrate the zero page");
+    let mut stats = OsStats::default();
+    let mut sd = Vec::new();
+    let cfg = ReclaimConfig {
+        enabled: true,
+        ..ReclaimConfig::default()
+    };
+    assert_eq!(swap_out(&mut s.mem, &cfg, &mut stats, &mut sd, 8), 0);
+    assert!(lookup(&mut s.mem, Format::X86_64, root, BASE).is_some());
+    s.access(0, BASE, Store);
+    let copy = lookup(&mut s.mem, Format::X86_64, root, BASE).unwrap();
+    assert_ne!(copy.pa >> 12, zero);
+    assert_eq!(s.os.stats().count(OsEvent::CowFromZero), 1);
+    s.exit(0);
+    // Everything back except the zero frame, which stays allocated.
+    assert_eq!(free0 - s.mem.buddy.free_frames(), 1);
+    assert_eq!(s.mem.zero.small, Some((zero, 0)));
+}

@@ -1,0 +1,261 @@
+//! `[os]` as the chosen policy's variant: only that policy's sections are accepted (a
+//! key of another policy is refused by name), each section is the model's own config
+//! type with the documented defaults, catalog machines take any policy by `--set`, and
+//! the experiment format's per-policy `policy_sets`.
+
+use mmulab_model::addr::PageSize;
+use mmulab_model::os::{Defrag, Enabled, KhugepagedConfig, MidSize, MthpConfig, ReclaimConfig, ThpConfig};
+use mmulab_sim::config::{from_toml, load_machine, MachineSpec, OsSpec, DEFAULT_TOML, POLICIES};
+use mmulab_sim::reproduce;
+
+fn spec(sets: &[&str]) -> Result<MachineSpec, String> {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    from_toml(DEFAULT_TOML, None, &sets).map_err(|e| e.to_string())
+}
+
+/// One key of each `[os]` section and the policies that take it (docs/config.md).
+const SECTION_KEYS: [(&str, &[&str]); 6] = [
+    ("os.page_size=2M", &["fixed"]),
+    ("os.reservation.low_watermark=0.02", &["reservation"]),
+    ("os.thp.zero_cycles_per_page=250", &["thp"]),
+    ("os.khugepaged.scan_period=200000", &["thp", "khugepaged"]),
+    ("os.mthp.sizes=[\"64K\"]", &["mthp"]),
+    ("os.reclaim.batch_pages=7", &["base", "thp", "khugepaged", "mthp"]),
+];
+
+#[test]
+fn a_key_of_another_policy_is_refused_by_name() {
+    for policy in POLICIES {
+        for (set, takes) in SECTION_KEYS {
+            let mut sets = vec![format!("os.policy={policy}"), set.to_string()];
+            if policy == "fixed" && !set.starts_with("os.page_size") {
+                sets.push("os.page_size=2M".into());
+            }
+            let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+            let key = set.split('=').next().unwrap();
+            match spec(&sets) {
+                Ok(_) => assert!(takes.contains(&policy), "{key} accepted under {policy}"),
+                Err(e) => {
+                    assert!(!takes.contains(&policy), "{key} refused under {policy}: {e}");
+                    assert!(
+                        e.contains(&format!("{key} is set, but os.policy = \"{policy}\""))
+                            && e.contains("built-in default config")
+                            && e.contains(takes[0])
+                            && e.contains("remove it or change os.policy"),
+                        "{e}"
+                    );
+                }
+            }
+        }
+    }
+    // An empty section of another policy is refused too (as the section).
+    let e = spec(&["os.policy=thp", "os.mthp={}"]).unwrap_err();
+    assert!(e.contains("os.mthp is set") && e.contains("[os.mthp]"), "{e}");
+    // Keys that are nobody's are named as such; a bad value names its key.
+    let e = spec(&["os.colour=1"]).unwrap_err();
+    assert!(e.contains("os.colour is not a key of [os]"), "{e}");
+    let e = spec(&["os.policy=mthp", "os.mthp.sizes=[\"3K\"]"]).unwrap_err();
+    assert!(e.contains("'3K'") && e.contains("os.mthp.sizes"), "{e}");
+    let e = spec(&["os.policy=reservation", "os.reservation.mid_size=huge"]).unwrap_err();
+    assert!(e.contains("os.reservation.mid_size") && e.contains("none"), "{e}");
+    let e = spec(&["os.policy=thp", "os.thp.defrag=eager"]).unwrap_err();
+    assert!(e.contains("os.thp.defrag") && e.contains("defer+madvise"), "{e}");
+}
+
+#[test]
+fn the_chosen_policy_s_keys_reach_the_model_types() {
+    let s = spec(&[
+        "os.policy=thp",
+        "os.thp.enabled=madvise",
+        "os.thp.defrag=defer+madvise",
+        "os.thp.zero_cycles_per_page=250",
+        "os.khugepaged.enabled=true",
+        "os.khugepaged.max_ptes_none=64",
+        "os.reclaim.enabled=true",
+    ])
+    .unwrap();
+    let OsSpec::Thp {
+        thp,
+        khugepaged,
+        reclaim,
+    } = &s.os
+    else {
+        panic!("{:?}", s.os)
+    };
+    assert_eq!((thp.enabled, thp.defrag), (Enabled::Madvise, Defrag::DeferMadvise));
+    assert_eq!((thp.zero_cycles_per_page, thp.compaction_cycles), (250, 200_000));
+    assert!(khugepaged.enabled && khugepaged.max_ptes_none == Some(64) && khugepaged.scan_period == 1_000_000);
+    assert!(reclaim.enabled && s.os.reclaim().enabled);
+    let s = spec(&["os.policy=mthp", "os.mthp.sizes=[\"64KiB\", \"2M\"]"]).unwrap();
+    let OsSpec::Mthp { mthp, .. } = &s.os else { panic!() };
+    assert_eq!(mthp.sizes, Some(vec![PageSize::K64, PageSize::M2]));
+    let s = spec(&[
+        "os.policy=reservation",
+        "os.reservation.size=2M",
+        "os.reservation.mid_size=none",
+        "os.reservation.low_watermark=0.1",
+    ])
+    .unwrap();
+    let OsSpec::Reservation(r) = &s.os else { panic!() };
+    assert_eq!(
+        (r.size, r.mid_size, r.low_watermark),
+        (Some(PageSize::M2), MidSize::Off, 0.1)
+    );
+    let s = spec(&["os.policy=fixed", "os.page_size=2MiB"]).unwrap();
+    assert_eq!(s.os, OsSpec::Fixed(PageSize::M2));
+    assert_eq!(s.os.name(), "fixed");
+}
+
+/// The defaults are the documented ones (docs/config.md), each written once: a config
+/// that spells every default out resolves to the same machine as one that writes none
+/// (in particular `khugepaged.enabled`, off, as documented).
+#[test]
+fn documented_defaults_are_the_model_defaults() {
+    let reclaim = [
+        "os.reclaim.enabled=false",
+        "os.reclaim.min_free_pages=64",
+        "os.reclaim.batch_pages=32",
+        "os.reclaim.swap_in_cycles=100000",
+        "os.reclaim.swap_out_cycles_per_page=5000",
+        "os.reclaim.thp_underused_empty=256",
+    ];
+    // pages_to_scan, max_ptes_none and mthp.sizes default by granule (HPAGE_PMD_NR * 8,
+    // HPAGE_PMD_NR - 1, granule::default_mthp_sizes), so they have no one value to spell
+    // out here; crates/model/tests/it/os_granule.rs checks those defaults.
+    let khugepaged = [
+        "os.khugepaged.enabled=false",
+        "os.khugepaged.scan_period=1000000",
+        "os.khugepaged.copy_cycles_per_page=1000",
+        "os.khugepaged.defrag=true",
+    ];
+    let thp = [
+        "os.thp.enabled=always",
+        "os.thp.defrag=madvise",
+        "os.thp.compaction_cycles=200000",
+        "os.thp.migrate_cycles_per_page=4000",
+        "os.thp.zero_cycles_per_page=0",
+    ];
+    let mthp = ["os.mthp.zero_cycles_per_page=0"];
+    let common = ["os.fault_latency=1000", "os.tick_interval=100000"];
+    let cases: [(&str, Vec<&str>); 5] = [
+        ("base", reclaim.to_vec()),
+        ("reservation", vec!["os.reservation.low_watermark=0"]),
+        ("thp", [&thp[..], &khugepaged[..], &reclaim[..]].concat()),
+        ("khugepaged", [&khugepaged[..], &reclaim[..]].concat()),
+        ("mthp", [&mthp[..], &reclaim[..]].concat()),
+    ];
+    for (policy, keys) in cases {
+        let p = format!("os.policy={policy}");
+        let implicit = spec(&[&p]).unwrap();
+        let explicit = spec(&[&[p.as_str()][..], &keys, &common].concat()).unwrap();
+        assert_eq!(implicit.os, explicit.os, "{policy}");
+        assert_eq!(implicit.cost, explicit.cost, "{policy}");
+        assert_eq!(implicit.tick_interval, explicit.tick_interval, "{policy}");
+    }
+    // And the model's own defaults are those values.
+    assert!(!KhugepagedConfig::default().enabled);
+    assert_eq!(ThpConfig::default().enabled, Enabled::Always);
+    assert_eq!(MthpConfig::default().sizes, None);
+    assert_eq!(
+        mmulab_model::os::granule::default_mthp_sizes(mmulab_model::pt::Format::X86_64),
+        [PageSize::K16, PageSize::K64, PageSize::M2]
+    );
+    assert!(!ReclaimConfig::default().enabled);
+    // No [os] at all: policy base with every default.
+    let text = DEFAULT_TOML.replace("[os]\npolicy = \"base\"", "");
+    assert!(!text.contains("[os]"));
+    let none = from_toml(&text, None, &[]).unwrap();
+    let base = spec(&[]).unwrap();
+    assert_eq!(
+        (none.os, none.cost, none.tick_interval),
+        (base.os, base.cost, base.tick_interval)
+    );
+}
+
+/// Catalog machine files are merged under the user's config and `--set` lands on top:
+/// `--set os.policy=P` on any catalog machine gives policy P, refused only where the
+/// kernel does not offer it on the format (no THP or mTHP on armv7 short descriptors;
+/// no FreeBSD reservations with 16K or 64K pages).
+#[test]
+fn every_catalog_machine_takes_every_policy_by_set() {
+    for name in mmulab_sim::catalog::names() {
+        let base = load_machine(name, None, &[]).unwrap();
+        for policy in POLICIES {
+            let mut sets = vec![format!("os.policy={policy}")];
+            if policy == "fixed" {
+                // The format's smallest leaf above 4K.
+                sets.push(format!("os.page_size={}", base.format.page_sizes()[1]));
+            }
+            match load_machine(name, None, &sets) {
+                Ok(s) => assert_eq!(s.os.name(), policy, "{name}"),
+                Err(e) => {
+                    let e = e.to_string();
+                    let linux = ["thp", "khugepaged", "mthp"].contains(&policy)
+                        && base.format == mmulab_model::pt::Format::Armv7
+                        && e.contains("LPAE");
+                    let freebsd = policy == "reservation" && base.format.base_page() != PageSize::K4;
+                    assert!(linux || freebsd, "{name} {policy}: {e}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn freebsd_experiment_gives_each_policy_its_own_sets() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let text = std::fs::read_to_string(root.join("experiments/freebsd.toml")).unwrap();
+    let e = reproduce::parse(&text, "freebsd.toml").unwrap();
+    let n1 = e.machine.iter().find(|m| m.name == "neoverse-n1").unwrap();
+    for p in &n1.policies {
+        let s = load_machine(&n1.name, None, &n1.sets_for(p)).unwrap();
+        assert_eq!(s.memory_bytes, 2 << 30, "{p}");
+        match &s.os {
+            OsSpec::Thp { thp, khugepaged, .. } => {
+                assert_eq!((thp.zero_cycles_per_page, khugepaged.scan_period), (250, 200_000))
+            }
+            OsSpec::Khugepaged { khugepaged, .. } => assert_eq!(khugepaged.scan_period, 200_000),
+            OsSpec::Mthp { mthp, .. } => {
+                assert_eq!(
+                    (mthp.sizes.as_deref().unwrap_or_default(), mthp.zero_cycles_per_page),
+                    (&[PageSize::K64][..], 250)
+                )
+            }
+            OsSpec::Base { .. } | OsSpec::Reservation(_) => {}
+            OsSpec::Fixed(_) => panic!("no fixed run"),
+        }
+    }
+}
+
+#[test]
+fn experiment_sets_that_one_policy_refuses_are_named_with_the_fix() {
+    let file = |machine: &str| {
+        format!(
+            "kind = \"os_policies\"\nname = \"t\"\ntitle = \"t\"\nseed = \"t\"\n[[workload]]\nid = \"w\"\nlabel = \"w\"\nspec32 = \"seq:size=1MiB\"\nspec64 = \"seq:size=1MiB\"\naccess_cycles = 1\nseed_figure = \"x\"\nseed_time_change = -0.1\nwhy = \"t\"\n[[machine]]\nname = \"skylake\"\nlabel = \"x\"\nbits = 64\npolicies = [\"base\", \"thp\", \"mthp\"]\n{machine}\n"
+        )
+    };
+    let err = |m: &str| reproduce::parse(&file(m), "t.toml").unwrap_err().to_string();
+    let e = err("sets = [\"os.mthp.zero_cycles_per_page=250\"]");
+    assert!(
+        e.contains("t.toml") && e.contains("skylake") && e.contains("policy_sets.mthp"),
+        "{e}"
+    );
+    let e = err("policy_sets.thp = [\"os.mthp.zero_cycles_per_page=250\"]");
+    assert!(
+        e.contains("policy_sets.thp") && e.contains("os.mthp.zero_cycles_per_page"),
+        "{e}"
+    );
+    let e = err("policy_sets.khugepaged = [\"os.khugepaged.scan_period=1\"]");
+    assert!(e.contains("policy_sets.khugepaged") && e.contains("not one of"), "{e}");
+    let ok = reproduce::parse(
+        &file("sets = [\"memory.size=1GiB\"]\npolicy_sets.mthp = [\"os.mthp.zero_cycles_per_page=250\"]"),
+        "t.toml",
+    )
+    .unwrap();
+    let m = &ok.machine[0];
+    assert_eq!(m.sets_for("base"), ["memory.size=1GiB", "os.policy=base"]);
+    assert_eq!(
+        m.sets_for("mthp"),
+        ["memory.size=1GiB", "os.mthp.zero_cycles_per_page=250", "os.policy=mthp"]
+    );
+}
