@@ -25,16 +25,21 @@
 //! general loop here); and each first-level copy remembers the line its last access
 //! touched, which that access left most recently used in its set, so the next access to
 //! the same line (a store after a load, the next word of a sequential scan) is a hit
-//! in the first way with no search (`Mru`).
+//! in the first way with no search (`Mru`). An access is its first level's half
+//! (lookup, and on a miss the fill there) and then the rest below; the first level can
+//! be taken out to run apart (first.rs: the run loop's two threads).
 
 mod array;
+mod first;
+mod general;
 mod sets;
 mod three;
 
 pub use array::{Cache, Victim};
+pub use first::{FirstLevel, NO_VICTIM};
 
 use array::Geom;
-use sets::{Fixed, Sets, EMPTY};
+use sets::{Fixed, Sets};
 use three::Three;
 
 use crate::dram::Dram;
@@ -102,6 +107,7 @@ struct Level {
 }
 
 /// A level's state besides its tag store.
+#[derive(Clone)]
 struct Meta {
     latency: u64,
     stride: usize,
@@ -248,6 +254,9 @@ pub struct Caches {
     /// The cores the private levels have copies for (any core if every level is
     /// shared): [`Caches::access`] checks its `core` against it once, for every level.
     core_limit: usize,
+    /// While the first level is split off (first.rs): the `core_limit` (which is 0
+    /// then, so [`Caches::access`] refuses every core); else 0.
+    below_limit: usize,
     mem: Mem,
 }
 
@@ -371,6 +380,7 @@ impl Caches {
             mru: vec![Mru::NONE; if l1_shared { 1 } else { copies }],
             mru_step: !l1_shared as usize,
             core_limit: if all_shared { usize::MAX } else { copies },
+            below_limit: 0,
             mem: Mem {
                 backend: Backend::of(backend),
                 reads: 0,
@@ -421,7 +431,10 @@ impl Caches {
         );
         // Every level's store index is in bounds from here on (`Meta::locate_pow2`);
         // a core above the limit indexed a private level's store out of bounds before.
-        assert!(core < self.core_limit, "core {core} has no cache copies");
+        assert!(
+            core < self.core_limit,
+            "core {core} has no cache copies, or the first level is split off"
+        );
         let line = pa >> self.line_shift;
         // SAFETY: `mru` holds one entry per core below `core_limit` when the first
         // level is private (`mru_step` 1, `core_limit` the copies), one when it is
@@ -503,101 +516,6 @@ impl Caches {
         };
         let (mem, line_shift) = (&mut self.mem, self.line_shift);
         let mru = &mut self.mru[core * self.mru_step];
-        general(levels, mem, line_shift, (core, line, write, walk), mru, now)
+        general::general(levels, mem, line_shift, (core, line, write, walk), mru, now)
     }
-}
-
-/// [`Caches::general`]'s loop: `(core, line, write, walk)` as for three.rs's `Req`.
-#[inline(always)]
-fn general(
-    levels: &mut [Level],
-    mem: &mut Mem,
-    line_shift: u32,
-    (core, line, write, walk): (usize, u64, bool, bool),
-    mru: &mut Mru,
-    now: impl FnOnce() -> u64,
-) -> u64 {
-    let kind = (walk as usize) << 1;
-    if line == mru.line {
-        // The first level's most recent line (see `Mru`).
-        let l = &mut levels[0];
-        l.sets.mark_first(mru.set, write);
-        l.meta.counts[kind] += 1;
-        return l.meta.latency;
-    }
-    let n = levels.len();
-    let mut lat = 0u64;
-    let mut hit_at = n;
-    // Per level that missed: the set within its copy, the store's set, the tag word.
-    let mut at_level = [(0usize, 0usize, 0u64); MAX_LEVELS];
-    for (i, (l, slot)) in levels.iter_mut().zip(at_level.iter_mut()).enumerate() {
-        lat += l.meta.latency;
-        let (s, g, key) = l.meta.locate(line, core);
-        let hit = l.sets.lookup(g, key, write && i == 0);
-        l.meta.counts[kind | !hit as usize] += 1;
-        if hit {
-            hit_at = i;
-            if i == 0 {
-                *mru = Mru { line, set: g };
-                return lat;
-            }
-            break;
-        }
-        *slot = (s, g, key);
-    }
-    *mru = Mru {
-        line,
-        set: at_level[0].1,
-    };
-    // The time a request leaves for memory: the core's clock plus the lookups so far
-    // (asked of the core once, only if some request goes to memory).
-    let mut now = Some(now);
-    let mut at = None;
-    let mut clock = |lat: u64| -> u64 { *at.get_or_insert_with(|| now.take().map_or(0, |f| f()) + lat) };
-    if hit_at == n {
-        let t = clock(lat);
-        lat += mem.request(MemReq {
-            pa: line << line_shift,
-            write: false,
-            core: core as u16,
-            at: t,
-        });
-    }
-    // Fill every level that missed, deepest first; a dirty victim goes down the
-    // levels below until it lands in one (marked dirty there, or allocated dirty
-    // and displacing a line, which may be dirty in turn) or reaches memory.
-    for i in (0..hit_at).rev() {
-        let (s, g, key) = at_level[i];
-        let l = &mut levels[i];
-        let mut old = l.sets.fill(g, key, write && i == 0);
-        if old == EMPTY || old & 1 == 0 {
-            continue;
-        }
-        l.meta.writebacks += 1;
-        let mut victim = l.meta.geom.line_of(old, s);
-        let mut j = i + 1;
-        loop {
-            let Some(l) = levels.get_mut(j) else {
-                let t = clock(lat);
-                mem.request(MemReq {
-                    pa: victim << line_shift,
-                    write: true,
-                    core: core as u16,
-                    at: t,
-                });
-                break;
-            };
-            let (s, g, key) = l.meta.locate(victim, core);
-            match l.sets.write_back(g, key) {
-                Some(w) if w != EMPTY && w & 1 != 0 => {
-                    l.meta.writebacks += 1;
-                    old = w;
-                    victim = l.meta.geom.line_of(old, s);
-                    j += 1;
-                }
-                _ => break,
-            }
-        }
-    }
-    lat
 }

@@ -200,7 +200,7 @@ pub(super) struct Fixed<T, const W: usize> {
 }
 
 impl<T: Word, const W: usize> Fixed<T, W> {
-    fn new(n: usize) -> Self {
+    pub(super) fn new(n: usize) -> Self {
         Fixed {
             sets: vec![[T::EMPTY; W]; n],
         }
@@ -274,6 +274,13 @@ impl<T: Word, const W: usize> Fixed<T, W> {
             return None;
         }
         Some(Self::fill_in(set, key, true))
+    }
+}
+
+impl<T: Word, const W: usize> Default for Fixed<T, W> {
+    /// No sets (what a level keeps while its sets are elsewhere: first.rs).
+    fn default() -> Self {
+        Fixed::new(0)
     }
 }
 
@@ -430,6 +437,14 @@ impl Sets {
                 tags: vec![EMPTY; n * ways],
             }),
         }
+    }
+
+    /// A store of no sets (what a level keeps while its sets are elsewhere: first.rs).
+    pub(super) fn none() -> Sets {
+        Sets::Any(AnyWays {
+            ways: 1,
+            tags: Vec::new(),
+        })
     }
 
     /// The implementation's name (`u32x4`, `u64x16`, `any`).

@@ -13,6 +13,7 @@
 //! division. The whole path is one function per shape ([`Three::access`]), chosen by one
 //! match per access.
 
+use super::first::{self, NO_VICTIM};
 use super::sets::{Sets, Store};
 use super::{Level, Mem, Meta, Mru, Tiers};
 use crate::mem::backend::MemReq;
@@ -101,6 +102,42 @@ impl<A: Store, B: Store, C: Store> Three<A, B, C> {
         // SAFETY: the caller's contract is `run`'s.
         unsafe { run(r, mru, levels.0, levels.1, levels.2, now) }
     }
+
+    /// [`below`] on these levels: the rest of an access that missed the first level
+    /// (first.rs), whose fill there displaced the dirty line `victim`.
+    ///
+    /// # Safety
+    /// As [`Three::access`]'s.
+    #[inline(always)]
+    pub(super) unsafe fn access_below(&mut self, r: Req<'_>, victim: u64, now: impl FnOnce() -> u64) -> u64 {
+        let lat0 = self.ma.latency;
+        // SAFETY: the caller's contract is `below`'s.
+        unsafe {
+            below(
+                r,
+                victim,
+                lat0,
+                (&mut self.mb, &mut self.b),
+                (&mut self.mc, &mut self.c),
+                now,
+            )
+        }
+    }
+
+    /// The first level's state and store, taken out (first.rs); an empty store and
+    /// the state (latency, geometry) stay.
+    pub(super) fn take_first(&mut self) -> (Meta, A)
+    where
+        A: Default,
+    {
+        (self.ma.clone(), std::mem::take(&mut self.a))
+    }
+
+    /// Puts back what [`Three::take_first`] took.
+    pub(super) fn put_first(&mut self, meta: Meta, a: A) {
+        self.ma = meta;
+        self.a = a;
+    }
 }
 
 /// One reference's request and the memory below.
@@ -138,7 +175,12 @@ unsafe fn write_back<S: Store>(m: &mut Meta, s: &mut S, line: u64, core: usize) 
     }
 }
 
-/// The three levels `a`, `b`, `c` (see the module documentation).
+/// The three levels `a`, `b`, `c` (see the module documentation): the first level
+/// ([`first::look`]: its lookup, and on a miss its fill), then the levels below
+/// ([`below`]). The first level's fill comes before the levels below are looked up,
+/// where the rules place it after their fills: nothing below reads or changes the
+/// first level's sets, so the order between them changes nothing (and lets the first
+/// level run apart: first.rs).
 ///
 /// # Safety
 /// As [`Three::access`]'s: `r.core` is below the `Caches`' `core_limit`.
@@ -147,6 +189,30 @@ unsafe fn run<A: Store, B: Store, C: Store>(
     r: Req<'_>,
     mru: &mut Mru,
     (ma, a): (&mut Meta, &mut A),
+    levels_b: (&mut Meta, &mut B),
+    levels_c: (&mut Meta, &mut C),
+    now: impl FnOnce() -> u64,
+) -> u64 {
+    // SAFETY (both): `r.core` is below the limit (this function's contract).
+    match unsafe { first::look(ma, a, mru, r.line, r.core, r.write, r.walk) } {
+        None => ma.latency,
+        Some(victim) => unsafe { below(r, victim, ma.latency, levels_b, levels_c, now) },
+    }
+}
+
+/// The second and third levels `b`, `c` and memory for a reference that missed the
+/// first level (whose latency is `lat0`), whose fill there displaced the dirty line
+/// `victim` ([`NO_VICTIM`]: none): the lookups until a hit, the fill from memory, the
+/// fills deepest first, then the first level's victim written down. Its latency,
+/// `lat0` included.
+///
+/// # Safety
+/// As [`Three::access`]'s: `r.core` is below the `Caches`' `core_limit`.
+#[inline(always)]
+pub(super) unsafe fn below<B: Store, C: Store>(
+    r: Req<'_>,
+    victim: u64,
+    lat0: u64,
     (mb, b): (&mut Meta, &mut B),
     (mc, c): (&mut Meta, &mut C),
     now: impl FnOnce() -> u64,
@@ -156,31 +222,14 @@ unsafe fn run<A: Store, B: Store, C: Store>(
         line_shift,
         core,
         line,
-        write,
         walk,
+        ..
     } = r;
     let kind = (walk as usize) << 1;
-    let mut lat = ma.latency;
-    if line == mru.line {
-        // The first level's most recent line (see `Mru`).
-        // SAFETY: `mru.set` is a store index `Meta::locate_pow2` gave (in bounds).
-        A::mark_first(unsafe { a.set(mru.set) }, write);
-        ma.counts[kind] += 1;
-        return lat;
-    }
-    let (sa, ga, ka) = ma.locate_pow2(line, core);
-    *mru = Mru { line, set: ga };
-    // SAFETY (this and the sets below): `core` is below the limit (this function's
-    // contract), so the store indices `Meta::locate_pow2` gives are in bounds.
-    let set_a = unsafe { a.set(ga) };
-    if A::lookup(set_a, ka, write) {
-        ma.counts[kind] += 1;
-        return lat;
-    }
-    ma.counts[kind | 1] += 1;
-    lat += mb.latency;
+    let mut lat = lat0 + mb.latency;
     let (sb, gb, kb) = mb.locate_pow2(line, core);
-    // SAFETY: as `set_a`'s.
+    // SAFETY (this and the set below): `core` is below the limit (this function's
+    // contract), so the store indices `Meta::locate_pow2` gives are in bounds.
     let set_b = unsafe { b.set(gb) };
     let hit_b = B::lookup(set_b, kb, false);
     mb.counts[kind | !hit_b as usize] += 1;
@@ -198,7 +247,7 @@ unsafe fn run<A: Store, B: Store, C: Store>(
     if !hit_b {
         lat += mc.latency;
         let (sc, gc, kc) = mc.locate_pow2(line, core);
-        // SAFETY: as `set_a`'s.
+        // SAFETY: as `set_b`'s.
         let set_c = unsafe { c.set(gc) };
         let hit_c = C::lookup(set_c, kc, false);
         mc.counts[kind | !hit_c as usize] += 1;
@@ -222,11 +271,9 @@ unsafe fn run<A: Store, B: Store, C: Store>(
             }
         }
     }
-    let w = A::fill(set_a, ka, write);
-    if dirty(w) {
-        ma.writebacks += 1;
+    if victim != NO_VICTIM {
         // SAFETY (both): `core` is below the limit (this function's contract).
-        if let Some(v) = unsafe { write_back(mb, b, ma.geom.line_of_pow2(w, sa), core) } {
+        if let Some(v) = unsafe { write_back(mb, b, victim, core) } {
             if let Some(v) = unsafe { write_back(mc, c, v, core) } {
                 let t = clock(lat);
                 mem.request(req(v, true, t));

@@ -7,7 +7,7 @@
 //! the same, every memory request must be the same (address, direction, core, time),
 //! and the counters must agree. Then a short sequence whose counts are derived by hand.
 
-use mmulab_model::cache::{Cache, CacheSpec, Caches, LevelCounts, LevelSpec, Victim};
+use mmulab_model::cache::{Cache, CacheSpec, Caches, FirstLevel, LevelCounts, LevelSpec, Victim};
 use mmulab_model::mem::backend::{Flat, MemReq};
 use mmulab_trace::workload::SplitMix64;
 
@@ -194,25 +194,47 @@ fn random_spec(rng: &mut SplitMix64) -> CacheSpec {
 /// Drives `c` (built from `spec`) and the reference model with 3,000 random accesses of
 /// `cores` cores over `[0, span)` (a quarter walk reads, one in `write_one_in` of the
 /// others stores), comparing every latency, then the memory requests and the counters.
-/// Returns the accesses checked.
+/// Returns the accesses checked. With `split`, the first level is split off
+/// (`Caches::split`, cache/first.rs) and joined back in turns of a random length, and
+/// while it is apart each access is its two halves (`FirstLevel::access`, then
+/// `Caches::access_below` if it missed), as the run loop's two threads take them.
 fn drive(
     c: &mut Caches,
     spec: &CacheSpec,
     rng: &mut SplitMix64,
     (cores, span, write_one_in): (usize, u64, u64),
     round: usize,
+    split: bool,
 ) -> u64 {
     c.set_logging(true);
     let mut r = RefHierarchy::new(spec, cores);
+    let mut first: Option<FirstLevel> = None;
+    let mut turn = 0;
     for i in 0..3000u64 {
+        if split && i == turn {
+            match first.take() {
+                Some(f) => c.join(f),
+                None => first = Some(c.split()),
+            }
+            turn += 1 + rng.below(400);
+        }
         let core = rng.below(cores as u64) as usize;
         let pa = rng.below(span);
         let walk = rng.below(4) == 0;
         let write = !walk && rng.below(write_one_in) == 0;
         let now = i * 1000;
-        let got = c.access(core, pa, write, walk, || now);
+        let got = match &mut first {
+            None => c.access(core, pa, write, walk, || now),
+            Some(f) => match f.access(core, pa, write, walk) {
+                None => f.latency(),
+                Some((line, victim)) => c.access_below(core, line, walk, victim, || now),
+            },
+        };
         let want = r.access(core, pa, write, walk, now);
         assert_eq!(got, want, "round {round} access {i}: latency ({spec:?})");
+    }
+    if let Some(f) = first {
+        c.join(f);
     }
     assert_eq!(c.take_log(), r.log, "round {round}: memory requests");
     let s = c.stats();
@@ -243,9 +265,68 @@ fn caches_agree_with_the_reference_model_over_random_geometries() {
         } else {
             Caches::with_limit(&spec, cores, Box::new(Flat::new(MEM)), span - 1)
         };
-        checked += drive(&mut c, &spec, &mut rng, (cores, span, 3), round);
+        checked += drive(&mut c, &spec, &mut rng, (cores, span, 3), round, false);
     }
     assert_eq!(checked, 900_000);
+}
+
+/// The first level split off (cache/first.rs: the run loop's cache thread takes the
+/// rest) against the reference model, on random geometries (the general loop) and the
+/// three-level shapes (three.rs), split and joined back in turns: every latency, memory
+/// request and counter must agree. With the first level's dirty victim dropped from
+/// `access_below`, or written down before the fills below, this test fails.
+#[test]
+fn the_first_level_apart_agrees_with_the_reference_model() {
+    let mut rng = SplitMix64::new(2212);
+    let mut checked = 0u64;
+    for round in 0..200 {
+        let mut spec = random_spec(&mut rng);
+        if round % 2 == 0 {
+            let ways = if round % 4 == 0 { [4, 8, 16] } else { [8, 4, 16] };
+            let line = spec.levels[0].line;
+            spec.levels = (0..3)
+                .map(|i| LevelSpec {
+                    name: ["l1d", "l2", "l3"][i].into(),
+                    size: (1u64 << rng.below(4)) * ways[i] as u64 * line as u64,
+                    ways: ways[i],
+                    line,
+                    latency: 1 + rng.below(20) as u32,
+                    shared: i > 0 && rng.below(2) == 1,
+                })
+                .collect();
+        }
+        let cores = 1 + rng.below(3) as usize;
+        let span = spec.levels.last().unwrap().size * (2 + rng.below(4));
+        let mut c = Caches::with_limit(&spec, cores, Box::new(Flat::new(MEM)), span - 1);
+        if round % 2 == 0 {
+            assert_eq!(c.kinds()[2], "u32x16", "round {round}");
+        }
+        checked += drive(&mut c, &spec, &mut rng, (cores, span, 2), round, true);
+    }
+    assert_eq!(checked, 600_000);
+}
+
+#[test]
+fn a_split_caches_refuses_the_whole_access() {
+    let spec = CacheSpec {
+        levels: vec![LevelSpec {
+            name: "l1d".into(),
+            size: 1024,
+            ways: 2,
+            line: 64,
+            latency: 4,
+            shared: false,
+        }],
+        base_cycles: 1,
+        memory_latency: MEM,
+    };
+    let mut c = Caches::new(&spec, 1, Box::new(Flat::new(MEM)));
+    let f = c.split();
+    assert_eq!(c.access_repeat(0, 0, false), None);
+    let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c.access(0, 0, false, false, || 0)));
+    assert!(refused.is_err());
+    c.join(f);
+    assert_eq!(c.access(0, 0, false, false, || 0), 4 + MEM as u64);
 }
 
 #[test]
@@ -486,7 +567,7 @@ fn the_three_level_paths_agree_with_the_reference_model() {
         let mut c = Caches::with_limit(&spec, cores, Box::new(Flat::new(MEM)), span - 1);
         let want: Vec<String> = ways.iter().map(|w| format!("u32x{w}")).collect();
         assert_eq!(c.kinds(), want, "round {round}");
-        drive(&mut c, &spec, &mut rng, (cores, span, 2), round);
+        drive(&mut c, &spec, &mut rng, (cores, span, 2), round, false);
     }
 }
 
