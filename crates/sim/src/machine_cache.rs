@@ -8,7 +8,7 @@ use crate::config::MachineSpec;
 use crate::mem_trace::{MemTrace, MemTraceFormat};
 use crate::translator::{CacheSide, CachedCore, CoreCache, Stage1, Stop, Translator};
 use crate::SimError;
-use mmulab_model::cache::Caches;
+use mmulab_model::cache::{Caches, FirstLevel};
 use mmulab_model::dram::Dram;
 use mmulab_model::mem::backend::{Flat, MemoryBackend};
 use mmulab_trace::MemRef;
@@ -109,7 +109,12 @@ impl Machine {
     /// [`Machine::access_cached_run`] on the pipeline: the translation (and the OS on a
     /// fault) here, the reference's record to `out` for the cache thread.
     #[inline(always)]
-    pub(crate) fn access_piped(&mut self, r: &MemRef, out: &mut Vec<u64>) -> Result<(), SimError> {
+    pub(crate) fn access_piped(
+        &mut self,
+        r: &MemRef,
+        first: &mut FirstLevel,
+        out: &mut Vec<u64>,
+    ) -> Result<(), SimError> {
         debug_assert!(self.caches.is_none() && !self.bg.track_touched && self.references + 1 < self.next_tick);
         self.references += 1;
         let core = if self.cpus.len() == 1 {
@@ -121,20 +126,25 @@ impl Machine {
         if let Err(stop) = cpus[core].access_rec(sys, r) {
             self.stopped(core, r, stop)?;
         }
-        self.cpus[core].cache_record(&mut self.sys, core, r, out)
+        self.cpus[core].cache_record(&mut self.sys, first, core, r, out)
     }
 
-    /// The cache side, for the cache thread: the machine has no caches until
+    /// The cache side, for the cache thread, and the caches' first level split off
+    /// for the simulating thread ([`Caches::split`]): the machine has no caches until
     /// [`Machine::put_cache_side`].
-    pub(crate) fn take_cache_side(&mut self) -> CacheSide {
-        CacheSide {
-            caches: self.caches.take().expect("a machine with caches"),
+    pub(crate) fn take_cache_side(&mut self) -> (CacheSide, FirstLevel) {
+        let mut caches = self.caches.take().expect("a machine with caches");
+        let first = caches.split();
+        let side = CacheSide {
+            caches,
             cores: self.cpus.iter_mut().map(Stage1::take_core_cache).collect(),
-        }
+        };
+        (side, first)
     }
 
-    /// The cache side back from the cache thread.
-    pub(crate) fn put_cache_side(&mut self, side: CacheSide) {
+    /// The cache side back from the cache thread, and the first level joined back.
+    pub(crate) fn put_cache_side(&mut self, mut side: CacheSide, first: FirstLevel) {
+        side.caches.join(first);
         self.caches = Some(side.caches);
         for (c, cc) in self.cpus.iter_mut().zip(side.cores) {
             c.put_core_cache(cc);

@@ -26,6 +26,7 @@
 
 use crate::translator::{replay, CacheSide};
 use crate::Machine;
+use mmulab_model::cache::FirstLevel;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 
 /// Words per batch of records handed to the cache thread (a record is 3 words and one
@@ -63,6 +64,9 @@ pub(crate) struct Pipe {
     spare: Vec<Vec<u64>>,
     /// True while the cache thread holds the cache side.
     active: bool,
+    /// The caches' first level while the cache thread holds the rest (this thread
+    /// runs it: [`Stage1::cache_record`]).
+    first: Option<FirstLevel>,
 }
 
 /// The cache thread: replays records until the pipe is dropped.
@@ -100,6 +104,7 @@ impl Pipe {
             cur: Vec::with_capacity(CHUNK_WORDS + 64),
             spare: Vec::new(),
             active: false,
+            first: None,
         })
     }
 
@@ -113,18 +118,22 @@ impl Pipe {
         &mut self.cur
     }
 
-    /// The records being written, while the cache thread holds the cache side
-    /// ([`Pipe::records`] gave it).
+    /// The caches' first level and the records being written, while the cache thread
+    /// holds the rest ([`Pipe::records`] gave it).
     #[inline(always)]
-    pub(crate) fn cur(&mut self) -> &mut Vec<u64> {
-        debug_assert!(self.active);
-        &mut self.cur
+    pub(crate) fn cur(&mut self) -> (&mut FirstLevel, &mut Vec<u64>) {
+        let first = self
+            .first
+            .as_mut()
+            .expect("the first level while the cache thread holds the rest");
+        (first, &mut self.cur)
     }
 
     #[cold]
     #[inline(never)]
     fn resume(&mut self, m: &mut Machine) {
-        let side = m.take_cache_side();
+        let (side, first) = m.take_cache_side();
+        self.first = Some(first);
         self.send(Msg::Take(side));
         self.active = true;
     }
@@ -176,7 +185,8 @@ impl Pipe {
             match self.rx.recv() {
                 Ok(Back::Free(v)) => self.spare.push(v),
                 Ok(Back::Side(s)) => {
-                    m.put_cache_side(s);
+                    let first = self.first.take().expect("the first level of the side given back");
+                    m.put_cache_side(s, first);
                     break;
                 }
                 Err(_) => panic!("the cache thread stopped"),

@@ -176,7 +176,8 @@ impl Path for Cached {
 impl Path for Piped<'_> {
     #[inline(always)]
     fn access(&mut self, m: &mut Machine, r: &MemRef) -> Result<(), SimError> {
-        m.access_piped(r, self.0.cur())?;
+        let (first, out) = self.0.cur();
+        m.access_piped(r, first, out)?;
         self.0.flush_if_full();
         Ok(())
     }

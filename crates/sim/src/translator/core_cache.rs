@@ -8,7 +8,7 @@
 //! cycles of the reads and references, the miss slots and the clock are here, once.
 
 use super::mlp::Mlp;
-use mmulab_model::cache::{CacheSpec, Caches};
+use mmulab_model::cache::{CacheSpec, Caches, NO_VICTIM};
 use mmulab_model::pt::Format;
 
 /// The cache path's per-core state.
@@ -152,53 +152,70 @@ pub(crate) trait CachedCore {
     }
 }
 
-/// The cache side of a machine ([`crate::pipeline`]): its caches and memory, and each
-/// core's cache-path state, moved together to the thread that replays records.
+/// The cache side of a machine ([`crate::pipeline`]): its caches (the first level
+/// split off: [`Caches::split`]) and memory, and each core's cache-path state, moved
+/// together to the thread that replays records.
 pub(crate) struct CacheSide {
     pub(crate) caches: Box<Caches>,
     pub(crate) cores: Vec<CoreCache>,
 }
 
-/// A record's header ([`replay`]): descriptor reads in the low byte, then these bits,
-/// then the core from bit 16.
-pub(crate) const REC_STORE: u64 = 1 << 8;
-/// The reference may take [`Caches::access_repeat`] (no walk reads; its address came
-/// from the TLB entry that hit).
-pub(crate) const REC_REPEAT: u64 = 1 << 9;
+/// A record's header ([`replay`]): a walk's descriptor read (else a data reference).
+pub(crate) const REC_WALK: u64 = 1;
+/// The first level's fill displaced a dirty line: its line number follows.
+pub(crate) const REC_VICTIM: u64 = 2;
 /// The core's place in a record's header.
-pub(crate) const REC_CORE_SHIFT: u32 = 16;
+pub(crate) const REC_CORE_SHIFT: u32 = 2;
 
-/// Replays records ([`crate::pipeline`]) through `side`: per data reference its header
-/// (reads, flags, core), the core's [`CachedCore::other_cycles`] after its translation,
-/// its physical address, and the physical address of each descriptor read. The same
-/// steps in the same order as `Stage1::cache_access` and [`CachedCore::cache_walk_read`]
-/// and [`CachedCore::cache_data`], with the cycles outside the caches known in advance
-/// instead of asked for (they are the same number: only the translation changes them).
+/// Appends to `out` the record of an access of core `core` (a walk read if `walk`)
+/// that missed the split-off first level ([`FirstLevel::access`] gave `line` and
+/// `victim`), when the core's cycles outside the caches and the first level's hits are
+/// `other` (see [`replay`]).
+#[inline(always)]
+pub(crate) fn record(out: &mut Vec<u64>, core: usize, walk: bool, other: u64, (line, victim): (u64, u64)) {
+    let has_victim = victim != NO_VICTIM;
+    let h = (core as u64) << REC_CORE_SHIFT | walk as u64 * REC_WALK | has_victim as u64 * REC_VICTIM;
+    out.extend_from_slice(&[h, other, line]);
+    if has_victim {
+        out.push(victim);
+    }
+}
+
+/// Replays records ([`crate::pipeline`]) through `side`. The simulating thread runs
+/// every access's first-level half ([`FirstLevel::access`]); a record is an access that
+/// missed there, in order: its header (core, walk read or data, victim or not), the
+/// core's cycles outside the caches at that point plus the latencies of its accesses
+/// that hit the first level so far (the simulating thread adds those up: a hit needs
+/// no clock), the line, and the dirty line the first level's fill displaced if any.
+/// Each goes through [`Caches::access_below`] as [`CachedCore::cache_walk_read`] and
+/// [`CachedCore::cache_data`] take it through [`Caches::access`]: the core's clock is
+/// the same sum (its cycles outside the caches, and every access's latency so far),
+/// and the miss slots and every count below the first level are the same.
+///
+/// [`FirstLevel::access`]: mmulab_model::cache::FirstLevel::access
 pub(crate) fn replay(side: &mut CacheSide, recs: &[u64]) {
     let caches = &mut *side.caches;
     let mut i = 0;
-    while let [h, other, pa, rest @ ..] = &recs[i..] {
-        let (h, other, pa) = (*h, *other, *pa);
-        let n = (h & 0xff) as usize;
+    while let [h, other, line, rest @ ..] = &recs[i..] {
+        let (h, other, line) = (*h, *other, *line);
         let core = (h >> REC_CORE_SHIFT) as usize;
-        let store = h & REC_STORE != 0;
-        let reads = &rest[..n];
-        i += 3 + n;
+        let victim = if h & REC_VICTIM != 0 {
+            i += 4;
+            rest[0]
+        } else {
+            i += 3;
+            NO_VICTIM
+        };
         let cc = &mut side.cores[core];
-        if h & REC_REPEAT != 0 {
-            if let Some(lat) = caches.access_repeat(core, pa, store) {
-                cc.data_cycles += lat;
-                continue;
-            }
-        }
-        for &read in reads {
-            let lat = caches.access(core, read, false, true, || cc.clock_at(other));
+        if h & REC_WALK != 0 {
+            let lat = caches.access_below(core, line, true, victim, || cc.clock_at(other));
             cc.walk_cycles += lat;
+            continue;
         }
         // As `CachedCore::cache_data`.
         let mut issued = None;
         let me = &*cc;
-        let lat = caches.access(core, pa, store, false, || {
+        let lat = caches.access_below(core, line, false, victim, || {
             let t = me.clock_at(other);
             let w = me.mlp.wait(t);
             issued = Some((t, w));

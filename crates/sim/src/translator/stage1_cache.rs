@@ -6,11 +6,11 @@
 //! caches shares (core_cache.rs). Machines without caches never come here: the run
 //! loop's plain path and `Translator::access` are the code they always ran.
 
-use super::super::core_cache::{desc_shift, CachedCore, CoreCache, REC_CORE_SHIFT, REC_REPEAT, REC_STORE};
+use super::super::core_cache::{desc_shift, record, CachedCore, CoreCache};
 use super::{Stage1, Stop};
 use crate::system::System;
 use crate::SimError;
-use mmulab_model::cache::Caches;
+use mmulab_model::cache::{Caches, FirstLevel};
 use mmulab_model::walk::lookup;
 use mmulab_trace::{AccessKind, MemRef};
 
@@ -124,14 +124,18 @@ impl Stage1 {
         Ok(())
     }
 
-    /// [`Stage1::cache_access`] on the pipeline (crate::pipeline): instead of going
-    /// through the caches, the reference's record is appended to `out` for the cache
-    /// thread's `replay` (core_cache.rs), which takes the same steps. Its
-    /// [`CachedCore::other_cycles`] is taken now (only the translation changes it).
+    /// [`Stage1::cache_access`] on the pipeline (crate::pipeline): each descriptor
+    /// read and then the reference take the first level here (`first`, split off the
+    /// caches); a hit adds its latency to this core's walk or data cycles (kept here
+    /// until [`Stage1::put_core_cache`]), a miss appends its record to `out` for the
+    /// cache thread's `replay` (core_cache.rs), which takes the rest of the same steps.
+    /// Its [`CachedCore::other_cycles`] is taken once, at the first miss (only the
+    /// translation changes it).
     #[inline(always)]
     pub(crate) fn cache_record(
         &mut self,
         sys: &mut System,
+        first: &mut FirstLevel,
         core: usize,
         r: &MemRef,
         out: &mut Vec<u64>,
@@ -139,24 +143,51 @@ impl Stage1 {
         if r.kind == AccessKind::IFetch {
             return Ok(());
         }
-        let n = self.rec.n;
-        let (pa, repeat) = match self.tlbs.entry_level(false).mru_pa(r.addr, r.asid) {
-            Some(pa) => (pa, n == 0),
-            None => (self.pa_of(sys, r)?, false),
+        let pa = match self.tlbs.entry_level(false).mru_pa(r.addr, r.asid) {
+            Some(pa) => pa,
+            None => self.pa_of(sys, r)?,
         };
-        let h = n as u64
-            | if r.kind == AccessKind::Store { REC_STORE } else { 0 }
-            | if repeat { REC_REPEAT } else { 0 }
-            | (core as u64) << REC_CORE_SHIFT;
-        let shift = desc_shift(self.fmt);
-        out.reserve(3 + n);
-        out.extend_from_slice(&[h, self.other_cycles(), pa]);
-        out.extend(
-            self.rec.reads[..n]
-                .iter()
-                .map(|&(table, index)| table + ((index as u64) << shift)),
-        );
+        let store = r.kind == AccessKind::Store;
+        if self.rec.n == 0 {
+            // No walk: the reference alone (most often a hit, a GUPS store after its
+            // load).
+            match first.access(core, pa, store, false) {
+                None => self.cc.data_cycles += first.latency(),
+                Some(miss) => record(out, core, false, self.other_now(None), miss),
+            }
+            return Ok(());
+        }
+        self.cache_record_walk(first, core, pa, store, out);
         Ok(())
+    }
+
+    /// [`Stage1::cache_record`] of a reference with descriptor reads (out of line).
+    #[inline(never)]
+    fn cache_record_walk(&mut self, first: &mut FirstLevel, core: usize, pa: u64, store: bool, out: &mut Vec<u64>) {
+        let shift = desc_shift(self.fmt);
+        let mut other = None;
+        for i in 0..self.rec.n {
+            let (table, index) = self.rec.reads[i];
+            match first.access(core, table + ((index as u64) << shift), false, true) {
+                None => self.cc.walk_cycles += first.latency(),
+                Some(miss) => {
+                    let o = *other.get_or_insert_with(|| self.other_cycles());
+                    record(out, core, true, self.other_now(Some(o)), miss);
+                }
+            }
+        }
+        match first.access(core, pa, store, false) {
+            None => self.cc.data_cycles += first.latency(),
+            Some(miss) => record(out, core, false, self.other_now(other), miss),
+        }
+    }
+
+    /// The `other` word of a record ([`replay`](super::super::core_cache::replay)):
+    /// [`CachedCore::other_cycles`] (`other` if known) and the first-level hits' cycles
+    /// kept here.
+    #[inline(always)]
+    fn other_now(&self, other: Option<u64>) -> u64 {
+        other.unwrap_or_else(|| self.other_cycles()) + self.cc.walk_cycles + self.cc.data_cycles
     }
 
     /// The cache-path state, for the cache thread (crate::pipeline); the core keeps
@@ -166,8 +197,11 @@ impl Stage1 {
         std::mem::replace(&mut self.cc, husk)
     }
 
-    /// The cache-path state back from the cache thread.
-    pub(crate) fn put_core_cache(&mut self, cc: CoreCache) {
+    /// The cache-path state back from the cache thread, with the cycles of the first
+    /// level's hits taken here meanwhile ([`Stage1::cache_record`]) added.
+    pub(crate) fn put_core_cache(&mut self, mut cc: CoreCache) {
+        cc.walk_cycles += self.cc.walk_cycles;
+        cc.data_cycles += self.cc.data_cycles;
         self.cc = cc;
     }
 
