@@ -174,7 +174,7 @@ pub(crate) const REC_CORE_SHIFT: u32 = 2;
 #[inline(always)]
 pub(crate) fn record(out: &mut Vec<u64>, core: usize, walk: bool, other: u64, (line, victim): (u64, u64)) {
     let has_victim = victim != NO_VICTIM;
-    let h = (core as u64) << REC_CORE_SHIFT | walk as u64 * REC_WALK | has_victim as u64 * REC_VICTIM;
+    let h = ((core as u64) << REC_CORE_SHIFT) | (walk as u64 * REC_WALK) | (has_victim as u64 * REC_VICTIM);
     out.extend_from_slice(&[h, other, line]);
     if has_victim {
         out.push(victim);
