@@ -40,7 +40,10 @@
 //! 0–4 % with 100 ms turns (alternating whole runs: up to 40 %). Each turn starts with
 //! the other's data in the caches, which costs both alike and so dilutes a difference
 //! that lies in cache misses: longer turns show more of it but let more of the host's
-//! drift into a turn (500 ms: 0.89–1.01 for one binary against itself).
+//! drift into a turn (500 ms: 0.89–1.01 for one binary against itself). Add
+//! `--threads 2` to compare the two-thread runs (`--sim-threads 2`, the cache thread on
+//! the second CPU): both binaries in turns on every CPU, and the figure is each one's
+//! wall time in its turns (to 2 ms), the time a user waits.
 //!
 //! `-- --count` measures instead what does not drift: per GUPS update over 1 GiB (4 KiB
 //! pages), the instructions, branch mispredictions and first-level data-cache misses of
@@ -72,6 +75,10 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+
+#[path = "sim_throughput/ab.rs"]
+mod ab;
+use ab::{compare, compare_paired, compare_sliced};
 
 struct Run {
     cpu_secs: f64,
@@ -345,166 +352,6 @@ fn arg_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
     )
 }
 
-/// Interleaved comparison with another binary (see the module documentation).
-fn compare(bin: &str, other: &str, cases: &[Case], rounds: usize) {
-    println!("CPU seconds, fastest of {rounds} alternating runs: this build vs {other}\n");
-    println!(
-        "{:<50} {:>6} {:>10} {:>10} {:>8}",
-        "workload", "pages", "this", "other", "speedup"
-    );
-    for c in cases {
-        let (mut this, mut that) = (f64::MAX, f64::MAX);
-        for _ in 0..rounds {
-            this = this.min(run(bin, &c.config, &c.workload, &c.sets).cpu_secs);
-            that = that.min(run(other, &c.config, &c.workload, &c.sets).cpu_secs);
-        }
-        println!(
-            "{:<50} {:>6} {this:>10.2} {that:>10.2} {:>8.2}",
-            c.label(),
-            c.pages,
-            that / this
-        );
-    }
-}
-
-/// `--against OTHER --paired`: both binaries at once, one per CPU (see the module
-/// documentation); the median of the per-round ratios.
-fn compare_paired(bin: &str, other: &str, cases: &[Case], rounds: usize) {
-    // SAFETY: plain FFI call without arguments.
-    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    assert!(
-        cpus >= 2,
-        "--paired runs the two binaries side by side and needs two CPUs; this machine has {cpus}"
-    );
-    println!(
-        "CPU seconds, {rounds} rounds of both binaries at the same time (one CPU each, sides swapped each round):"
-    );
-    ratio_rows(other, cases, rounds, |c, round| {
-        std::thread::scope(|s| {
-            let a = s.spawn(|| run_on(bin, &c.config, &c.workload, &c.sets, &[], Some(round % 2)));
-            let b = run_on(other, &c.config, &c.workload, &c.sets, &[], Some(1 - round % 2));
-            (a.join().expect("run thread").cpu_secs, b.cpu_secs)
-        })
-    });
-}
-
-/// `--against OTHER --sliced`: both binaries on one CPU, in turns (see the module
-/// documentation); per workload, the median of the per-round ratios of CPU time.
-fn compare_sliced(bin: &str, other: &str, cases: &[Case], rounds: usize, turn_ms: u64) {
-    let turn = std::time::Duration::from_millis(turn_ms.max(1));
-    println!(
-        "CPU seconds, {rounds} rounds of both binaries on one CPU in turns of {} ms:",
-        turn.as_millis()
-    );
-    // The CPU both run on: the last one (the first often takes interrupts).
-    // SAFETY: plain FFI call without arguments.
-    let cpu = (unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }).max(1) as usize - 1;
-    ratio_rows(other, cases, rounds, |c, _| {
-        let t = sliced_pair([bin, other], c, cpu, turn);
-        (t[0], t[1])
-    });
-}
-
-/// The table of `--paired` and `--sliced`: for each case, `rounds` rounds of
-/// `pair(case, round)` = (this build's CPU seconds, the other's), and the medians and
-/// range of the ratios.
-fn ratio_rows(other: &str, cases: &[Case], rounds: usize, pair: impl Fn(&Case, usize) -> (f64, f64)) {
-    println!("this build vs {other}; speedup = other / this per round, median of the rounds\n");
-    println!(
-        "{:<50} {:>6} {:>14} {:>14} {:>8} {:>16}",
-        "workload", "pages", "this (median)", "other (median)", "speedup", "speedup range"
-    );
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    for c in cases {
-        let (mut this, mut that, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
-        for round in 0..rounds {
-            let (a, b) = pair(c, round);
-            this.push(a);
-            that.push(b);
-            ratio.push(b / a);
-        }
-        let (lo, hi) = ratio
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)));
-        println!(
-            "{:<50} {:>6} {:>14.2} {:>14.2} {:>8.3} {:>16}",
-            c.label(),
-            c.pages,
-            median(&mut this),
-            median(&mut that),
-            median(&mut ratio),
-            format!("{lo:.3}..{hi:.3}")
-        );
-    }
-}
-
-/// Runs `bins` on case `c`, on CPU `cpu`, one at a time in turns of `turn`, to the end
-/// of both; their CPU seconds.
-fn sliced_pair(bins: [&str; 2], c: &Case, cpu: usize, turn: std::time::Duration) -> [f64; 2] {
-    let workload = &c.workload;
-    let mut pids = [0 as libc::pid_t; 2];
-    for (i, bin) in bins.iter().enumerate() {
-        let mut cmd = Command::new(bin);
-        cmd.arg("sim").args(target_args(&c.config));
-        cmd.args(["--workload", workload, "--json"])
-            .stdout(std::process::Stdio::null());
-        for s in &c.sets {
-            cmd.args(["--set", s]);
-        }
-        pin(&mut cmd, cpu);
-        pids[i] = cmd.spawn().expect("spawn mmulab").id() as libc::pid_t;
-        // Stopped until its first turn (it has only just started: a few milliseconds of
-        // setup at most, for each alike). The stop is reaped like every later one.
-        // SAFETY: plain FFI calls on our own child's pid, with pointers to locals.
-        unsafe {
-            libc::kill(pids[i], libc::SIGSTOP);
-            let mut status = 0;
-            libc::waitpid(pids[i], &mut status, libc::WUNTRACED);
-        }
-    }
-    let mut secs = [f64::NAN; 2];
-    let mut live = [true; 2];
-    let mut k = 0;
-    while live.iter().any(|&l| l) {
-        let i = k % 2;
-        k += 1;
-        if !live[i] {
-            continue;
-        }
-        // SAFETY: plain FFI calls on our own child's pid, with pointers to locals.
-        unsafe {
-            libc::kill(pids[i], libc::SIGCONT);
-            std::thread::sleep(turn);
-            libc::kill(pids[i], libc::SIGSTOP);
-            let mut status = 0;
-            let mut usage: libc::rusage = std::mem::zeroed();
-            // Reap it if it ended (a stop, reported with WUNTRACED, is not an end).
-            loop {
-                let r = libc::wait4(pids[i], &mut status, libc::WUNTRACED, &mut usage);
-                if r == pids[i] && (libc::WIFEXITED(status) || libc::WIFSIGNALED(status)) {
-                    assert!(
-                        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-                        "{} sim {workload} failed (status {status})",
-                        bins[i]
-                    );
-                    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-                    secs[i] = tv(usage.ru_utime) + tv(usage.ru_stime);
-                    live[i] = false;
-                    break;
-                }
-                if r == pids[i] && libc::WIFSTOPPED(status) {
-                    break;
-                }
-                assert!(r == pids[i], "wait4 failed");
-            }
-        }
-    }
-    secs
-}
-
 /// Cachegrind event totals of one `mmulab sim` run of `workload`.
 fn cachegrind(bin: &str, config: &str, sets: &[&str], workload: &str) -> std::collections::BTreeMap<String, f64> {
     let out = Command::new("valgrind")
@@ -624,7 +471,11 @@ fn main() {
             let turn_ms = arg_value(&args, "--turn-ms")
                 .map(|t| t.parse().expect("--turn-ms N"))
                 .unwrap_or(100);
-            compare_sliced(bin, other, &cases, rounds, turn_ms);
+            let threads = arg_value(&args, "--threads")
+                .map(|t| t.parse().expect("--threads 1|2"))
+                .unwrap_or(1usize);
+            assert!(matches!(threads, 1 | 2), "--threads takes 1 or 2");
+            compare_sliced(bin, other, &cases, rounds, turn_ms, threads);
         } else if args.iter().any(|a| a == "--paired") {
             compare_paired(bin, other, &cases, rounds);
         } else {

@@ -107,12 +107,12 @@ impl Machine {
     }
 
     /// [`Machine::access_cached_run`] on the pipeline: the translation (and the OS on a
-    /// fault) here, the reference's record to `out` for the cache thread.
+    /// fault) here, the reference's records to `out` for the cache thread.
     #[inline(always)]
     pub(crate) fn access_piped(
         &mut self,
         r: &MemRef,
-        first: &mut FirstLevel,
+        first: Option<&mut FirstLevel>,
         out: &mut Vec<u64>,
     ) -> Result<(), SimError> {
         debug_assert!(self.caches.is_none() && !self.bg.track_touched && self.references + 1 < self.next_tick);
@@ -129,22 +129,26 @@ impl Machine {
         self.cpus[core].cache_record(&mut self.sys, first, core, r, out)
     }
 
-    /// The cache side, for the cache thread, and the caches' first level split off
-    /// for the simulating thread ([`Caches::split`]): the machine has no caches until
+    /// The cache side, for the cache thread, and on a machine with the DRAM model the
+    /// caches' first level split off for the simulating thread ([`Caches::split`];
+    /// crate::pipeline says why): the machine has no caches until
     /// [`Machine::put_cache_side`].
-    pub(crate) fn take_cache_side(&mut self) -> (CacheSide, FirstLevel) {
+    pub(crate) fn take_cache_side(&mut self) -> (CacheSide, Option<FirstLevel>) {
         let mut caches = self.caches.take().expect("a machine with caches");
-        let first = caches.split();
+        let first = caches.backend_is_dram().then(|| caches.split());
         let side = CacheSide {
             caches,
             cores: self.cpus.iter_mut().map(Stage1::take_core_cache).collect(),
+            split: first.is_some(),
         };
         (side, first)
     }
 
     /// The cache side back from the cache thread, and the first level joined back.
-    pub(crate) fn put_cache_side(&mut self, mut side: CacheSide, first: FirstLevel) {
-        side.caches.join(first);
+    pub(crate) fn put_cache_side(&mut self, mut side: CacheSide, first: Option<FirstLevel>) {
+        if let Some(first) = first {
+            side.caches.join(first);
+        }
         self.caches = Some(side.caches);
         for (c, cc) in self.cpus.iter_mut().zip(side.cores) {
             c.put_core_cache(cc);

@@ -29,8 +29,8 @@ use crate::Machine;
 use mmulab_model::cache::FirstLevel;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 
-/// Words per batch of records handed to the cache thread (a record is 3 words and one
-/// per descriptor read: about 4,000 GUPS references; 128 KiB, so a batch stays in the
+/// Words per batch of records handed to the cache thread (a record is 4 words, one
+/// per first-level miss: about 4,000 GUPS references; 128 KiB, so a batch stays in the
 /// host's L2 while the cache thread reads it; assumed, not tuned).
 const CHUNK_WORDS: usize = 1 << 14;
 /// Batches of records in flight to the cache thread before the simulating thread waits.
@@ -64,8 +64,8 @@ pub(crate) struct Pipe {
     spare: Vec<Vec<u64>>,
     /// True while the cache thread holds the cache side.
     active: bool,
-    /// The caches' first level while the cache thread holds the rest (this thread
-    /// runs it: [`Stage1::cache_record`]).
+    /// The caches' first level, if this thread runs it while the cache thread holds
+    /// the rest ([`Stage1::cache_record`]).
     first: Option<FirstLevel>,
 }
 
@@ -118,22 +118,19 @@ impl Pipe {
         &mut self.cur
     }
 
-    /// The caches' first level and the records being written, while the cache thread
-    /// holds the rest ([`Pipe::records`] gave it).
+    /// The caches' first level if it runs here, and the records being written, while
+    /// the cache thread holds the cache side ([`Pipe::records`] gave it).
     #[inline(always)]
-    pub(crate) fn cur(&mut self) -> (&mut FirstLevel, &mut Vec<u64>) {
-        let first = self
-            .first
-            .as_mut()
-            .expect("the first level while the cache thread holds the rest");
-        (first, &mut self.cur)
+    pub(crate) fn cur(&mut self) -> (Option<&mut FirstLevel>, &mut Vec<u64>) {
+        debug_assert!(self.active);
+        (self.first.as_mut(), &mut self.cur)
     }
 
     #[cold]
     #[inline(never)]
     fn resume(&mut self, m: &mut Machine) {
         let (side, first) = m.take_cache_side();
-        self.first = Some(first);
+        self.first = first;
         self.send(Msg::Take(side));
         self.active = true;
     }
@@ -185,8 +182,7 @@ impl Pipe {
             match self.rx.recv() {
                 Ok(Back::Free(v)) => self.spare.push(v),
                 Ok(Back::Side(s)) => {
-                    let first = self.first.take().expect("the first level of the side given back");
-                    m.put_cache_side(s, first);
+                    m.put_cache_side(s, self.first.take());
                     break;
                 }
                 Err(_) => panic!("the cache thread stopped"),

@@ -13,9 +13,11 @@
 //! one-piece path writes it too: three.rs's `run`, general.rs). A hit costs the first
 //! level's latency and nothing else, so it needs no clock.
 //!
-//! [`Caches::access`] itself is the two halves run back to back (three.rs's `run`,
-//! general.rs's `general`), so both ways share every line of the model; the split is
-//! checked against the one-piece path in `crates/model/tests/it/cache_differential.rs`.
+//! [`Caches::access`] is made of the same pieces (three.rs's `run`: [`probe`], then the
+//! levels below with [`fill`] called between their fills and the victim's write-back,
+//! where the rules place it; general.rs's `general`: the two halves back to back), so
+//! both ways share every line of the model; the split is checked against the one-piece
+//! path and the reference model in `crates/model/tests/it/cache_differential.rs`.
 
 use super::general;
 use super::sets::{Fixed, Sets, Store};
@@ -45,7 +47,8 @@ impl std::fmt::Debug for FirstLevel {
 }
 
 /// [`general::first`] on a store whose type is known: fixed `u32` sets (a power of two
-/// of them, as every `u32` store has), so no operation dispatches over [`Sets`].
+/// of them, as every `u32` store has), so no operation dispatches over [`Sets`]. The
+/// lookup ([`probe`]), and on a miss the fill ([`fill`]).
 ///
 /// # Safety
 /// `core` is below the `Caches`' `core_limit` (the store index is then in bounds:
@@ -60,6 +63,28 @@ pub(super) unsafe fn look<S: Store>(
     write: bool,
     walk: bool,
 ) -> Option<u64> {
+    // SAFETY: this function's contract is `probe`'s.
+    let (set, sa, ka) = unsafe { probe(m, s, mru, line, core, write, walk) }?;
+    Some(fill::<S>(m, set, sa, ka, write))
+}
+
+/// The first level's lookup of line number `line` for core `core` in the store `s`
+/// (see [`look`]): `None` on a hit (counted; the line most recently used, dirty if
+/// `write`); on a miss (counted) the set, the set within the copy and the tag word,
+/// for [`fill`]. `mru` is the copy's most recent line; it becomes `line`.
+///
+/// # Safety
+/// As [`look`]'s.
+#[inline(always)]
+pub(super) unsafe fn probe<'s, S: Store>(
+    m: &mut Meta,
+    s: &'s mut S,
+    mru: &mut Mru,
+    line: u64,
+    core: usize,
+    write: bool,
+    walk: bool,
+) -> Option<(&'s mut S::Set, usize, u64)> {
     let kind = (walk as usize) << 1;
     if line == mru.line {
         // The first level's most recent line (see `Mru`).
@@ -78,12 +103,20 @@ pub(super) unsafe fn look<S: Store>(
         return None;
     }
     m.counts[kind | 1] += 1;
+    Some((set, sa, ka))
+}
+
+/// The first level's fill after a [`probe`] that missed (`set`, `sa`, `ka` as it gave
+/// them; dirty if `write`): the line number of the dirty line it displaced, or
+/// [`NO_VICTIM`].
+#[inline(always)]
+pub(super) fn fill<S: Store>(m: &mut Meta, set: &mut S::Set, sa: usize, ka: u64, write: bool) -> u64 {
     let w = S::fill(set, ka, write);
     if w & 1 == 0 {
-        return Some(NO_VICTIM);
+        return NO_VICTIM;
     }
     m.writebacks += 1;
-    Some(m.geom.line_of_pow2(w, sa))
+    m.geom.line_of_pow2(w, sa)
 }
 
 impl FirstLevel {

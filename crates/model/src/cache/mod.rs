@@ -326,6 +326,11 @@ pub struct CacheStats {
 }
 
 impl Caches {
+    /// True if main memory below the last level is the DRAM model ([`Dram`]).
+    pub fn backend_is_dram(&self) -> bool {
+        matches!(self.mem.backend, Backend::Dram(_))
+    }
+
     /// Main memory below the last level.
     pub fn backend(&self) -> &dyn MemoryBackend {
         self.mem.backend.get()

@@ -115,10 +115,10 @@ impl<A: Store, B: Store, C: Store> Three<A, B, C> {
         unsafe {
             below(
                 r,
-                victim,
                 lat0,
                 (&mut self.mb, &mut self.b),
                 (&mut self.mc, &mut self.c),
+                || victim,
                 now,
             )
         }
@@ -175,12 +175,12 @@ unsafe fn write_back<S: Store>(m: &mut Meta, s: &mut S, line: u64, core: usize) 
     }
 }
 
-/// The three levels `a`, `b`, `c` (see the module documentation): the first level
-/// ([`first::look`]: its lookup, and on a miss its fill), then the levels below
-/// ([`below`]). The first level's fill comes before the levels below are looked up,
-/// where the rules place it after their fills: nothing below reads or changes the
-/// first level's sets, so the order between them changes nothing (and lets the first
-/// level run apart: first.rs).
+/// The three levels `a`, `b`, `c` (see the module documentation): the first level's
+/// lookup ([`first::probe`]), then on a miss the levels below ([`below`]), with the
+/// first level's fill ([`first::fill`]) after their fills, where the rules place it.
+/// (Filling it before the levels below are looked up changes no result — nothing below
+/// touches the first level, which is what lets it run apart: first.rs — but measured
+/// 3–4 % slower on one thread, GUPS with caches, `sim_throughput --sliced`.)
 ///
 /// # Safety
 /// As [`Three::access`]'s: `r.core` is below the `Caches`' `core_limit`.
@@ -193,28 +193,31 @@ unsafe fn run<A: Store, B: Store, C: Store>(
     levels_c: (&mut Meta, &mut C),
     now: impl FnOnce() -> u64,
 ) -> u64 {
+    let lat0 = ma.latency;
+    let write = r.write;
     // SAFETY (both): `r.core` is below the limit (this function's contract).
-    match unsafe { first::look(ma, a, mru, r.line, r.core, r.write, r.walk) } {
-        None => ma.latency,
-        Some(victim) => unsafe { below(r, victim, ma.latency, levels_b, levels_c, now) },
-    }
+    let Some((set, sa, ka)) = (unsafe { first::probe(ma, a, mru, r.line, r.core, write, r.walk) }) else {
+        return lat0;
+    };
+    let fill = || first::fill::<A>(ma, set, sa, ka, write);
+    unsafe { below(r, lat0, levels_b, levels_c, fill, now) }
 }
 
 /// The second and third levels `b`, `c` and memory for a reference that missed the
-/// first level (whose latency is `lat0`), whose fill there displaced the dirty line
-/// `victim` ([`NO_VICTIM`]: none): the lookups until a hit, the fill from memory, the
-/// fills deepest first, then the first level's victim written down. Its latency,
-/// `lat0` included.
+/// first level (whose latency is `lat0`): the lookups until a hit, the fill from
+/// memory, the fills deepest first, then `first_fill` (the first level's fill, or what
+/// it gave when the first level runs apart: the dirty line it displaced, [`NO_VICTIM`]
+/// if none), and that victim written down. Its latency, `lat0` included.
 ///
 /// # Safety
 /// As [`Three::access`]'s: `r.core` is below the `Caches`' `core_limit`.
 #[inline(always)]
 pub(super) unsafe fn below<B: Store, C: Store>(
     r: Req<'_>,
-    victim: u64,
     lat0: u64,
     (mb, b): (&mut Meta, &mut B),
     (mc, c): (&mut Meta, &mut C),
+    first_fill: impl FnOnce() -> u64,
     now: impl FnOnce() -> u64,
 ) -> u64 {
     let Req {
@@ -271,6 +274,7 @@ pub(super) unsafe fn below<B: Store, C: Store>(
             }
         }
     }
+    let victim = first_fill();
     if victim != NO_VICTIM {
         // SAFETY (both): `core` is below the limit (this function's contract).
         if let Some(v) = unsafe { write_back(mb, b, victim, core) } {

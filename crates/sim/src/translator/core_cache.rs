@@ -8,7 +8,7 @@
 //! cycles of the reads and references, the miss slots and the clock are here, once.
 
 use super::mlp::Mlp;
-use mmulab_model::cache::{CacheSpec, Caches, NO_VICTIM};
+use mmulab_model::cache::{CacheSpec, Caches};
 use mmulab_model::pt::Format;
 
 /// The cache path's per-core state.
@@ -152,80 +152,150 @@ pub(crate) trait CachedCore {
     }
 }
 
-/// The cache side of a machine ([`crate::pipeline`]): its caches (the first level
-/// split off: [`Caches::split`]) and memory, and each core's cache-path state, moved
-/// together to the thread that replays records.
+/// The cache side of a machine ([`crate::pipeline`]): its caches and memory, and each
+/// core's cache-path state, moved together to the thread that replays records.
 pub(crate) struct CacheSide {
     pub(crate) caches: Box<Caches>,
     pub(crate) cores: Vec<CoreCache>,
+    /// The caches' first level is split off ([`Caches::split`]) and runs on the
+    /// simulating thread: the records are its misses (see [`replay`]).
+    pub(crate) split: bool,
 }
 
-/// A record's header ([`replay`]): a walk's descriptor read (else a data reference).
-pub(crate) const REC_WALK: u64 = 1;
-/// The first level's fill displaced a dirty line: its line number follows.
-pub(crate) const REC_VICTIM: u64 = 2;
+/// A record's header ([`replay`]): descriptor reads in the low byte (the first level
+/// on the cache thread), then these bits, then the core from bit 16. A store.
+pub(crate) const REC_STORE: u64 = 1 << 8;
+/// The reference may take [`Caches::access_repeat`] (no walk reads; its address came
+/// from the TLB entry that hit; the first level on the cache thread).
+pub(crate) const REC_REPEAT: u64 = 1 << 9;
+/// A walk's descriptor read (else a data reference; the first level split off).
+pub(crate) const REC_WALK: u64 = 1 << 10;
 /// The core's place in a record's header.
-pub(crate) const REC_CORE_SHIFT: u32 = 2;
+pub(crate) const REC_CORE_SHIFT: u32 = 16;
 
-/// Appends to `out` the record of an access of core `core` (a walk read if `walk`)
-/// that missed the split-off first level ([`FirstLevel::access`] gave `line` and
-/// `victim`), when the core's cycles outside the caches and the first level's hits are
-/// `other` (see [`replay`]).
+/// Appends to `out` the record of an access of core `core` that missed the split-off
+/// first level (a walk read if `walk`): `other` is the core's cycles outside the caches
+/// and the first level's hits, `(line, victim)` what [`FirstLevel::access`] gave.
+///
+/// [`FirstLevel::access`]: mmulab_model::cache::FirstLevel::access
 #[inline(always)]
-pub(crate) fn record(out: &mut Vec<u64>, core: usize, walk: bool, other: u64, (line, victim): (u64, u64)) {
-    let has_victim = victim != NO_VICTIM;
-    let h = ((core as u64) << REC_CORE_SHIFT) | (walk as u64 * REC_WALK) | (has_victim as u64 * REC_VICTIM);
-    out.extend_from_slice(&[h, other, line]);
-    if has_victim {
-        out.push(victim);
+pub(crate) fn record_miss(out: &mut Vec<u64>, core: usize, walk: bool, other: u64, (line, victim): (u64, u64)) {
+    let h = ((core as u64) << REC_CORE_SHIFT) | (walk as u64 * REC_WALK);
+    out.extend_from_slice(&[h, other, line, victim]);
+}
+
+/// Replays records ([`crate::pipeline`]) through `side`: the same steps in the same
+/// order as `Stage1::cache_access`, [`CachedCore::cache_walk_read`] and
+/// [`CachedCore::cache_data`], with the core's cycles outside the caches known in
+/// advance instead of asked for (the same number: only the translation changes them).
+/// Where the caches' first level runs decides what a record is:
+///
+/// * On this thread (`side.split` false; a machine whose memory is flat, where the
+///   caches are the lighter side): a record per data reference, its header (reads,
+///   flags, core), the core's [`CachedCore::other_cycles`] after its translation, its
+///   physical address, and the physical address of each descriptor read; each goes
+///   through [`Caches::access`].
+/// * On the simulating thread (`side.split`; a machine with the DRAM model, whose cost
+///   makes this the heavier side): a record per access (descriptor read or data) that
+///   missed the first level ([`FirstLevel::access`]), four words: its header (walk or
+///   data, core), the core's cycles outside the caches plus the latencies of its first
+///   level's hits so far (the simulating thread adds those up: a hit needs no clock),
+///   so the core's clock is the same sum; the line; and the dirty line the first
+///   level's fill displaced ([`NO_VICTIM`]: none; always a word, so a record's length is
+///   no branch, which about every other record mispredicted). Each goes through
+///   [`Caches::access_below`]: every count, cycle and request is the same.
+///
+/// [`FirstLevel::access`]: mmulab_model::cache::FirstLevel::access
+/// [`NO_VICTIM`]: mmulab_model::cache::NO_VICTIM
+pub(crate) fn replay(side: &mut CacheSide, recs: &[u64]) {
+    if side.split {
+        replay_split(side, recs)
+    } else {
+        replay_whole(side, recs)
     }
 }
 
-/// Replays records ([`crate::pipeline`]) through `side`. The simulating thread runs
-/// every access's first-level half ([`FirstLevel::access`]); a record is an access that
-/// missed there, in order: its header (core, walk read or data, victim or not), the
-/// core's cycles outside the caches at that point plus the latencies of its accesses
-/// that hit the first level so far (the simulating thread adds those up: a hit needs
-/// no clock), the line, and the dirty line the first level's fill displaced if any.
-/// Each goes through [`Caches::access_below`] as [`CachedCore::cache_walk_read`] and
-/// [`CachedCore::cache_data`] take it through [`Caches::access`]: the core's clock is
-/// the same sum (its cycles outside the caches, and every access's latency so far),
-/// and the miss slots and every count below the first level are the same.
-///
-/// [`FirstLevel::access`]: mmulab_model::cache::FirstLevel::access
-pub(crate) fn replay(side: &mut CacheSide, recs: &[u64]) {
+/// [`replay`] of records of whole references (the first level on this thread).
+fn replay_whole(side: &mut CacheSide, recs: &[u64]) {
     let caches = &mut *side.caches;
     let mut i = 0;
-    while let [h, other, line, rest @ ..] = &recs[i..] {
-        let (h, other, line) = (*h, *other, *line);
+    while let [h, other, pa, rest @ ..] = &recs[i..] {
+        let (h, other, pa) = (*h, *other, *pa);
+        let n = (h & 0xff) as usize;
         let core = (h >> REC_CORE_SHIFT) as usize;
-        let victim = if h & REC_VICTIM != 0 {
-            i += 4;
-            rest[0]
-        } else {
-            i += 3;
-            NO_VICTIM
+        let store = h & REC_STORE != 0;
+        let reads = &rest[..n];
+        i += 3 + n;
+        let cc = &mut side.cores[core];
+        if h & REC_REPEAT != 0 {
+            if let Some(lat) = caches.access_repeat(core, pa, store) {
+                cc.data_cycles += lat;
+                continue;
+            }
+        }
+        for &read in reads {
+            walk_read(caches, cc, core, other, Acc::Whole(read, false));
+        }
+        data(caches, cc, core, other, Acc::Whole(pa, store));
+    }
+}
+
+/// [`replay`] of records of first-level misses (the first level split off).
+fn replay_split(side: &mut CacheSide, recs: &[u64]) {
+    let caches = &mut *side.caches;
+    for rec in recs.chunks_exact(4) {
+        let &[h, other, line, victim] = rec else {
+            unreachable!("chunks of 4")
         };
+        let core = (h >> REC_CORE_SHIFT) as usize;
         let cc = &mut side.cores[core];
         if h & REC_WALK != 0 {
-            let lat = caches.access_below(core, line, true, victim, || cc.clock_at(other));
-            cc.walk_cycles += lat;
-            continue;
+            walk_read(caches, cc, core, other, Acc::Below(line, victim));
+        } else {
+            data(caches, cc, core, other, Acc::Below(line, victim));
         }
-        // As `CachedCore::cache_data`.
-        let mut issued = None;
-        let me = &*cc;
-        let lat = caches.access_below(core, line, false, victim, || {
-            let t = me.clock_at(other);
-            let w = me.mlp.wait(t);
-            issued = Some((t, w));
-            t + w
-        });
-        cc.data_cycles += lat;
-        if let Some((t, w)) = issued {
-            if lat > cc.lookups {
-                cc.mlp.miss(t, w, lat);
-            }
+    }
+}
+
+/// One access of a record: a whole one (physical address, store), or the rest of one
+/// that missed the split-off first level (line, dirty victim).
+#[derive(Clone, Copy)]
+enum Acc {
+    Whole(u64, bool),
+    Below(u64, u64),
+}
+
+/// `acc` of core `core` (a walk read if `walk`) through `caches`: its latency.
+#[inline(always)]
+fn go(caches: &mut Caches, core: usize, walk: bool, acc: Acc, now: impl FnOnce() -> u64) -> u64 {
+    match acc {
+        Acc::Whole(pa, store) => caches.access(core, pa, store, walk, now),
+        Acc::Below(line, victim) => caches.access_below(core, line, walk, victim, now),
+    }
+}
+
+/// A descriptor read, as [`CachedCore::cache_walk_read`] takes it.
+#[inline(always)]
+fn walk_read(caches: &mut Caches, cc: &mut CoreCache, core: usize, other: u64, acc: Acc) {
+    let lat = go(caches, core, true, acc, || cc.clock_at(other));
+    cc.walk_cycles += lat;
+}
+
+/// A data reference, as [`CachedCore::cache_data`] takes it.
+#[inline(always)]
+fn data(caches: &mut Caches, cc: &mut CoreCache, core: usize, other: u64, acc: Acc) {
+    let mut issued = None;
+    let me = &*cc;
+    let lat = go(caches, core, false, acc, || {
+        let t = me.clock_at(other);
+        let w = me.mlp.wait(t);
+        issued = Some((t, w));
+        t + w
+    });
+    cc.data_cycles += lat;
+    if let Some((t, w)) = issued {
+        if lat > cc.lookups {
+            cc.mlp.miss(t, w, lat);
         }
     }
 }

@@ -6,7 +6,7 @@
 //! caches shares (core_cache.rs). Machines without caches never come here: the run
 //! loop's plain path and `Translator::access` are the code they always ran.
 
-use super::super::core_cache::{desc_shift, record, CachedCore, CoreCache};
+use super::super::core_cache::{desc_shift, record_miss, CachedCore, CoreCache, REC_CORE_SHIFT, REC_REPEAT, REC_STORE};
 use super::{Stage1, Stop};
 use crate::system::System;
 use crate::SimError;
@@ -124,18 +124,18 @@ impl Stage1 {
         Ok(())
     }
 
-    /// [`Stage1::cache_access`] on the pipeline (crate::pipeline): each descriptor
-    /// read and then the reference take the first level here (`first`, split off the
-    /// caches); a hit adds its latency to this core's walk or data cycles (kept here
-    /// until [`Stage1::put_core_cache`]), a miss appends its record to `out` for the
-    /// cache thread's `replay` (core_cache.rs), which takes the rest of the same steps.
-    /// Its [`CachedCore::other_cycles`] is taken once, at the first miss (only the
-    /// translation changes it).
+    /// [`Stage1::cache_access`] on the pipeline (crate::pipeline): instead of going
+    /// through the caches, each descriptor read and then the reference become records
+    /// in `out` for the cache thread's `replay` (core_cache.rs), which takes the same
+    /// steps. With the caches' first level here (`first`, split off), each takes it
+    /// first: a hit adds its latency to this core's walk or data cycles (kept here until
+    /// [`Stage1::put_core_cache`]), and only a miss is a record. The reference's
+    /// [`CachedCore::other_cycles`] is taken once (only the translation changes it).
     #[inline(always)]
     pub(crate) fn cache_record(
         &mut self,
         sys: &mut System,
-        first: &mut FirstLevel,
+        first: Option<&mut FirstLevel>,
         core: usize,
         r: &MemRef,
         out: &mut Vec<u64>,
@@ -143,17 +143,23 @@ impl Stage1 {
         if r.kind == AccessKind::IFetch {
             return Ok(());
         }
-        let pa = match self.tlbs.entry_level(false).mru_pa(r.addr, r.asid) {
-            Some(pa) => pa,
-            None => self.pa_of(sys, r)?,
+        // The physical address, and whether the entry level's most recent entry (the
+        // one that hit or was just filled) gave it.
+        let (pa, from_tlb) = match self.tlbs.entry_level(false).mru_pa(r.addr, r.asid) {
+            Some(pa) => (pa, true),
+            None => (self.pa_of(sys, r)?, false),
         };
         let store = r.kind == AccessKind::Store;
+        let Some(first) = first else {
+            self.cache_record_whole(core, pa, store, from_tlb, out);
+            return Ok(());
+        };
         if self.rec.n == 0 {
             // No walk: the reference alone (most often a hit, a GUPS store after its
             // load).
             match first.access(core, pa, store, false) {
                 None => self.cc.data_cycles += first.latency(),
-                Some(miss) => record(out, core, false, self.other_now(None), miss),
+                Some(miss) => record_miss(out, core, false, self.other_now(None), miss),
             }
             return Ok(());
         }
@@ -161,7 +167,8 @@ impl Stage1 {
         Ok(())
     }
 
-    /// [`Stage1::cache_record`] of a reference with descriptor reads (out of line).
+    /// [`Stage1::cache_record`] of a reference with descriptor reads, the first level
+    /// here (out of line).
     #[inline(never)]
     fn cache_record_walk(&mut self, first: &mut FirstLevel, core: usize, pa: u64, store: bool, out: &mut Vec<u64>) {
         let shift = desc_shift(self.fmt);
@@ -172,14 +179,37 @@ impl Stage1 {
                 None => self.cc.walk_cycles += first.latency(),
                 Some(miss) => {
                     let o = *other.get_or_insert_with(|| self.other_cycles());
-                    record(out, core, true, self.other_now(Some(o)), miss);
+                    record_miss(out, core, true, self.other_now(Some(o)), miss);
                 }
             }
         }
         match first.access(core, pa, store, false) {
             None => self.cc.data_cycles += first.latency(),
-            Some(miss) => record(out, core, false, self.other_now(other), miss),
+            Some(miss) => record_miss(out, core, false, self.other_now(other), miss),
         }
+    }
+
+    /// [`Stage1::cache_record`] with the whole caches on the cache thread: the
+    /// reference's record (core_cache.rs's `replay`), its descriptor reads' physical
+    /// addresses after it.
+    #[inline(always)]
+    fn cache_record_whole(&mut self, core: usize, pa: u64, store: bool, from_tlb: bool, out: &mut Vec<u64>) {
+        let n = self.rec.n;
+        // With no walk and its address from the TLB entry, its line may be the first
+        // level's most recent (`Caches::access_repeat`).
+        let repeat = from_tlb && n == 0;
+        let h = n as u64
+            | if store { REC_STORE } else { 0 }
+            | if repeat { REC_REPEAT } else { 0 }
+            | (core as u64) << REC_CORE_SHIFT;
+        let shift = desc_shift(self.fmt);
+        out.reserve(3 + n);
+        out.extend_from_slice(&[h, self.other_cycles(), pa]);
+        out.extend(
+            self.rec.reads[..n]
+                .iter()
+                .map(|&(table, index)| table + ((index as u64) << shift)),
+        );
     }
 
     /// The `other` word of a record ([`replay`](super::super::core_cache::replay)):
