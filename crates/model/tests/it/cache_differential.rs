@@ -166,6 +166,22 @@ impl RefHierarchy {
     }
 }
 
+/// Random levels of a three-level shape with a path of its own (three.rs): `u32` sets of
+/// 4, 8, 16 ways (`w4`) or 8, 4, 16, one to eight sets each, lines of `line` bytes.
+fn three_levels(rng: &mut SplitMix64, w4: bool, line: u32) -> Vec<LevelSpec> {
+    let ways = if w4 { [4, 8, 16] } else { [8, 4, 16] };
+    (0..3)
+        .map(|i| LevelSpec {
+            name: ["l1d", "l2", "l3"][i].into(),
+            size: (1u64 << rng.below(4)) * ways[i] as u64 * line as u64,
+            ways: ways[i],
+            line,
+            latency: 1 + rng.below(20) as u32,
+            shared: i > 0 && rng.below(2) == 1,
+        })
+        .collect()
+}
+
 fn random_spec(rng: &mut SplitMix64) -> CacheSpec {
     let line = 16u32 << rng.below(5);
     let nlevels = 1 + rng.below(3) as usize;
@@ -282,18 +298,7 @@ fn the_first_level_apart_agrees_with_the_reference_model() {
     for round in 0..200 {
         let mut spec = random_spec(&mut rng);
         if round % 2 == 0 {
-            let ways = if round % 4 == 0 { [4, 8, 16] } else { [8, 4, 16] };
-            let line = spec.levels[0].line;
-            spec.levels = (0..3)
-                .map(|i| LevelSpec {
-                    name: ["l1d", "l2", "l3"][i].into(),
-                    size: (1u64 << rng.below(4)) * ways[i] as u64 * line as u64,
-                    ways: ways[i],
-                    line,
-                    latency: 1 + rng.below(20) as u32,
-                    shared: i > 0 && rng.below(2) == 1,
-                })
-                .collect();
+            spec.levels = three_levels(&mut rng, round % 4 == 0, spec.levels[0].line);
         }
         let cores = 1 + rng.below(3) as usize;
         let span = spec.levels.last().unwrap().size * (2 + rng.below(4));
@@ -589,18 +594,7 @@ fn repeated_lines_agree_with_the_reference_model() {
         let mut spec = random_spec(&mut rng);
         if round % 3 == 0 {
             // A three-level shape with a path of its own.
-            let ways = if round % 2 == 0 { [4, 8, 16] } else { [8, 4, 16] };
-            let line = spec.levels[0].line;
-            spec.levels = (0..3)
-                .map(|i| LevelSpec {
-                    name: ["l1d", "l2", "l3"][i].into(),
-                    size: (1u64 << rng.below(4)) * ways[i] as u64 * line as u64,
-                    ways: ways[i],
-                    line,
-                    latency: 1 + rng.below(20) as u32,
-                    shared: i > 0 && rng.below(2) == 1,
-                })
-                .collect();
+            spec.levels = three_levels(&mut rng, round % 2 == 0, spec.levels[0].line);
         }
         spec.levels[0].shared = round % 4 == 1;
         let cores = 1 + rng.below(3) as usize;
