@@ -30,12 +30,12 @@ use mmulab_model::cache::FirstLevel;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 
 /// Words per batch of records handed to the cache thread (a record is 4 words, one
-/// per first-level miss: about 16,000 GUPS references; 512 KiB). Measured with the
-/// throughput bench's sliced two-thread A/B (`--caches --sliced --threads 2 --refs 20M`,
-/// docs/benchmarks.md) on the 2-core Zen 4 guest: 1 << 16 ran GUPS with caches and DRAM
-/// 1.15x as fast as 1 << 14 (range 1.08-1.15; the other rows 1.00-1.03); 1 << 12 was
-/// 0.89x and 1 << 17 0.95x of 1 << 16, and DEPTH 8 instead of 4 0.97x. Fewer hand-offs
-/// per reference without outgrowing the host's caches; tuned for that one machine.
+/// per first-level miss, of which a GUPS reference makes one or two: 16,384 records,
+/// 512 KiB). Measured with the throughput bench's sliced two-thread A/B (`--caches
+/// --sliced --threads 2 --refs 20M`, docs/benchmarks.md, "ninth pass") on 2026-12-03's
+/// 2-vCPU Intel Xeon guest: 1 << 16 ran GUPS with caches and DRAM 1.15x as fast as
+/// 1 << 14 (range 1.08-1.15; the other rows 1.00-1.03); 1 << 12 was 0.89x of 1 << 14,
+/// 1 << 17 0.95x of 1 << 16, and DEPTH 8 instead of 4 0.97x. Tuned for that machine.
 const CHUNK_WORDS: usize = 1 << 16;
 /// Batches of records in flight to the cache thread before the simulating thread waits.
 const DEPTH: usize = 4;
