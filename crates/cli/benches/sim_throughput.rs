@@ -204,6 +204,8 @@ fn run_on(bin: &str, config: &str, workload: &str, sets: &[&str], extra: &[&str]
     if let Some(cpu) = cpu {
         pin(&mut cmd, cpu);
     }
+    // No progress lines from the child between the table's rows.
+    cmd.env("MMULAB_PROGRESS", "off");
     cmd.arg("sim").args(target_args(config));
     cmd.args(["--workload", workload, "--json"]);
     for s in sets {

@@ -127,6 +127,8 @@ fn sliced_pair(bins: [&str; 2], c: &Case, cpu: Option<usize>, threads: usize, tu
     let mut pids = [0 as libc::pid_t; 2];
     for (i, bin) in bins.iter().enumerate() {
         let mut cmd = Command::new(bin);
+        // No progress lines between the turns' output (a stopped child's came late).
+        cmd.env("MMULAB_PROGRESS", "off");
         cmd.arg("sim").args(target_args(&c.config));
         cmd.args(["--workload", workload, "--json"])
             .stdout(std::process::Stdio::null());
