@@ -9,8 +9,10 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct NumaSection {
     /// `numa=fake=N`: the number of equal fake nodes (capped at 16, arm64's
-    /// `MAX_NUMNODES`).
-    pub fake: usize,
+    /// `MAX_NUMNODES`). Required: an `Option` only so that a section without it gets
+    /// an error that says what the key is for (serde's own names the field alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fake: Option<usize>,
     /// `local` (default), `bind`, `preferred`, `interleave` or `weighted-interleave`.
     #[serde(default = "local")]
     pub policy: String,
@@ -32,6 +34,10 @@ fn local() -> String {
 
 /// Checks `[numa]` against the machine (`cores`, `memory_bytes`) and resolves it.
 pub(crate) fn resolve(s: &NumaSection, cores: usize, memory_bytes: u64) -> Result<NumaConfig, String> {
+    let fake = s.fake.ok_or(
+        "[numa] needs numa.fake = N, the number of nodes memory is split into (numa=fake=N); \
+         the policy and the other numa keys apply to those nodes: add e.g. --set numa.fake=8 (docs/numa.md)",
+    )?;
     let mode = Mode::parse(&s.policy).ok_or_else(|| {
         let names: Vec<String> = Mode::NAMES.iter().map(|n| format!("\"{n}\"")).collect();
         format!(
@@ -40,7 +46,7 @@ pub(crate) fn resolve(s: &NumaSection, cores: usize, memory_bytes: u64) -> Resul
             names.join(", ")
         )
     })?;
-    let n = fake_split(0, memory_bytes, s.fake)
+    let n = fake_split(0, memory_bytes, fake)
         .map_err(|e| match e {
             mmulab_model::ModelError::Config(m) => m,
             e => e.to_string(),
@@ -52,7 +58,7 @@ pub(crate) fn resolve(s: &NumaSection, cores: usize, memory_bytes: u64) -> Resul
         } else {
             Err(format!(
                 "{key}[{i}] = {v}: no such node; numa.fake = {} makes nodes 0..{}",
-                s.fake.min(MAX_NUMNODES),
+                fake.min(MAX_NUMNODES),
                 n - 1
             ))
         }
@@ -119,7 +125,7 @@ pub(crate) fn resolve(s: &NumaSection, cores: usize, memory_bytes: u64) -> Resul
             .collect::<Result<Vec<_>, _>>()?,
     };
     Ok(NumaConfig {
-        fake: s.fake,
+        fake,
         mode,
         nodes,
         weights,

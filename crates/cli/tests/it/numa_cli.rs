@@ -163,3 +163,20 @@ fn bad_values_name_their_key() {
         assert!(!e.contains("panicked"), "{e}");
     }
 }
+
+/// A `[numa]` section without `fake` (e.g. only a policy) says that the policy needs
+/// fake nodes and how to give them, not only that a field is missing.
+#[test]
+fn policy_without_fake_says_what_fake_is() {
+    let s = sets(&["memory.size=1MiB", "numa.policy=interleave"]);
+    let mut args = vec!["sim", "-w", "seq:size=8KiB"];
+    args.extend(s.iter().map(String::as_str));
+    let out = mmulab(&args);
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("[numa] needs numa.fake = N") && e.contains("--set numa.fake=8"),
+        "{e}"
+    );
+    assert!(!e.contains("panicked"), "{e}");
+}
