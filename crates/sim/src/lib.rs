@@ -1,63 +1,55 @@
 //! mmulab's simulator wiring: a validated [`config`] becomes a [`Machine`] of models; a
-//! trace is fed through it ([`run`]); [`Stats`] come out, exported as JSON or tables
-//! ([`report`]).
+//! trace is fed through it ([`run()`]); [`Stats`] come out, exported as JSON or tables
+//! ([`report`]). [`Session`] is the one front door: a resolved machine spec, a trace
+//! source and run options in, the statistics out.
+//!
+//! The folders are the layers, each using only those before it:
+//!
+//! | folder | role |
+//! |---|---|
+//! | `config/` | parse, validate and resolve a machine's config ([`config::MachineSpec`]); the catalog; host-memory limits; GPU profiles |
+//! | `stats/` | what a run reports ([`Stats`] and its parts), warm-up subtraction, text tables |
+//! | `system/` | what every requester shares: physical memory, address spaces, the OS policy, a VM's stage 2 |
+//! | `translator/` | per-requester translation: stage 1, nested, device; host-side speed helpers |
+//! | `machine/` | the requesters over one system, background work, data caches, GPUs |
+//! | `run/` | the run loop, the cache thread, the region of interest, a trace's VMAs |
+//! | `session.rs` | the front door over all of it |
+//!
+//! `error.rs` and `stop.rs` sit below every folder (the error type; the stop flag a signal
+//! handler sets).
 #![deny(missing_docs)]
 
-mod background;
-pub mod catalog;
 pub mod config;
-pub mod config_cache;
-mod config_numa;
-mod config_os;
-pub mod config_vm;
-pub mod gpu;
-mod host;
-pub mod kernel_time;
-pub mod kvm_split;
-pub mod limits;
+mod error;
 mod machine;
-mod mem_trace;
-pub mod numa;
-mod pipeline;
-pub mod report;
+pub mod run;
+mod session;
+pub mod stats;
+mod stop;
+mod system;
+mod translator;
+
+pub mod kvm_split;
 pub mod reproduce;
 pub mod reproduce_gpu;
 pub mod reproduce_numa;
 pub mod reproduce_sens;
-mod roi;
-mod run;
-mod stats;
-mod stats_cache;
-mod system;
-mod translator;
-mod vm;
-mod vmas;
 
-pub use background::Sample;
+pub use config::catalog;
+pub use config::limits;
+pub use error::SimError;
+pub use machine::background::Sample;
+pub use machine::mem_trace::MemTraceFormat;
 pub use machine::Machine;
-pub use mem_trace::MemTraceFormat;
-pub use roi::{roi_line, run_roi, Roi, RoiInfo, Warmup};
-pub use run::{references_simulated, request_stop, run, stop_requested, Progress};
-pub use stats::{Counters, LevelStats, Report, Stats};
-pub use stats_cache::CacheReport;
+pub use run::roi::{roi_line, run_roi, Roi, Warmup};
+pub use run::run;
+pub use run::vmas::{preload_vmas, trace_file_meta};
+pub use run::Progress;
+pub use session::{RunError, Session, SessionOptions};
+pub use stats::cache::CacheReport;
+pub use stats::nested::{NestedStats, WalkCacheSplit};
+pub use stats::report;
+pub use stats::{Counters, LevelStats, Report, RoiInfo, Stats};
+pub use stop::{references_simulated, request_stop, stop_requested};
 pub use system::System;
 pub use translator::{Nested, Stage1};
-pub use vm::{NestedStats, WalkCacheSplit};
-pub use vmas::{preload_vmas, trace_file_meta};
-
-/// Anything that can stop a simulation.
-#[derive(Debug, thiserror::Error)]
-pub enum SimError {
-    /// Invalid configuration (names the file and key).
-    #[error("{0}")]
-    Config(String),
-    /// The trace could not be read.
-    #[error(transparent)]
-    Trace(#[from] mmulab_trace::TraceError),
-    /// A model failed (e.g. simulated memory exhausted).
-    #[error(transparent)]
-    Model(#[from] mmulab_model::ModelError),
-    /// A GPU model refused its input (names the BO, trace line, page or address).
-    #[error("{0}")]
-    Gpu(String),
-}

@@ -1,7 +1,8 @@
 //! Seed 000 (super pages on the Raspberry Pi 4/5 GPU) reproduced on the GPU model:
 //! `mmulab reproduce v3d-capacity` ([`capacity`]) and `mmulab reproduce v3d` ([`v3d`]).
 
-use crate::gpu::{load_profile, GpuStats};
+use crate::config::gpu::load_profile;
+use crate::stats::gpu::GpuStats;
 use crate::{config, Machine, SimError};
 use mmulab_model::gpu::driver::{Backing, DriverSpec, Gpu, GpuKind};
 use mmulab_model::gpu::mmu::MmuSpec;
@@ -233,7 +234,7 @@ pub fn v3d() -> Result<V3dResult, SimError> {
         for mem_name in MEMORY {
             for (wl, spec) in WORKLOADS {
                 let mut base_cycles = 0;
-                for pages in crate::gpu::PAGES {
+                for pages in crate::config::gpu::PAGES {
                     let s = run_one(profile, pages, mem_name, spec)?;
                     if pages == "4K-only" {
                         base_cycles = s.gpu_cycles;
@@ -357,7 +358,7 @@ pub fn figure(r: &V3dResult) -> Figure {
                 Axis::categories("workload", names.clone()),
                 Axis::linear("GPU TLB misses per 1,000 accesses"),
             );
-            for (i, pages) in crate::gpu::PAGES.iter().enumerate() {
+            for (i, pages) in crate::config::gpu::PAGES.iter().enumerate() {
                 let pts = names
                     .iter()
                     .enumerate()

@@ -24,7 +24,7 @@
 //! page is one interleave unit).
 
 use crate::config::load_machine;
-use crate::kernel_time::TimeStats;
+use crate::stats::time::TimeStats;
 use crate::{run, Machine, SimError, Stats};
 use mmulab_plot::{Axis, Figure, Panel, Series, Style, PALETTE};
 use serde::Serialize;

@@ -4,7 +4,7 @@
 
 use crate::table::flatten;
 use crate::SweepError;
-use mmulab_sim::{config, Machine};
+use mmulab_sim::{config, Session, SessionOptions};
 use mmulab_trace::{open_trace_with, workload, CoreMap, Format, Interleave, TraceOptions};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -162,12 +162,11 @@ impl Point {
     pub fn simulate(&self) -> Result<serde_json::Value, String> {
         let spec = self.spec().map_err(|e| e.to_string())?;
         let (mut src, meta) = self.open(&spec)?;
-        let mut m = Machine::new(spec).map_err(|e| e.to_string())?;
-        if let Some(meta) = &meta {
-            mmulab_sim::preload_vmas(&mut m, meta);
-        }
-        let stats =
-            mmulab_sim::run_roi(&mut m, src.as_mut(), &mmulab_sim::Roi::default(), None).map_err(|e| e.to_string())?;
+        let opts = SessionOptions {
+            meta: meta.as_ref(),
+            ..Default::default()
+        };
+        let stats = Session::simulate(spec, src.as_mut(), opts).map_err(|e| e.to_string())?;
         Ok(stats.to_json())
     }
 }

@@ -3,7 +3,7 @@
 use super::convert::ReadOpts;
 use crate::progress::ProgressLine;
 use anyhow::{bail, Context, Result};
-use mmulab_sim::{config, report, Machine, Stats};
+use mmulab_sim::{config, report, Session, SessionOptions, Stats};
 use mmulab_trace::{open_trace, open_trace_with, workload, Format, TraceOptions, TraceSource};
 use std::path::PathBuf;
 
@@ -210,8 +210,9 @@ impl std::error::Error for Stopped {}
 
 /// [`simulate`] with an optional time series (`interval` references, JSON lines to a
 /// file) and the trace's metadata read up front, whose VMAs are preloaded
-/// (docs/policies.md). The time series of a run that stopped early covers the references
-/// simulated and is kept.
+/// (docs/policies.md), through the simulator's front door ([`Session`]). The time series
+/// and the request stream of a run that stopped early cover the references simulated
+/// and are kept.
 pub fn simulate_with(
     spec: config::MachineSpec,
     src: &mut dyn TraceSource,
@@ -221,66 +222,56 @@ pub fn simulate_with(
     mem_trace: Option<(mmulab_sim::MemTraceFormat, &std::path::Path)>,
     roi: &mmulab_sim::Roi,
 ) -> Result<Stats> {
-    let mut m = Machine::new(spec)?;
-    m.set_pipeline(pipeline_on());
+    // Checked before a file is created: a machine without caches gets no stream, and
+    // an interval of 0 no time series.
+    if mem_trace.is_some() && spec.caches.is_none() {
+        bail!("--mem-trace needs data caches: give the machine a [caches] section (docs/memory.md), e.g. --machine cortex-a76-pi5");
+    }
+    if series.is_some_and(|(interval, _)| interval == 0) {
+        bail!("--interval must be positive");
+    }
+    let mut session = Session::new(spec)?;
+    let mut opts = SessionOptions {
+        roi: roi.clone(),
+        pipeline: pipeline_on(),
+        meta,
+        ..Default::default()
+    };
     let mut mem_trace_file = None;
     if let Some((format, path)) = mem_trace {
-        // Checked before the file is created: a machine without caches leaves none.
-        if m.caches().is_none() {
-            m.set_mem_trace(format, Box::new(std::io::sink()))?;
-        }
         let out = crate::output::OutputFile::new(path).context("cannot create the memory request stream")?;
-        m.set_mem_trace(format, Box::new(out.open()?))?;
+        opts.mem_trace = Some((format, Box::new(out.open()?)));
         mem_trace_file = Some(out);
-    }
-    if let Some(meta) = meta {
-        mmulab_sim::preload_vmas(&mut m, meta);
     }
     let mut series_file = None;
     if let Some((interval, path)) = series {
-        if interval == 0 {
-            bail!("--interval must be positive");
-        }
         let out = crate::output::OutputFile::new(path).context("cannot create the time series")?;
-        m.set_series(interval, Box::new(out.open()?));
+        opts.series = Some((interval, Box::new(out.open()?)));
         series_file = Some(out);
     }
     let mut p = ProgressLine::new(label);
-    let res = mmulab_sim::run_roi(&mut m, src, roi, Some(&mut |n, f| p.update(n, f)));
+    let mut progress = |n, f| p.update(n, f);
+    opts.progress = Some(&mut progress);
+    let res = session.run(src, opts);
     p.finish();
-    // The request stream too is kept when the run stopped early: it covers what ran.
-    if let Some(out) = mem_trace_file {
-        m.finish_mem_trace()?;
+    // The request stream and the time series are kept when the run stopped early: they
+    // cover what ran.
+    for out in [mem_trace_file, series_file].into_iter().flatten() {
         out.commit()?;
     }
-    // The time series is kept even when the run stopped early: it covers what ran.
-    let series_done = series_file.map(|out| {
-        m.finish_series()
-            .map_err(anyhow::Error::from)
-            .and_then(|_| out.commit())
-    });
     match res {
-        Ok(s) => match series_done {
-            Some(done) => {
-                done?;
-                let mut now = Stats::collect(&m);
-                now.complete = s.complete;
-                Ok(now)
-            }
-            None => Ok(s),
-        },
+        Ok(s) => Ok(s),
         Err(e) => {
-            let mut partial = Stats::collect(&m);
-            partial.complete = false;
+            let partial = e.stats.unwrap_or_else(|| Box::new(session.stats()));
             eprintln!(
                 "mmulab: the run stopped early; statistics of the {} references simulated before the error:",
                 partial.counters.references
             );
             eprintln!("{}", report::single(&partial, "partial results"));
             Err(anyhow::Error::new(Stopped {
-                stats: Box::new(partial),
+                stats: partial,
                 source: label.to_string(),
-                error: e.into(),
+                error: e.error.into(),
             }))
         }
     }

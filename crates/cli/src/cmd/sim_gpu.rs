@@ -3,8 +3,9 @@
 
 use super::sim::Args;
 use anyhow::{Context, Result};
-use mmulab_sim::gpu::{load_profile, GpuStats};
-use mmulab_sim::{config, Machine};
+use mmulab_sim::config::gpu::load_profile;
+use mmulab_sim::stats::gpu::GpuStats;
+use mmulab_sim::{config, Session};
 use mmulab_trace::gpu::workload::GpuWorkload;
 use mmulab_trace::gpu::{GpuSource, TextReader};
 
@@ -18,10 +19,10 @@ pub fn run(a: &Args) -> Result<()> {
         (None, Some(p)) => Box::new(TextReader::open(p)?),
         (None, None) => unreachable!("checked by the caller"),
     };
-    let mut m = Machine::new(spec)?;
-    let g = m.attach_gpu(&profile)?;
+    let mut session = Session::new(spec)?;
     let what = src.describe();
-    m.run_gpu(g, src.as_mut())?;
+    let (g, _) = session.run_gpu(&profile, src.as_mut())?;
+    let m = session.machine();
     if a.json {
         let mut v = m.stats().to_json();
         v["source"] = serde_json::Value::String(what);

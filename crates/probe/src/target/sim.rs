@@ -22,7 +22,7 @@
 use mmulab_model::addr::PageSize;
 use mmulab_model::tlb::{Serves, Unsupported};
 use mmulab_sim::config::{MachineSpec, OsSpec};
-use mmulab_sim::{Machine, Stats};
+use mmulab_sim::{Machine, Session, Stats};
 use mmulab_trace::{AccessKind, MemRef};
 
 use super::{Backing, Measurement, Stride, Target, TargetInfo, TimeUnit, VerifiedBacking};
@@ -154,7 +154,7 @@ impl Target for SimTarget {
                 "{slots} slots do not fit a 32-bit address space"
             )));
         }
-        let mut m = Machine::new(spec).map_err(err)?;
+        let mut m = Session::new(spec).map_err(err)?.into_machine();
         for i in 0..slots {
             m.access(&MemRef::new(
                 BASE_VA + stride.slot_offset(i) as u64,

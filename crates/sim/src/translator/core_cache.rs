@@ -152,7 +152,7 @@ pub(crate) trait CachedCore {
     }
 }
 
-/// The cache side of a machine ([`crate::pipeline`]): its caches and memory, and each
+/// The cache side of a machine (`run::pipeline`): its caches and memory, and each
 /// core's cache-path state, moved together to the thread that replays records.
 pub(crate) struct CacheSide {
     pub(crate) caches: Box<Caches>,
@@ -184,7 +184,7 @@ pub(crate) fn record_miss(out: &mut Vec<u64>, core: usize, walk: bool, other: u6
     out.extend_from_slice(&[h, other, line, victim]);
 }
 
-/// Replays records ([`crate::pipeline`]) through `side`: the same steps in the same
+/// Replays records (`run::pipeline`) through `side`: the same steps in the same
 /// order as `Stage1::cache_access`, [`CachedCore::cache_walk_read`] and
 /// [`CachedCore::cache_data`], with the core's cycles outside the caches known in
 /// advance instead of asked for (the same number: only the translation changes them).

@@ -11,6 +11,7 @@
 //! [`Translator::invalidate_range`] and [`Translator::spaces_changed`] do nothing.
 
 use super::{Stop, Translator};
+use crate::stats::gpu::GpuStats;
 use crate::stats::{Report, Stats};
 use crate::system::System;
 use mmulab_model::addr::Asid;
@@ -58,6 +59,49 @@ impl Translator for Device {
 
 impl Report for Device {
     fn report(&self, s: &mut Stats) {
-        s.gpu.push(crate::gpu::GpuStats::of(self));
+        s.gpu.push(GpuStats::of(self));
+    }
+}
+
+impl GpuStats {
+    /// The statistics of a device.
+    pub(crate) fn of(d: &Device) -> GpuStats {
+        let c = d.gpu.mmu.counts();
+        let dc = d.gpu.counts();
+        let total: u64 = dc.mapped.iter().sum();
+        GpuStats {
+            profile: d.profile.clone(),
+            pages: d.pages.clone(),
+            driver: *d.gpu.spec(),
+            mmu: *d.gpu.mmu.spec(),
+            accesses: c.accesses,
+            tlb_misses: c.tlb_misses,
+            tlb_misses_per_1k: if c.accesses > 0 {
+                c.tlb_misses as f64 * 1000.0 / c.accesses as f64
+            } else {
+                0.0
+            },
+            ptec_lookups: c.ptec_lookups,
+            pte_fetches: c.pte_fetches,
+            scratch: c.scratch,
+            write_violations: c.write_violations,
+            flushes: c.flushes,
+            flush_cycles: c.flushes * d.gpu.mmu.spec().flush_cycles as u64,
+            gpu_cycles: d.gpu.mmu.gpu_cycles(),
+            tlb_fills: c.fills,
+            mapped_bytes: dc.mapped,
+            coverage: if total > 0 {
+                (total - dc.mapped[0]) as f64 / total as f64
+            } else {
+                0.0
+            },
+            bos_created: dc.creates,
+            bos_destroyed: dc.destroys,
+            bos_live: d.gpu.live(),
+            ptes_written: dc.ptes_written,
+            segments: dc.segments,
+            thp: dc.thp,
+            thp_fallbacks: dc.thp_fallbacks,
+        }
     }
 }

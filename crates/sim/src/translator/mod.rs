@@ -16,7 +16,7 @@
 //!   every component (`stats.rs` reads no machine internals).
 //! * Host-side speed helpers (the walk memo, the root cache, the specialised-path
 //!   choice) sit apart from the simulated state, in a translator's own
-//!   [`crate::host::Host`], and never change a result.
+//!   `host::Host`, and never change a result.
 //!
 //! Adding a translator (a nested stage-1 × stage-2 translator, a device MMU with its
 //! own page-table format): a file here with a struct implementing [`Translator`], a
@@ -25,6 +25,7 @@
 
 mod core_cache;
 mod device;
+pub(crate) mod host;
 mod mlp;
 mod nested;
 mod stage1;

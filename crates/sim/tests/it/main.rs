@@ -15,3 +15,4 @@ mod pipeline;
 mod roi;
 mod run_paths;
 mod vm_catalog;
+mod warmup_counters;

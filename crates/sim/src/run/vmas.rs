@@ -1,0 +1,33 @@
+//! VMA preloading: the VMAs a trace captured (`mmulab record`'s /proc/PID/maps samples,
+//! the `vmas` metadata section) installed in the simulated OS before a run, so that the
+//! policies see them from the first fault (docs/policies.md). The run loop also installs
+//! them when a source reports them later (`run`); preloading matters for `.mlt`
+//! files, which may keep their sections anywhere in the file.
+
+use std::path::Path;
+
+use mmulab_trace::TraceMeta;
+
+use crate::machine::Machine;
+
+/// The metadata sections of the trace file at `path`, read up front, as a [`TraceMeta`]
+/// (sections only). `None` if the file is not an `.mlt` trace whose sections can be read:
+/// other formats report their metadata while they are read.
+pub fn trace_file_meta(path: &Path) -> Option<TraceMeta> {
+    let sections = mmulab_trace::format::mlt::read_sections(path).ok()?;
+    Some(TraceMeta {
+        sections,
+        ..Default::default()
+    })
+}
+
+/// Installs the VMAs of `meta` (the last sample of its `vmas` section) in every address
+/// space of `m`, existing and future ones. Returns how many it installed (0: `meta`
+/// carries none, and `m` is unchanged).
+pub fn preload_vmas(m: &mut Machine, meta: &TraceMeta) -> usize {
+    let vmas: Vec<(u64, u64)> = meta.vmas().iter().map(|v| (v.start, v.end)).collect();
+    if vmas.is_empty() {
+        return 0;
+    }
+    m.set_trace_vmas(&vmas)
+}
