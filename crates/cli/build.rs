@@ -6,7 +6,7 @@
 //! `.data.rel.ro` and the GOT, ~140 KiB); with BIND_NOW the loader writes every one
 //! before `main`, each written page a private copy-on-write fault. Linked with
 //! `-no-pie`, the linker resolves them at link time: `mmulab sim` of one reference went
-//! from 1.66 M to ~1.2 M instructions and ~40 fewer page faults (docs/benchmarks.md,
+//! from 1.66 M to ~1.2 M instructions and ~40 fewer page faults (docs/benchmarks-log.md,
 //! "Start-up"). The cost: the binary's own addresses are no longer randomised (shared
 //! libraries, heap and stack still are). Only the binary: the Python extension (a
 //! cdylib) and the libraries are untouched, and `-C target-cpu` stays the baseline.

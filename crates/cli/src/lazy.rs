@@ -3,7 +3,7 @@
 //! clap's derive builds every subcommand's arguments (hundreds of `Arg`s, each pushed
 //! into growing vectors) before it parses anything: for `mmulab sim` of one reference
 //! that was ~430 K host instructions and ~45 page faults, a fifth of the process's
-//! start-up (docs/benchmarks.md, "Start-up"). Wrapped in `Lazy`, a subcommand's
+//! start-up (docs/benchmarks-log.md, "Start-up"). Wrapped in `Lazy`, a subcommand's
 //! arguments are added by `Command::defer`, which clap runs when it builds that
 //! subcommand: when it is parsed, or its help is printed. The parsed values, the help
 //! and the error messages are the same.

@@ -2,7 +2,7 @@
 //!
 //! [`ReadAhead`] wraps a [`TraceSource`]. The first [`INLINE_BATCHES`] batches are read
 //! on the caller's thread (a short trace ends there, with no thread started and no
-//! batches in flight: its start-up costs less CPU time; docs/benchmarks.md, "Start-up");
+//! batches in flight: its start-up costs less CPU time; docs/benchmarks-log.md, "Start-up");
 //! from the next [`TraceSource::next_batch`] call on, it runs the wrapped source on a
 //! thread of its own that fills [`Batch`]es of the size that call asked for and passes
 //! them through a bounded queue

@@ -32,7 +32,7 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 /// Words per batch of records handed to the cache thread (a record is 4 words, one
 /// per first-level miss, of which a GUPS reference makes one or two: 16,384 records,
 /// 512 KiB). Measured with the throughput bench's sliced two-thread A/B (`--caches
-/// --sliced --threads 2 --refs 20M`, docs/benchmarks.md, "ninth pass") on 2026-12-03's
+/// --sliced --threads 2 --refs 20M`, docs/benchmarks-log.md, "ninth pass") on 2026-12-03's
 /// 2-vCPU Intel Xeon guest: 1 << 16 ran GUPS with caches and DRAM 1.15x as fast as
 /// 1 << 14 (range 1.08-1.15; the other rows 1.00-1.03); 1 << 12 was 0.89x of 1 << 14,
 /// 1 << 17 0.95x of 1 << 16, and DEPTH 8 instead of 4 0.97x. Tuned for that machine.

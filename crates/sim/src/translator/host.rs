@@ -31,7 +31,7 @@ struct WalkMemo {
 /// inverted so an empty entry (tag `u64::MAX`) is all zero bits: the 96 KiB memo is then
 /// a zeroed allocation that the host maps lazily, page by page as entries are written,
 /// instead of 24 pages written at start-up (and copied from the stack) for a run that
-/// may walk a handful of times (docs/benchmarks.md, "Start-up").
+/// may walk a handful of times (docs/benchmarks-log.md, "Start-up").
 type MemoSlot = [u64; 3];
 
 impl WalkMemo {

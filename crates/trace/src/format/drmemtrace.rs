@@ -109,7 +109,7 @@ const SKIPPED: [&str; 10] = [
 /// [`SKIPPED`]; markers of subtype below 64 by subtype), merged into
 /// [`TraceMeta::counts`] when the metadata is asked for. A map lookup by name per
 /// record cost ~150 host instructions, and an aarch64 thread has an encoding record
-/// about every seventh reference (docs/benchmarks.md, "Start-up").
+/// about every seventh reference (docs/benchmarks-log.md, "Start-up").
 struct Skipped {
     named: [u64; SKIPPED.len()],
     markers: [u64; 64],
@@ -359,7 +359,7 @@ impl Thread {
     /// `room` records, not references: then no record needs a room check.) Type 29 (a
     /// repeated string instruction's later iterations) is a fifth of an x86-64 trace's
     /// records, and type 47 precedes most instructions of some aarch64 ones: each ending
-    /// the run cost ~75 instructions (docs/benchmarks.md, "Start-up").
+    /// the run cost ~75 instructions (docs/benchmarks-log.md, "drmemtrace skip records").
     #[inline]
     fn refs_run(&mut self, out: &mut Vec<MemRef>, room: usize, named: &mut [u64; SKIPPED.len()]) -> usize {
         let whole = ((self.end - self.start) / RECORD).min(room);

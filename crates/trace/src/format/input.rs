@@ -106,7 +106,7 @@ pub fn open_input(path: &Path) -> Result<Input, TraceError> {
     // front of it: the 64 KiB buffer below is filled only when the content is read. A
     // zip is opened again by its reader, and `sniff` of a zip reads nothing more, so
     // neither fills (and first zeroes: the standard library initialises a buffer before
-    // a reader without `read_buf` fills it) 16 pages it then drops (docs/benchmarks.md,
+    // a reader without `read_buf` fills it) 16 pages it then drops (docs/benchmarks-log.md,
     // "Start-up").
     let mut magic = [0u8; MAGIC_BYTES];
     let mut got = 0;

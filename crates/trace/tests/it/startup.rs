@@ -1,4 +1,4 @@
-//! Start-up costs that must not change what is read (docs/benchmarks.md, "Start-up"):
+//! Start-up costs that must not change what is read (docs/benchmarks-log.md, "Start-up"):
 //! the drmemtrace reader's skipped-record counts kept in fixed slots, and read-ahead's
 //! first batches read on the caller's thread.
 
