@@ -63,6 +63,13 @@ impl std::error::Error for RunError {
     }
 }
 
+impl From<RunError> for SimError {
+    /// The error alone, for callers that do not report partial statistics.
+    fn from(e: RunError) -> SimError {
+        e.error
+    }
+}
+
 /// One simulated machine and the runs made on it.
 pub struct Session {
     machine: Machine,

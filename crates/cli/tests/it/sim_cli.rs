@@ -425,3 +425,26 @@ fn base_policy_uses_the_granule_as_its_page() {
         assert_eq!(v["faults"], pages, "{arch}");
     }
 }
+
+/// A time series does not replace the region of interest's statistics with the whole
+/// run's (#51; before, `--timeseries` reported every reference and no `roi`). GUPS on a
+/// 64 MiB table with 2 M updates: its initialisation, 64 MiB / 8 B = 8,388,608 stores,
+/// is the warm-up (`--warmup auto`), so the measured part is the 2,000,000 updates
+/// with or without `--timeseries`, and the series file covers all 10,388,608.
+#[test]
+fn timeseries_keeps_the_region_of_interest() {
+    let dir = std::env::temp_dir().join(format!("mmulab-ts-roi-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ts = dir.join("t.jsonl");
+    let ts = ts.to_str().unwrap();
+    let plain = json_ok(&["sim", "--workload", "gups:table=64MiB,refs=2M", "--json"]);
+    let with = json_ok(&["sim", "--workload", "gups:table=64MiB,refs=2M", "--json", "--timeseries", ts, "--interval", "1000000"]);
+    for v in [&plain, &with] {
+        assert_eq!(v["references"], 2_000_000);
+        assert_eq!(v["roi"]["warmup"], 8_388_608);
+    }
+    assert_eq!(plain["tlb"], with["tlb"]);
+    let last: Value = serde_json::from_str(std::fs::read_to_string(ts).unwrap().lines().last().unwrap()).unwrap();
+    assert_eq!(last["refs"], 10_388_608);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
