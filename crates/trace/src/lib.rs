@@ -15,7 +15,6 @@ mod error;
 pub mod event;
 pub mod format;
 pub mod gpu;
-mod memref;
 pub mod meta;
 pub mod mmtrace;
 mod open;
@@ -28,8 +27,8 @@ pub mod workload;
 
 pub use error::TraceError;
 pub use event::{Batch, Event, EventAt};
-pub use memref::{AccessKind, MemRef};
 pub use meta::{TraceMeta, Vma};
+pub use mmulab_base::{AccessKind, MemRef};
 pub use open::{open_inline, open_trace, open_trace_with, CoreMap, Format, Interleave, TraceOptions};
 pub use readahead::ReadAhead;
 
