@@ -99,10 +99,10 @@ fn run_linux(a: Args) -> Result<()> {
     let (sample, window) = match &a.sample {
         Some(s) if a.recorder == "ptrace" => (
             None,
-            Some(mmulab_trace::ptrace_sample::WindowSampling::parse(s).map_err(|e| anyhow::anyhow!("--sample: {e}"))?),
+            Some(mmulab_record::ptrace_sample::WindowSampling::parse(s).map_err(|e| anyhow::anyhow!("--sample: {e}"))?),
         ),
         Some(s) => (
-            Some(mmulab_trace::mmtrace::Sampling::parse(s).map_err(|e| anyhow::anyhow!("--sample: {e}"))?),
+            Some(mmulab_record::mmtrace::Sampling::parse(s).map_err(|e| anyhow::anyhow!("--sample: {e}"))?),
             None,
         ),
         None => (None, None),

@@ -45,9 +45,9 @@ pub struct Options {
     /// The recorder.
     pub recorder: RecorderChoice,
     /// Record sampled windows (mmtrace only).
-    pub sample: Option<mmulab_trace::mmtrace::Sampling>,
-    /// The ptrace sampler's windows (default [`mmulab_trace::ptrace_sample::WindowSampling::default`]).
-    pub window: Option<mmulab_trace::ptrace_sample::WindowSampling>,
+    pub sample: Option<mmulab_record::mmtrace::Sampling>,
+    /// The ptrace sampler's windows (default [`mmulab_record::ptrace_sample::WindowSampling::default`]).
+    pub window: Option<mmulab_record::ptrace_sample::WindowSampling>,
     /// Use this trace instead of recording one.
     pub trace: Option<PathBuf>,
     /// Probe again even if a cached probe exists.
@@ -398,9 +398,9 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
     }
     child::check_command(&opts.command)?;
     if opts.trace.is_none() && opts.recorder != RecorderChoice::Ptrace {
-        let valgrind = mmulab_trace::record::Recorder::new();
+        let valgrind = mmulab_record::Recorder::new();
         // auto falls back to the ptrace sampler where Valgrind is missing (recording.rs).
-        let fallback = opts.recorder == RecorderChoice::Auto && mmulab_trace::ptrace_sample::unavailable().is_none();
+        let fallback = opts.recorder == RecorderChoice::Auto && mmulab_record::ptrace_sample::unavailable().is_none();
         if !fallback {
             valgrind.map_err(|e| ProbeError::Unavailable(e.to_string()))?;
         }
