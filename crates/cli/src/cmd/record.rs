@@ -60,7 +60,7 @@ pub fn run(a: Args) -> Result<()> {
         None => None,
     };
     let backend = if a.recorder == "mmtrace" {
-        let dir = mmulab_probe::advise::cache::dir()?.join("valgrind-mmtrace");
+        let dir = mmulab_advise::cache::dir()?.join("valgrind-mmtrace");
         let lib_dir = mmulab_record::mmtrace::build(&dir)
             .map_err(|e| anyhow::anyhow!("{e}; `--recorder lackey` needs no build"))?;
         Backend::Mmtrace { lib_dir, sampling }

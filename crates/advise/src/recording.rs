@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::Options;
-use crate::error::{ProbeError, Result};
+use mmulab_probe::error::{ProbeError, Result};
 use mmulab_record::mmtrace::Sampling;
 use mmulab_record::Backend;
 
@@ -257,7 +257,7 @@ pub fn record(
         let sampling = opts
             .window
             .unwrap_or_else(|| super::plan::window_sampling(native_user_s));
-        return crate::advise::recording_ptrace::record(opts, sampling, dir, progress);
+        return crate::recording_ptrace::record(opts, sampling, dir, progress);
     }
     let recorder = valgrind.map_err(|e| ProbeError::Unavailable(e.to_string()))?;
     let (backend, fallback) = backend(opts.recorder, opts.sample, dir)?;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::recording::{cpu_children, RecordingInfo};
 use super::Options;
-use crate::error::{ProbeError, Result};
+use mmulab_probe::error::{ProbeError, Result};
 use mmulab_record::ptrace_sample;
 
 /// Fewer windows than this are flagged in the output (assumed: hash_join's 2 windows at
