@@ -36,7 +36,7 @@ pub struct ReadOpts {
     #[arg(long, default_value = "cpu", value_parser = ["cpu", "thread"])]
     pub cores: String,
     /// drmemtrace directories: interleave threads by `timestamp` markers, or `rr:N`
-    /// (round-robin, N references per turn; `rr` alone: 1000).
+    /// (round-robin, N references per turn).
     #[arg(long, default_value = "timestamp")]
     pub interleave: String,
 }
