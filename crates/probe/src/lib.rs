@@ -7,11 +7,10 @@
 //!   pages, THP, mTHP and hugetlbfs, each verifying the page size it got.
 //! - [`os`]: the Linux facilities both use (regions, smaps, sysfs, perf counters).
 //! - [`tlb_test`]: the seed's tlb_test experiment on a simulated core.
-//! - [`advise`](mod@advise): will huge pages help a program? Native 4 KiB / THP runs, a
-//!   recorded trace simulated on the probed machine, a calibrated runtime model, a verdict.
+//!
+//! `mmulab advise`, the application over the probe, the recorders and the simulator, is
+//! the `mmulab-advise` crate.
 
-#[cfg(target_os = "linux")]
-pub mod advise;
 #[cfg(target_os = "linux")]
 pub mod bench;
 pub mod error;

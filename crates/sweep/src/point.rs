@@ -5,7 +5,7 @@
 use crate::table::flatten;
 use crate::SweepError;
 use mmulab_sim::{config, Session, SessionOptions};
-use mmulab_trace::{open_trace_with, workload, CoreMap, Format, Interleave, TraceOptions};
+use mmulab_trace::{open_trace_with, workload, TraceOptions};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::Read;
@@ -31,30 +31,16 @@ pub struct ReadSpec {
     pub prefetches: bool,
     /// `cpu` or `thread`.
     pub cores: String,
-    /// `timestamp` or `rr:N`.
+    /// `timestamp` or `rr:N` (`rr` alone: 1000); docs/trace-format.md, "Reader options".
     pub interleave: String,
 }
 
 impl ReadSpec {
-    fn options(&self) -> Result<TraceOptions, String> {
-        let interleave = match self.interleave.as_str() {
-            "timestamp" => Interleave::Timestamp,
-            s => match s.strip_prefix("rr:").and_then(|n| n.parse::<u64>().ok()) {
-                Some(q) if q > 0 => Interleave::RoundRobin(q),
-                _ => return Err(format!("interleave takes `timestamp` or `rr:N` (N > 0), not '{s}'")),
-            },
-        };
-        let cores = match self.cores.as_str() {
-            "cpu" => CoreMap::Cpu,
-            "thread" => CoreMap::Thread,
-            s => return Err(format!("cores takes `cpu` or `thread`, not '{s}'")),
-        };
-        Ok(TraceOptions {
-            format: Format::parse(&self.format).map_err(|e| e.to_string())?,
-            prefetches: self.prefetches,
-            cores,
-            interleave,
-        })
+    /// The library options this spec names, by the trace crate's one parser
+    /// ([`TraceOptions::parse`]: the same meaning as `mmulab sim --interleave` and the
+    /// other reader flags).
+    pub fn options(&self) -> Result<TraceOptions, String> {
+        TraceOptions::parse(&self.format, self.prefetches, &self.cores, &self.interleave).map_err(|e| e.to_string())
     }
 }
 

@@ -15,22 +15,18 @@ mod error;
 pub mod event;
 pub mod format;
 pub mod gpu;
-mod memref;
 pub mod meta;
-pub mod mmtrace;
 mod open;
-pub mod ptrace_sample;
 pub mod readahead;
-pub mod record;
 pub mod summary;
 pub mod units;
 pub mod workload;
 
 pub use error::TraceError;
 pub use event::{Batch, Event, EventAt};
-pub use memref::{AccessKind, MemRef};
 pub use meta::{TraceMeta, Vma};
-pub use open::{open_inline, open_trace, open_trace_with, CoreMap, Format, Interleave, TraceOptions};
+pub use mmulab_base::{AccessKind, MemRef};
+pub use open::{open_inline, open_trace, open_trace_with, CoreMap, Format, Interleave, TraceOptions, DEFAULT_QUANTUM};
 pub use readahead::ReadAhead;
 
 /// A stream of memory references, read in batches.

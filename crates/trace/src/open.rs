@@ -63,6 +63,64 @@ pub struct TraceOptions {
     pub interleave: Interleave,
 }
 
+/// The quantum of `rr` without a count: references each thread delivers per turn.
+pub const DEFAULT_QUANTUM: u64 = 1000;
+
+impl CoreMap {
+    /// Parses a core-mapping name: `cpu` ([`CoreMap::Cpu`]) or `thread`
+    /// ([`CoreMap::Thread`]). The one parser of this option: `sim`, `convert`,
+    /// `trace-info`, sweeps and the Python package all call it (docs/trace-format.md,
+    /// "Reader options").
+    pub fn parse(s: &str) -> Result<CoreMap, TraceError> {
+        match s {
+            "cpu" => Ok(CoreMap::Cpu),
+            "thread" => Ok(CoreMap::Thread),
+            _ => Err(TraceError::Spec(format!("cores takes `cpu` or `thread`, not '{s}'"))),
+        }
+    }
+}
+
+impl Interleave {
+    /// Parses an interleaving rule: `timestamp` ([`Interleave::Timestamp`]), or `rr:N`
+    /// ([`Interleave::RoundRobin`], N > 0 references per turn); `rr` alone (or `rr:`) is
+    /// `rr:1000` ([`DEFAULT_QUANTUM`]), and the colon may be left out (`rr64` is `rr:64`).
+    /// The one parser of this option, with one meaning everywhere (docs/trace-format.md,
+    /// "Reader options").
+    pub fn parse(s: &str) -> Result<Interleave, TraceError> {
+        if s == "timestamp" {
+            return Ok(Interleave::Timestamp);
+        }
+        let quantum = s.strip_prefix("rr").map(|n| {
+            let n = n.strip_prefix(':').unwrap_or(n);
+            if n.is_empty() {
+                Ok(DEFAULT_QUANTUM)
+            } else {
+                n.parse::<u64>()
+            }
+        });
+        match quantum {
+            Some(Ok(q)) if q > 0 => Ok(Interleave::RoundRobin(q)),
+            _ => Err(TraceError::Spec(format!(
+                "interleave takes `timestamp` or `rr:N` (N > 0 references per turn; `rr` alone: {DEFAULT_QUANTUM}), not '{s}'"
+            ))),
+        }
+    }
+}
+
+impl TraceOptions {
+    /// The reader options named by the strings every front end takes (`--format`,
+    /// `--prefetches`, `--cores`, `--interleave`; a sweep's `[read]` table; Python's
+    /// arguments): [`Format::parse`], [`CoreMap::parse`] and [`Interleave::parse`].
+    pub fn parse(format: &str, prefetches: bool, cores: &str, interleave: &str) -> Result<TraceOptions, TraceError> {
+        Ok(TraceOptions {
+            format: Format::parse(format)?,
+            prefetches,
+            cores: CoreMap::parse(cores)?,
+            interleave: Interleave::parse(interleave)?,
+        })
+    }
+}
+
 impl Format {
     /// Every format's name, as `--format` takes it.
     pub const NAMES: &'static [&'static str] =
@@ -255,4 +313,38 @@ pub fn open_inline(path: &Path, opts: &TraceOptions) -> Result<Box<dyn TraceSour
         Format::DrMemtrace => unreachable!("handled above"),
     };
     Ok(src)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reader_options_parse_with_one_meaning() {
+        assert_eq!(CoreMap::parse("cpu").unwrap(), CoreMap::Cpu);
+        assert_eq!(CoreMap::parse("thread").unwrap(), CoreMap::Thread);
+        assert!(CoreMap::parse("core")
+            .unwrap_err()
+            .to_string()
+            .contains("`cpu` or `thread`"));
+        assert_eq!(Interleave::parse("timestamp").unwrap(), Interleave::Timestamp);
+        assert_eq!(Interleave::parse("rr:5").unwrap(), Interleave::RoundRobin(5));
+        assert_eq!(Interleave::parse("rr5").unwrap(), Interleave::RoundRobin(5));
+        assert_eq!(
+            Interleave::parse("rr").unwrap(),
+            Interleave::RoundRobin(DEFAULT_QUANTUM)
+        );
+        assert_eq!(
+            Interleave::parse("rr:").unwrap(),
+            Interleave::RoundRobin(DEFAULT_QUANTUM)
+        );
+        for bad in ["rr:0", "rr0", "rr:x", "round", "", "rr:-1"] {
+            let e = Interleave::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(&format!("not '{bad}'")) && e.contains("rr:N"), "{bad}: {e}");
+        }
+        let o = TraceOptions::parse("mlt", true, "thread", "rr").unwrap();
+        assert_eq!(o.format, Some(Format::Mlt));
+        assert!(o.prefetches);
+        assert_eq!((o.cores, o.interleave), (CoreMap::Thread, Interleave::RoundRobin(1000)));
+    }
 }

@@ -1,5 +1,5 @@
 //! `mmulab advise [--runs N] [--json] [--max-refs N] -- CMD ARGS…`: will huge pages help
-//! this program? The work is the library's (`mmulab_probe::advise`, docs/advise.md);
+//! this program? The work is the library's (`mmulab_advise`, docs/advise.md);
 //! this command parses the arguments and prints the answer.
 
 use anyhow::{bail, Result};
@@ -86,7 +86,7 @@ pub fn run(a: Args) -> Result<()> {
 
 #[cfg(target_os = "linux")]
 fn run_linux(a: Args) -> Result<()> {
-    use mmulab_probe::advise::{self, Options};
+    use mmulab_advise::{self as advise, Options};
     if a.command.is_empty() && !a.calibrate && !a.reprobe && a.machine.is_none() {
         bail!("no command given: `mmulab advise [OPTIONS] -- CMD ARGS…` (or `mmulab advise --calibrate`)");
     }
@@ -99,10 +99,10 @@ fn run_linux(a: Args) -> Result<()> {
     let (sample, window) = match &a.sample {
         Some(s) if a.recorder == "ptrace" => (
             None,
-            Some(mmulab_trace::ptrace_sample::WindowSampling::parse(s).map_err(|e| anyhow::anyhow!("--sample: {e}"))?),
+            Some(mmulab_record::ptrace_sample::WindowSampling::parse(s).map_err(|e| anyhow::anyhow!("--sample: {e}"))?),
         ),
         Some(s) => (
-            Some(mmulab_trace::mmtrace::Sampling::parse(s).map_err(|e| anyhow::anyhow!("--sample: {e}"))?),
+            Some(mmulab_record::mmtrace::Sampling::parse(s).map_err(|e| anyhow::anyhow!("--sample: {e}"))?),
             None,
         ),
         None => (None, None),
@@ -164,12 +164,12 @@ fn run_linux(a: Args) -> Result<()> {
         pct(m.high),
         m.runs,
     );
-    if adv.plan.rounds_from == "auto" && adv.plan.rounds < mmulab_probe::advise::plan::ROUNDS_MAX {
+    if adv.plan.rounds_from == "auto" && adv.plan.rounds < mmulab_advise::plan::ROUNDS_MAX {
         println!(
             "  ({} pairs: the program runs {:.0} s, so --runs auto kept the native runs near {:.0} s{}; --runs N for more)",
             adv.plan.rounds,
             adv.plan.warmup_wall_s,
-            mmulab_probe::advise::plan::NATIVE_BUDGET_S,
+            mmulab_advise::plan::NATIVE_BUDGET_S,
             if adv.plan.warmup_timed {
                 ", the warm-up counted as the first 4 KiB run"
             } else {
@@ -233,7 +233,7 @@ fn run_linux(a: Args) -> Result<()> {
             ("whole", _) => format!(", {:.0}× the native run", r.slowdown),
             (_, None) if r.recorder == "ptrace" => format!(
                 ", estimated at an assumed {:.0e} steps per CPU second; {:.1}× the native run",
-                mmulab_probe::advise::recording::PTRACE_STEPS_PER_CPU_S,
+                mmulab_advise::recording::PTRACE_STEPS_PER_CPU_S,
                 r.slowdown
             ),
             (_, Some(t)) => format!(" of {t} references, counted; {:.0}× the native run", r.slowdown),
@@ -252,7 +252,7 @@ fn run_linux(a: Args) -> Result<()> {
 }
 
 #[cfg(target_os = "linux")]
-fn model_text(m: &mmulab_probe::advise::model::RuntimeModel) -> String {
+fn model_text(m: &mmulab_advise::model::RuntimeModel) -> String {
     let mut s = format!(
         "  serial translation ns/ref T = {:.4}·walk_cycles + {:.4}·llt_misses + {:.4}·llt_hits + {:.6}·walk_cycles²\n  \
          saved ns/ref = o^{:.2} · (T(4 KiB) − T(huge)), o = measured 4 KiB ns/ref ÷ a dependent chase's at the same walk rate (≤ 1)\n",

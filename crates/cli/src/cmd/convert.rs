@@ -42,30 +42,15 @@ pub struct ReadOpts {
 }
 
 impl ReadOpts {
-    /// The library options these flags mean.
+    /// The library options these flags mean, by the trace crate's one parser (the
+    /// parsers [`TraceOptions::parse`] calls: the same meaning and message as a sweep's
+    /// and Python's; the message names the flag, `--interleave takes ...`).
     pub fn options(&self) -> Result<TraceOptions> {
-        let interleave = match self.interleave.as_str() {
-            "timestamp" => Interleave::Timestamp,
-            s => match s.strip_prefix("rr:").or_else(|| s.strip_prefix("rr")).map(|n| {
-                if n.is_empty() {
-                    Ok(1000)
-                } else {
-                    n.parse::<u64>()
-                }
-            }) {
-                Some(Ok(q)) if q > 0 => Interleave::RoundRobin(q),
-                _ => bail!("--interleave takes `timestamp` or `rr:N` (N > 0 references per turn), not '{s}'"),
-            },
-        };
         Ok(TraceOptions {
             format: Format::parse(&self.from)?,
             prefetches: self.prefetches,
-            cores: if self.cores == "thread" {
-                CoreMap::Thread
-            } else {
-                CoreMap::Cpu
-            },
-            interleave,
+            cores: CoreMap::parse(&self.cores).map_err(|e| anyhow::anyhow!("--{e}"))?,
+            interleave: Interleave::parse(&self.interleave).map_err(|e| anyhow::anyhow!("--{e}"))?,
         })
     }
 }
@@ -302,5 +287,61 @@ pub fn dir_or_file_size(p: &Path) -> u64 {
             .unwrap_or(0)
     } else {
         std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReadOpts;
+    use mmulab_sweep::point::ReadSpec;
+
+    /// One parser (issue 46): a reader-option string means the same through the CLI's
+    /// flags (`sim`, `convert`, `trace-info`) and a sweep point (and so Python, which
+    /// builds sweep points). `rr` alone used to be `rr:1000` in the CLI and an error in a
+    /// sweep; `rr:0` and unknown names are errors in both, with one message.
+    #[test]
+    fn cli_and_sweep_read_options_agree() {
+        let interleaves = [
+            "timestamp",
+            "rr",
+            "rr:",
+            "rr:1000",
+            "rr:7",
+            "rr7",
+            "rr:0",
+            "rr:x",
+            "round",
+        ];
+        for (cores, interleave) in ["cpu", "thread", "core"]
+            .iter()
+            .flat_map(|c| interleaves.map(|i| (*c, i)))
+        {
+            let cli = ReadOpts {
+                from: "auto".into(),
+                prefetches: true,
+                cores: cores.into(),
+                interleave: interleave.into(),
+            }
+            .options()
+            .map(|o| format!("{o:?}"))
+            // The CLI names the flag (`--interleave takes ...`), a sweep the key.
+            .map_err(|e| e.to_string().trim_start_matches("--").to_string());
+            let sweep = ReadSpec {
+                format: "auto".into(),
+                prefetches: true,
+                cores: cores.into(),
+                interleave: interleave.into(),
+            }
+            .options()
+            .map(|o| format!("{o:?}"));
+            assert_eq!(cli, sweep, "cores {cores}, interleave {interleave}");
+        }
+        let rr = ReadSpec {
+            format: "auto".into(),
+            prefetches: false,
+            cores: "cpu".into(),
+            interleave: "rr".into(),
+        };
+        assert!(format!("{:?}", rr.options().unwrap()).contains("RoundRobin(1000)"));
     }
 }

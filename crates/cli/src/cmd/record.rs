@@ -1,14 +1,14 @@
 //! `mmulab record -o FILE -- CMD ARGS…`: trace a real program with Valgrind Lackey
 //! (`valgrind --tool=lackey --trace-mem=yes`) straight into an `.mlt` file. The recorder
 //! (streaming through a pipe, VMA samples of /proc/PID/maps) is the library's
-//! (`mmulab_trace::record`); this command parses the arguments, writes the output file
+//! (`mmulab_record`); this command parses the arguments, writes the output file
 //! and prints the summary. With `--json`, the program's stdout goes to stderr so that
 //! stdout holds only the summary object.
 
 use crate::output::OutputFile;
 use crate::progress::ProgressLine;
 use anyhow::{bail, Result};
-use mmulab_trace::record::{Backend, RecordError, RecordOptions, Recorder};
+use mmulab_record::{Backend, RecordError, RecordOptions, Recorder};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -54,14 +54,14 @@ pub fn run(a: Args) -> Result<()> {
     let recorder = Recorder::new()?;
     let sampling = match &a.sample {
         Some(s) if a.recorder == "mmtrace" => {
-            Some(mmulab_trace::mmtrace::Sampling::parse(s).map_err(|e| anyhow::anyhow!("--sample: {e}"))?)
+            Some(mmulab_record::mmtrace::Sampling::parse(s).map_err(|e| anyhow::anyhow!("--sample: {e}"))?)
         }
         Some(_) => bail!("--sample needs --recorder mmtrace (Lackey records every reference)"),
         None => None,
     };
     let backend = if a.recorder == "mmtrace" {
-        let dir = mmulab_probe::advise::cache::dir()?.join("valgrind-mmtrace");
-        let lib_dir = mmulab_trace::mmtrace::build(&dir)
+        let dir = mmulab_advise::cache::dir()?.join("valgrind-mmtrace");
+        let lib_dir = mmulab_record::mmtrace::build(&dir)
             .map_err(|e| anyhow::anyhow!("{e}; `--recorder lackey` needs no build"))?;
         Backend::Mmtrace { lib_dir, sampling }
     } else {
@@ -131,9 +131,9 @@ pub fn run(a: Args) -> Result<()> {
     Ok(())
 }
 
-/// `--recorder ptrace`: the window sampler (`mmulab_trace::ptrace_sample`, no Valgrind).
+/// `--recorder ptrace`: the window sampler (`mmulab_record::ptrace_sample`, no Valgrind).
 fn run_ptrace(a: Args) -> Result<()> {
-    use mmulab_trace::ptrace_sample::{self, WindowSampling};
+    use mmulab_record::ptrace_sample::{self, WindowSampling};
     let sampling = match &a.sample {
         Some(s) => WindowSampling::parse(s).map_err(|e| anyhow::anyhow!("--sample: {e}"))?,
         None => WindowSampling::default(),

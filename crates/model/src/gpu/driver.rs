@@ -342,15 +342,8 @@ impl Gpu {
 /// Returns the frames pinned. Pinned pages stay allocated for the whole run.
 pub fn fragment(mem: &mut Memory, used: f64, clean: f64, kernel_page: u64, seed: u64) -> u64 {
     let order = (kernel_page / GPU_PAGE).trailing_zeros();
-    let mut state = seed ^ 0x6770_7566;
-    let mut rand = move || {
-        // SplitMix64.
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    };
+    let mut rng = mmulab_base::SplitMix64::new(seed ^ 0x6770_7566);
+    let mut rand = move || rng.unit_f64();
     let mut blocks = Vec::new();
     while let Some(p) = mem.buddy.alloc(order) {
         blocks.push(p);

@@ -14,28 +14,9 @@
 //! fault or a reservation finds a contiguous extent, and it is the figure Linux reports
 //! (/proc/buddyinfo, extfrag); a seed makes the same config give the same memory.
 
+use mmulab_base::SplitMix64;
+
 use super::Buddy;
-
-/// SplitMix64 (same stream as the trace crate's workloads), local so the model crate's
-/// results do not depend on another crate's generator.
-#[derive(Clone, Debug)]
-pub(crate) struct Rng(u64);
-
-impl Rng {
-    pub(crate) fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
-        ((self.next_u64() as u128 * n as u128) >> 64) as u64
-    }
-}
 
 /// The share of free frames that sit in free blocks of 2 MiB or more (1.0 = no
 /// fragmentation, 0.0 = no free 2 MiB block at all). 1.0 when nothing is free.
@@ -56,7 +37,7 @@ pub fn free_2m_share(b: &Buddy) -> f64 {
 /// stay whole, so about `target` of the free memory remains in 2 MiB blocks. With
 /// `unit = 1` the stream of choices is the 4 KiB one.
 pub fn age(b: &mut Buddy, used: f64, target: f64, seed: u64, unit: u64) -> Vec<u64> {
-    let mut rng = Rng::new(seed ^ 0x6167_6521);
+    let mut rng = SplitMix64::new(seed ^ 0x6167_6521);
     let regions = b.frames() / 512;
     let unit = unit.clamp(1, 512);
     // Pages of `unit` frames per 2 MiB region.

@@ -170,7 +170,7 @@ impl Memory {
     pub fn age_pages(&mut self, used: f64, target_free_2m_share: f64, seed: u64, movable: f64, unit: u64) -> u64 {
         let pinned = age::age(&mut self.buddy, used, target_free_2m_share, seed, unit);
         if movable > 0.0 {
-            let mut rng = age::Rng::new(seed ^ 0x006d_6f76_6162_6c65);
+            let mut rng = mmulab_base::SplitMix64::new(seed ^ 0x006d_6f76_6162_6c65);
             let cut = (movable.clamp(0.0, 1.0) * (1u64 << 32) as f64) as u64;
             let unit = unit.clamp(1, 512) as usize;
             for page in pinned.chunks(unit) {

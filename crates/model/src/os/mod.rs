@@ -67,7 +67,7 @@ use crate::mem::Memory;
 use crate::space::AddressSpace;
 use crate::translation::Attrs;
 use crate::walk::{map_leaf, Mapping};
-use mmulab_trace::AccessKind;
+use mmulab_base::AccessKind;
 
 /// A range of one address space whose translations changed: TLBs must drop it.
 pub type Shootdown = (Asid, u64, u64);

@@ -47,7 +47,7 @@ use crate::mem::Memory;
 use crate::pt::Pte;
 use crate::translation::Attrs;
 use crate::walk::{map_leaf, walk, Action, Visit, Visitor, WalkCounts, WalkFlags};
-use mmulab_trace::AccessKind;
+use mmulab_base::AccessKind;
 use std::collections::BTreeMap;
 
 /// `/sys/kernel/mm/transparent_hugepage/enabled` (config `os.thp.enabled`: `"always"`,

@@ -27,7 +27,7 @@ use crate::addr::{PageSize, FRAME_SHIFT};
 use crate::error::ModelError;
 use crate::translation::Attrs;
 use crate::walk::{lookup, map_leaf, Mapping};
-use mmulab_trace::AccessKind;
+use mmulab_base::AccessKind;
 
 /// The attributes of a zero-page entry: user, read-only, young (a new entry is mapped
 /// young, `mk_pte` with the VMA's protection).

@@ -1,4 +1,4 @@
-use mmulab_trace::workload::SplitMix64;
+use mmulab_base::SplitMix64;
 
 /// Random replacement from a seeded SplitMix64 stream: same seed, same victims.
 #[derive(Clone, Debug)]

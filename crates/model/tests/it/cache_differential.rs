@@ -7,9 +7,9 @@
 //! the same, every memory request must be the same (address, direction, core, time),
 //! and the counters must agree. Then a short sequence whose counts are derived by hand.
 
+use mmulab_base::SplitMix64;
 use mmulab_model::cache::{Cache, CacheSpec, Caches, FirstLevel, LevelCounts, LevelSpec, Victim};
 use mmulab_model::mem::backend::{Flat, MemReq};
-use mmulab_trace::workload::SplitMix64;
 
 /// Cycles of the flat memory below the caches in these tests.
 const MEM: u32 = 100;

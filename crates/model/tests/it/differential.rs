@@ -5,11 +5,11 @@
 //! many geometries, replacement policies and page-size mixes. Every lookup must agree
 //! hit for hit and miss for miss, and every hit must return the same translation.
 
+use mmulab_base::SplitMix64;
 use mmulab_model::addr::PageSize;
 use mmulab_model::replacement::Policy;
 use mmulab_model::tlb::{Hierarchy, Serves, Tlb, TlbSpec, Unsupported};
 use mmulab_model::translation::{Attrs, Translation};
-use mmulab_trace::workload::SplitMix64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Entry {

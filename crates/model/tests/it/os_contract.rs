@@ -7,11 +7,11 @@
 
 use crate::os_common;
 
+use mmulab_base::AccessKind;
 use mmulab_model::addr::PageSize;
 use mmulab_model::os::OsEvent;
 use mmulab_model::os::*;
 use mmulab_model::pt::Format;
-use mmulab_trace::AccessKind;
 use os_common::{Rng, Sys};
 
 fn policies(fmt: Format) -> Vec<Os> {
@@ -56,7 +56,7 @@ fn policies(fmt: Format) -> Vec<Os> {
 
 /// A seeded mix over three address spaces: dense regions, sparse pages, stores, exits.
 fn drive(sys: &mut Sys, seed: u64, refs: u64, top: u64) {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     for i in 0..refs {
         let asid = rng.below(3) as u16;
         let region = rng.below(6);

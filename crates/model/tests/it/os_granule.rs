@@ -5,11 +5,11 @@
 
 use crate::os_common;
 
+use mmulab_base::AccessKind::{Load, Store};
 use mmulab_model::addr::PageSize;
 use mmulab_model::os::*;
 use mmulab_model::pt::Format;
 use mmulab_model::walk::lookup;
-use mmulab_trace::AccessKind::{Load, Store};
 use os_common::Sys;
 
 /// 1 GiB-aligned, so every PMD size divides it.

@@ -4,6 +4,7 @@
 
 use crate::os_common;
 
+use mmulab_base::AccessKind::{Load, Store};
 use mmulab_model::addr::{PageSize, FRAME_SHIFT};
 use mmulab_model::os::OsEvent;
 use mmulab_model::os::OsPolicy;
@@ -12,7 +13,6 @@ use mmulab_model::pt::Format;
 use mmulab_model::translation::Attrs;
 use mmulab_model::walk::{lookup, Mapping};
 use mmulab_model::ModelError;
-use mmulab_trace::AccessKind::{Load, Store};
 use os_common::Sys;
 use std::collections::BTreeMap;
 

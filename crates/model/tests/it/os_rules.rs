@@ -3,13 +3,13 @@
 
 use crate::os_common;
 
+use mmulab_base::AccessKind::{Load, Store};
 use mmulab_model::addr::PageSize;
 use mmulab_model::os::OsEvent;
 use mmulab_model::os::*;
 use mmulab_model::pt::Format;
 use mmulab_model::translation::Attrs;
 use mmulab_model::walk::lookup;
-use mmulab_trace::AccessKind::{Load, Store};
 use os_common::Sys;
 
 const BASE: u64 = 0x4000_0000;

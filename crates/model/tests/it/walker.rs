@@ -292,8 +292,8 @@ fn a_leaf_callback_that_installs_a_table_is_descended() {
 /// same start level, same leaf location, and the caches end in the same state.
 #[test]
 fn fast_walk_matches_the_visitor_walk() {
+    use mmulab_base::SplitMix64;
     use mmulab_model::walk::translate_visitor;
-    use mmulab_trace::workload::SplitMix64;
     let mut rng = SplitMix64::new(0x5eed);
     for fmt in Format::ALL {
         for round in 0..6 {

@@ -6,7 +6,6 @@
 //! Binaries of their own (they touch state of the whole process):
 //! * `tests/tlb_test_stop.rs`: it calls `mmulab_sim::request_stop`, which stops every run in its process.
 
-mod advise_thp;
 mod emit_machine;
 mod plots;
 mod sim_catalog;

@@ -26,28 +26,13 @@
 use super::{GpuEvent, GpuSource};
 use crate::units::{parse_count, parse_size};
 use crate::TraceError;
+use mmulab_base::SplitMix64;
 use std::collections::{BTreeMap, VecDeque};
 
 /// Workload names, for help texts.
 pub const NAMES: [&str; 4] = ["render-target", "texture", "vertex-buffer", "small-bos"];
 
 const LINE: u64 = 64;
-
-/// SplitMix64, local (the same stream as the CPU workloads').
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        ((self.next() as u128 * n.max(1) as u128) >> 64) as u64
-    }
-}
 
 #[derive(Clone, Debug)]
 enum Kind {
@@ -85,7 +70,7 @@ pub struct GpuWorkload {
     kind: Kind,
     frames: u64,
     frame: u64,
-    rng: Rng,
+    rng: SplitMix64,
     queue: VecDeque<GpuEvent>,
     emitted: u64,
     started: bool,
@@ -213,7 +198,7 @@ impl GpuWorkload {
             kind,
             frames,
             frame: 0,
-            rng: Rng(seed),
+            rng: SplitMix64::new(seed),
             queue: VecDeque::new(),
             emitted: 0,
             started: false,

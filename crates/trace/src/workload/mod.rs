@@ -358,32 +358,8 @@ impl Args {
     }
 }
 
-/// SplitMix64: a tiny seeded generator. Written here rather than taken from a crate
-/// because mmulab promises the same numbers for the same seed across releases, which a
-/// library whose stream may change between versions does not promise.
-#[derive(Clone, Debug)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator starting from `seed`.
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(seed)
-    }
-    /// The next 64 random bits.
-    #[inline]
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// A value uniformly distributed in `0..n` (n > 0), by Lemire's multiply-shift.
-    #[inline]
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((self.next_u64() as u128 * n as u128) >> 64) as u64
-    }
-}
+/// The project's one seeded generator, re-exported from `mmulab-base` at its old path.
+pub use mmulab_base::SplitMix64;
 
 /// Emits references `start..end` of a counted stream into `buf` through `f`.
 #[inline]
@@ -415,16 +391,5 @@ mod tests {
         assert!(e.contains("gupz") && e.contains("known"), "{e}");
         let e = parse("chase:refs=10").err().unwrap().to_string();
         assert!(e.contains("pages"), "{e}");
-    }
-
-    #[test]
-    fn splitmix_is_deterministic_and_bounded() {
-        let mut a = SplitMix64::new(7);
-        let mut b = SplitMix64::new(7);
-        for _ in 0..1000 {
-            let x = a.below(10);
-            assert_eq!(x, b.below(10));
-            assert!(x < 10);
-        }
     }
 }

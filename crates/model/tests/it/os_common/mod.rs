@@ -3,6 +3,7 @@
 //! stores, exits and background ticks — and the checks every policy must pass.
 #![allow(dead_code)]
 
+use mmulab_base::AccessKind;
 use mmulab_model::addr::{Asid, PageSize, FRAME_SHIFT};
 use mmulab_model::mem::Memory;
 use mmulab_model::os::remap::leaves;
@@ -12,7 +13,6 @@ use mmulab_model::pt::Format;
 use mmulab_model::space::AddressSpace;
 use mmulab_model::translation::Attrs;
 use mmulab_model::walk::{lookup, set_leaf_attrs, Mapping};
-use mmulab_trace::AccessKind;
 
 pub struct Sys {
     pub fmt: Format,
@@ -246,18 +246,5 @@ impl Sys {
     }
 }
 
-/// SplitMix64 for test streams.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((self.next() as u128 * n as u128) >> 64) as u64
-    }
-}
+/// The project's SplitMix64, for test streams.
+pub use mmulab_base::SplitMix64 as Rng;

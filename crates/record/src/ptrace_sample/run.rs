@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 
 use super::decode::{Refs, Regs};
 use super::{PtraceRecording, WindowSampling};
-use crate::format::mlt::MltWriter;
-use crate::format::Counted;
-use crate::record::{RecordError, RecordOptions, Recording};
-use crate::{AccessKind, MemRef};
+use crate::{RecordError, RecordOptions, Recording};
+use mmulab_trace::format::mlt::MltWriter;
+use mmulab_trace::format::Counted;
+use mmulab_trace::{AccessKind, MemRef};
 
 /// VMA samples kept (as record.rs: the first 255 changes and always the latest).
 const MAX_SAMPLES: usize = 256;
@@ -583,9 +583,9 @@ fn finish<W: Write>(
         samples,
         ..
     } = s;
-    let (vmas, vmas_last_sample) = crate::record::vma_section(&samples, pid as u32);
+    let (vmas, vmas_last_sample) = crate::valgrind::vma_section(&samples, pid as u32);
     let exit_status = ExitStatus::from_raw(status);
-    crate::record::write_page_size(&mut w)?;
+    crate::valgrind::write_page_size(&mut w)?;
     let source = format!(
         "mmulab record: ptrace window sampler ({}; data references) {}\nexit: {exit_status}\n",
         sampling.describe(),

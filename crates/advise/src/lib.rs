@@ -12,6 +12,12 @@
 //!    and predicted speed-ups, the translation share and the verdict ([`verdict`]).
 //!
 //! Contract: nothing is printed; progress goes to a callback; errors name what to do.
+//!
+//! The crate is the application over the others: `mmulab-probe` (the TLB probe, the native
+//! benchmarks behind [`calibrate`], the Linux facilities in `os/`), `mmulab-record` (the
+//! recorders, [`recording`]) and `mmulab-sim` (the simulated runs, [`predict`]). Linux
+//! only: elsewhere the crate is empty and `mmulab advise` says so.
+#![cfg(target_os = "linux")]
 
 pub mod cache;
 pub mod calibrate;
@@ -28,8 +34,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::error::{ProbeError, Result};
 use child::Way;
+use mmulab_probe::error::{ProbeError, Result};
 use model::RuntimeModel;
 pub use recording::{RecorderChoice, RecordingInfo, LACKEY_SLOWDOWN, MMTRACE_SLOWDOWN};
 
@@ -45,9 +51,9 @@ pub struct Options {
     /// The recorder.
     pub recorder: RecorderChoice,
     /// Record sampled windows (mmtrace only).
-    pub sample: Option<mmulab_trace::mmtrace::Sampling>,
-    /// The ptrace sampler's windows (default [`mmulab_trace::ptrace_sample::WindowSampling::default`]).
-    pub window: Option<mmulab_trace::ptrace_sample::WindowSampling>,
+    pub sample: Option<mmulab_record::mmtrace::Sampling>,
+    /// The ptrace sampler's windows (default [`mmulab_record::ptrace_sample::WindowSampling::default`]).
+    pub window: Option<mmulab_record::ptrace_sample::WindowSampling>,
     /// Use this trace instead of recording one.
     pub trace: Option<PathBuf>,
     /// Probe again even if a cached probe exists.
@@ -178,9 +184,9 @@ fn now_s() -> u64 {
 /// Probes this machine (the standard probe) into a cache entry.
 pub fn probe_machine(id: &str, progress: &mut dyn FnMut(&str)) -> Result<cache::MachineCache> {
     progress("probing this machine's TLBs (cached afterwards)");
-    let mut target = crate::target::native::NativeTarget::new(true);
-    let cfg = crate::probe::ProbeConfig::standard();
-    let report = crate::probe::run(&mut target, &cfg, &mut |_, _| {})?;
+    let mut target = mmulab_probe::target::native::NativeTarget::new(true);
+    let cfg = mmulab_probe::probe::ProbeConfig::standard();
+    let report = mmulab_probe::probe::run(&mut target, &cfg, &mut |_, _| {})?;
     if report.levels.is_empty() {
         return Err(ProbeError::Unavailable(
             "the probe found no TLB level on this machine (noise?); rerun `mmulab advise --reprobe` when it is quieter"
@@ -191,7 +197,7 @@ pub fn probe_machine(id: &str, progress: &mut dyn FnMut(&str)) -> Result<cache::
     Ok(cache::MachineCache {
         version: cache::VERSION,
         cpu_id: id.to_string(),
-        machine_toml: crate::probe::machine::machine_toml(&report),
+        machine_toml: mmulab_probe::probe::machine::machine_toml(&report),
         hypervisor: hv.is_some_and(|h| h.present),
         hypervisor_vendor: hv.and_then(|h| h.vendor.clone()),
         probe_levels: serde_json::to_value(&report.levels).unwrap_or_default(),
@@ -208,7 +214,7 @@ pub fn given_machine(id: &str, path: &std::path::Path) -> Result<cache::MachineC
     // Checked now, so that a bad file is named here rather than at the first simulation.
     mmulab_sim::config::from_toml(&text, Some(path), &[])
         .map_err(|e| ProbeError::Invalid(format!("--machine {}: {e}", path.display())))?;
-    let hv = crate::probe::hypervisor::detect();
+    let hv = mmulab_probe::probe::hypervisor::detect();
     Ok(cache::MachineCache {
         version: cache::VERSION,
         cpu_id: id.to_string(),
@@ -242,7 +248,7 @@ pub fn machine_of(c: &cache::MachineCache) -> (String, bool) {
         return (c.machine_toml.clone(), true);
     }
     let stage2 = c.hypervisor.then(|| {
-        let vendor = crate::os::perf::cpu_vendor();
+        let vendor = mmulab_probe::os::perf::cpu_vendor();
         predict::stage2_for(std::env::consts::ARCH, vendor.as_deref())
     });
     (predict::machine_text(&c.machine_toml, stage2), stage2.is_some())
@@ -398,9 +404,9 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
     }
     child::check_command(&opts.command)?;
     if opts.trace.is_none() && opts.recorder != RecorderChoice::Ptrace {
-        let valgrind = mmulab_trace::record::Recorder::new();
+        let valgrind = mmulab_record::Recorder::new();
         // auto falls back to the ptrace sampler where Valgrind is missing (recording.rs).
-        let fallback = opts.recorder == RecorderChoice::Auto && mmulab_trace::ptrace_sample::unavailable().is_none();
+        let fallback = opts.recorder == RecorderChoice::Auto && mmulab_record::ptrace_sample::unavailable().is_none();
         if !fallback {
             valgrind.map_err(|e| ProbeError::Unavailable(e.to_string()))?;
         }

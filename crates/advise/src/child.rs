@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::error::{ProbeError, Result};
+use mmulab_probe::error::{ProbeError, Result};
 
 /// How a run gets its pages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -267,7 +267,7 @@ fn sample(pid: u32, stop: Arc<AtomicBool>) -> std::result::Result<(u64, u64, u32
 
 /// The system THP mode (`always`, `madvise`, `never`) or why it is unknown.
 pub fn thp_mode() -> std::result::Result<String, String> {
-    crate::os::sysfs::thp_mode()
+    mmulab_probe::os::sysfs::thp_mode()
 }
 
 #[cfg(test)]

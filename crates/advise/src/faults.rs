@@ -15,8 +15,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{ProbeError, Result};
-use crate::os::mem::{PageKind, Region};
+use mmulab_probe::error::{ProbeError, Result};
+use mmulab_probe::os::mem::{PageKind, Region};
 
 /// Bytes touched per measurement.
 const BYTES: usize = 64 << 20;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use mmulab_trace::ptrace_sample::WindowSampling;
+use mmulab_record::ptrace_sample::WindowSampling;
 
 /// Rounds of native runs (one run of each way per round) when the program is short.
 pub const ROUNDS_MAX: usize = 5;

@@ -1,7 +1,7 @@
-//! Recording the program for advise: with mmtrace (`mmulab_trace::mmtrace`, a Valgrind
+//! Recording the program for advise: with mmtrace (`mmulab_record::mmtrace`, a Valgrind
 //! tool built on first use into the cache directory: data references in binary, the whole
 //! run or sampled windows) when it builds here, else with Lackey (`mmulab record`'s text
-//! recorder), with the ptrace window sampler (`mmulab_trace::ptrace_sample`: the program
+//! recorder), with the ptrace window sampler (`mmulab_record::ptrace_sample`: the program
 //! runs natively, windows of instructions are single-stepped; `auto` takes it for a
 //! program too long for Valgrind, [`AUTO_PTRACE_ABOVE_S`]), or a given trace. The result
 //! says which, and what share of the run's references it holds.
@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::Options;
-use crate::error::{ProbeError, Result};
-use mmulab_trace::mmtrace::Sampling;
-use mmulab_trace::record::Backend;
+use mmulab_probe::error::{ProbeError, Result};
+use mmulab_record::mmtrace::Sampling;
+use mmulab_record::Backend;
 
 /// Lackey's slowdown over a native run, used only to estimate a Lackey prefix's share of
 /// the whole run (assumed; docs/advise.md gives the figures measured here).
@@ -143,7 +143,7 @@ fn backend(choice: RecorderChoice, sample: Option<Sampling>, dir: &Path) -> Resu
         }
         return Ok((Backend::Lackey, None));
     }
-    match mmulab_trace::mmtrace::build(&dir.join("valgrind-mmtrace")) {
+    match mmulab_record::mmtrace::build(&dir.join("valgrind-mmtrace")) {
         Ok(lib_dir) => Ok((
             Backend::Mmtrace {
                 lib_dir,
@@ -160,8 +160,8 @@ fn backend(choice: RecorderChoice, sample: Option<Sampling>, dir: &Path) -> Resu
 
 /// What every recorder is asked for here: the program, level 1, a /proc maps sample every
 /// 50 ms, its stdout on stderr (advise's own stdout is the report), and the prefix limit.
-pub(super) fn record_options(opts: &Options) -> mmulab_trace::record::RecordOptions {
-    mmulab_trace::record::RecordOptions {
+pub(super) fn record_options(opts: &Options) -> mmulab_record::RecordOptions {
+    mmulab_record::RecordOptions {
         command: opts.command.clone(),
         level: 1,
         maps_interval: std::time::Duration::from_millis(50),
@@ -189,7 +189,7 @@ pub fn estimate_s(opts: &Options, native_cpu_s: f64, native_user_s: f64) -> f64 
     if opts.trace.is_some() {
         return 0.0;
     }
-    let valgrind = mmulab_trace::record::Recorder::new().is_ok();
+    let valgrind = mmulab_record::Recorder::new().is_ok();
     if takes_ptrace(opts, native_cpu_s, valgrind) {
         let s = opts
             .window
@@ -213,7 +213,7 @@ pub fn estimate_s(opts: &Options, native_cpu_s: f64, native_user_s: f64) -> f64 
 /// take longer than [`AUTO_PTRACE_ABOVE_S`], and the sampler runs here), or when Valgrind
 /// is missing.
 pub fn auto_takes_ptrace(native_cpu_s: f64, valgrind: bool) -> bool {
-    mmulab_trace::ptrace_sample::unavailable().is_none()
+    mmulab_record::ptrace_sample::unavailable().is_none()
         && (!valgrind || native_cpu_s * MMTRACE_SLOWDOWN > AUTO_PTRACE_ABOVE_S)
 }
 
@@ -252,12 +252,12 @@ pub fn record(
         ));
     }
     std::fs::create_dir_all(dir).map_err(|e| ProbeError::io(format!("creating {}", dir.display()), e))?;
-    let valgrind = mmulab_trace::record::Recorder::new();
+    let valgrind = mmulab_record::Recorder::new();
     if takes_ptrace(opts, native_cpu_s, valgrind.is_ok()) {
         let sampling = opts
             .window
             .unwrap_or_else(|| super::plan::window_sampling(native_user_s));
-        return crate::advise::recording_ptrace::record(opts, sampling, dir, progress);
+        return crate::recording_ptrace::record(opts, sampling, dir, progress);
     }
     let recorder = valgrind.map_err(|e| ProbeError::Unavailable(e.to_string()))?;
     let (backend, fallback) = backend(opts.recorder, opts.sample, dir)?;

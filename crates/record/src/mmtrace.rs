@@ -1,7 +1,7 @@
 //! mmtrace, a small Valgrind tool that records data references in binary
 //! (`tools/valgrind-mmtrace/mmtrace.c`), as a faster alternative to Lackey's text trace,
 //! optionally in sampled windows ([`Sampling`]). Used through
-//! [`crate::record::Recorder::record_with`].
+//! [`crate::Recorder::record_with`].
 //!
 //! Valgrind tools are separate static executables linked against Valgrind's own
 //! `libcoregrind` and `libvex`; distributions that package Valgrind's tool headers
@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{AccessKind, MemRef};
+use mmulab_trace::{AccessKind, MemRef};
 
 /// The tool's C source.
 pub const SOURCE: &str = include_str!("../../../tools/valgrind-mmtrace/mmtrace.c");

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use mmulab_trace::record::{RecordError, RecordOptions, Recorder};
+use mmulab_record::{RecordError, RecordOptions, Recorder};
 use mmulab_trace::summary::summarize_file;
 use mmulab_trace::TraceOptions;
 

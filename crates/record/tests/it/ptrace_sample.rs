@@ -10,9 +10,9 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use mmulab_record::ptrace_sample::{record, WindowSampling};
+use mmulab_record::{RecordError, RecordOptions};
 use mmulab_trace::format::mlt::read_sections;
-use mmulab_trace::ptrace_sample::{record, WindowSampling};
-use mmulab_trace::record::{RecordError, RecordOptions};
 use mmulab_trace::{open_trace, AccessKind, Batch, MemRef, TraceSource};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());

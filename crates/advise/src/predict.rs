@@ -10,7 +10,7 @@ use mmulab_sim::{config, Machine};
 use serde::Serialize;
 
 use super::model::Events;
-use crate::error::{ProbeError, Result};
+use mmulab_probe::error::{ProbeError, Result};
 
 /// Which stage-2 format a guest on this CPU runs over, from the vendor and architecture.
 pub fn stage2_for(arch: &str, vendor: Option<&str>) -> &'static str {

@@ -31,10 +31,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::format::lackey::parse_line;
-use crate::format::mlt::MltWriter;
-use crate::format::LineReader;
-use crate::{AccessKind, TraceError};
+use mmulab_trace::format::lackey::parse_line;
+use mmulab_trace::format::mlt::MltWriter;
+use mmulab_trace::format::LineReader;
+use mmulab_trace::{AccessKind, TraceError};
 
 /// What can go wrong while recording.
 #[derive(Debug, thiserror::Error)]
@@ -251,7 +251,7 @@ impl Recorder {
         forward: Box<dyn Fn() -> Option<i32> + Send>,
     ) -> Result<Recording, RecordError> {
         let mut w = MltWriter::new(
-            BufWriter::with_capacity(1 << 20, crate::format::Counted::new(out)),
+            BufWriter::with_capacity(1 << 20, mmulab_trace::format::Counted::new(out)),
             opts.level,
         )?;
         let (rd, wr) = lackey_pipe()?;
@@ -467,7 +467,7 @@ pub(crate) fn vma_section(samples: &[(u64, String)], pid: u32) -> (String, usize
     for (i, (t, text)) in samples.iter().enumerate() {
         vmas.push_str(&format!("# sample {i} t_ms={t} pid={pid}\n{text}"));
     }
-    let last = crate::meta::parse_vma_samples(vmas.as_bytes())
+    let last = mmulab_trace::meta::parse_vma_samples(vmas.as_bytes())
         .pop()
         .map_or(0, |v| v.len());
     (vmas, last)

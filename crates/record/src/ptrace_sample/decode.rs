@@ -22,7 +22,7 @@
 
 use iced_x86::{Decoder, DecoderOptions, Instruction, InstructionInfoFactory, MemorySize, OpAccess, OpKind, Register};
 
-use crate::{AccessKind, MemRef};
+use mmulab_trace::{AccessKind, MemRef};
 
 /// The registers an address can use: the 16 general registers in x86 encoding order
 /// (RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI, R8 … R15), and the fs/gs bases.

@@ -32,7 +32,7 @@ mod run;
 use std::io::Write;
 use std::time::Duration;
 
-use crate::record::{RecordError, RecordOptions, Recording};
+use crate::{RecordError, RecordOptions, Recording};
 
 /// Windows of `window` steps every `period` of the program's user CPU time; a period of 0
 /// steps the whole run (every instruction: exact, and slow — for tests and small runs).
@@ -69,7 +69,7 @@ impl WindowSampling {
         let (w, p) = s
             .split_once('/')
             .ok_or_else(|| format!("ptrace sampling '{s}': expected W/PERIOD (e.g. 20k/100ms) or `all`"))?;
-        let window = crate::units::parse_count(w)?;
+        let window = mmulab_trace::units::parse_count(w)?;
         let p = p.trim();
         let (num, scale) = if let Some(n) = p.strip_suffix("ms") {
             (n, 1e-3)

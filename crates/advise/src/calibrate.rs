@@ -15,8 +15,8 @@
 
 use super::model::{Point, RuntimeModel};
 use super::predict;
-use crate::bench::{gups, latency, Pages};
-use crate::error::{ProbeError, Result};
+use mmulab_probe::bench::{gups, latency, Pages};
+use mmulab_probe::error::{ProbeError, Result};
 
 /// Sizes of the latency sweep (bytes): 1 MiB to 256 MiB.
 const LAT_MIN: usize = 1 << 20;
@@ -38,7 +38,7 @@ pub fn llc_bytes() -> (u64, bool) {
             continue;
         }
         let level: u32 = level.parse().unwrap_or(0);
-        let bytes = crate::bench::parse_size(&size).map(|b| b as u64).unwrap_or(0);
+        let bytes = mmulab_probe::bench::parse_size(&size).map(|b| b as u64).unwrap_or(0);
         let higher = match best {
             Some((l, _)) => level > l,
             None => true,

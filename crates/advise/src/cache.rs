@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::model::RuntimeModel;
-use crate::error::{ProbeError, Result};
+use mmulab_probe::error::{ProbeError, Result};
 
 /// Version of the file's layout; a file of another version is rebuilt.
 pub const VERSION: u32 = 1;

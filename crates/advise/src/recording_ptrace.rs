@@ -1,4 +1,4 @@
-//! advise's recording with the ptrace window sampler (`mmulab_trace::ptrace_sample`): the
+//! advise's recording with the ptrace window sampler (`mmulab_record::ptrace_sample`): the
 //! program runs natively and windows of its instructions are single-stepped. The share of
 //! the run the windows hold is stated, not counted (`RecordingInfo::settle`).
 
@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use super::recording::{cpu_children, RecordingInfo};
 use super::Options;
-use crate::error::{ProbeError, Result};
-use mmulab_trace::ptrace_sample;
+use mmulab_probe::error::{ProbeError, Result};
+use mmulab_record::ptrace_sample;
 
 /// Fewer windows than this are flagged in the output (assumed: hash_join's 2 windows at
 /// the default period predicted 0.88 where 15–17 windows and mmtrace predicted 1.28,

@@ -13,7 +13,7 @@
 
 use std::path::PathBuf;
 
-use mmulab_probe::advise::child::{run, Way};
+use mmulab_advise::child::{run, Way};
 
 const CHILD: &str = r#"
 #include <string.h>
