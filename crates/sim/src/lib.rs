@@ -19,6 +19,7 @@ mod machine;
 mod mem_trace;
 pub mod numa;
 mod pipeline;
+pub mod pool;
 pub mod report;
 pub mod reproduce;
 pub mod reproduce_gpu;
