@@ -6,7 +6,6 @@
 //! - [`bench`](mod@bench): native benchmarks (GUPS, lat_mem_rd-style latency, bandwidth) under 4 KiB
 //!   pages, THP, mTHP and hugetlbfs, each verifying the page size it got.
 //! - [`os`]: the Linux facilities both use (regions, smaps, sysfs, perf counters).
-//! - [`tlb_test`]: the seed's tlb_test experiment on a simulated core.
 //! - [`advise`](mod@advise): will huge pages help a program? Native 4 KiB / THP runs, a
 //!   recorded trace simulated on the probed machine, a calibrated runtime model, a verdict.
 
@@ -16,12 +15,10 @@ pub mod advise;
 pub mod bench;
 pub mod error;
 pub mod knee;
-pub mod nested;
 #[cfg(target_os = "linux")]
 pub mod os;
 pub mod probe;
 pub mod rng;
 pub mod target;
-pub mod tlb_test;
 
 pub use error::{ProbeError, Result};
