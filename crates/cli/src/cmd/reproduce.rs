@@ -11,9 +11,9 @@ use mmulab_experiments::{self as experiments, Input, Options, Pool, Source, Targ
 #[derive(clap::Args)]
 #[command(after_help = experiments::help())]
 pub struct Args {
-    /// A built-in experiment (`mmulab reproduce --list`: freebsd, kvm-split, nested,
-    /// numa-emu, v3d-capacity, v3d), or an experiment file (experiments/*.toml). A name
-    /// always means the built-in experiment, whatever the current directory holds.
+    /// A built-in experiment (the forms below; `mmulab reproduce --list`), or an
+    /// experiment file (experiments/*.toml). A name always means the built-in experiment,
+    /// whatever the current directory holds.
     #[arg(value_name = "NAME|FILE", required_unless_present = "list")]
     pub file: Option<PathBuf>,
     /// List the experiments: name, source, options.
