@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use mmulab_sim::{config, Machine};
+use mmulab_sim::{config, Session, SessionOptions};
 use serde::Serialize;
 
 use super::model::Events;
@@ -86,11 +86,14 @@ fn one(
 ) -> Result<mmulab_sim::Stats> {
     let spec = config::from_toml(text, None, sets)
         .map_err(|e| ProbeError::Invalid(format!("the probed machine config does not load: {e}")))?;
-    let mut m = Machine::new(spec).map_err(|e| ProbeError::Invalid(format!("building the simulated machine: {e}")))?;
-    if let Some(meta) = meta {
-        mmulab_sim::preload_vmas(&mut m, meta);
-    }
-    mmulab_sim::run(&mut m, src, None).map_err(|e| ProbeError::Invalid(format!("simulation failed: {e}")))
+    let opts = SessionOptions {
+        meta,
+        ..Default::default()
+    };
+    Session::simulate(spec, src, opts).map_err(|e| match e.stats {
+        None => ProbeError::Invalid(format!("building the simulated machine: {}", e.error)),
+        Some(_) => ProbeError::Invalid(format!("simulation failed: {}", e.error)),
+    })
 }
 
 fn huge_bytes(s: &mmulab_sim::Stats) -> u64 {

@@ -6,21 +6,18 @@
 //! - [`bench`](mod@bench): native benchmarks (GUPS, lat_mem_rd-style latency, bandwidth) under 4 KiB
 //!   pages, THP, mTHP and hugetlbfs, each verifying the page size it got.
 //! - [`os`]: the Linux facilities both use (regions, smaps, sysfs, perf counters).
-//! - [`tlb_test`]: the seed's tlb_test experiment on a simulated core.
 //!
 //! `mmulab advise`, the application over the probe, the recorders and the simulator, is
-//! the `mmulab-advise` crate.
+//! the `mmulab-advise` crate; the seed's tlb_test experiment is in `mmulab-experiments`.
 
 #[cfg(target_os = "linux")]
 pub mod bench;
 pub mod error;
 pub mod knee;
-pub mod nested;
 #[cfg(target_os = "linux")]
 pub mod os;
 pub mod probe;
 pub mod rng;
 pub mod target;
-pub mod tlb_test;
 
 pub use error::{ProbeError, Result};

@@ -15,25 +15,20 @@
 //! | `run/` | the run loop, the cache thread, the region of interest, a trace's VMAs |
 //! | `session.rs` | the front door over all of it |
 //!
-//! `error.rs` and `stop.rs` sit below every folder (the error type; the stop flag a signal
-//! handler sets).
+//! `error.rs`, `stop.rs` and `pool.rs` sit below every folder (the error type; the stop
+//! flag a signal handler sets; the one job pool experiments and sweeps share).
 #![deny(missing_docs)]
 
 pub mod config;
 mod error;
 mod machine;
+pub mod pool;
 pub mod run;
 mod session;
 pub mod stats;
 mod stop;
 mod system;
 mod translator;
-
-pub mod kvm_split;
-pub mod reproduce;
-pub mod reproduce_gpu;
-pub mod reproduce_numa;
-pub mod reproduce_sens;
 
 pub use config::catalog;
 pub use config::limits;

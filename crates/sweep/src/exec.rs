@@ -7,8 +7,7 @@ use crate::point::{Point, Row};
 use crate::SweepError;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// References simulated by points that ran in other processes (Ray tasks), added from
 /// each finished row's `references` as the row arrives.
@@ -46,8 +45,9 @@ pub trait Executor {
     fn run(&mut self, points: &[Point], each: &mut dyn FnMut(Row)) -> Result<(), SweepError>;
 }
 
-/// A pool of `jobs` threads on this machine. A stop request (`mmulab_sim::request_stop`,
-/// Ctrl-C) stops every running point at its next batch and starts no new one.
+/// A pool of `jobs` threads on this machine: the job pool experiments use too
+/// (`mmulab_sim::pool`). A stop request (`mmulab_sim::request_stop`, Ctrl-C) stops every
+/// running point at its next batch and starts no new one.
 pub struct Pool {
     /// Threads (at least 1).
     pub jobs: usize,
@@ -57,35 +57,14 @@ impl Pool {
     /// A pool over every core (`available_parallelism`).
     pub fn all_cores() -> Pool {
         Pool {
-            jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            jobs: mmulab_sim::pool::Pool::all_cores().threads(),
         }
     }
 }
 
 impl Executor for Pool {
     fn run(&mut self, points: &[Point], each: &mut dyn FnMut(Row)) -> Result<(), SweepError> {
-        let next = AtomicUsize::new(0);
-        let (tx, rx) = mpsc::channel::<Row>();
-        std::thread::scope(|s| {
-            for _ in 0..self.jobs.clamp(1, points.len().max(1)) {
-                let tx = tx.clone();
-                let next = &next;
-                s.spawn(move || loop {
-                    if mmulab_sim::stop_requested() {
-                        break;
-                    }
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(p) = points.get(i) else { break };
-                    if tx.send(p.run()).is_err() {
-                        break;
-                    }
-                });
-            }
-            drop(tx);
-            for row in rx {
-                each(row);
-            }
-        });
+        mmulab_sim::pool::Pool::new(self.jobs).each(points, Point::run, |_, row| each(row));
         Ok(())
     }
 }

@@ -438,7 +438,16 @@ fn timeseries_keeps_the_region_of_interest() {
     let ts = dir.join("t.jsonl");
     let ts = ts.to_str().unwrap();
     let plain = json_ok(&["sim", "--workload", "gups:table=64MiB,refs=2M", "--json"]);
-    let with = json_ok(&["sim", "--workload", "gups:table=64MiB,refs=2M", "--json", "--timeseries", ts, "--interval", "1000000"]);
+    let with = json_ok(&[
+        "sim",
+        "--workload",
+        "gups:table=64MiB,refs=2M",
+        "--json",
+        "--timeseries",
+        ts,
+        "--interval",
+        "1000000",
+    ]);
     for v in [&plain, &with] {
         assert_eq!(v["references"], 2_000_000);
         assert_eq!(v["roi"]["warmup"], 8_388_608);

@@ -2,11 +2,7 @@
 //! a module (one binary links the workspace once, where a binary per file linked it
 //! once each; docs/architecture.md, "Tests"). Run one file's tests with
 //! `cargo test --release -p mmulab-probe --test it NAME::`.
-//!
-//! Binaries of their own (they touch state of the whole process):
-//! * `tests/tlb_test_stop.rs`: it calls `mmulab_sim::request_stop`, which stops every run in its process.
 
 mod emit_machine;
 mod plots;
 mod sim_catalog;
-mod tlb_test_a15;

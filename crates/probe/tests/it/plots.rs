@@ -1,11 +1,10 @@
-//! The probe's and tlb_test's pictures, drawn through mmulab-plot to SVG and read back:
+//! The probe's pictures, drawn through mmulab-plot to SVG and read back:
 //! the curves, knees, counters and bars the results hold are all in the picture.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use mmulab_probe::probe::{self, plot, ProbeConfig};
 use mmulab_probe::target::sim::SimTarget;
-use mmulab_probe::tlb_test;
 use mmulab_probe::ProbeError;
 use mmulab_sim::config;
 
@@ -53,34 +52,5 @@ fn the_probe_picture_shows_every_curve_knee_and_counter() {
         matches!(err, ProbeError::Invalid(_)) && err.to_string().contains("p.jpg"),
         "{err}"
     );
-    let _ = std::fs::remove_dir_all(&d);
-}
-
-#[test]
-fn the_tlb_test_picture_has_a_bar_per_run_and_metric() {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/cortex-a15-tlb-test.toml");
-    let mut x = tlb_test::load(&file).unwrap();
-    x.pages = vec![16, 40, 520];
-    let r = tlb_test::run(&x, file.parent()).unwrap();
-    let d = dir("tlb");
-    let p = d.join("t.svg");
-    tlb_test::plot(&r, &p).unwrap();
-    let svg = std::fs::read_to_string(&p).unwrap();
-    for needle in [
-        "tlb_test on the Cortex-A15 model", // (the apostrophe after it is escaped)
-        "cycles per load",
-        "L1 data-TLB misses per load",
-        "pages touched (tlb_test N)",
-        "4K pages",
-        "-huge (2M pages)",
-        ">\n520\n<",
-    ] {
-        assert!(svg.contains(needle), "{needle} missing");
-    }
-    // Per backing: a bar per run in each of the two panels, and a legend sample.
-    for colour in ["#1F77B4", "#D62728"] {
-        let bars = svg.matches(&format!("fill=\"{colour}\" stroke=\"none\"")).count();
-        assert_eq!(bars, 2 * (3 + 1), "{colour}");
-    }
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -8,9 +8,20 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// Bottom to top. `error` and `stop` are leaves every layer may use; the crate root
+/// Bottom to top. `error`, `stop` and `pool` are leaves every layer may use; the crate root
 /// (`lib.rs`) only declares and re-exports.
-const ORDER: &[&str] = &["error", "stop", "config", "stats", "system", "translator", "machine", "run", "session"];
+const ORDER: &[&str] = &[
+    "error",
+    "stop",
+    "pool",
+    "config",
+    "stats",
+    "system",
+    "translator",
+    "machine",
+    "run",
+    "session",
+];
 
 fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {
@@ -26,7 +37,13 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// The layer of a file: its top folder under src/, or its stem for a top-level file.
 fn layer(src: &Path, f: &Path) -> String {
     let rel = f.strip_prefix(src).unwrap();
-    let first = rel.components().next().unwrap().as_os_str().to_string_lossy().to_string();
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy()
+        .to_string();
     first.trim_end_matches(".rs").to_string()
 }
 
@@ -56,7 +73,10 @@ fn folders_use_only_the_folders_below_them() {
             let mut rest = code;
             while let Some(at) = rest.find("crate::") {
                 rest = &rest[at + 7..];
-                let to: String = rest.chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect();
+                let to: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                    .collect();
                 let Some(r_to) = rank(&to) else { continue };
                 if to != from {
                     edges.insert((from.clone(), to.clone()));

@@ -2,7 +2,7 @@
 //! tlb_test experiment between runs and the result says it is incomplete. Its own test
 //! binary: the stop flag is process-wide.
 
-use mmulab_probe::tlb_test;
+use mmulab_experiments::tlb_test;
 use std::path::Path;
 
 #[test]

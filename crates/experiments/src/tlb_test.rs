@@ -3,19 +3,19 @@
 //! once with huge pages (`-huge`: the format's 2 MiB leaf, or the 1 MiB section on ARMv7
 //! short descriptors), reporting what the readme's `perf stat` shows: time (here cycles)
 //! per load and data-TLB misses per load. An experiment file (experiments/*.toml) names
-//! the machine and the page counts; [`plot`] draws the result as the readme's runs read.
+//! the machine and the page counts; [`figure`] draws the result as the readme's runs read.
 
 use std::path::Path;
 
 use mmulab_model::addr::PageSize;
 use mmulab_plot::{Axis, Figure, Panel, Series, Style, PALETTE};
 use mmulab_sim::config::{self, OsSpec};
-use mmulab_sim::{Machine, Stats};
+use mmulab_sim::{Machine, Session, Stats};
 use mmulab_trace::{AccessKind, MemRef};
 use serde::{Deserialize, Serialize};
 
-use crate::error::{ProbeError, Result};
-use crate::target::sim::{huge_size, DATA_CYCLES};
+use mmulab_probe::target::sim::{huge_size, DATA_CYCLES};
+use mmulab_probe::{ProbeError, Result};
 
 /// `[experiment]` of an experiment file.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -93,7 +93,12 @@ impl TlbTestResult {
 pub fn load(path: &Path) -> Result<TlbTest> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| ProbeError::Invalid(format!("cannot read {}: {e}", path.display())))?;
-    let f: File = toml::from_str(&text)
+    parse(&text, path)
+}
+
+/// Parses an experiment file's text (`path` names it in errors).
+pub fn parse(text: &str, path: &Path) -> Result<TlbTest> {
+    let f: File = toml::from_str(text)
         .map_err(|e| ProbeError::Invalid(format!("{}: {}", path.display(), e.to_string().trim_end())))?;
     let x = f.experiment;
     if x.kind != "tlb_test" {
@@ -151,7 +156,9 @@ pub fn run(x: &TlbTest, dir: Option<&Path>) -> Result<TlbTestResult> {
             }
             let mut s = spec.clone();
             s.os = OsSpec::Fixed(size);
-            let mut machine = Machine::new(s).map_err(|e| ProbeError::Invalid(e.to_string()))?;
+            let mut machine = Session::new(s)
+                .map_err(|e| ProbeError::Invalid(e.to_string()))?
+                .into_machine();
             let base = 1u64 << 30;
             let refs: Vec<MemRef> = (0..n as u64)
                 .map(|i| MemRef::new(base + i * (4096 + x.offset), AccessKind::Load, 4))
@@ -212,13 +219,8 @@ pub fn table(r: &TlbTestResult) -> String {
     s
 }
 
-/// Draws the runs as the readme's perf runs read: per page count, a bar per backing of
-/// cycles per load (top) and of data-TLB misses per load (bottom). PNG or SVG.
-pub fn plot(r: &TlbTestResult, path: &Path) -> Result<()> {
-    figure(r).write(path).map_err(crate::probe::plot::plot_error)
-}
-
-/// The picture [`plot`] draws, as a figure.
+/// The runs drawn as the readme's perf runs read: per page count, a bar per backing of
+/// cycles per load (top) and of data-TLB misses per load (bottom).
 pub fn figure(r: &TlbTestResult) -> Figure {
     let pages = &r.experiment.pages;
     let names: Vec<String> = pages.iter().map(|p| p.to_string()).collect();
@@ -260,4 +262,86 @@ pub fn figure(r: &TlbTestResult) -> Figure {
     let mut f = Figure::new(r.experiment.title.clone(), (1100, 800), panels);
     f.row_heights = vec![460, 340];
     f
+}
+
+/// The table row: experiment files of kind `tlb_test` (experiments/cortex-a15-tlb-test.toml).
+pub struct TlbTestExperiment;
+
+impl crate::Experiment for TlbTestExperiment {
+    fn name(&self) -> &'static str {
+        "tlb_test"
+    }
+    fn source(&self) -> &'static str {
+        "002"
+    }
+    fn about(&self) -> &'static str {
+        "an experiment file of kind tlb_test (experiments/cortex-a15-tlb-test.toml): seed
+002's tlb_test on a simulated core; prints its table, --plot draws PNG or SVG."
+    }
+    fn built_in(&self) -> bool {
+        false
+    }
+    fn file_kind(&self) -> Option<&'static str> {
+        Some("tlb_test")
+    }
+    fn run(&self, input: &crate::Input) -> anyhow::Result<crate::Output> {
+        use anyhow::Context as _;
+        let crate::Source::File { path, text } = input.source else {
+            anyhow::bail!("tlb_test runs an experiment file (experiments/cortex-a15-tlb-test.toml)");
+        };
+        let x = parse(text, path)?;
+        let r = run(&x, path.parent()).with_context(|| format!("running {}", path.display()))?;
+        let mut out = crate::Output::new(table(&r), serde_json::to_value(&r)?);
+        out.figure = input.figure.then(|| figure(&r));
+        if !r.complete {
+            // Each run: a warm-up lap of twice its pages, then the timed loads.
+            out.incomplete = Some(r.runs.iter().map(|run| 2 * run.pages as u64 + x.loads as u64).sum());
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Experiment as _;
+
+    const FILE: &str = "[experiment]\nkind = \"tlb_test\"\ntitle = \"t\"\nmachine = \"cortex-a15\"\npages = [16, 40]\noffset = 16\nloads = 4000\nbackings = [\"4K\", \"huge\"]\n";
+
+    #[test]
+    fn a_file_runs_each_page_count_on_each_backing() {
+        let options = crate::Options::default();
+        let out = TlbTestExperiment
+            .run(&crate::Input {
+                source: crate::Source::File {
+                    path: Path::new("t.toml"),
+                    text: FILE,
+                },
+                options: &options,
+                figure: false,
+                pool: crate::Pool::new(1),
+            })
+            .unwrap();
+        let runs = out.json["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 4);
+        // 16 pages fit the A15's 32-entry L1 data TLB: no misses after the warm-up.
+        assert_eq!(runs[0]["l1_misses_per_load"], 0.0);
+        assert!(out.incomplete.is_none() && out.figure.is_none());
+        assert_eq!(out.table.lines().count(), 5, "{}", out.table);
+    }
+
+    #[test]
+    fn bad_files_are_refused_with_the_key() {
+        let e = parse(&FILE.replace("pages = [16, 40]", "pages = [0]"), Path::new("t.toml")).unwrap_err();
+        assert!(e.to_string().contains("t.toml: experiment.pages"), "{e}");
+        let e = parse(&FILE.replace("\"huge\"", "\"1G\""), Path::new("t.toml")).unwrap_err();
+        assert!(e.to_string().contains("experiment.backings"), "{e}");
+        let built_in = crate::Input {
+            source: crate::Source::BuiltIn,
+            options: &crate::Options::default(),
+            figure: false,
+            pool: crate::Pool::new(1),
+        };
+        assert!(TlbTestExperiment.run(&built_in).is_err());
+    }
 }

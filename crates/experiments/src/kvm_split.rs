@@ -13,6 +13,7 @@ use mmulab_model::addr::PageSize;
 use mmulab_model::kvm::{measure, Backing, Case, Granule, Scenario, SplitCost, SplitCounts, Variant};
 use mmulab_model::ModelError;
 use mmulab_plot::{Axis, Color, Figure, Panel, Series, Style};
+use mmulab_sim::pool::Pool;
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -170,13 +171,13 @@ impl Chunks {
     }
 }
 
-/// Runs every combination on up to `threads` threads, with the default chunk sizes.
-pub fn run(threads: usize) -> Result<KvmSplit, ModelError> {
-    run_with(threads, &Chunks::default())
+/// Runs every combination on `pool`, with the default chunk sizes.
+pub fn run(pool: Pool) -> Result<KvmSplit, ModelError> {
+    run_with(pool, &Chunks::default())
 }
 
-/// Runs every combination on up to `threads` threads with chunk sizes `chunks`.
-pub fn run_with(threads: usize, chunks: &Chunks) -> Result<KvmSplit, ModelError> {
+/// Runs every combination on `pool` with chunk sizes `chunks`.
+pub fn run_with(pool: Pool, chunks: &Chunks) -> Result<KvmSplit, ModelError> {
     let mut cases = Vec::new();
     for slot in SLOTS {
         for scenario in Scenario::ALL {
@@ -202,7 +203,7 @@ pub fn run_with(threads: usize, chunks: &Chunks) -> Result<KvmSplit, ModelError>
             }
         }
     }
-    let results = measure_all(&cases, threads.max(1))?;
+    let results = measure_all(&cases, pool)?;
     let cost = SplitCost::default();
     let mut rows = Vec::new();
     for (case, (c, extrapolated)) in cases.iter().zip(&results) {
@@ -225,19 +226,8 @@ pub fn run_with(threads: usize, chunks: &Chunks) -> Result<KvmSplit, ModelError>
     Ok(KvmSplit { rows, comparison })
 }
 
-fn measure_all(cases: &[Case], threads: usize) -> Result<Vec<(SplitCounts, bool)>, ModelError> {
-    let mut out: Vec<Option<Result<(SplitCounts, bool), ModelError>>> = (0..cases.len()).map(|_| None).collect();
-    let per = cases.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        for (cs, os) in cases.chunks(per).zip(out.chunks_mut(per)) {
-            s.spawn(move || {
-                for (c, o) in cs.iter().zip(os.iter_mut()) {
-                    *o = Some(measure(c));
-                }
-            });
-        }
-    });
-    out.into_iter().map(|r| r.expect("every case ran")).collect()
+fn measure_all(cases: &[Case], pool: Pool) -> Result<Vec<(SplitCounts, bool)>, ModelError> {
+    pool.map(cases, measure).into_iter().collect()
 }
 
 fn row(case: &Case, c: &SplitCounts, extrapolated: bool, time: f64, vanilla: f64) -> Row {
@@ -468,4 +458,90 @@ pub fn figure(r: &KvmSplit) -> Figure {
     );
     f.columns = 2;
     f
+}
+
+/// The table row: `mmulab reproduce kvm-split`.
+pub struct KvmSplitExperiment;
+
+impl crate::Experiment for KvmSplitExperiment {
+    fn name(&self) -> &'static str {
+        "kvm-split"
+    }
+    fn source(&self) -> &'static str {
+        "004"
+    }
+    fn about(&self) -> &'static str {
+        "seed 004's KVM eager stage-2 splitting: 64 GiB and 1 GiB memslots, backings 4K/THP/
+hugetlb 1G, granules 4K/16K/64K, enable dirty logging and KVM_CLEAR_DIRTY_LOG, the
+split walker today vs skip-level3 vs skip-children, beside the seed's savings
+(docs/kvm-split.md); --plot draws the savings; --eager-split-chunk-size 4K=1G sets a
+granule's chunk (0 or one of its block sizes: 4K 2M/1G, 16K 32M, 64K 512M)."
+    }
+    fn options(&self) -> &'static [crate::Opt] {
+        &[crate::Opt {
+            flag: CHUNK_FLAG,
+            value: Some("GRANULE=SIZE"),
+        }]
+    }
+    fn run(&self, input: &crate::Input) -> anyhow::Result<crate::Output> {
+        use anyhow::Context as _;
+        let chunks = Chunks::parse(&input.options.eager_split_chunk_size).map_err(anyhow::Error::msg)?;
+        let r = run_with(input.pool, &chunks).context("reproduce kvm-split")?;
+        let mut out = crate::Output::new(table(&r), serde_json::to_value(&r)?);
+        out.figure = input.figure.then(|| figure(&r));
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Experiment as _;
+
+    #[test]
+    fn chunk_sizes_are_block_sizes_of_their_granule() {
+        let c = Chunks::parse(&["4K=1G".into(), "64k=0".into()]).unwrap();
+        assert_eq!((c.get(Granule::K4), c.get(Granule::K64)), (1 << 30, 0));
+        assert_eq!(c.get(Granule::K16), Case::default_chunk(Granule::K16));
+        for (bad, says) in [
+            ("4K", "GRANULE=SIZE"),
+            ("8K=2M", "not a stage-2 granule"),
+            ("16K=2M", "not a block size of the 16K granule"),
+        ] {
+            let e = Chunks::parse(&[bad.into()]).unwrap_err();
+            assert!(e.contains(CHUNK_FLAG) && e.contains(says), "{bad}: {e}");
+        }
+        let e = Chunks::parse(&["4K=2M".into(), "4K=1G".into()]).unwrap_err();
+        assert!(e.contains("given twice"), "{e}");
+    }
+
+    #[test]
+    fn the_experiment_tabulates_every_case_and_compares_with_the_seed() {
+        let options = crate::Options::default();
+        let input = crate::Input {
+            source: crate::Source::BuiltIn,
+            options: &options,
+            figure: true,
+            pool: Pool::new(2),
+        };
+        let out = KvmSplitExperiment.run(&input).unwrap();
+        let rows = out.json["rows"].as_array().unwrap();
+        // 2 slots × 2 scenarios × 3 backings × 3 granules × 3 variants, plus the 1 GiB
+        // chunk rows of 4K over hugetlb 1G (2 slots × 2 scenarios × 3 variants).
+        assert_eq!(rows.len(), 2 * 2 * 3 * 3 * 3 + 2 * 2 * 3);
+        assert!(out.json["comparison"].is_array() || out.json["comparison"].is_object());
+        assert!(out.figure.is_some() && !out.table.is_empty());
+        let bad = crate::Options {
+            eager_split_chunk_size: vec!["4K=3M".into()],
+            ..crate::Options::default()
+        };
+        let e = KvmSplitExperiment
+            .run(&crate::Input {
+                options: &bad,
+                ..input.clone()
+            })
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains(CHUNK_FLAG), "{e}");
+    }
 }

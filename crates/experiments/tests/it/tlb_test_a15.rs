@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use mmulab_probe::tlb_test::{self, TlbTestResult};
+use mmulab_experiments::tlb_test::{self, TlbTestResult};
 
 fn result() -> TlbTestResult {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/cortex-a15-tlb-test.toml");
@@ -38,4 +38,34 @@ fn cortex_a15_reproduces_the_readme() {
     assert_eq!(r.get("huge", 520).unwrap().walks_per_load, 0.0);
     assert_eq!(c("huge", 520), c("4K", 512));
     assert!(c("huge", 1024) < c("4K", 1024));
+}
+
+#[test]
+fn the_tlb_test_picture_has_a_bar_per_run_and_metric() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/cortex-a15-tlb-test.toml");
+    let mut x = tlb_test::load(&file).unwrap();
+    x.pages = vec![16, 40, 520];
+    let r = tlb_test::run(&x, file.parent()).unwrap();
+    let d = std::env::temp_dir().join(format!("mmulab-exp-plot-tlb-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let p = d.join("t.svg");
+    tlb_test::figure(&r).write(&p).unwrap();
+    let svg = std::fs::read_to_string(&p).unwrap();
+    for needle in [
+        "tlb_test on the Cortex-A15 model", // (the apostrophe after it is escaped)
+        "cycles per load",
+        "L1 data-TLB misses per load",
+        "pages touched (tlb_test N)",
+        "4K pages",
+        "-huge (2M pages)",
+        ">\n520\n<",
+    ] {
+        assert!(svg.contains(needle), "{needle} missing");
+    }
+    // Per backing: a bar per run in each of the two panels, and a legend sample.
+    for colour in ["#1F77B4", "#D62728"] {
+        let bars = svg.matches(&format!("fill=\"{colour}\" stroke=\"none\"")).count();
+        assert_eq!(bars, 2 * (3 + 1), "{colour}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
 }

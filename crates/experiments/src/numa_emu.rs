@@ -23,10 +23,11 @@
 //! memory, `lpddr4x-4267-pi5-4gb`, rank bit 31) and THP (`os.policy = "thp"`: a huge
 //! page is one interleave unit).
 
-use crate::config::load_machine;
-use crate::stats::time::TimeStats;
-use crate::{run, Machine, SimError, Stats};
 use mmulab_plot::{Axis, Figure, Panel, Series, Style, PALETTE};
+use mmulab_sim::config::load_machine;
+use mmulab_sim::pool::Pool;
+use mmulab_sim::stats::time::TimeStats;
+use mmulab_sim::{Session, SessionOptions, SimError, Stats};
 use serde::Serialize;
 
 /// The seed's Geekbench 6 changes with emulated NUMA and interleave: single-core,
@@ -155,9 +156,8 @@ fn sets(c: &Case) -> Vec<String> {
 /// One run: its statistics.
 fn one(c: &Case, scale: u64) -> Result<Stats, SimError> {
     let spec_ = load_machine("cortex-a76-pi5", None, &sets(c))?;
-    let mut m = Machine::new(spec_)?;
     let mut src = mmulab_trace::workload::parse(&spec(c, scale))?;
-    run(&mut m, &mut *src, None)
+    Ok(Session::simulate(spec_, &mut *src, SessionOptions::default())?)
 }
 
 fn row(c: &Case, s: &Stats) -> Result<Row, SimError> {
@@ -188,8 +188,8 @@ fn row(c: &Case, s: &Stats) -> Result<Row, SimError> {
     })
 }
 
-/// Runs every case (on up to `threads` host threads) and builds the result.
-pub fn run_all(opts: Options, threads: usize) -> Result<NumaEmu, SimError> {
+/// Runs every case on `pool` and builds the result.
+pub fn run_all(opts: Options, pool: Pool) -> Result<NumaEmu, SimError> {
     let scale = if opts.quick { 8 } else { 1 };
     let mut cases = Vec::new();
     for (board8, thp) in [(true, false), (false, false), (true, true)] {
@@ -207,7 +207,7 @@ pub fn run_all(opts: Options, threads: usize) -> Result<NumaEmu, SimError> {
             }
         }
     }
-    let stats = crate::reproduce_sens::parallel(&cases, threads, |c| one(c, scale))?;
+    let stats = crate::freebsd::sensitivity::parallel(&cases, pool, |c| one(c, scale))?;
     let mut rows = Vec::new();
     for (c, s) in cases.iter().zip(&stats) {
         rows.push(row(c, s)?);
@@ -437,6 +437,42 @@ pub fn figure(r: &NumaEmu) -> Figure {
     )
 }
 
+/// The table row: `mmulab reproduce numa-emu`.
+pub struct NumaEmuExperiment;
+
+impl crate::Experiment for NumaEmuExperiment {
+    fn name(&self) -> &'static str {
+        "numa-emu"
+    }
+    fn source(&self) -> &'static str {
+        "003"
+    }
+    fn about(&self) -> &'static str {
+        "seed 003's NUMA emulation on the Raspberry Pi 5 model (cortex-a76-pi5, LPDDR4X
+lpddr4x-4267-pi5): default allocation against numa=fake=8 with interleave, 1 and 4
+threads, STREAM triad, pointer chase, GUPS, a cache-resident loop and their geometric
+mean (Geekbench-like), beside the seed's +6 % / +18 %; also the 4 GB board and THP
+(docs/numa.md); --quick runs an eighth of the size."
+    }
+    fn options(&self) -> &'static [crate::Opt] {
+        &[crate::Opt {
+            flag: "--quick",
+            value: None,
+        }]
+    }
+    fn run(&self, input: &crate::Input) -> anyhow::Result<crate::Output> {
+        let r = run_all(
+            Options {
+                quick: input.options.quick,
+            },
+            input.pool,
+        )?;
+        let mut out = crate::Output::new(table(&r), serde_json::to_value(&r)?);
+        out.figure = input.figure.then(|| figure(&r));
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -465,5 +501,24 @@ mod tests {
         // A quarter of the references per thread.
         assert_eq!(spec(&c, 1), "chase:pages=65536,refs=262144,threads=4");
         load_machine("cortex-a76-pi5", None, &sets(&c)).unwrap();
+    }
+
+    #[test]
+    fn the_quick_run_gives_a_table_a_figure_and_one_json_object() {
+        use crate::Experiment as _;
+        let options = crate::Options {
+            quick: true,
+            ..crate::Options::default()
+        };
+        let out = NumaEmuExperiment
+            .run(&crate::Input {
+                source: crate::Source::BuiltIn,
+                options: &options,
+                figure: true,
+                pool: Pool::new(2),
+            })
+            .unwrap();
+        assert!(out.figure.is_some() && !out.table.is_empty());
+        assert!(out.json.is_object(), "one JSON object");
     }
 }

@@ -10,10 +10,11 @@
 //! caches, DRAM and the CPU pipeline are not modelled, so the share of time spent in
 //! translation, set by `access_cycles`, bounds how much any policy can save.
 
-use crate::config::{load_machine, MachineSpec};
-use crate::{run_roi, Machine, Sample, SimError, Stats};
 use mmulab_model::addr::PageSize;
 use mmulab_plot::{Axis, Color, Figure, Panel, Series, Style};
+use mmulab_sim::config::{load_machine, MachineSpec};
+use mmulab_sim::pool::Pool;
+use mmulab_sim::{Sample, Session, SessionOptions, SimError, Stats};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -132,28 +133,6 @@ pub struct RunResult {
 /// The kind this module runs, as experiment files declare it (`kind = "os_policies"`).
 pub const KIND: &str = "os_policies";
 
-/// The kinds `mmulab reproduce` knows, for messages.
-pub const KINDS: [&str; 2] = [KIND, "tlb_test"];
-
-/// The kind an experiment file declares: a top-level `kind` (policy experiments) or
-/// `[experiment] kind` (tlb_test). A file that declares none, or one that is not TOML,
-/// is an error naming `origin` and what to add.
-pub fn experiment_kind(text: &str, origin: &str) -> Result<String, SimError> {
-    let t: toml::Table =
-        toml::from_str(text).map_err(|e| SimError::Config(format!("{origin}: {}", e.to_string().trim_end())))?;
-    let kind = t
-        .get("kind")
-        .or_else(|| t.get("experiment").and_then(|e| e.get("kind")))
-        .ok_or_else(|| {
-            SimError::Config(format!(
-                "{origin}: the experiment declares no kind: add `kind = \"{KIND}\"` (a [[workload]] × [[machine]] policy experiment, like experiments/freebsd.toml) or `[experiment] kind = \"tlb_test\"` (like experiments/cortex-a15-tlb-test.toml)"
-            ))
-        })?;
-    kind.as_str()
-        .map(str::to_string)
-        .ok_or_else(|| SimError::Config(format!("{origin}: kind must be a string, one of {}", KINDS.join(", "))))
-}
-
 /// Parses an experiment file's text (`origin` names it in errors).
 pub fn parse(text: &str, origin: &str) -> Result<Experiment, SimError> {
     let e: Experiment =
@@ -187,7 +166,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Experiment, SimError> {
 fn check_sets(m: &MachineCase) -> Result<(), String> {
     let key = |s: &str| s.split_once('=').map_or(s, |(k, _)| k).trim().to_string();
     for s in &m.sets {
-        if let Some(takes) = crate::config::key_policies(&key(s)) {
+        if let Some(takes) = mmulab_sim::config::key_policies(&key(s)) {
             if let Some(p) = m.policies.iter().find(|p| !takes.contains(&p.as_str())) {
                 let first = takes
                     .iter()
@@ -209,7 +188,7 @@ fn check_sets(m: &MachineCase) -> Result<(), String> {
             ));
         }
         for s in sets {
-            if let Some(takes) = crate::config::key_policies(&key(s)) {
+            if let Some(takes) = mmulab_sim::config::key_policies(&key(s)) {
                 if !takes.contains(&p.as_str()) {
                     return Err(format!(
                         "policy_sets.{p} has \"{s}\", which applies only to {}",
@@ -223,19 +202,21 @@ fn check_sets(m: &MachineCase) -> Result<(), String> {
 }
 
 pub(crate) fn one(m: &MachineCase, w: &WorkloadCase, policy: &str, spec: MachineSpec) -> Result<RunResult, SimError> {
-    let mut machine = Machine::new(spec)?;
+    let mut session = Session::new(spec)?;
     let text = if m.bits == 32 { &w.spec32 } else { &w.spec64 };
     let mut src = mmulab_trace::workload::parse(text)?;
     let total = src.progress().map_or(1_000_000, |p| p.1);
-    machine.set_series((total / 40).max(1), Box::new(std::io::sink()));
     let mut peak = 0.0f64;
     let mut bloat = 0i64;
     // The workload's own warm-up (gups and lat_mem_rd initialise their memory before the
     // timed part, `init=on`) is simulated and left out of the time: the seeds time only
     // the updates and the loads.
-    let s: Stats = run_roi(&mut machine, &mut src, &crate::Roi::default(), None)?;
-    machine.finish_series()?;
-    let samples = machine.samples().to_vec();
+    let opts = SessionOptions {
+        series: Some(((total / 40).max(1), Box::new(std::io::sink()))),
+        ..Default::default()
+    };
+    let s: Stats = session.run(&mut src, opts)?;
+    let samples = session.machine().samples().to_vec();
     for smp in &samples {
         peak = peak.max(smp.huge_coverage);
         bloat = bloat.max(smp.bloat_bytes);
@@ -264,9 +245,9 @@ pub(crate) fn one(m: &MachineCase, w: &WorkloadCase, policy: &str, spec: Machine
     })
 }
 
-/// Runs every (machine, workload, policy) of `e` on `threads` threads; results in a
-/// fixed order (machine, workload, policy) whatever the thread timing.
-pub fn run_all(e: &Experiment, threads: usize) -> Result<Vec<RunResult>, SimError> {
+/// Runs every (machine, workload, policy) of `e` on `pool`; results in a fixed order
+/// (machine, workload, policy) whatever the thread timing.
+pub fn run_all(e: &Experiment, pool: Pool) -> Result<Vec<RunResult>, SimError> {
     let mut jobs = Vec::new();
     for m in &e.machine {
         for w in &e.workload {
@@ -278,27 +259,8 @@ pub fn run_all(e: &Experiment, threads: usize) -> Result<Vec<RunResult>, SimErro
             }
         }
     }
-    let n = jobs.len();
-    let slots: Vec<std::sync::Mutex<Option<Result<RunResult, SimError>>>> =
-        (0..n).map(|_| std::sync::Mutex::new(None)).collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let jobs = std::sync::Mutex::new(jobs.into_iter().map(Some).collect::<Vec<_>>());
-    std::thread::scope(|s| {
-        for _ in 0..threads.max(1) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                if i >= n {
-                    break;
-                }
-                let (m, w, p, spec) = jobs.lock().expect("lock")[i].take().expect("job taken once");
-                let r = one(m, w, p, spec);
-                *slots[i].lock().expect("lock") = Some(r);
-            });
-        }
-    });
-    slots
+    pool.map(&jobs, |(m, w, p, spec)| one(m, w, p, spec.clone()))
         .into_iter()
-        .map(|s| s.into_inner().expect("lock").expect("every job ran"))
         .collect()
 }
 

@@ -14,9 +14,10 @@
 //! A step is a factor of 2 each way (assumed: wide enough to show which parameter
 //! matters, small enough to stay plausible for the seed's board).
 
-use crate::config::load_machine;
-use crate::reproduce::{change, one, Experiment, MachineCase, RunResult, WorkloadCase};
-use crate::SimError;
+use super::policies::{change, one, Experiment, MachineCase, RunResult, WorkloadCase};
+use mmulab_sim::config::load_machine;
+use mmulab_sim::pool::Pool;
+use mmulab_sim::SimError;
 
 /// One line of the sensitivity table.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -87,8 +88,8 @@ fn variants(m: &MachineCase) -> Result<Vec<Variant>, SimError> {
     Ok(v)
 }
 
-/// Runs the sensitivity study of `e` on `threads` threads.
-pub fn sensitivity(e: &Experiment, threads: usize) -> Result<Vec<SensRow>, SimError> {
+/// Runs the sensitivity study of `e` on `pool`.
+pub fn sensitivity(e: &Experiment, pool: Pool) -> Result<Vec<SensRow>, SimError> {
     type Job<'a> = (&'a MachineCase, &'a WorkloadCase, usize, String);
     let mut jobs: Vec<Job> = Vec::new();
     let mut plan = Vec::new();
@@ -103,7 +104,7 @@ pub fn sensitivity(e: &Experiment, threads: usize) -> Result<Vec<SensRow>, SimEr
             }
         }
     }
-    let results = parallel(&jobs, threads, |(m, w, i, p)| {
+    let results = parallel(&jobs, pool, |(m, w, i, p)| {
         let vs = variants(m)?;
         let mut sets = m.sets_for(p);
         sets.extend(vs[*i].sets.iter().cloned());
@@ -132,30 +133,13 @@ pub fn sensitivity(e: &Experiment, threads: usize) -> Result<Vec<SensRow>, SimEr
     Ok(rows)
 }
 
-/// `f` over `jobs` on `threads` threads, results in job order.
+/// `f` over `jobs` on `pool`, results in job order; the first error, if any.
 pub(crate) fn parallel<J: Sync, R: Send>(
     jobs: &[J],
-    threads: usize,
+    pool: Pool,
     f: impl Fn(&J) -> Result<R, SimError> + Sync,
 ) -> Result<Vec<R>, SimError> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<Result<R, SimError>>>> =
-        jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|s| {
-        for _ in 0..threads.max(1) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                if i >= jobs.len() {
-                    break;
-                }
-                *slots[i].lock().expect("lock") = Some(f(&jobs[i]));
-            });
-        }
-    });
-    slots
-        .into_iter()
-        .map(|s| s.into_inner().expect("lock").expect("every job ran"))
-        .collect()
+    pool.map(jobs, f).into_iter().collect()
 }
 
 /// The table: per machine and workload, the seed's figure, then one line per parameter

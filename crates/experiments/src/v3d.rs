@@ -1,16 +1,17 @@
 //! Seed 000 (super pages on the Raspberry Pi 4/5 GPU) reproduced on the GPU model:
 //! `mmulab reproduce v3d-capacity` ([`capacity`]) and `mmulab reproduce v3d` ([`v3d`]).
 
-use crate::config::gpu::load_profile;
-use crate::stats::gpu::GpuStats;
-use crate::{config, Machine, SimError};
 use mmulab_model::gpu::driver::{Backing, DriverSpec, Gpu, GpuKind};
 use mmulab_model::gpu::mmu::MmuSpec;
 use mmulab_model::gpu::va::{capacity as va_capacity, AlignPolicy};
 use mmulab_model::mem::Memory;
 use mmulab_plot::{Axis, Color, Figure, Panel, Series, Style};
+use mmulab_sim::config::gpu::load_profile;
+use mmulab_sim::stats::gpu::GpuStats;
+use mmulab_sim::{config, Session, SimError};
 use mmulab_trace::gpu::workload::GpuWorkload;
 use serde::Serialize;
+use std::fmt::Write as _;
 
 /// Memory backing the BOs in the "backed" capacity count: 1.25 GiB free for BO pages
 /// (assumed: about what a 2 GB Pi 4 has left beside the desktop; the seed does not say).
@@ -216,7 +217,8 @@ pub struct V3dResult {
 fn run_one(profile: &str, pages: &str, memory: &str, spec: &str) -> Result<GpuStats, SimError> {
     let p = load_profile(profile, Some(pages))?;
     let sets = ["memory.size=1GiB".to_string()];
-    let mut m = Machine::new(config::load_machine(&p.cpu, None, &sets)?)?;
+    let mut session = Session::new(config::load_machine(&p.cpu, None, &sets)?)?;
+    let m = session.machine_mut();
     let g = m.attach_gpu(&p)?;
     if memory == "fragmented" {
         m.fragment_for_gpu(g, 0.5, 0.05, 1);
@@ -234,7 +236,7 @@ pub fn v3d() -> Result<V3dResult, SimError> {
         for mem_name in MEMORY {
             for (wl, spec) in WORKLOADS {
                 let mut base_cycles = 0;
-                for pages in crate::config::gpu::PAGES {
+                for pages in mmulab_sim::config::gpu::PAGES {
                     let s = run_one(profile, pages, mem_name, spec)?;
                     if pages == "4K-only" {
                         base_cycles = s.gpu_cycles;
@@ -358,7 +360,7 @@ pub fn figure(r: &V3dResult) -> Figure {
                 Axis::categories("workload", names.clone()),
                 Axis::linear("GPU TLB misses per 1,000 accesses"),
             );
-            for (i, pages) in crate::config::gpu::PAGES.iter().enumerate() {
+            for (i, pages) in mmulab_sim::config::gpu::PAGES.iter().enumerate() {
                 let pts = names
                     .iter()
                     .enumerate()
@@ -384,4 +386,223 @@ pub fn figure(r: &V3dResult) -> Figure {
     let mut f = Figure::new("V3D big/super pages: GPU TLB misses (seed 000)", (900, 680), panels);
     f.columns = 2;
     f
+}
+
+fn about(n: Option<u64>) -> String {
+    n.map_or("-".into(), |n| format!("~{n}"))
+}
+
+/// The table of `v3d-capacity`.
+pub fn capacity_table(rows: &[CapacityRow]) -> String {
+    let mut s = String::new();
+    writeln!(
+        s,
+        "V3D GPU address space (4 GiB, page 0 reserved): BOs that fit, by VA alignment policy (seed 000)\n"
+    )
+    .expect("writing to a String");
+    writeln!(
+        s,
+        "{:<11} {:>8} {:>10} {:>12} {:>12}  bytes",
+        "policy", "BO", "fit (VA)", "seed", "backed*"
+    )
+    .expect("writing to a String");
+    for r in rows {
+        writeln!(
+            s,
+            "{:<11} {:>8} {:>10} {:>12} {:>12}  {}",
+            r.policy,
+            mmulab_trace::units::format_size(r.bo_bytes),
+            r.count,
+            about(r.seed_count),
+            r.count_backed,
+            mmulab_trace::units::format_size(r.total_bytes)
+        )
+        .expect("writing to a String");
+    }
+    writeln!(
+        s,
+        "\n* backed: each BO also backed by memory, 1.25 GiB free (assumed)\n"
+    )
+    .expect("writing to a String");
+    for r in rows {
+        writeln!(
+            s,
+            "{} x {}: {}",
+            r.policy,
+            mmulab_trace::units::format_size(r.bo_bytes),
+            r.note
+        )
+        .expect("writing to a String");
+    }
+    s
+}
+
+/// The tables of `v3d`: every run, and the summary beside the seed.
+pub fn v3d_table(r: &V3dResult) -> String {
+    let mut s = String::new();
+    writeln!(
+        s,
+        "V3D big/super pages (seed 000): 4K-only PTEs against big/super pages; cost model assumed\n"
+    )
+    .expect("writing to a String");
+    writeln!(
+        s,
+        "{:<8} {:<14} {:<10} {:<9} {:>9} {:>9} {:>10} {:>9} {:>7} {:>9} {:>8}",
+        "profile",
+        "workload",
+        "memory",
+        "pages",
+        "accesses",
+        "miss/1k",
+        "PTE fetch",
+        "coverage",
+        "flushes",
+        "GPU time",
+        "fps"
+    )
+    .expect("writing to a String");
+    for x in &r.rows {
+        writeln!(
+            s,
+            "{:<8} {:<14} {:<10} {:<9} {:>9} {:>9.2} {:>10} {:>8.1}% {:>7} {:>8.2}% {:>7.2}%",
+            x.profile.trim_end_matches("-v3d"),
+            x.workload,
+            x.memory,
+            x.pages,
+            x.accesses,
+            x.tlb_misses_per_1k,
+            x.pte_fetches,
+            x.coverage * 100.0,
+            x.flushes,
+            x.gpu_time_change * 100.0,
+            x.fps_change * 100.0
+        )
+        .expect("writing to a String");
+    }
+    writeln!(
+        s,
+        "\nMean fps change of big/super pages over the workloads, beside the seed:"
+    )
+    .expect("writing to a String");
+    for m in &r.summary {
+        writeln!(
+            s,
+            "  {:<8} {:<10} model {:+.2} % (best {} {:+.2} %)   seed {:+.2} % (best {})",
+            m.profile,
+            m.memory,
+            m.mean_fps_change * 100.0,
+            m.best_workload,
+            m.best_fps_change * 100.0,
+            m.seed_mean_fps_change * 100.0,
+            m.seed_best
+        )
+        .expect("writing to a String");
+    }
+    writeln!(s, "\nWhere the gains come from (model):").expect("writing to a String");
+    for line in &r.reasons {
+        writeln!(s, "  - {line}").expect("writing to a String");
+    }
+    s
+}
+
+/// The table row: `mmulab reproduce v3d-capacity`.
+pub struct V3dCapacityExperiment;
+
+impl crate::Experiment for V3dCapacityExperiment {
+    fn name(&self) -> &'static str {
+        "v3d-capacity"
+    }
+    fn source(&self) -> &'static str {
+        "000"
+    }
+    fn about(&self) -> &'static str {
+        "seed 000's GPU address-space capacity: how many BOs of 4 KiB and 400 KiB fit the
+V3D's 4 GiB space under the 128K, 4K and size-class alignment policies, allocated
+in the model, beside the seed's figures, with a sentence on every difference."
+    }
+    fn draws(&self) -> bool {
+        false
+    }
+    fn run(&self, _input: &crate::Input) -> anyhow::Result<crate::Output> {
+        let rows = capacity()?;
+        Ok(crate::Output::new(
+            capacity_table(&rows),
+            serde_json::json!({ "rows": rows }),
+        ))
+    }
+}
+
+/// The table row: `mmulab reproduce v3d`.
+pub struct V3dExperiment;
+
+impl crate::Experiment for V3dExperiment {
+    fn name(&self) -> &'static str {
+        "v3d"
+    }
+    fn source(&self) -> &'static str {
+        "000"
+    }
+    fn about(&self) -> &'static str {
+        "seed 000's big/super pages on the Pi 4 and Pi 5 GPU: four GPU workloads, 4K-only
+PTEs against big/super pages, fresh and fragmented memory: coverage, GPU TLB
+misses, PTE fetches, flush cost, estimated GPU time, beside the seed's averages
+(docs/gpu.md); --plot draws the TLB misses."
+    }
+    fn run(&self, input: &crate::Input) -> anyhow::Result<crate::Output> {
+        let r = v3d()?;
+        let mut out = crate::Output::new(v3d_table(&r), serde_json::to_value(&r)?);
+        out.figure = input.figure.then(|| figure(&r));
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Experiment as _;
+
+    fn input(options: &crate::Options) -> crate::Input<'_> {
+        crate::Input {
+            source: crate::Source::BuiltIn,
+            options,
+            figure: true,
+            pool: crate::Pool::new(1),
+        }
+    }
+
+    #[test]
+    fn capacity_at_128k_alignment_is_one_bo_per_32_pages() {
+        let options = crate::Options::default();
+        let out = V3dCapacityExperiment.run(&input(&options)).unwrap();
+        let rows = out.json["rows"].as_array().unwrap();
+        let r = rows
+            .iter()
+            .find(|r| r["policy"] == "128K" && r["bo_bytes"] == 4096)
+            .unwrap();
+        // (2^20 - 32) / 32 + 1 pages of 4 KiB, page 0 reserved.
+        assert_eq!(r["count"], 32767);
+        assert!(out.figure.is_none(), "v3d-capacity draws nothing");
+        assert!(out.table.contains("128K") && out.table.contains("backed"));
+        assert!(!V3dCapacityExperiment.draws());
+    }
+
+    #[test]
+    fn big_super_pages_cut_gpu_tlb_misses() {
+        let options = crate::Options::default();
+        let out = V3dExperiment.run(&input(&options)).unwrap();
+        let rows = out.json["rows"].as_array().unwrap();
+        let misses = |pages: &str| {
+            rows.iter()
+                .filter(|r| r["pages"] == pages)
+                .map(|r| r["tlb_misses"].as_u64().unwrap())
+                .sum::<u64>()
+        };
+        assert!(misses("big-super") < misses("4K-only"));
+        assert_eq!(
+            out.json["summary"].as_array().unwrap().len(),
+            4,
+            "2 boards × 2 memories"
+        );
+        assert!(out.figure.is_some() && out.table.contains("Mean fps change"));
+    }
 }

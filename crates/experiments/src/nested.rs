@@ -14,17 +14,17 @@
 //!   pages it finds `caches_2m = false`, as `mmulab probe` did on this machine
 //!   (docs/probe.md), because the combined TLB entry is no larger than the host page.
 //!
-//! It lives in the probe crate because it runs the probe against the simulated core; the
-//! simulation runs go through `mmulab_sim` as `mmulab sim` does.
+//! It runs the probe (`mmulab_probe`) against the simulated core; the simulation runs go
+//! through `mmulab_sim` as `mmulab sim` does.
 
 use mmulab_plot::{Axis, Figure, Panel, Series, Style, PALETTE};
 use mmulab_sim::config::from_toml;
-use mmulab_sim::{run, Machine, Stats};
+use mmulab_sim::{Session, SessionOptions, Stats};
 use serde::Serialize;
 
-use crate::error::{ProbeError, Result};
-use crate::probe::{self, ProbeConfig};
-use crate::target::sim::SimTarget;
+use mmulab_probe::probe::{self, ProbeConfig};
+use mmulab_probe::target::sim::SimTarget;
+use mmulab_probe::{ProbeError, Result};
 
 /// The modelled machine (this one): machines/vm/epyc-zen4-kvm.toml.
 pub const MACHINE: &str = include_str!("../../../machines/vm/epyc-zen4-kvm.toml");
@@ -107,9 +107,8 @@ fn sets(guest: &str, host: Option<&str>) -> Vec<String> {
 
 fn one(workload: (&str, &str), guest: &str, host: Option<&str>) -> Result<Row> {
     let spec = from_toml(MACHINE, None, &sets(guest, host)).map_err(err)?;
-    let mut m = Machine::new(spec).map_err(err)?;
     let mut src = mmulab_trace::workload::parse(workload.1).map_err(err)?;
-    let s: Stats = run(&mut m, &mut *src, None).map_err(err)?;
+    let s: Stats = Session::simulate(spec, &mut *src, SessionOptions::default()).map_err(err)?;
     let (s1, s2) = s
         .nested
         .as_ref()
@@ -281,6 +280,30 @@ pub fn figure(r: &NestedResult) -> Figure {
     Figure::new("Nested translation: guest page x host page", (1000, 560), vec![p])
 }
 
+/// The table row: `mmulab reproduce nested`.
+pub struct NestedExperiment;
+
+impl crate::Experiment for NestedExperiment {
+    fn name(&self) -> &'static str {
+        "nested"
+    }
+    fn source(&self) -> &'static str {
+        "this machine (KVM guest)"
+    }
+    fn about(&self) -> &'static str {
+        "nested (two-stage) translation on the model of this machine, an AMD EPYC Zen 4 core in a
+KVM guest: GUPS and a pointer chase, guest 4K/2M x host 4K/2M (walk references per TLB
+miss, translation cycles per reference), whether both stages need large pages, and a
+simulated probe of the virtualized core (docs/virtualization.md)."
+    }
+    fn run(&self, input: &crate::Input) -> anyhow::Result<crate::Output> {
+        let r = run_all()?;
+        let mut out = crate::Output::new(table(&r), serde_json::to_value(&r)?);
+        out.figure = input.figure.then(|| figure(&r));
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,5 +319,12 @@ mod tests {
             ["os.policy=base", "os.zero_page=false", "vm.enabled=false"]
         );
         from_toml(MACHINE, None, &sets("2M", Some("2M"))).unwrap();
+    }
+
+    #[test]
+    fn the_row_names_its_source_and_draws() {
+        use crate::Experiment as _;
+        assert_eq!(crate::find("nested").unwrap().name(), NestedExperiment.name());
+        assert!(NestedExperiment.draws() && NestedExperiment.options().is_empty());
     }
 }
