@@ -35,9 +35,14 @@
 //!   `numa_foreign`, `interleave_hit`, `local_node`, `other_node` (one per
 //!   allocation), and the frames allocated there.
 //!
-//! Not modelled: the THP special case of `alloc_pages_mpol` (a PMD-order page under a
-//! non-interleave policy first tries `__GFP_THISNODE` and direct reclaim before falling
-//! back: here the fallback is immediate), per-VMA policies (`mbind`: one policy for the
+//! * **Huge pages at a fault** ([`Numa::alloc_thp`]): `alloc_pages_mpol`'s THP case.
+//!   A PMD-order page under a policy that is not an interleave tries the local (or
+//!   preferred) node alone (`__GFP_THISNODE`); a fault without direct reclaim in its
+//!   gfp (defrag `madvise` outside a `MADV_HUGEPAGE` VMA, the default) then falls back
+//!   to base pages rather than take a remote huge page.
+//!
+//! Not modelled: the local node's own compaction before a THP fault that may reclaim
+//! goes remote (here it goes to the other nodes at once, then compacts), per-VMA policies (`mbind`: one policy for the
 //! whole machine, as `numactl --interleave=all` or the downstream `numa_policy=`
 //! cmdline sets it), watermarks per node, and compaction's own node: direct
 //! compaction (os/compact.rs) picks a block inside one node but migrates pages to the
@@ -407,6 +412,43 @@ impl Numa {
             let (lo, hi) = self.ranges[n];
             buddy.alloc_in(lo, hi, order).map(|p| (n, p))
         })?;
+        self.count(node, preferred, local, nid, order);
+        Some(pfn)
+    }
+
+    /// Allocates a PMD-sized transparent huge page at a fault (`alloc_pages_mpol`'s THP
+    /// case, mm/mempolicy.c): under a policy that is not an interleave and whose nodes
+    /// allow the local node (preferred: its node), the kernel first tries that node
+    /// alone (`__GFP_THISNODE | __GFP_NORETRY`, "the cost of remote accesses would
+    /// likely offset THP benefits"); only a fault whose gfp allows direct reclaim
+    /// (`vma_thp_gfp_mask`: defrag `always`, or `madvise` / `defer+madvise` in a
+    /// `MADV_HUGEPAGE` VMA) retries on the policy's other nodes. Otherwise the fault
+    /// falls back to base pages (`None`), which the policy may place remotely.
+    pub fn alloc_thp(&mut self, buddy: &mut Buddy, order: u32, at: At, direct_reclaim: bool) -> Option<u64> {
+        let local = self.local_node();
+        let node = match self.cfg.mode {
+            Mode::Interleave | Mode::WeightedInterleave => None,
+            Mode::Preferred => Some(self.mask[0]),
+            Mode::Local => Some(local),
+            Mode::Bind => Some(local).filter(|n| self.mask.contains(n)),
+        };
+        let Some(node) = node else {
+            return self.alloc(buddy, order, Some(at));
+        };
+        let (lo, hi) = self.ranges[node];
+        if let Some(pfn) = buddy.alloc_in(lo, hi, order) {
+            self.count(node, node, local, node, order);
+            return Some(pfn);
+        }
+        if !direct_reclaim {
+            return None;
+        }
+        self.alloc(buddy, order, Some(at))
+    }
+
+    /// Counts an allocation of `2^order` frames placed on `node` (numastat's counters);
+    /// `preferred` is the zonelist's first allowed node, `nid` the policy's choice.
+    fn count(&mut self, node: usize, preferred: usize, local: usize, nid: usize, order: u32) {
         let c = &mut self.counters;
         c[node].alloc_frames += 1 << order;
         if node == preferred {
@@ -423,7 +465,6 @@ impl Numa {
         if self.cfg.mode.interleaves() && node == nid {
             c[node].interleave_hit += 1;
         }
-        Some(pfn)
     }
 }
 
