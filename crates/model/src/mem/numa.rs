@@ -4,7 +4,8 @@
 //!   (`numa_emu_init` in drivers/base/numa_emulation.c of the Raspberry Pi kernel
 //!   tree, "numa: Add simple generic NUMA emulation", T. Ursulin / M. Canal, June 2024;
 //!   reference/mechanisms.md §3): N capped at `MAX_NUMNODES`, span = first..last byte
-//!   of memory, chunk = floor(span / N) rounded down to the page, node i =
+//!   of memory, chunk = floor(span / N) rounded down to `PAGE_SIZE` (the granule's
+//!   base page: 4, 16 or 64 KiB), node i =
 //!   `[start + i·chunk, start + (i+1)·chunk)`, the last node takes the remainder.
 //!   Each node's frames are a buddy allocator of their own ([`Buddy::alloc_in`]: no
 //!   block crosses a node boundary).
@@ -121,28 +122,34 @@ pub struct NumaConfig {
     pub weights: Vec<u8>,
     /// The node of each core; empty means every core on node 0.
     pub cpus: Vec<usize>,
+    /// The kernel's `PAGE_SIZE` in bytes (4, 16 or 64 KiB): node boundaries are
+    /// multiples of it.
+    pub page_bytes: u64,
 }
 
 /// Splits `[start, end)` (bytes) into `n` fake nodes as `numa_emu_init` does; `n` is
-/// capped at [`MAX_NUMNODES`] (the patch's `numa_emu_cmdline`). A chunk smaller than
-/// one 4 KiB page (the buddy allocator's smallest block) is an error naming
+/// capped at [`MAX_NUMNODES`] (the patch's `numa_emu_cmdline`). The chunk is rounded
+/// down to the kernel's `PAGE_SIZE`, `page` bytes (4, 16 or 64 KiB by the granule), so no
+/// base page straddles two nodes. A chunk smaller than one page is an error naming
 /// `numa.fake`.
-pub fn fake_split(start: u64, end: u64, n: usize) -> Result<Vec<(u64, u64)>, ModelError> {
+pub fn fake_split(start: u64, end: u64, n: usize, page: u64) -> Result<Vec<(u64, u64)>, ModelError> {
     if n == 0 {
         return Err(ModelError::Config(
             "numa.fake = 0: give the number of fake nodes (1 to 16), or leave out [numa]".into(),
         ));
     }
+    debug_assert!(page.is_power_of_two() && page >= FRAME_SIZE);
     let n = n.min(MAX_NUMNODES) as u64;
     // size = DIV_ROUND_DOWN_ULL(end - start + 1, emu_nodes) with `end` the last byte;
     // size = PAGE_ALIGN_DOWN(size).
-    let chunk = ((end - start) / n) & !(FRAME_SIZE - 1);
-    if chunk < FRAME_SIZE {
+    let chunk = ((end - start) / n) & !(page - 1);
+    if chunk < page {
         return Err(ModelError::Config(format!(
-            "numa.fake = {n}: {} bytes of memory split {n} ways leave nodes smaller than one 4 KiB page; \
+            "numa.fake = {n}: {} bytes of memory split {n} ways leave nodes smaller than one {} KiB page; \
              use at most {} nodes or more memory",
             end - start,
-            (end - start) / FRAME_SIZE
+            page >> 10,
+            (end - start) / page
         )));
     }
     Ok((0..n)
@@ -284,7 +291,7 @@ impl Numa {
     /// Nodes over `bytes` of memory starting at physical address 0. Node numbers in
     /// `cfg` must be below the node count (config validation checks it, naming keys).
     pub fn new(cfg: NumaConfig, bytes: u64) -> Result<Numa, ModelError> {
-        let ranges: Vec<(u64, u64)> = fake_split(0, bytes, cfg.fake)?
+        let ranges: Vec<(u64, u64)> = fake_split(0, bytes, cfg.fake, cfg.page_bytes)?
             .into_iter()
             .map(|(s, e)| (s >> FRAME_SHIFT, e >> FRAME_SHIFT))
             .collect();
