@@ -18,9 +18,9 @@
 //!   `find_next_best_node` (mm/page_alloc.c) build it: the node itself, then by
 //!   distance (emulated nodes: 10 local, 20 remote, arch_numa's default table), `+1`
 //!   for nodes below it ("prefer the next node"), `+PENALTY_FOR_NODE_WITH_CPUS` for
-//!   nodes with cores, times `MAX_NUMNODES`, plus `node_load` (raised by
-//!   `nr_online_nodes` for the first node of each distance group, so equal groups
-//!   rotate). With cores on node 0 only, node 0's list is 0, 1, …, N−1.
+//!   nodes with cores, times `MAX_NUMNODES`, plus `node_load` (raised by 1 for the
+//!   first node of each distance group, so equal groups rotate). With cores on node 0
+//!   only, node 0's list is 0, 1, …, N−1 and node k's is k, k+1, …, N−1, 1, …, k−1, 0.
 //! * **Policies** (mm/mempolicy.c `alloc_pages_mpol`, `policy_nodemask`): local (the
 //!   running core's node, then its zonelist), preferred (the first node of `nodes`,
 //!   then its zonelist), bind (the local node's zonelist restricted to `nodes`; no
@@ -216,8 +216,10 @@ pub fn zonelists(has_cpus: &[bool]) -> Vec<Vec<usize>> {
                         .expect("a node is left")
                 };
                 used[best] = true;
+                // `node_load[node] += 1` (mm/page_alloc.c since 6.x; 5.16's
+                // `+= nr_online_nodes` tied a node below with the CPU node at 16 nodes).
                 if dist(local, best) != dist(local, prev) {
-                    load[best] += n as u32;
+                    load[best] += 1;
                 }
                 order.push(best);
                 prev = best;
@@ -490,11 +492,39 @@ mod tests {
     #[test]
     fn zonelists_with_cpus_on_node_0() {
         // Node 0: itself, then 1..3 (no penalty, ascending). Node 2: itself, then 3
-        // (20·16 + 0), then 1 (21·16 + load 4: node 1 led node 0's remote group), then
+        // (20·16 + 0), then 1 (21·16 + load 1: node 1 led node 0's remote group), then
         // 0 (the +1 below and the CPU penalty: 22·16).
         let z = zonelists(&[true, false, false, false]);
         assert_eq!(z[0], [0, 1, 2, 3]);
         assert_eq!(z[2], [2, 3, 1, 0]);
         assert_eq!(z[3], [3, 1, 2, 0]);
+    }
+
+    /// Issue 49, defect 4: 16 fake nodes, cores on node 0. `build_zonelists` raises
+    /// `node_load` by 1 for the first node of each distance group; node c ≥ 1 led node
+    /// c−1's remote group, so every node but 0 carries load 1 by the time a higher node
+    /// builds. Node 2: itself, 3..15 (20·16 + 0 = 320), then 1 (21·16 + 1 = 337), then 0
+    /// (22·16 = 352). Node 15: itself, then 1..14 (all 337; ties go to the lower node),
+    /// then 0. (Raising the load by nr_online_nodes = 16, as 5.16 did, puts node 1 at
+    /// 336 + 16 = 352, tied with node 0, which the lower index wins: …, 0, 1.)
+    #[test]
+    fn zonelists_with_sixteen_fake_nodes() {
+        let mut cpus = [false; 16];
+        cpus[0] = true;
+        let z = zonelists(&cpus);
+        assert_eq!(z[0], (0..16).collect::<Vec<_>>());
+        let mut two: Vec<usize> = (2..16).collect();
+        two.extend([1, 0]);
+        assert_eq!(z[2], two);
+        let mut fifteen = vec![15];
+        fifteen.extend(1..15);
+        fifteen.push(0);
+        assert_eq!(z[15], fifteen);
+        for (k, l) in z.iter().enumerate().skip(1) {
+            let mut want: Vec<usize> = (k..16).collect();
+            want.extend(1..k);
+            want.push(0);
+            assert_eq!(*l, want, "node {k}");
+        }
     }
 }
