@@ -378,13 +378,13 @@ impl Dram {
     /// [`Dram::serve`] with a write buffer.
     #[inline(always)]
     fn serve_buffered(&mut self, pa: u64, write: bool, at: u64) -> (u64, RowOutcome) {
-        let (bi, _) = self.index.locate(pa, &self.spec.map);
+        let (bi, row) = self.index.locate(pa, &self.spec.map);
         let ch = self.banks[bi & self.bank_mask].chan as usize;
         if self.wq[ch].len() > WRITE_IDLE_DRAIN {
             self.drain_if_idle(ch, at);
         }
         if !write {
-            return self.serve_now(pa, false, at);
+            return self.serve_located(pa, bi, row, false, at);
         }
         self.wq[ch].push((pa, at));
         if self.wq[ch].len() >= self.wq_cap {
@@ -440,10 +440,16 @@ impl Dram {
     /// groups) in functions of their own.
     #[inline(always)]
     fn serve_now(&mut self, pa: u64, write: bool, at: u64) -> (u64, RowOutcome) {
+        let (bi, row) = self.index.locate(pa, &self.spec.map);
+        self.serve_located(pa, bi, row, write, at)
+    }
+
+    /// [`Dram::serve_now`] of `pa`, already located in bank `bi`, row `row`.
+    #[inline(always)]
+    fn serve_located(&mut self, pa: u64, bi: usize, row: u32, write: bool, at: u64) -> (u64, RowOutcome) {
         if pa & self.index.beyond != 0 {
             self.c.n.beyond_capacity += 1;
         }
-        let (bi, row) = self.index.locate(pa, &self.spec.map);
         // SAFETY: masked below `banks.len()`, a power of two (`bank_mask`).
         let b = unsafe { self.banks.get_unchecked_mut(bi & self.bank_mask) };
         // SAFETY: a bank's rank index is below the rank count (`parent`).
