@@ -73,6 +73,9 @@ fn usable(start: u64, size: u64, align: u64) -> u64 {
     (start + size).saturating_sub(start.next_multiple_of(align))
 }
 
+/// A hole in a usable-size index: (usable size once aligned, size, newest first, start).
+type UsableKey = (u64, u64, Reverse<u64>, u64);
+
 /// A drm_mm-style allocator of page ranges.
 #[derive(Clone, Debug)]
 pub struct VaSpace {
@@ -87,7 +90,7 @@ pub struct VaSpace {
     /// first, start), so an aligned best-fit search skips holes too small after
     /// alignment without walking them (same answer as the plain scan; a speed index
     /// only).
-    by_usable: [BTreeSet<(u64, u64, Reverse<u64>, u64)>; INDEXED.len()],
+    by_usable: [BTreeSet<UsableKey>; INDEXED.len()],
     /// The next hole's age stamp (`add_hole` order: a larger stamp is a newer hole).
     stamp: u64,
     first: u64,
