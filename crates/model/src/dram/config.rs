@@ -57,10 +57,20 @@ pub struct DramConfig {
     /// For `row_policy = "capped"`: row hits after which the row is closed.
     #[serde(default)]
     pub row_hits_cap: Option<u32>,
+    /// The controller's write buffer per channel, in requests (DRAMsim3's
+    /// `trans_queue_size`, 32 by default): writes wait there while reads go first, and
+    /// are drained all at once when it is full, or when more than
+    /// [`super::WRITE_IDLE_DRAIN`] wait and the channel's data bus is idle. 0: each
+    /// write is served at its arrival, in order with the reads.
+    #[serde(default = "write_queue")]
+    pub write_queue: u32,
     /// Timings in DRAM clock cycles.
     pub timing: TimingConfig,
 }
 
+fn write_queue() -> u32 {
+    32
+}
 fn one() -> u32 {
     1
 }
@@ -189,6 +199,8 @@ pub struct DramSpec {
     pub policy: RowPolicy,
     /// Timings.
     pub timing: Timing,
+    /// Write buffer entries per channel (0: writes served at arrival).
+    pub write_queue: u32,
 }
 
 fn err(msg: String) -> ModelError {
@@ -336,6 +348,7 @@ impl DramConfig {
             map,
             policy,
             timing,
+            write_queue: self.write_queue,
         })
     }
 }

@@ -65,6 +65,10 @@ pub const ACT_WINDOW: usize = ring::N;
 /// transaction queue is 32 deep.
 pub const BUS_WINDOW: usize = ring::N;
 
+/// Writes waiting in a channel's buffer above which an idle data bus starts a drain
+/// (DRAMsim3's `write_buffer_.size() > 8 && cmd_queue_.QueueEmpty()`).
+pub const WRITE_IDLE_DRAIN: usize = 8;
+
 /// Where the model's own clock starts: a request arriving at DRAM cycle `at` is placed
 /// at `ORIGIN + at`, and every ready time starts at `ORIGIN` (the image of time 0), so
 /// the whole placement is the one from 0 shifted by `ORIGIN` (every rule compares times
@@ -184,6 +188,11 @@ pub struct Dram {
     /// cycles to core cycles, computed by that same expression once per value (speed
     /// only: a table read instead of a division and a rounding per request).
     lat_core: Box<[u32]>,
+    /// Per channel: the writes waiting in its buffer (address, arrival), in arrival
+    /// order; empty with no buffer (`write_queue` = 0).
+    wq: Vec<Vec<(u64, u64)>>,
+    /// Buffer entries per channel (0: none).
+    wq_cap: usize,
 }
 
 /// The part of [`Dram`] a request's placement uses besides its bank and rank records.
@@ -262,6 +271,8 @@ impl Dram {
                 .map(|l| u32::try_from(lat_to_core(l, dpc)))
                 .collect::<Result<_, _>>()
                 .unwrap_or_default(),
+            wq: vec![Vec::with_capacity(spec.write_queue as usize); spec.channels as usize],
+            wq_cap: spec.write_queue as usize,
             c: Ctx {
                 t: spec.timing,
                 cap: spec.policy.hit_cap(),
@@ -349,15 +360,96 @@ impl Dram {
         self.serve(pa, write, ORIGIN + at)
     }
 
-    /// [`Dram::access_dram`] at model time `at` (>= [`ORIGIN`]): the straight path, with
-    /// the rare cases (a refresh closing the row, a joined row, an out-of-order activate,
-    /// a busy bus, bank groups) in functions of their own.
+    /// [`Dram::access_dram`] at model time `at` (>= [`ORIGIN`]). With a write buffer
+    /// (`write_queue`): a write waits in its channel's buffer (latency 0: posted, as
+    /// DRAMsim3 completes it at once) and reads go ahead of it; a full buffer is drained
+    /// at the arrival that filled it, and one holding more than [`WRITE_IDLE_DRAIN`]
+    /// from the time its channel's bus falls idle (when that is before `at`). A drain
+    /// places every waiting write, in arrival order, from its start: the reads after it
+    /// meet the writes' bank, bus and tWTR times.
     #[inline(always)]
     fn serve(&mut self, pa: u64, write: bool, at: u64) -> (u64, RowOutcome) {
+        if self.wq_cap == 0 {
+            return self.serve_now(pa, write, at);
+        }
+        self.serve_buffered(pa, write, at)
+    }
+
+    /// [`Dram::serve`] with a write buffer.
+    #[inline(always)]
+    fn serve_buffered(&mut self, pa: u64, write: bool, at: u64) -> (u64, RowOutcome) {
+        let (bi, row) = self.index.locate(pa, &self.spec.map);
+        let ch = self.banks[bi & self.bank_mask].chan as usize;
+        if self.wq[ch].len() > WRITE_IDLE_DRAIN {
+            self.drain_if_idle(ch, at);
+        }
+        if !write {
+            return self.serve_located(pa, bi, row, false, at);
+        }
+        self.wq[ch].push((pa, at));
+        if self.wq[ch].len() >= self.wq_cap {
+            self.drain(ch, at);
+        }
+        (0, RowOutcome::Hit)
+    }
+
+    /// Drains channel `ch`'s buffer from the time its bus fell idle with more than
+    /// [`WRITE_IDLE_DRAIN`] writes waiting, if that time is before `at`.
+    #[cold]
+    #[inline(never)]
+    fn drain_if_idle(&mut self, ch: usize, at: u64) {
+        let idle = self.c.chans[ch].last_start() + self.spec.timing.tburst;
+        let from = idle.max(self.wq[ch][WRITE_IDLE_DRAIN].1);
+        if from < at {
+            self.drain(ch, from);
+        }
+    }
+
+    /// Places every write waiting in channel `ch`'s buffer from time `from`, in arrival
+    /// order; a write's latency counts from its arrival.
+    #[cold]
+    #[inline(never)]
+    fn drain(&mut self, ch: usize, from: u64) {
+        let q = std::mem::take(&mut self.wq[ch]);
+        for &(pa, arrival) in &q {
+            let start = from.max(arrival);
+            self.serve_now(pa, true, start);
+            self.c.n.lat[1] += start - arrival;
+        }
+        self.wq[ch] = q;
+        self.wq[ch].clear();
+    }
+
+    /// Writes waiting in the buffers (not yet placed, not in [`Dram::stats`]).
+    pub fn writes_waiting(&self) -> usize {
+        self.wq.iter().map(Vec::len).sum()
+    }
+
+    /// Drains every buffer from the last arrival on (the end of a stream).
+    pub fn drain_all(&mut self) {
+        for ch in 0..self.wq.len() {
+            if let Some(&(_, last)) = self.wq[ch].last() {
+                let idle = self.c.chans[ch].last_start() + self.spec.timing.tburst;
+                self.drain(ch, idle.max(last));
+            }
+        }
+    }
+
+    /// Places one request now: the straight path, with the rare cases (a refresh
+    /// closing the row, a joined row, an out-of-order activate, a busy bus, bank
+    /// groups) in functions of their own.
+    #[inline(always)]
+    fn serve_now(&mut self, pa: u64, write: bool, at: u64) -> (u64, RowOutcome) {
+        let (bi, row) = self.index.locate(pa, &self.spec.map);
+        self.serve_located(pa, bi, row, write, at)
+    }
+
+    /// [`Dram::serve_now`] of `pa`, already located in bank `bi`, row `row`.
+    #[inline(always)]
+    fn serve_located(&mut self, pa: u64, bi: usize, row: u32, write: bool, at: u64) -> (u64, RowOutcome) {
         if pa & self.index.beyond != 0 {
             self.c.n.beyond_capacity += 1;
         }
-        let (bi, row) = self.index.locate(pa, &self.spec.map);
         // SAFETY: masked below `banks.len()`, a power of two (`bank_mask`).
         let b = unsafe { self.banks.get_unchecked_mut(bi & self.bank_mask) };
         // SAFETY: a bank's rank index is below the rank count (`parent`).

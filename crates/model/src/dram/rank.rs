@@ -248,7 +248,7 @@ pub(super) struct Group {
 pub(super) struct Rank {
     /// Its activates (tRRD, tFAW).
     pub(super) acts: Acts,
-    /// End of the last write data (tWTR); `ORIGIN` at first.
+    /// End of the last write data (tWTR); 0 (long before `ORIGIN`) at first.
     pub(super) wr_end: u64,
     /// Its refresh schedule.
     pub(super) rf: Refresh,
@@ -259,7 +259,9 @@ impl Rank {
     pub(super) fn new(ref_off: u64, t: &Timing) -> Rank {
         Rank {
             acts: Acts::default(),
-            wr_end: ORIGIN,
+            // Before any write: the sentinel time 0, which tWTR after never binds (a
+            // read at the start would otherwise wait tWTR after a write never made).
+            wr_end: 0,
             rf: Refresh::new(ref_off, t),
         }
     }

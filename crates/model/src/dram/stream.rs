@@ -114,11 +114,13 @@ pub fn generate(
     Ok(out)
 }
 
-/// Runs `reqs` through a fresh model of `spec` (DRAM cycles throughout).
+/// Runs `reqs` through a fresh model of `spec` (DRAM cycles throughout); the writes
+/// still buffered at the end are drained after the last arrival.
 pub fn run(spec: &DramSpec, reqs: &[StreamReq]) -> Dram {
     let mut d = Dram::new(spec.clone(), spec.clock_mhz);
     for r in reqs {
         d.access_dram(r.pa, r.write, r.at);
     }
+    d.drain_all();
     d
 }

@@ -23,6 +23,7 @@ columns = 16
 bus_bits = 64
 burst_length = 8
 mapping = "RaRoBaBgCo"
+write_queue = 0
 [timing]
 cl = 10
 cwl = 8
@@ -403,4 +404,55 @@ fn latency_table_equals_the_conversion_it_replaces() {
             }
         }
     }
+}
+
+/// `TEST` with a write buffer of `entries` and tWTR = 10.
+fn buffered(entries: u32) -> Dram {
+    let text = TEST
+        .replace("write_queue = 0", &format!("write_queue = {entries}"))
+        .replace("[timing]", "[timing]\ntwtr = 10");
+    Dram::new(profile::parse(&text, "test").unwrap(), 1000.0)
+}
+
+/// Issue 49, defect 1: with a write buffer a read goes ahead of a waiting write and
+/// pays no tWTR. Bank 0, row 0: R1 at 0 misses (ACT 0, column 5, data 15..19: 19). W1 at
+/// 20 waits in the buffer (latency 0, posted). R2 at 30 hits: column 30, data 40..44:
+/// 14. Served in arrival order instead (no buffer), W1's data would end at 20 + 8 + 4 =
+/// 32 and R2's column wait for 32 + tWTR = 42: data 52..56, 26 (checked below). At the
+/// end W1 is drained from the bus's idle time 44: column 44, data 52..56, 12 + 24
+/// waited = 36.
+#[test]
+fn reads_go_ahead_of_buffered_writes() {
+    let a = |co| addr(0, 0, 0, 0, co);
+    let mut d = buffered(32);
+    assert_eq!(d.access_dram(a(0), false, 0), (19, RowOutcome::Miss));
+    assert_eq!(d.access_dram(a(1), true, 20), (0, RowOutcome::Hit));
+    assert_eq!(d.access_dram(a(0), false, 30), (14, RowOutcome::Hit));
+    assert_eq!((d.stats().writes, d.writes_waiting()), (0, 1));
+    d.drain_all();
+    let s = d.stats();
+    assert_eq!((s.reads, s.writes, d.writes_waiting()), (2, 1, 0));
+    assert_eq!((s.read_latency, s.write_latency), (19 + 14, 36));
+    assert_eq!((s.row_hits, s.row_misses), (2, 1));
+    // The same stream without the buffer: R2 waits out tWTR after W1's data.
+    let mut d = buffered(0);
+    d.access_dram(a(0), false, 0);
+    assert_eq!(d.access_dram(a(1), true, 20), (12, RowOutcome::Hit));
+    assert_eq!(d.access_dram(a(0), false, 30), (26, RowOutcome::Hit));
+}
+
+/// A full buffer drains at the arrival that filled it. Buffer of 2: W1 at 0 waits; W2
+/// at 1 fills it: both are placed from 1. W1: bank closed, ACT 1, column 6, data
+/// 14..18: 17, plus 1 waited = 18. W2 (same row): column 6 + tCCD_L 4 = 10, data
+/// 18..22: 21. A read after them to another bank of the rank: ACT at 23 (tRRD 3 after
+/// 1 is long past), column 28, but tWTR after the last write data (22 + 10 = 32): data
+/// 42..46, 23.
+#[test]
+fn a_full_write_buffer_drains() {
+    let mut d = buffered(2);
+    assert_eq!(d.access_dram(addr(0, 0, 0, 0, 0), true, 0).0, 0);
+    assert_eq!(d.access_dram(addr(0, 0, 0, 0, 1), true, 1).0, 0);
+    let s = d.stats();
+    assert_eq!((s.writes, s.write_latency, d.writes_waiting()), (2, 18 + 21, 0));
+    assert_eq!(d.access_dram(addr(0, 0, 1, 0, 0), false, 23), (23, RowOutcome::Miss));
 }

@@ -6,10 +6,15 @@
 //! the hardware. `v3d_bo_create_finish` inserts each BO's node with
 //! `drm_mm_insert_node_generic(..., align, 0, 0)`, mode 0 being `DRM_MM_INSERT_BEST`:
 //! the smallest hole whose aligned start still fits the node, the node placed at the
-//! lowest aligned address of that hole. Holes of equal size are taken lowest first
-//! (drm_mm keeps them in a size-ordered tree; the order among equal sizes is assumed).
+//! lowest aligned address of that hole. drm_mm keeps holes in a tree ordered by size,
+//! largest first, where `insert_hole_size` puts a new hole after those of equal size;
+//! `best_hole` descends to the last hole large enough, and `next_hole` (`rb_prev`)
+//! walks back from it: the smallest sizes first and, among holes of equal size, the
+//! newest first (the hole added last by an insert or a remove). The first hole whose
+//! aligned start still fits is taken.
 
 use super::{GpuError, GPU_PAGE, GPU_PAGES};
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// How the driver aligns a BO's virtual address.
@@ -68,20 +73,26 @@ fn usable(start: u64, size: u64, align: u64) -> u64 {
     (start + size).saturating_sub(start.next_multiple_of(align))
 }
 
+/// A hole in a usable-size index: (usable size once aligned, size, newest first, start).
+type UsableKey = (u64, u64, Reverse<u64>, u64);
+
 /// A drm_mm-style allocator of page ranges.
 #[derive(Clone, Debug)]
 pub struct VaSpace {
-    /// Holes by (size, start): best fit walks them from the smallest that is large
-    /// enough.
-    by_size: BTreeSet<(u64, u64)>,
-    /// Holes by start → size: neighbours to merge on removal.
-    by_start: BTreeMap<u64, u64>,
+    /// Holes by (size, newest first, start): the order `best_hole` / `next_hole` visit
+    /// them in, smallest large enough first.
+    by_size: BTreeSet<(u64, Reverse<u64>, u64)>,
+    /// Holes by start → (size, age stamp): neighbours to merge on removal.
+    by_start: BTreeMap<u64, (u64, u64)>,
     /// Allocated nodes by start → size.
     nodes: BTreeMap<u64, u64>,
-    /// Per alignment of [`INDEXED`]: holes by (usable size once aligned, size, start), so
-    /// an aligned best-fit search skips holes too small after alignment without walking
-    /// them (same answer as the plain scan; a speed index only).
-    by_usable: [BTreeSet<(u64, u64, u64)>; INDEXED.len()],
+    /// Per alignment of [`INDEXED`]: holes by (usable size once aligned, size, newest
+    /// first, start), so an aligned best-fit search skips holes too small after
+    /// alignment without walking them (same answer as the plain scan; a speed index
+    /// only).
+    by_usable: [BTreeSet<UsableKey>; INDEXED.len()],
+    /// The next hole's age stamp (`add_hole` order: a larger stamp is a newer hole).
+    stamp: u64,
     first: u64,
     end: u64,
 }
@@ -100,6 +111,7 @@ impl VaSpace {
             by_start: BTreeMap::new(),
             nodes: BTreeMap::new(),
             by_usable: Default::default(),
+            stamp: 0,
             first,
             end,
         };
@@ -117,53 +129,62 @@ impl VaSpace {
         self.nodes.len()
     }
 
+    /// `add_hole`: the hole becomes the newest of its size.
     fn add_hole(&mut self, start: u64, size: u64) {
         if size > 0 {
-            self.by_size.insert((size, start));
-            self.by_start.insert(start, size);
+            let age = Reverse(self.stamp);
+            self.stamp += 1;
+            self.by_size.insert((size, age, start));
+            self.by_start.insert(start, (size, age.0));
             for (i, a) in INDEXED.iter().enumerate() {
-                self.by_usable[i].insert((usable(start, size, *a), size, start));
+                self.by_usable[i].insert((usable(start, size, *a), size, age, start));
             }
         }
     }
 
-    fn take_hole(&mut self, start: u64, size: u64) {
-        self.by_size.remove(&(size, start));
-        self.by_start.remove(&start);
+    /// `rm_hole` of the hole at `start`; returns its size.
+    fn take_hole(&mut self, start: u64) -> u64 {
+        let (size, stamp) = self.by_start.remove(&start).expect("a hole starts there");
+        let age = Reverse(stamp);
+        self.by_size.remove(&(size, age, start));
         for (i, a) in INDEXED.iter().enumerate() {
-            self.by_usable[i].remove(&(usable(start, size, *a), size, start));
+            self.by_usable[i].remove(&(usable(start, size, *a), size, age, start));
         }
+        size
     }
 
     /// Inserts a node of `pages` aligned to `align` pages (a power of two); returns its
     /// first page, or `None` if no hole fits.
     pub fn insert(&mut self, pages: u64, align: u64) -> Option<u64> {
         debug_assert!(align.is_power_of_two() && pages > 0);
-        let (size, start) = match INDEXED.iter().position(|&a| a == align) {
-            // Best fit = the smallest (size, start) among holes whose usable part holds
-            // the node; a hole's size is at least its usable part, so the scan stops
-            // once the usable part exceeds the best size found.
+        let start = match INDEXED.iter().position(|&a| a == align) {
+            // Best fit = the first (size, newest first) among holes whose usable part
+            // holds the node; a hole's size is at least its usable part, so the scan
+            // stops once the usable part exceeds the best size found.
             Some(i) => {
-                let mut best: Option<(u64, u64)> = None;
-                for &(u, size, start) in self.by_usable[i].range((pages, 0, 0)..) {
+                let mut best: Option<(u64, Reverse<u64>, u64)> = None;
+                for &(u, size, age, start) in self.by_usable[i].range((pages, 0, Reverse(u64::MAX), 0)..) {
                     if best.is_some_and(|b| u > b.0) {
                         break;
                     }
                     match best {
-                        Some(b) if b <= (size, start) => {}
-                        _ => best = Some((size, start)),
+                        Some(b) if b <= (size, age, start) => {}
+                        _ => best = Some((size, age, start)),
                     }
                 }
-                best?
+                best?.2
             }
-            None => self
-                .by_size
-                .range((pages, 0)..)
-                .find(|&&(size, start)| usable(start, size, align) >= pages)
-                .copied()?,
+            None => {
+                self.by_size
+                    .range((pages, Reverse(u64::MAX), 0)..)
+                    .find(|&&(size, _, start)| usable(start, size, align) >= pages)?
+                    .2
+            }
         };
         let at = start.next_multiple_of(align);
-        self.take_hole(start, size);
+        // drm_mm_insert_node_in_range: rm_hole, then the part before the node, then the
+        // part after it (the newest).
+        let size = self.take_hole(start);
         self.add_hole(start, at - start);
         self.add_hole(at + pages, start + size - (at + pages));
         self.nodes.insert(at, pages);
@@ -173,16 +194,17 @@ impl VaSpace {
     /// Removes the node starting at `start`; returns its size in pages.
     pub fn remove(&mut self, start: u64) -> Option<u64> {
         let pages = self.nodes.remove(&start)?;
+        // drm_mm_remove_node: the node's own hole and the previous node's go; the
+        // previous node's hole, now spanning both, is added (the newest).
         let (mut lo, mut hi) = (start, start + pages);
-        if let Some((&s, &sz)) = self.by_start.range(..start).next_back() {
+        if let Some((&s, &(sz, _))) = self.by_start.range(..start).next_back() {
             if s + sz == start {
-                self.take_hole(s, sz);
+                self.take_hole(s);
                 lo = s;
             }
         }
-        if let Some(&sz) = self.by_start.get(&hi) {
-            self.take_hole(hi, sz);
-            hi += sz;
+        if self.by_start.contains_key(&hi) {
+            hi += self.take_hole(hi);
         }
         self.add_hole(lo, hi - lo);
         Some(pages)
@@ -236,5 +258,50 @@ mod tests {
         v.remove(48).unwrap();
         assert_eq!(v.by_start.len(), 1, "all holes merged back into one");
         assert_eq!(v.insert(100, 1), Some(0));
+    }
+    /// Issue 49, defect 6: among holes of equal size drm_mm takes the newest
+    /// (`insert_hole_size` puts it after its equals; `best_hole` ends on the last one
+    /// large enough). Four 5-page nodes at 0, 5, 10, 15 (tail hole [20, 100)); removing
+    /// the first makes hole [0, 5), then removing the third makes [10, 15), the newer.
+    /// A 5-page node goes to 10 (the lowest-address rule gave 0), the next to 0.
+    #[test]
+    fn equal_holes_newest_first() {
+        let mut v = VaSpace::new(0, 100);
+        let n: Vec<u64> = (0..4).map(|_| v.insert(5, 1).unwrap()).collect();
+        assert_eq!(n, [0, 5, 10, 15]);
+        v.remove(0).unwrap();
+        v.remove(10).unwrap();
+        assert_eq!(v.insert(5, 1), Some(10));
+        assert_eq!(v.insert(5, 1), Some(0));
+        assert_eq!(v.insert(5, 1), Some(20), "then the tail");
+    }
+
+    /// The same with alignment, by the plain scan (4 pages, not indexed) and by the
+    /// usable-size index (16 pages). Nodes 3 @0, 5 @3, 3 @8, 5 @11, 4 @16: removing the
+    /// 5-page nodes leaves holes [3, 8) then [11, 16). A 4-page node aligned to 4 fits
+    /// both (at 4 and at 12): the newer gives 12 (the lowest-address rule gave 4). With
+    /// 16: nodes 8 @0, 32 @8, 8 @40, 32 @48, 8 @80; holes [8, 40) then [48, 80); a
+    /// 16-page node aligned to 16 fits both (16 and 48): 48; its hole's tail [64, 80)
+    /// is then the smallest that fits, and [8, 40) comes after it.
+    #[test]
+    fn equal_holes_newest_first_with_alignment() {
+        let mut v = VaSpace::new(0, 100);
+        for p in [3, 5, 3, 5, 4] {
+            v.insert(p, 1).unwrap();
+        }
+        v.remove(3).unwrap();
+        v.remove(11).unwrap();
+        assert_eq!(v.insert(4, 4), Some(12));
+        assert_eq!(v.insert(4, 4), Some(4));
+        let mut v = VaSpace::new(0, 200);
+        for p in [8, 32, 8, 32, 8] {
+            v.insert(p, 1).unwrap();
+        }
+        v.remove(8).unwrap();
+        v.remove(48).unwrap();
+        assert_eq!(v.insert(16, 16), Some(48));
+        // Then the smallest hole that fits: [64, 80), left of 16 pages.
+        assert_eq!(v.insert(16, 16), Some(64));
+        assert_eq!(v.insert(16, 16), Some(16));
     }
 }

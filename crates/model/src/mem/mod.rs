@@ -130,6 +130,18 @@ impl Memory {
         }
     }
 
+    /// Allocates a PMD-sized transparent huge page at a fault: with NUMA nodes by
+    /// [`numa::Numa::alloc_thp`] (the local node alone unless the fault may reclaim,
+    /// `direct_reclaim`), else as [`Memory::alloc_pages`]. `None`: fall back to base pages
+    /// (or compact, when the fault may).
+    #[inline]
+    pub fn alloc_thp(&mut self, order: u32, at: numa::At, direct_reclaim: bool) -> Option<u64> {
+        match &mut self.numa {
+            None => self.buddy.alloc(order),
+            Some(n) => n.alloc_thp(&mut self.buddy, order, at, direct_reclaim),
+        }
+    }
+
     /// The core whose fault the OS is serving (the NUMA local node is its node).
     #[inline]
     pub fn set_cpu(&mut self, cpu: usize) {

@@ -4,7 +4,8 @@
 //!   (`numa_emu_init` in drivers/base/numa_emulation.c of the Raspberry Pi kernel
 //!   tree, "numa: Add simple generic NUMA emulation", T. Ursulin / M. Canal, June 2024;
 //!   reference/mechanisms.md §3): N capped at `MAX_NUMNODES`, span = first..last byte
-//!   of memory, chunk = floor(span / N) rounded down to the page, node i =
+//!   of memory, chunk = floor(span / N) rounded down to `PAGE_SIZE` (the granule's
+//!   base page: 4, 16 or 64 KiB), node i =
 //!   `[start + i·chunk, start + (i+1)·chunk)`, the last node takes the remainder.
 //!   Each node's frames are a buddy allocator of their own ([`Buddy::alloc_in`]: no
 //!   block crosses a node boundary).
@@ -17,9 +18,9 @@
 //!   `find_next_best_node` (mm/page_alloc.c) build it: the node itself, then by
 //!   distance (emulated nodes: 10 local, 20 remote, arch_numa's default table), `+1`
 //!   for nodes below it ("prefer the next node"), `+PENALTY_FOR_NODE_WITH_CPUS` for
-//!   nodes with cores, times `MAX_NUMNODES`, plus `node_load` (raised by
-//!   `nr_online_nodes` for the first node of each distance group, so equal groups
-//!   rotate). With cores on node 0 only, node 0's list is 0, 1, …, N−1.
+//!   nodes with cores, times `MAX_NUMNODES`, plus `node_load` (raised by 1 for the
+//!   first node of each distance group, so equal groups rotate). With cores on node 0
+//!   only, node 0's list is 0, 1, …, N−1 and node k's is k, k+1, …, N−1, 1, …, k−1, 0.
 //! * **Policies** (mm/mempolicy.c `alloc_pages_mpol`, `policy_nodemask`): local (the
 //!   running core's node, then its zonelist), preferred (the first node of `nodes`,
 //!   then its zonelist), bind (the local node's zonelist restricted to `nodes`; no
@@ -35,9 +36,14 @@
 //!   `numa_foreign`, `interleave_hit`, `local_node`, `other_node` (one per
 //!   allocation), and the frames allocated there.
 //!
-//! Not modelled: the THP special case of `alloc_pages_mpol` (a PMD-order page under a
-//! non-interleave policy first tries `__GFP_THISNODE` and direct reclaim before falling
-//! back: here the fallback is immediate), per-VMA policies (`mbind`: one policy for the
+//! * **Huge pages at a fault** ([`Numa::alloc_thp`]): `alloc_pages_mpol`'s THP case.
+//!   A PMD-order page under a policy that is not an interleave tries the local (or
+//!   preferred) node alone (`__GFP_THISNODE`); a fault without direct reclaim in its
+//!   gfp (defrag `madvise` outside a `MADV_HUGEPAGE` VMA, the default) then falls back
+//!   to base pages rather than take a remote huge page.
+//!
+//! Not modelled: the local node's own compaction before a THP fault that may reclaim
+//! goes remote (here it goes to the other nodes at once, then compacts), per-VMA policies (`mbind`: one policy for the
 //! whole machine, as `numactl --interleave=all` or the downstream `numa_policy=`
 //! cmdline sets it), watermarks per node, and compaction's own node: direct
 //! compaction (os/compact.rs) picks a block inside one node but migrates pages to the
@@ -116,28 +122,34 @@ pub struct NumaConfig {
     pub weights: Vec<u8>,
     /// The node of each core; empty means every core on node 0.
     pub cpus: Vec<usize>,
+    /// The kernel's `PAGE_SIZE` in bytes (4, 16 or 64 KiB): node boundaries are
+    /// multiples of it.
+    pub page_bytes: u64,
 }
 
 /// Splits `[start, end)` (bytes) into `n` fake nodes as `numa_emu_init` does; `n` is
-/// capped at [`MAX_NUMNODES`] (the patch's `numa_emu_cmdline`). A chunk smaller than
-/// one 4 KiB page (the buddy allocator's smallest block) is an error naming
+/// capped at [`MAX_NUMNODES`] (the patch's `numa_emu_cmdline`). The chunk is rounded
+/// down to the kernel's `PAGE_SIZE`, `page` bytes (4, 16 or 64 KiB by the granule), so no
+/// base page straddles two nodes. A chunk smaller than one page is an error naming
 /// `numa.fake`.
-pub fn fake_split(start: u64, end: u64, n: usize) -> Result<Vec<(u64, u64)>, ModelError> {
+pub fn fake_split(start: u64, end: u64, n: usize, page: u64) -> Result<Vec<(u64, u64)>, ModelError> {
     if n == 0 {
         return Err(ModelError::Config(
             "numa.fake = 0: give the number of fake nodes (1 to 16), or leave out [numa]".into(),
         ));
     }
+    debug_assert!(page.is_power_of_two() && page >= FRAME_SIZE);
     let n = n.min(MAX_NUMNODES) as u64;
     // size = DIV_ROUND_DOWN_ULL(end - start + 1, emu_nodes) with `end` the last byte;
     // size = PAGE_ALIGN_DOWN(size).
-    let chunk = ((end - start) / n) & !(FRAME_SIZE - 1);
-    if chunk < FRAME_SIZE {
+    let chunk = ((end - start) / n) & !(page - 1);
+    if chunk < page {
         return Err(ModelError::Config(format!(
-            "numa.fake = {n}: {} bytes of memory split {n} ways leave nodes smaller than one 4 KiB page; \
+            "numa.fake = {n}: {} bytes of memory split {n} ways leave nodes smaller than one {} KiB page; \
              use at most {} nodes or more memory",
             end - start,
-            (end - start) / FRAME_SIZE
+            page >> 10,
+            (end - start) / page
         )));
     }
     Ok((0..n)
@@ -204,8 +216,10 @@ pub fn zonelists(has_cpus: &[bool]) -> Vec<Vec<usize>> {
                         .expect("a node is left")
                 };
                 used[best] = true;
+                // `node_load[node] += 1` (mm/page_alloc.c since 6.x; 5.16's
+                // `+= nr_online_nodes` tied a node below with the CPU node at 16 nodes).
                 if dist(local, best) != dist(local, prev) {
-                    load[best] += n as u32;
+                    load[best] += 1;
                 }
                 order.push(best);
                 prev = best;
@@ -279,7 +293,7 @@ impl Numa {
     /// Nodes over `bytes` of memory starting at physical address 0. Node numbers in
     /// `cfg` must be below the node count (config validation checks it, naming keys).
     pub fn new(cfg: NumaConfig, bytes: u64) -> Result<Numa, ModelError> {
-        let ranges: Vec<(u64, u64)> = fake_split(0, bytes, cfg.fake)?
+        let ranges: Vec<(u64, u64)> = fake_split(0, bytes, cfg.fake, cfg.page_bytes)?
             .into_iter()
             .map(|(s, e)| (s >> FRAME_SHIFT, e >> FRAME_SHIFT))
             .collect();
@@ -407,6 +421,43 @@ impl Numa {
             let (lo, hi) = self.ranges[n];
             buddy.alloc_in(lo, hi, order).map(|p| (n, p))
         })?;
+        self.count(node, preferred, local, nid, order);
+        Some(pfn)
+    }
+
+    /// Allocates a PMD-sized transparent huge page at a fault (`alloc_pages_mpol`'s THP
+    /// case, mm/mempolicy.c): under a policy that is not an interleave and whose nodes
+    /// allow the local node (preferred: its node), the kernel first tries that node
+    /// alone (`__GFP_THISNODE | __GFP_NORETRY`, "the cost of remote accesses would
+    /// likely offset THP benefits"); only a fault whose gfp allows direct reclaim
+    /// (`vma_thp_gfp_mask`: defrag `always`, or `madvise` / `defer+madvise` in a
+    /// `MADV_HUGEPAGE` VMA) retries on the policy's other nodes. Otherwise the fault
+    /// falls back to base pages (`None`), which the policy may place remotely.
+    pub fn alloc_thp(&mut self, buddy: &mut Buddy, order: u32, at: At, direct_reclaim: bool) -> Option<u64> {
+        let local = self.local_node();
+        let node = match self.cfg.mode {
+            Mode::Interleave | Mode::WeightedInterleave => None,
+            Mode::Preferred => Some(self.mask[0]),
+            Mode::Local => Some(local),
+            Mode::Bind => Some(local).filter(|n| self.mask.contains(n)),
+        };
+        let Some(node) = node else {
+            return self.alloc(buddy, order, Some(at));
+        };
+        let (lo, hi) = self.ranges[node];
+        if let Some(pfn) = buddy.alloc_in(lo, hi, order) {
+            self.count(node, node, local, node, order);
+            return Some(pfn);
+        }
+        if !direct_reclaim {
+            return None;
+        }
+        self.alloc(buddy, order, Some(at))
+    }
+
+    /// Counts an allocation of `2^order` frames placed on `node` (numastat's counters);
+    /// `preferred` is the zonelist's first allowed node, `nid` the policy's choice.
+    fn count(&mut self, node: usize, preferred: usize, local: usize, nid: usize, order: u32) {
         let c = &mut self.counters;
         c[node].alloc_frames += 1 << order;
         if node == preferred {
@@ -423,7 +474,6 @@ impl Numa {
         if self.cfg.mode.interleaves() && node == nid {
             c[node].interleave_hit += 1;
         }
-        Some(pfn)
     }
 }
 
@@ -442,11 +492,39 @@ mod tests {
     #[test]
     fn zonelists_with_cpus_on_node_0() {
         // Node 0: itself, then 1..3 (no penalty, ascending). Node 2: itself, then 3
-        // (20·16 + 0), then 1 (21·16 + load 4: node 1 led node 0's remote group), then
+        // (20·16 + 0), then 1 (21·16 + load 1: node 1 led node 0's remote group), then
         // 0 (the +1 below and the CPU penalty: 22·16).
         let z = zonelists(&[true, false, false, false]);
         assert_eq!(z[0], [0, 1, 2, 3]);
         assert_eq!(z[2], [2, 3, 1, 0]);
         assert_eq!(z[3], [3, 1, 2, 0]);
+    }
+
+    /// Issue 49, defect 4: 16 fake nodes, cores on node 0. `build_zonelists` raises
+    /// `node_load` by 1 for the first node of each distance group; node c ≥ 1 led node
+    /// c−1's remote group, so every node but 0 carries load 1 by the time a higher node
+    /// builds. Node 2: itself, 3..15 (20·16 + 0 = 320), then 1 (21·16 + 1 = 337), then 0
+    /// (22·16 = 352). Node 15: itself, then 1..14 (all 337; ties go to the lower node),
+    /// then 0. (Raising the load by nr_online_nodes = 16, as 5.16 did, puts node 1 at
+    /// 336 + 16 = 352, tied with node 0, which the lower index wins: …, 0, 1.)
+    #[test]
+    fn zonelists_with_sixteen_fake_nodes() {
+        let mut cpus = [false; 16];
+        cpus[0] = true;
+        let z = zonelists(&cpus);
+        assert_eq!(z[0], (0..16).collect::<Vec<_>>());
+        let mut two: Vec<usize> = (2..16).collect();
+        two.extend([1, 0]);
+        assert_eq!(z[2], two);
+        let mut fifteen = vec![15];
+        fifteen.extend(1..15);
+        fifteen.push(0);
+        assert_eq!(z[15], fifteen);
+        for (k, l) in z.iter().enumerate().skip(1) {
+            let mut want: Vec<usize> = (k..16).collect();
+            want.extend(1..k);
+            want.push(0);
+            assert_eq!(*l, want, "node {k}");
+        }
     }
 }

@@ -223,14 +223,15 @@ impl Thp {
         at: At,
         shootdowns: &mut Vec<Shootdown>,
     ) -> Option<u64> {
-        if let Some(p) = mem.alloc_pages(order_of(size), Some(at)) {
-            return Some(p);
-        }
+        // The fault's gfp allows direct reclaim and compaction (`vma_thp_gfp_mask`).
         let stall = match self.cfg.defrag {
             Defrag::Always => true,
             Defrag::Madvise | Defrag::DeferMadvise => madvised,
             Defrag::Defer | Defrag::Never => false,
         };
+        if let Some(p) = mem.alloc_thp(order_of(size), at, stall) {
+            return Some(p);
+        }
         if matches!(self.cfg.defrag, Defrag::Defer | Defrag::DeferMadvise) && !stall {
             self.stats.event(OsEvent::CompactionDeferred);
         }

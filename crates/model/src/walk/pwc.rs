@@ -384,6 +384,14 @@ impl Pwc {
         c.insert(tag, table);
     }
 
+    /// Drops every cached descriptor (every address space): an invalidation of all
+    /// combined entries (EPT's `INVEPT`, SDM 28.3.3).
+    pub fn flush(&mut self) {
+        for c in self.caches.iter_mut() {
+            c.invalidate_where(|_, _| true);
+        }
+    }
+
     /// Drops every cached descriptor of `asid` covering any of `[start, end)`.
     pub fn invalidate_range(&mut self, asid: Asid, start: u64, end: u64) {
         for c in self.caches.iter_mut() {

@@ -18,6 +18,7 @@ fn cfg(fake: usize, mode: Mode, nodes: &[usize]) -> NumaConfig {
         nodes: nodes.to_vec(),
         weights: Vec::new(),
         cpus: Vec::new(),
+        page_bytes: 4096,
     }
 }
 
@@ -28,7 +29,7 @@ fn cfg(fake: usize, mode: Mode, nodes: &[usize]) -> NumaConfig {
 #[test]
 fn odd_size_over_three_nodes() {
     let bytes = 4 * GIB + 12 * KIB;
-    let n = fake_split(0, bytes, 3).unwrap();
+    let n = fake_split(0, bytes, 3, 4096).unwrap();
     let chunk = 349_526 * 4096;
     assert_eq!(n, vec![(0, chunk), (chunk, 2 * chunk), (2 * chunk, bytes)]);
     assert_eq!((n[2].1 - n[2].0) / 4096, 349_527);
@@ -39,12 +40,39 @@ fn odd_size_over_three_nodes() {
 #[test]
 fn span_not_a_multiple_of_n_pages() {
     let p = 4096;
-    let n = fake_split(0, 10 * p, 4).unwrap();
+    let n = fake_split(0, 10 * p, 4, 4096).unwrap();
     assert_eq!(n, vec![(0, 2 * p), (2 * p, 4 * p), (4 * p, 6 * p), (6 * p, 10 * p)]);
     let s = MIB;
-    let n = fake_split(s, s + 10 * p, 4).unwrap();
+    let n = fake_split(s, s + 10 * p, 4, 4096).unwrap();
     assert_eq!(n[0], (s, s + 2 * p));
     assert_eq!(n[3], (s + 6 * p, s + 10 * p));
+}
+
+/// Issue 49, defect 5: the chunk is rounded down to the kernel's `PAGE_SIZE`, not to
+/// 4 KiB. 64 MiB over 3 nodes: 67,108,864 / 3 = 22,369,621 bytes; down to 16 KiB:
+/// 1,365 pages of 16 KiB = 22,364,160 (to 4 KiB it would be 5,461 × 4,096 = 22,368,256,
+/// which is 1,365.25 16 KiB pages: node 1's first page would straddle nodes 0 and 1).
+/// The last node takes 67,108,864 − 2 × 22,364,160 = 22,380,544. To 64 KiB: 341 pages
+/// of 64 KiB = 22,347,776.
+#[test]
+fn node_boundaries_follow_the_kernel_page() {
+    let bytes = 64 * MIB;
+    let n = fake_split(0, bytes, 3, 16 * KIB).unwrap();
+    assert_eq!(n[0], (0, 22_364_160));
+    assert_eq!(n[1], (22_364_160, 44_728_320));
+    assert_eq!(n[2], (44_728_320, bytes));
+    assert_eq!(bytes - n[2].0, 22_380_544);
+    assert_eq!(fake_split(0, bytes, 3, 64 * KIB).unwrap()[1].0, 22_347_776);
+    assert_eq!(fake_split(0, bytes, 3, 4 * KIB).unwrap()[1].0, 22_368_256);
+    // A node smaller than one 16 KiB page is an error: 32 KiB over 3 nodes.
+    let e = fake_split(0, 32 * KIB, 3, 16 * KIB).unwrap_err().to_string();
+    assert!(e.contains("16 KiB page") && e.contains("at most 2 nodes"), "{e}");
+    // The nodes of a machine built on a 16 KiB kernel.
+    let mut c = cfg(3, Mode::Local, &[]);
+    c.page_bytes = 16 * KIB;
+    let mem = Memory::with_numa(bytes, c).unwrap();
+    let ranges = mem.numa.as_ref().unwrap().ranges().to_vec();
+    assert_eq!(ranges[1], (22_364_160 / 4096, 44_728_320 / 4096));
 }
 
 /// N is capped at MAX_NUMNODES = 16 (arm64's NODES_SHIFT 4): numa=fake=20 on 1 GiB gives
@@ -53,12 +81,12 @@ fn span_not_a_multiple_of_n_pages() {
 #[test]
 fn cap_and_too_many_nodes() {
     assert_eq!(MAX_NUMNODES, 16);
-    let n = fake_split(0, GIB, 20).unwrap();
+    let n = fake_split(0, GIB, 20, 4096).unwrap();
     assert_eq!(n.len(), 16);
     assert!(n.iter().all(|r| r.1 - r.0 == 64 * MIB));
-    let e = fake_split(0, 3 * 4096, 4).unwrap_err().to_string();
+    let e = fake_split(0, 3 * 4096, 4, 4096).unwrap_err().to_string();
     assert!(e.contains("numa.fake = 4") && e.contains("at most 3 nodes"), "{e}");
-    let e = fake_split(0, GIB, 0).unwrap_err().to_string();
+    let e = fake_split(0, GIB, 0, 4096).unwrap_err().to_string();
     assert!(e.contains("numa.fake = 0"), "{e}");
     assert!(Memory::with_numa(3 * 4096, cfg(4, Mode::Local, &[])).is_err());
 }

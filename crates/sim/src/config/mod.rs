@@ -511,7 +511,12 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
         Some(_) if config.vm.is_some() => {
             return Err("[numa] with [vm]: NUMA emulation of a guest is not modelled; drop one of them".into())
         }
-        Some(n) => Some(self::numa::resolve(n, config.machine.cores, memory_bytes)?),
+        Some(n) => Some(self::numa::resolve(
+            n,
+            config.machine.cores,
+            memory_bytes,
+            format.base_page().bytes(),
+        )?),
         None => None,
     };
     let dram = match &config.dram {

@@ -33,7 +33,8 @@ fn local() -> String {
 }
 
 /// Checks `[numa]` against the machine (`cores`, `memory_bytes`) and resolves it.
-pub(crate) fn resolve(s: &NumaSection, cores: usize, memory_bytes: u64) -> Result<NumaConfig, String> {
+/// `page_bytes` is the kernel's base page (node boundaries are multiples of it).
+pub(crate) fn resolve(s: &NumaSection, cores: usize, memory_bytes: u64, page_bytes: u64) -> Result<NumaConfig, String> {
     let fake = s.fake.ok_or(
         "[numa] needs numa.fake = N, the number of nodes memory is split into (numa=fake=N); \
          the policy and the other numa keys apply to those nodes: add e.g. --set numa.fake=8 (docs/numa.md)",
@@ -46,7 +47,7 @@ pub(crate) fn resolve(s: &NumaSection, cores: usize, memory_bytes: u64) -> Resul
             names.join(", ")
         )
     })?;
-    let n = fake_split(0, memory_bytes, fake)
+    let n = fake_split(0, memory_bytes, fake, page_bytes)
         .map_err(|e| match e {
             mmulab_model::ModelError::Config(m) => m,
             e => e.to_string(),
@@ -130,5 +131,6 @@ pub(crate) fn resolve(s: &NumaSection, cores: usize, memory_bytes: u64) -> Resul
         nodes,
         weights,
         cpus,
+        page_bytes,
     })
 }

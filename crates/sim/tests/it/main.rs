@@ -9,6 +9,7 @@ mod limits;
 mod mosmodel;
 mod nested;
 mod nested_caches;
+mod numa_alloc;
 mod os_config;
 mod os_faithful;
 mod os_sim;

@@ -15,6 +15,11 @@ const A: u64 = 0x4000_0000;
 const B: u64 = A + 0x1000;
 
 fn machine(extra: &str, guest_pwc: &str) -> Machine {
+    machine_s2("ept", extra, guest_pwc)
+}
+
+/// [`machine`] with stage-2 format `stage2` (`"ept"` or `"npt"`).
+fn machine_s2(stage2: &str, extra: &str, guest_pwc: &str) -> Machine {
     let toml = format!(
         r#"
 [machine]
@@ -33,7 +38,7 @@ page_sizes = ["4K", "2M", "1G"]
 [os]
 policy = "base"
 [vm]
-stage2 = "ept"
+stage2 = "{stage2}"
 backing = "4K"
 memory = "256MiB"
 {extra}
@@ -106,10 +111,21 @@ fn a_stage2_tlb_removes_every_stage2_read() {
 
 #[test]
 fn stage1_walk_caches_skip_guest_levels_and_their_stage2_walks() {
-    // The guest PDE cache holds A's page table (a gPA): the walk starts at guest level
-    // 3: that table's gPA through stage 2 (4) + its descriptor (1) + the final gPA (4).
-    let mut m = machine("", "[4, 8, 32]");
+    // AMD NPT: the guest PDE cache holds A's page table as a gPA: the walk starts at
+    // guest level 3: that table's gPA through stage 2 (4) + its descriptor (1) + the
+    // final gPA (4) = 9.
+    let mut m = machine_s2("npt", "", "[4, 8, 32]");
     assert_eq!(last_walk(&mut m), (1, 1, 8));
+}
+
+/// Issue 49, defect 7: Intel's paging-structure caches hold combined entries (SDM
+/// 28.3.1): the guest PDE cache gives A's page table as a host-physical address, so
+/// the walk reads its descriptor (1) with no stage-2 walk for the table, then
+/// translates the final gPA (4): 5 reads, where AMD's design (above) reads 9.
+#[test]
+fn ept_walk_cache_hits_are_combined_entries() {
+    let mut m = machine("", "[4, 8, 32]");
+    assert_eq!(last_walk(&mut m), (1, 1, 4));
 }
 
 #[test]

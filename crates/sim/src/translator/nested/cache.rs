@@ -92,6 +92,19 @@ impl Nested {
         self.rec.reads.push((hpa, 0));
     }
 
+    /// Records the read of descriptor `index` of the guest table at guest-physical
+    /// `table` found through a combined (EPT) walk-cache entry, which holds the table's
+    /// host-physical address: located by a stage-2 lookup with no simulated effect.
+    pub(super) fn record_combined_read(&mut self, sys: &mut System, table: u64, index: usize) {
+        let gpa = table + ((index as u64) << desc_shift(self.guest));
+        if let Some(host) = sys.host.as_deref_mut() {
+            let root = host.root();
+            if let Some(m) = lookup(&mut host.mem, self.stage2, root, gpa) {
+                self.rec.reads.push((m.pa + (gpa & m.size.offset_mask()), 0));
+            }
+        }
+    }
+
     /// [`super::Translator::access`] with walks recording their reads (the record
     /// starts empty; a fault's retry adds to it).
     pub(crate) fn access_rec(&mut self, sys: &mut System, r: &MemRef) -> Result<(), super::Stop> {

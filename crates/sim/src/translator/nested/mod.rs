@@ -18,9 +18,12 @@
 //! Caches, each from config: the combined TLB (the core's TLB hierarchy) holds guest
 //! virtual → host physical at the smaller of the two page sizes (a 2 MiB guest page over
 //! 4 KiB host pages is cached as 4 KiB pieces: the host may place the 4 KiB pieces
-//! anywhere); the stage-1 page-walk caches hold guest tables by guest-virtual prefix, as
-//! their guest-physical address (which stage 2 still translates: AMD's design in the
-//! paper above); the stage-2 page-walk caches hold stage-2 tables by guest-physical
+//! anywhere); the stage-1 page-walk caches hold guest tables by guest-virtual prefix:
+//! under NPT and Arm's stage 2 as their guest-physical address (which stage 2 still
+//! translates: AMD's design in the paper above), under EPT as their host-physical
+//! address (Intel's paging-structure caches hold combined entries, SDM 28.3.1: a hit
+//! needs no stage-2 translation of the cached table; an EPT invalidation drops them,
+//! 28.3.3); the stage-2 page-walk caches hold stage-2 tables by guest-physical
 //! prefix; the stage-2-only TLB (`vm.s2tlb`, the Cortex-A76/A55 "IPA cache", gem5's
 //! stage-2 TLB, the "nested TLB" of the paper) holds guest physical → host physical.
 //!
@@ -231,12 +234,20 @@ impl Nested {
         self.c.start_levels[start & 7] += 1;
         let levels = g.levels();
         let mut leaf = None;
+        // EPT: a guest walk-cache hit gives the table's host-physical address.
+        let combined = start > 0 && self.stage2 == Format::Ept;
         for (level, geom) in levels.iter().enumerate().skip(start) {
-            // The guest table's address is guest-physical: stage 2 first.
-            let h = self.stage2(sys, table, upto, attempt)?;
             let index = geom.index(va);
-            if self.cached {
-                self.record_guest_read(sys, &h, table, index);
+            if combined && level == start {
+                if self.cached {
+                    self.record_combined_read(sys, table, index);
+                }
+            } else {
+                // The guest table's address is guest-physical: stage 2 first.
+                let h = self.stage2(sys, table, upto, attempt)?;
+                if self.cached {
+                    self.record_guest_read(sys, &h, table, index);
+                }
             }
             let raw = sys.mem.pt.read(table, index);
             self.c.s1_reads[level & 3] += 1;
@@ -302,6 +313,10 @@ impl Nested {
         }
         self.pwc2.invalidate_range(VMID, start, end);
         self.tlbs.flush();
+        if self.stage2 == Format::Ept {
+            // Combined paging-structure-cache entries came through stage 2 too.
+            self.pwc1.flush();
+        }
     }
 }
 
