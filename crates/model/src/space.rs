@@ -28,6 +28,9 @@ pub struct Vma {
     /// `madvise(MADV_NOHUGEPAGE)` was applied (`VM_NOHUGEPAGE`: no THP or mTHP at fault,
     /// even with `enabled = always`).
     pub nohugepage: bool,
+    /// mprotect made it read-only (kept so that VMAs split by mprotect stay apart, as
+    /// Linux's do; the policies do not consult it).
+    pub readonly: bool,
     /// True if the VMA came from the inference rule rather than the trace.
     pub inferred: bool,
 }
@@ -83,6 +86,7 @@ impl AddressSpace {
                 end,
                 hugepage,
                 nohugepage: false,
+                readonly: false,
                 inferred: false,
             },
         );
@@ -116,7 +120,22 @@ impl AddressSpace {
                 out.push(Vma { start: end, ..v });
             }
         }
-        self.vmas = out;
+        // vma_modify → vma_merge_existing_range: neighbours left with equal flags merge.
+        let mut merged: Vec<Vma> = Vec::with_capacity(out.len());
+        for v in out {
+            match merged.last_mut() {
+                Some(p)
+                    if p.end == v.start
+                        && !p.inferred
+                        && !v.inferred
+                        && (p.hugepage, p.nohugepage, p.readonly) == (v.hugepage, v.nohugepage, v.readonly) =>
+                {
+                    p.end = v.end
+                }
+                _ => merged.push(v),
+            }
+        }
+        self.vmas = merged;
         touched
     }
 
@@ -175,6 +194,7 @@ impl AddressSpace {
             end,
             hugepage: false,
             nohugepage: false,
+            readonly: false,
             inferred: true,
         };
         self.vmas.insert(at, v);

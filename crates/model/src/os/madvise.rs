@@ -84,19 +84,21 @@ impl Os {
     /// (mm/mprotect.c `mprotect_fixup` → `vma_modify_flags`, whose `split_vma` splits a
     /// huge page an end cuts, `vma_adjust_trans_huge`; `change_pmd_range` would split it
     /// otherwise): the VMAs are split at the ends and a leaf straddling one is split into
-    /// base pages (`THP_SPLIT_PMD`). The protection itself is not modelled.
+    /// base pages (`THP_SPLIT_PMD`). The VMA records read-only; the leaves' protection
+    /// is not changed (a store to a read-only VMA is the caller's error).
     pub fn protect(
         &mut self,
         mem: &mut Memory,
         space: &mut AddressSpace,
         start: u64,
         end: u64,
+        writable: bool,
         shootdowns: &mut Vec<Shootdown>,
     ) -> Result<(), ModelError> {
         unmap::check_range(space, start, end, self.unmap_align())?;
         let split = self.linux_split(Split::Protect);
         unmap::split_straddlers(mem, space, start, end, self.stats_mut(), shootdowns, split)?;
-        space.modify_range(start, end, |_| {});
+        space.modify_range(start, end, |v| v.readonly = !writable);
         self.stats_mut().add(OsEvent::ThpSplitPmd, 0);
         Ok(())
     }
