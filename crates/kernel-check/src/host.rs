@@ -246,3 +246,23 @@ pub fn size_name(b: u64) -> String {
         format!("{}K", b >> 10)
     }
 }
+
+/// Every setting a scenario may change, with its value now (for checking that a run
+/// restored them): the top-level choices, khugepaged's numbers, each size's `enabled`.
+pub fn snapshot() -> BTreeMap<String, String> {
+    let mut rels: Vec<String> = ["enabled", "defrag", "use_zero_page", "shrink_underused"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    if let Ok(rd) = std::fs::read_dir(Path::new(THP).join("khugepaged")) {
+        rels.extend(
+            rd.flatten()
+                .map(|e| format!("khugepaged/{}", e.file_name().to_string_lossy())),
+        );
+    }
+    rels.extend(mthp_sizes().into_iter().map(|(d, _)| format!("{d}/enabled")));
+    rels.into_iter()
+        .filter(|r| !r.ends_with("full_scans") && !r.ends_with("pages_collapsed"))
+        .filter_map(|r| Some((r.clone(), read_setting(&r).ok()?)))
+        .collect()
+}
