@@ -275,7 +275,8 @@ pub struct NativeRun {
     pub lens: Vec<u64>,
     /// Per marked point (the end included), per region.
     pub marks: Vec<Vec<RegionView>>,
-    /// True if a counter moved in the quiet window after the run (another process).
+    /// True if a counter moved in the quiet windows before or after the run (another
+    /// process's activity).
     pub disturbed: bool,
 }
 
@@ -385,7 +386,12 @@ fn drive(script: &Script, cmd: i32, ack: i32) -> Result<NativeRun, String> {
     if line != "R" {
         return Err(format!("the scenario's process said \"{line}\""));
     }
+    // A quiet window before the baseline: a counter moving while the child waits is
+    // another process's activity.
+    let pre = host::counters();
+    std::thread::sleep(std::time::Duration::from_millis(10));
     let before = host::counters();
+    let busy_before = delta(&pre, &before).values().any(|&v| v != 0);
     let mut own = BTreeMap::<String, u64>::new();
     go(cmd);
     loop {
@@ -421,7 +427,7 @@ fn drive(script: &Script, cmd: i32, ack: i32) -> Result<NativeRun, String> {
                     go(cmd);
                     std::thread::sleep(std::time::Duration::from_millis(20));
                     let quiet = host::counters();
-                    out.disturbed = delta(&end, &quiet).values().any(|&v| v != 0);
+                    out.disturbed = busy_before || delta(&end, &quiet).values().any(|&v| v != 0);
                     return Ok(out);
                 }
                 let a = host::counters();
