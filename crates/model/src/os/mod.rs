@@ -521,7 +521,8 @@ pub(crate) fn fresh_attrs(kind: AccessKind) -> Attrs {
 /// allocated only at a write fault (or an instruction fetch); with it off a read fault
 /// allocates too, and `do_anonymous_page` still maps the page dirty in a writable VMA
 /// (`pte_mkwrite(pte_mkdirty(entry))` does not look at the fault's kind). Before #49
-/// mmulab mapped it clean there, FreeBSD's rule ([`fresh_attrs`]).
+/// mmulab mapped it clean there, FreeBSD's rule ([`fresh_attrs`]), which `base` keeps
+/// with zero pages off (it stands for FreeBSD's base pages then).
 pub(crate) fn anon_attrs(kind: AccessKind, _zero_page: bool) -> Attrs {
     linux_anon_attrs(kind)
 }
