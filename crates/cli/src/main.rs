@@ -52,9 +52,14 @@ enum Command {
     Dram(Lazy<cmd::dram::Args>),
     /// Reproduce an experiment of the source documents (experiments/*.toml).
     Reproduce(Lazy<cmd::reproduce::Args>),
+    /// Check mmulab's Linux THP/mTHP model against this machine's kernel, scenario by
+    /// scenario (docs/kernel-check.md).
+    CheckKernel(Lazy<cmd::check_kernel::Args>),
 }
 
 fn main() -> ExitCode {
+    // A `check-kernel` scenario's child process is this executable re-run.
+    mmulab_kernel_check::child_entry();
     signals::default_sigpipe();
     let cli = Cli::parse();
     let result = match cli.command {
@@ -71,6 +76,7 @@ fn main() -> ExitCode {
         Command::Machines(Lazy(a)) => cmd::machines::run(a),
         Command::Dram(Lazy(a)) => cmd::dram::run(a),
         Command::Reproduce(Lazy(a)) => cmd::reproduce::run(a),
+        Command::CheckKernel(Lazy(a)) => cmd::check_kernel::run(a),
     };
     if let Err(e) = &result {
         eprintln!("mmulab: error: {e:#}");

@@ -25,6 +25,12 @@ pub struct Vma {
     pub end: u64,
     /// `madvise(MADV_HUGEPAGE)` was applied (THP `enabled = madvise` uses huge pages here).
     pub hugepage: bool,
+    /// `madvise(MADV_NOHUGEPAGE)` was applied (`VM_NOHUGEPAGE`: no THP or mTHP at fault,
+    /// even with `enabled = always`).
+    pub nohugepage: bool,
+    /// mprotect made it read-only (kept so that VMAs split by mprotect stay apart, as
+    /// Linux's do; the policies do not consult it).
+    pub readonly: bool,
     /// True if the VMA came from the inference rule rather than the trace.
     pub inferred: bool,
 }
@@ -79,10 +85,71 @@ impl AddressSpace {
                 start,
                 end,
                 hugepage,
+                nohugepage: false,
+                readonly: false,
                 inferred: false,
             },
         );
         Ok(())
+    }
+
+    /// Applies `f` to the VMAs covering `[start, end)`, split at `start` and `end` first
+    /// so that only the range changes (madvise, mprotect: Linux's `vma_modify`, which
+    /// splits a VMA at the range's ends). Addresses with no VMA are left alone. Returns
+    /// how many VMAs the range touched.
+    pub fn modify_range(&mut self, start: u64, end: u64, f: impl Fn(&mut Vma)) -> usize {
+        let mut out = Vec::with_capacity(self.vmas.len() + 2);
+        let mut touched = 0;
+        for v in self.vmas.drain(..) {
+            if v.end <= start || v.start >= end {
+                out.push(v);
+                continue;
+            }
+            touched += 1;
+            if v.start < start {
+                out.push(Vma { end: start, ..v });
+            }
+            let mut mid = Vma {
+                start: v.start.max(start),
+                end: v.end.min(end),
+                ..v
+            };
+            f(&mut mid);
+            out.push(mid);
+            if v.end > end {
+                out.push(Vma { start: end, ..v });
+            }
+        }
+        // vma_modify → vma_merge_existing_range: neighbours left with equal flags merge.
+        let mut merged: Vec<Vma> = Vec::with_capacity(out.len());
+        for v in out {
+            match merged.last_mut() {
+                Some(p)
+                    if p.end == v.start
+                        && !p.inferred
+                        && !v.inferred
+                        && (p.hugepage, p.nohugepage, p.readonly) == (v.hugepage, v.nohugepage, v.readonly) =>
+                {
+                    p.end = v.end
+                }
+                _ => merged.push(v),
+            }
+        }
+        self.vmas = merged;
+        touched
+    }
+
+    /// Grows the VMA ending at `old_end` to end at `new_end` (mremap growing a mapping
+    /// in place). False if no VMA ends there or the new part overlaps another VMA.
+    pub fn grow(&mut self, old_end: u64, new_end: u64) -> bool {
+        let Some(i) = self.vmas.iter().position(|v| v.end == old_end) else {
+            return false;
+        };
+        if self.vmas.get(i + 1).is_some_and(|n| n.start < new_end) || new_end <= old_end {
+            return false;
+        }
+        self.vmas[i].end = new_end;
+        true
     }
 
     /// Removes `[start, end)` from the VMA list (munmap): VMAs inside it are dropped, a
@@ -126,6 +193,8 @@ impl AddressSpace {
             start,
             end,
             hugepage: false,
+            nohugepage: false,
+            readonly: false,
             inferred: true,
         };
         self.vmas.insert(at, v);

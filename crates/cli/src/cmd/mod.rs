@@ -1,5 +1,6 @@
 pub mod advise;
 pub mod bench;
+pub mod check_kernel;
 pub mod convert;
 pub mod demo;
 pub mod dram;

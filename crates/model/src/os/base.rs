@@ -34,7 +34,15 @@ impl super::OsPolicy for Base {
             return Ok(());
         }
         let page = ctx.space.fmt.base_page();
-        let attrs = anon_attrs(ctx.kind, self.zero_page);
+        // With zero pages off, `base` is also FreeBSD's base pages (the freebsd
+        // experiment's baseline; docs/config.md `os.zero_page`): a read fault's page is
+        // mapped clean, as FreeBSD's pmap_enter maps it. Linux's THP policies map it dirty
+        // (`anon_attrs`, do_anonymous_page).
+        let attrs = if self.zero_page {
+            anon_attrs(ctx.kind, true)
+        } else {
+            super::fresh_attrs(ctx.kind)
+        };
         map_new_page(&mut ctx, page, attrs, &mut self.stats)
     }
 }

@@ -39,10 +39,12 @@
 //! policy's config type, which derives `Deserialize`, and its keys); a row in the contract
 //! suite's list of policies; a section in docs/policies.md.
 
+mod anon_folio;
 mod base;
 pub mod compact;
 mod fixed;
 pub mod granule;
+mod madvise;
 mod mthp;
 pub mod reclaim;
 pub mod remap;
@@ -54,11 +56,12 @@ pub(crate) mod zero;
 
 pub use base::Base;
 pub use fixed::Fixed;
+pub use madvise::Advice;
 pub use mthp::{Mthp, MthpConfig};
 pub use reclaim::ReclaimConfig;
 pub use reservation::{MidSize, Reservation, ReservationConfig};
-pub use stats::{OsEvent, OsEvents, OsStats};
-pub use thp::{Defrag, Enabled, KhugepagedConfig, Thp, ThpConfig};
+pub use stats::{MthpCounts, OsEvent, OsEvents, OsStats};
+pub use thp::{Defrag, Enabled, KhugepagedConfig, SizeMode, Thp, ThpConfig};
 
 use crate::addr::{Asid, PageSize, FRAME_SHIFT};
 use crate::error::ModelError;
@@ -403,7 +406,8 @@ impl Os {
         let align = self.unmap_align();
         unmap::check_range(space, start, end, align)?;
         let (fmt, root, asid) = (space.fmt, space.root, space.asid);
-        unmap::split_straddlers(mem, space, start, end, self.stats_mut(), shootdowns)?;
+        let split = self.linux_split(unmap::Split::Unmap);
+        unmap::split_straddlers(mem, space, start, end, self.stats_mut(), shootdowns, split)?;
         let maps = remap::clear_leaves(mem, fmt, root, start, end);
         self.unmap_frames(mem, asid, start, end, &maps);
         let stats = self.stats_mut();
@@ -418,6 +422,15 @@ impl Os {
         shootdowns.push((asid, start, end));
         stats.event(OsEvent::Munmaps);
         Ok(())
+    }
+
+    /// How a Linux policy counts a PMD split for `why` (`THP_SPLIT_PMD`, and a deferred
+    /// split when part of the page goes); FreeBSD's and the fixed policy count neither.
+    pub(crate) fn linux_split(&self, why: unmap::Split) -> unmap::Split {
+        match self {
+            Os::Base(_) | Os::Thp(_) | Os::Mthp(_) => why,
+            Os::Fixed(_) | Os::Reservation(_) => unmap::Split::Uncounted,
+        }
     }
 
     /// The policy's counters (also [`OsPolicy::stats`]).
@@ -504,17 +517,14 @@ pub(crate) fn fresh_attrs(kind: AccessKind) -> Attrs {
 }
 
 /// The attributes of a fresh anonymous page of a Linux policy: Linux's
-/// ([`linux_anon_attrs`]) with zero pages on (`os.zero_page`, the default), where a page
-/// is allocated only at a write fault (or an instruction fetch); without them a read
-/// fault allocates, and the page is mapped as FreeBSD maps it ([`fresh_attrs`]: young,
-/// clean unless the access was a store), which was mmulab's behaviour before #23 (Linux
-/// allocates at a read fault only where the zero page is forbidden, `mm_forbids_zeropage`).
-pub(crate) fn anon_attrs(kind: AccessKind, zero_page: bool) -> Attrs {
-    if zero_page {
-        linux_anon_attrs(kind)
-    } else {
-        fresh_attrs(kind)
-    }
+/// ([`linux_anon_attrs`]), with zero pages on or off. With `os.zero_page` on a page is
+/// allocated only at a write fault (or an instruction fetch); with it off a read fault
+/// allocates too, and `do_anonymous_page` still maps the page dirty in a writable VMA
+/// (`pte_mkwrite(pte_mkdirty(entry))` does not look at the fault's kind). Before #49
+/// mmulab mapped it clean there, FreeBSD's rule ([`fresh_attrs`]), which `base` keeps
+/// with zero pages off (it stands for FreeBSD's base pages then).
+pub(crate) fn anon_attrs(kind: AccessKind, _zero_page: bool) -> Attrs {
+    linux_anon_attrs(kind)
 }
 
 /// The attributes Linux gives a fresh anonymous page (base page, mTHP folio or THP): mapped

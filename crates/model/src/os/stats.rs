@@ -127,6 +127,21 @@ os_events! {
     ThpSplits = "thp_splits",
     /// Underused huge pages the THP shrinker split.
     ThpUnderusedSplit = "thp_underused_split",
+    /// PMD mappings split into PTEs (Linux `THP_SPLIT_PMD`: munmap, MADV_DONTNEED or
+    /// mprotect of part of a huge page, a store to the huge zero page that found no
+    /// huge page, a store to a huge page shared after fork).
+    ThpSplitPmd = "thp_split_pmd",
+    /// Huge zero pages allocated (Linux `THP_ZERO_PAGE_ALLOC`; the kernel's count also
+    /// depends on whether another process holds it).
+    ThpZeroPageAlloc = "thp_zero_page_alloc",
+    /// Huge pages queued for a deferred split because they became partly unmapped
+    /// (Linux `THP_DEFERRED_SPLIT_PAGE`, `deferred_split_folio`).
+    ThpDeferredSplitPage = "thp_deferred_split_page",
+    /// Huge pages allocated to collapse a range, by khugepaged or MADV_COLLAPSE (Linux
+    /// `THP_COLLAPSE_ALLOC`).
+    ThpCollapseAlloc = "thp_collapse_alloc",
+    /// MADV_COLLAPSE ranges that could not be collapsed.
+    MadviseCollapseFailed = "madvise_collapse_failed",
 }
 
 /// Counts of [`OsEvent`]s. An event once counted (even by zero) is reported; one never
@@ -209,6 +224,21 @@ pub struct OsStats {
     pub os_cycles: u64,
     /// The policy's typed event counters (reservations created, failures by reason…).
     pub events: OsEvents,
+    /// Linux's per-size mTHP counters (`hugepages-<size>kB/stats/`), by folio size.
+    pub mthp: [MthpCounts; 9],
+}
+
+/// The per-size mTHP counters Linux keeps in
+/// `/sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/stats/` (the PMD size
+/// included), under the kernel's names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct MthpCounts {
+    /// Folios of this size allocated at a fault (`MTHP_STAT_ANON_FAULT_ALLOC`).
+    pub anon_fault_alloc: u64,
+    /// Faults that tried this size and found no memory (`MTHP_STAT_ANON_FAULT_FALLBACK`).
+    pub anon_fault_fallback: u64,
+    /// Folios of this size queued for a deferred split (`MTHP_STAT_SPLIT_DEFERRED`).
+    pub split_deferred: u64,
 }
 
 impl OsStats {
@@ -244,6 +274,39 @@ impl OsStats {
     /// The count of event `e` (0 if never counted).
     pub fn count(&self, e: OsEvent) -> u64 {
         self.events.get(e)
+    }
+
+    /// The counters under the kernel's own names, as `/proc/vmstat` (`thp_fault_alloc`,
+    /// `thp_fault_fallback`, `thp_split_pmd`, `thp_zero_page_alloc`,
+    /// `thp_collapse_alloc`, `thp_deferred_split_page`) and the per-size mTHP `stats/`
+    /// files (`hugepages-64kB/anon_fault_alloc`, …: sizes with a non-zero counter) name
+    /// them, for comparison with a live kernel (docs/kernel-check.md).
+    pub fn kernel_counters(&self) -> Vec<(String, u64)> {
+        let mut v: Vec<(String, u64)> = [
+            OsEvent::ThpFaultAlloc,
+            OsEvent::ThpFaultFallback,
+            OsEvent::ThpSplitPmd,
+            OsEvent::ThpZeroPageAlloc,
+            OsEvent::ThpCollapseAlloc,
+            OsEvent::ThpDeferredSplitPage,
+        ]
+        .iter()
+        .map(|&e| (e.name().to_string(), self.count(e)))
+        .collect();
+        for p in PageSize::ALL {
+            let c = &self.mthp[p.index()];
+            let dir = format!("hugepages-{}kB", p.bytes() >> 10);
+            for (name, n) in [
+                ("anon_fault_alloc", c.anon_fault_alloc),
+                ("anon_fault_fallback", c.anon_fault_fallback),
+                ("split_deferred", c.split_deferred),
+            ] {
+                if n > 0 {
+                    v.push((format!("{dir}/{name}"), n));
+                }
+            }
+        }
+        v
     }
 }
 

@@ -81,6 +81,21 @@ pub enum Defrag {
     Never,
 }
 
+/// A per-size control, `/sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/enabled`
+/// (config `os.thp.sizes = { "64K" = "always", "2M" = "inherit" }`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SizeMode {
+    /// This size wherever possible.
+    Always,
+    /// This size only in VMAs marked with MADV_HUGEPAGE.
+    Madvise,
+    /// As the top-level `enabled` says.
+    Inherit,
+    /// Never this size.
+    Never,
+}
+
 /// Fault-time THP settings: the `[os.thp]` config section itself (docs/config.md; every
 /// key optional, defaulting to [`ThpConfig::default`]), validated by the sim crate.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -99,6 +114,11 @@ pub struct ThpConfig {
     /// `/sys/kernel/mm/transparent_hugepage/use_zero_page` (default on, as Linux's): a
     /// read fault maps the huge zero page. Takes effect with `os.zero_page` (zero.rs).
     pub use_zero_page: bool,
+    /// The per-size controls (mTHP, Linux 6.8+): anonymous folio sizes from 16 KiB up to
+    /// the PMD size, each `always`, `madvise`, `inherit` or `never`. A size not listed
+    /// is `never`, except the PMD size, which is `inherit` (the kernel's defaults). Sizes
+    /// below the PMD size are tried at a fault that maps no PMD (`alloc_anon_folio`).
+    pub sizes: BTreeMap<PageSize, SizeMode>,
 }
 
 impl Default for ThpConfig {
@@ -110,6 +130,7 @@ impl Default for ThpConfig {
             migrate_cycles_per_page: 4_000,
             zero_cycles_per_page: 0,
             use_zero_page: true,
+            sizes: BTreeMap::new(),
         }
     }
 }
@@ -243,6 +264,108 @@ impl Thp {
         compact_deferred(mem, order_of(size), cost, &mut self.defer, &mut self.stats, shootdowns)
     }
 
+    /// Whether folios of `size` may back a fault in `vma` (mm/huge_memory.c
+    /// `__thp_vma_allowable_orders` with the masks of `thp_vma_allowable_orders`: the
+    /// size's own mode, `inherit` following the top-level `enabled`; never in a
+    /// `VM_NOHUGEPAGE` VMA). `pmd` is the PMD size, whose mode defaults to `inherit`.
+    fn allowed(&self, size: PageSize, pmd: PageSize, vma: &crate::space::Vma) -> bool {
+        if vma.nohugepage {
+            return false;
+        }
+        let dflt = if size == pmd {
+            SizeMode::Inherit
+        } else {
+            SizeMode::Never
+        };
+        match self.cfg.sizes.get(&size).copied().unwrap_or(dflt) {
+            SizeMode::Always => true,
+            SizeMode::Madvise => vma.hugepage,
+            SizeMode::Never => false,
+            SizeMode::Inherit => match self.cfg.enabled {
+                Enabled::Always => true,
+                Enabled::Madvise => vma.hugepage,
+                Enabled::Never => false,
+            },
+        }
+    }
+
+    /// MADV_COLLAPSE of `[start, end)` of `space` (mm/khugepaged.c `madvise_collapse`):
+    /// every PMD-sized range wholly inside both the range and its VMA
+    /// (`hstart = ALIGN(start)`, `hend = ALIGN_DOWN(end)`) is collapsed synchronously,
+    /// whatever `enabled` and `max_ptes_none` say (`cc->is_khugepaged` is false, so
+    /// `hpage_collapse_scan_pmd` counts no limit on empty PTEs), except in a
+    /// `VM_NOHUGEPAGE` VMA. A range already mapped by a PMD (a THP or the huge zero
+    /// page: `SCAN_PMD_MAPPED`) counts as done; one with no page table
+    /// (`SCAN_PMD_NULL`) or no free block fails. Returns the ranges that failed.
+    pub fn madvise_collapse(
+        &mut self,
+        mem: &mut Memory,
+        space: &mut crate::space::AddressSpace,
+        start: u64,
+        end: u64,
+        shootdowns: &mut Vec<Shootdown>,
+    ) -> Result<u64, ModelError> {
+        let size = linux_pmd_size(space.fmt).map_err(ModelError::Conflict)?;
+        let mask = size.offset_mask();
+        let (mut key, hend) = ((start + mask) & !mask, end & !mask);
+        let mut failed = 0;
+        while key < hend {
+            let vma = space.vma(key);
+            let ok = if vma.nohugepage || vma.inferred || !vma.contains_range(key, key + size.bytes()) {
+                false
+            } else {
+                match crate::walk::lookup(mem, space.fmt, space.root, key) {
+                    Some(m) if m.size >= size => true,
+                    _ if !has_table(mem, space, key, size) => false,
+                    _ => {
+                        let defrag = self.khugepaged.defrag;
+                        self.collapse(mem, space, key, size, defrag, shootdowns)?
+                    }
+                }
+            };
+            if !ok {
+                failed += 1;
+                self.stats.event(OsEvent::MadviseCollapseFailed);
+            }
+            key += size.bytes();
+        }
+        Ok(failed)
+    }
+
+    /// Counts a PMD-sized page allocated at a fault (`map_anon_folio_pmd`:
+    /// `THP_FAULT_ALLOC` and the size's `anon_fault_alloc`).
+    fn count_huge_alloc(&mut self, size: PageSize) {
+        self.stats.record_map(size);
+        self.stats.os_cycles += (size.bytes() / FRAME_SIZE) * self.cfg.zero_cycles_per_page;
+        self.stats.event(OsEvent::ThpFaultAlloc);
+        self.stats.mthp[size.index()].anon_fault_alloc += 1;
+    }
+
+    /// A store to the huge zero page mapped at `key` (mm/huge_memory.c
+    /// `do_huge_zero_wp_pmd`, Linux 6.13+): a fresh PMD-sized page replaces it. False if
+    /// none could be allocated (counted as a fallback); the caller then splits the PMD
+    /// and copies one base page (zero.rs `cow`, `__split_huge_pmd`).
+    fn huge_zero_wp(&mut self, ctx: &mut FaultCtx<'_>, key: u64, size: PageSize) -> Result<bool, ModelError> {
+        let vma = ctx.space.vma(key);
+        let Some(pfn) = self.alloc_huge(ctx.mem, size, vma.hugepage, At::anon(&vma, key), ctx.shootdowns) else {
+            self.stats.event(OsEvent::ThpFaultFallback);
+            self.stats.mthp[size.index()].anon_fault_fallback += 1;
+            return Ok(false);
+        };
+        let (fmt, root) = (ctx.space.fmt, ctx.space.root);
+        clear_leaves(ctx.mem, fmt, root, key, key + size.bytes());
+        ctx.mem.zero.unmapped(size);
+        self.stats.record_unmap(size);
+        let attrs = anon_attrs(AccessKind::Store, self.zero_page);
+        if let Err(e) = map_leaf(ctx.mem, fmt, root, key, pfn << FRAME_SHIFT, size, attrs) {
+            ctx.mem.buddy.free(pfn, order_of(size));
+            return Err(e);
+        }
+        self.count_huge_alloc(size);
+        ctx.shootdowns.push((ctx.space.asid, key, key + size.bytes()));
+        Ok(true)
+    }
+
     fn compact_cost(&self) -> CompactCost {
         CompactCost {
             attempt_cycles: self.cfg.compaction_cycles,
@@ -320,10 +443,90 @@ impl Thp {
         freed
     }
 
+    /// Collapses the PMD-sized range at `key` of `space` into one new huge page
+    /// (mm/khugepaged.c `collapse_huge_page`, khugepaged's and MADV_COLLAPSE's): a block
+    /// is allocated (`alloc_charge_folio`, counted `THP_COLLAPSE_ALLOC`; with `defrag`
+    /// direct compaction first), the present pages copied, the old frames and the page
+    /// table freed, one huge leaf installed. False if no block could be had.
+    fn collapse(
+        &mut self,
+        mem: &mut Memory,
+        space: &mut crate::space::AddressSpace,
+        key: u64,
+        size: PageSize,
+        defrag: bool,
+        shootdowns: &mut Vec<Shootdown>,
+    ) -> Result<bool, ModelError> {
+        let (fmt, root, asid) = (space.fmt, space.root, space.asid);
+        let nr = pmd_nr(fmt, size);
+        let vma = space.vma(key);
+        let mut pfn = mem.alloc_pages(order_of(size), Some(At::anon(&vma, key)));
+        if pfn.is_none() && defrag {
+            let cost = self.compact_cost();
+            pfn = compact_deferred(mem, order_of(size), cost, &mut self.defer, &mut self.stats, shootdowns);
+        }
+        let Some(pfn) = pfn else {
+            return Ok(false);
+        };
+        let old = clear_leaves(mem, fmt, root, key, key + size.bytes());
+        let base = fmt.base_page().bytes();
+        let mut present = vec![0u64; nr.div_ceil(64) as usize];
+        for m in old.iter().filter(|m| !mem.zero.contains_pa(m.pa)) {
+            for off in (0..m.size.bytes()).step_by(base as usize) {
+                let i = (m.va + off - key) / base;
+                present[(i / 64) as usize] |= 1 << (i % 64);
+            }
+        }
+        self.collapsed.insert((asid, key), (pfn, present));
+        // mm/khugepaged.c collapse_huge_page: `_pmd = folio_mk_pmd(folio,
+        // vma->vm_page_prot)` (young; `mk_huge_pmd` in older kernels), then
+        // `maybe_pmd_mkwrite(pmd_mkdirty(_pmd), vma)`: dirty whatever the old entries were.
+        let attrs = Attrs::user_rw().with(Attrs::ACCESSED | Attrs::DIRTY);
+        for m in &old {
+            // Zero-page entries are not copied (the new page is zero-filled there).
+            if !mem.zero.contains_pa(m.pa) {
+                self.stats.os_cycles += self.khugepaged.copy_cycles_per_page * (m.size.bytes() / FRAME_SIZE);
+            }
+            super::free_leaf(mem, m);
+            self.stats.record_unmap(m.size);
+        }
+        drop_table(mem, fmt, root, key, size);
+        map_leaf(mem, fmt, root, key, pfn << FRAME_SHIFT, size, attrs)?;
+        self.stats.record_map(size);
+        self.stats.collapses += 1;
+        self.stats.event(OsEvent::ThpCollapseAlloc);
+        shootdowns.push((asid, key, key + size.bytes()));
+        Ok(true)
+    }
+
     /// Forgets the collapsed pages of `asid` (at exit).
     pub fn drop_space(&mut self, asid: Asid) {
         self.collapsed.retain(|k, _| k.0 != asid);
     }
+}
+
+/// True if a last-level page table lies under the PMD-sized range at `key`.
+fn has_table(mem: &mut Memory, space: &crate::space::AddressSpace, key: u64, size: PageSize) -> bool {
+    let level = space.fmt.leaf_level(size).expect("a PMD size is a leaf");
+    let mut f = FindTables {
+        fmt: space.fmt,
+        level,
+        entries: space.fmt.levels()[level + 1].entries(),
+        found: None,
+        want_after: key,
+    };
+    walk(
+        mem,
+        space.fmt,
+        space.root,
+        0,
+        key,
+        key + size.bytes(),
+        WalkFlags::TABLE_PRE,
+        &mut f,
+        &mut WalkCounts::default(),
+    );
+    f.found.is_some_and(|(va, _)| va == key)
 }
 
 /// Finds the first table descriptor at `level` (pointing to a table of leaves smaller
@@ -387,17 +590,12 @@ impl super::OsPolicy for Thp {
         self.name
     }
 
-    /// Handles a fault.
+    /// Handles a fault: mm/memory.c `__handle_mm_fault` (a PMD-sized page when the PMD
+    /// is empty and the size is allowed, `create_huge_pmd`), else `do_anonymous_page`
+    /// (the zero page for a read, else `alloc_anon_folio`'s mTHP sizes, else a base page).
     fn fault(&mut self, mut ctx: FaultCtx<'_>) -> Result<(), ModelError> {
         self.stats.faults += 1;
         let zero = self.zero_page;
-        // A store to a (huge) zero-page entry: do_huge_pmd_wp_page splits a huge zero
-        // PMD and falls back to the PTE-level copy (zero.rs).
-        if zero && ctx.kind == AccessKind::Store {
-            if let Some(m) = super::zero::zero_leaf(&mut ctx) {
-                return super::zero::cow(&mut ctx, m, &mut self.stats);
-            }
-        }
         // do_huge_pmd_anonymous_page: a PMD-sized page, 2M / 32M / 512M by granule
         // (granule.rs); a format without THP was refused at configuration.
         let fmt = ctx.space.fmt;
@@ -405,14 +603,18 @@ impl super::OsPolicy for Thp {
             Ok(s) => (s, true),
             Err(_) => (fmt.base_page(), false),
         };
+        // A store to a (huge) zero-page entry (zero.rs).
+        if zero && ctx.kind == AccessKind::Store {
+            if let Some(m) = super::zero::zero_leaf(&mut ctx) {
+                if huge_ok && m.size == size && self.huge_zero_wp(&mut ctx, m.va, size)? {
+                    return Ok(());
+                }
+                return super::zero::cow(&mut ctx, m, &mut self.stats);
+            }
+        }
         let key = ctx.va & !size.offset_mask();
         let vma = ctx.space.vma(ctx.va);
-        let want = match self.cfg.enabled {
-            Enabled::Always => true,
-            Enabled::Madvise => vma.hugepage,
-            Enabled::Never => false,
-        };
-        if want && huge_ok {
+        if huge_ok && self.allowed(size, size, &vma) {
             if !vma.contains_range(key, key + size.bytes()) {
                 self.stats.event(OsEvent::ThpFaultFallbackVmaEdge);
             } else if ctx.mem.swap.any_in(ctx.space.asid, key, key + size.bytes())
@@ -426,6 +628,7 @@ impl super::OsPolicy for Thp {
                     return Ok(());
                 }
                 self.stats.event(OsEvent::ThpFaultFallback);
+                self.stats.mthp[size.index()].anon_fault_fallback += 1;
             } else if let Some(pfn) = self.alloc_huge(ctx.mem, size, vma.hugepage, At::anon(&vma, key), ctx.shootdowns)
             {
                 drop_table(ctx.mem, ctx.space.fmt, ctx.space.root, key, size);
@@ -441,21 +644,36 @@ impl super::OsPolicy for Thp {
                     ctx.mem.buddy.free(pfn, order_of(size));
                     return Err(e);
                 }
-                self.stats.record_map(size);
-                self.stats.os_cycles += (size.bytes() / FRAME_SIZE) * self.cfg.zero_cycles_per_page;
-                self.stats.event(OsEvent::ThpFaultAlloc);
+                self.count_huge_alloc(size);
                 return Ok(());
             } else {
+                // vma_alloc_anon_folio_pmd: THP_FAULT_FALLBACK and the size's
+                // anon_fault_fallback.
                 self.stats.event(OsEvent::ThpFaultFallback);
+                self.stats.mthp[size.index()].anon_fault_fallback += 1;
             }
         }
         // The fallback is do_anonymous_page: with zero pages, a read maps the zero page.
         if zero && super::zero::fault(&mut ctx, &mut self.stats)? {
             return Ok(());
         }
+        let attrs = anon_attrs(ctx.kind, zero);
+        if huge_ok && ctx.kind != AccessKind::IFetch {
+            // alloc_anon_folio: the allowed sizes below the PMD size, largest first.
+            let sizes: Vec<PageSize> = self
+                .cfg
+                .sizes
+                .keys()
+                .rev()
+                .copied()
+                .filter(|&p| p < size && p > fmt.base_page() && self.allowed(p, size, &vma))
+                .collect();
+            if !sizes.is_empty() && super::anon_folio::map_folio(&mut ctx, &vma, &sizes, attrs, &mut self.stats)? {
+                return Ok(());
+            }
+        }
         let base = fmt.base_page();
         self.stats.os_cycles += (base.bytes() / FRAME_SIZE) * self.cfg.zero_cycles_per_page;
-        let attrs = anon_attrs(ctx.kind, zero);
         map_new_page(&mut ctx, base, attrs, &mut self.stats)
     }
 
@@ -466,7 +684,7 @@ impl super::OsPolicy for Thp {
 
     /// khugepaged's wake-up (see the module doc).
     fn tick(&mut self, ctx: TickCtx<'_>) -> Result<(), ModelError> {
-        let k = &self.khugepaged;
+        let k = self.khugepaged.clone();
         // khugepaged() → khugepaged_wait_work(): it sleeps scan_sleep_millisecs between
         // scans (khugepaged_do_scan). On a machine with a clock that is simulated time;
         // without one, `scan_period` references stand in for it. (The scan the kernel
@@ -545,49 +763,10 @@ impl super::OsPolicy for Thp {
                 self.stats.event(OsEvent::CollapseSkippedSwapped);
                 continue;
             }
-            let mut pfn = ctx.mem.alloc_pages(order_of(size), Some(At::anon(&vma, key)));
-            if pfn.is_none() && k.defrag {
-                let cost = self.compact_cost();
-                pfn = compact_deferred(
-                    ctx.mem,
-                    order_of(size),
-                    cost,
-                    &mut self.defer,
-                    &mut self.stats,
-                    ctx.shootdowns,
-                );
-            }
-            let Some(pfn) = pfn else {
+            let defrag = k.defrag;
+            if !self.collapse(ctx.mem, space, key, size, defrag, ctx.shootdowns)? {
                 self.stats.event(OsEvent::CollapseFailedNoMemory);
-                continue;
-            };
-            let old = clear_leaves(ctx.mem, fmt, root, key, key + size.bytes());
-            let base = fmt.base_page().bytes();
-            let mut present = vec![0u64; nr.div_ceil(64) as usize];
-            for m in old.iter().filter(|m| !ctx.mem.zero.contains_pa(m.pa)) {
-                for off in (0..m.size.bytes()).step_by(base as usize) {
-                    let i = (m.va + off - key) / base;
-                    present[(i / 64) as usize] |= 1 << (i % 64);
-                }
             }
-            self.collapsed.insert((asid, key), (pfn, present));
-            // mm/khugepaged.c collapse_huge_page: `_pmd = folio_mk_pmd(folio,
-            // vma->vm_page_prot)` (young; `mk_huge_pmd` in older kernels), then
-            // `maybe_pmd_mkwrite(pmd_mkdirty(_pmd), vma)`: dirty whatever the old entries were.
-            let attrs = Attrs::user_rw().with(Attrs::ACCESSED | Attrs::DIRTY);
-            for m in &old {
-                // Zero-page entries are not copied (the new page is zero-filled there).
-                if !ctx.mem.zero.contains_pa(m.pa) {
-                    self.stats.os_cycles += k.copy_cycles_per_page * (m.size.bytes() / FRAME_SIZE);
-                }
-                super::free_leaf(ctx.mem, m);
-                self.stats.record_unmap(m.size);
-            }
-            drop_table(ctx.mem, fmt, root, key, size);
-            map_leaf(ctx.mem, fmt, root, key, pfn << FRAME_SHIFT, size, attrs)?;
-            self.stats.record_map(size);
-            self.stats.collapses += 1;
-            ctx.shootdowns.push((asid, key, key + size.bytes()));
         }
         Ok(())
     }

@@ -60,6 +60,22 @@ pub(crate) fn check_range(space: &AddressSpace, start: u64, end: u64, align: Pag
     Ok(())
 }
 
+/// What a split of a leaf straddling a range's end counts under Linux's names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Split {
+    /// Not a Linux policy: neither counter.
+    Uncounted,
+    /// munmap or MADV_DONTNEED of part of a huge page: `THP_SPLIT_PMD`
+    /// (`__split_huge_pmd_locked`) for a PMD leaf, and, unless it maps the huge zero
+    /// page, the part left mapped queues the folio for a deferred split
+    /// (`deferred_split_folio`: `THP_DEFERRED_SPLIT_PAGE` and the size's
+    /// `split_deferred`).
+    Unmap,
+    /// mprotect of part of a huge page (`change_pmd_range`, or `split_vma` →
+    /// `vma_adjust_trans_huge`): `THP_SPLIT_PMD` only; every page stays mapped.
+    Protect,
+}
+
 /// Splits every leaf straddling `start` or `end` into base pages (step 2). Returns the
 /// number of leaves split.
 pub(crate) fn split_straddlers(
@@ -69,6 +85,7 @@ pub(crate) fn split_straddlers(
     end: u64,
     stats: &mut OsStats,
     shootdowns: &mut Vec<Shootdown>,
+    split: Split,
 ) -> Result<u64, ModelError> {
     let (fmt, root) = (space.fmt, space.root);
     let base = fmt.base_page();
@@ -102,7 +119,19 @@ pub(crate) fn split_straddlers(
             stats.record_leaf(base);
         }
         stats.demotions[m.size.index()] += 1;
-        stats.event(OsEvent::MunmapSplits);
+        if split != Split::Protect {
+            stats.event(OsEvent::MunmapSplits);
+        }
+        let pmd = crate::os::granule::linux_pmd_size(fmt).ok() == Some(m.size);
+        if split != Split::Uncounted && pmd {
+            stats.event(OsEvent::ThpSplitPmd);
+        }
+        if split == Split::Unmap && !mem.zero.contains_pa(m.pa) {
+            if pmd {
+                stats.event(OsEvent::ThpDeferredSplitPage);
+            }
+            stats.mthp[m.size.index()].split_deferred += 1;
+        }
         shootdowns.push((space.asid, m.va, m_end));
         splits += 1;
     }

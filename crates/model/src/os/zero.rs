@@ -12,12 +12,14 @@
 //! * Under THP with `use_zero_page`, a read fault on an empty, suitable PMD range maps
 //!   the huge zero page (mm/huge_memory.c `do_huge_pmd_anonymous_page`,
 //!   `mm_get_huge_zero_folio`, `set_huge_zero_folio`); if it cannot be allocated the fault
-//!   falls back (`THP_FAULT_FALLBACK`). A store to it does not allocate a huge page in
-//!   current kernels: `do_huge_pmd_wp_page` takes `if (is_huge_zero_pmd(orig_pmd)) goto
-//!   fallback`, which splits the PMD (`__split_huge_pmd` → `__split_huge_zero_page_pmd`:
-//!   a page table whose every entry maps the 4 KiB zero page) and returns
-//!   `VM_FAULT_FALLBACK`, so the fault is handled at the PTE level as a COW from the
-//!   zero page (one base page). (Kernels 3.8–3.x allocated a huge page there.)
+//!   falls back (`THP_FAULT_FALLBACK`). A store to it allocates a huge page (since 6.13,
+//!   mm/huge_memory.c `do_huge_zero_wp_pmd`, called from `do_huge_pmd_wp_page`: the
+//!   huge zero PMD is replaced by a fresh PMD-mapped THP, counted `THP_FAULT_ALLOC`;
+//!   the `thp` policy does this in its fault). Only if that allocation fails is the PMD
+//!   split (`__split_huge_pmd` → `__split_huge_zero_page_pmd`: a page table whose every
+//!   entry maps the 4 KiB zero page) and the fault handled at the PTE level as a COW
+//!   from the zero page (one base page), which [`cow`] models. (Kernels before 6.13
+//!   always split there; 3.8–3.x allocated a huge page too.)
 //!
 //! The frames live in [`crate::mem::zero`] (never freed or moved; counted once).
 //! IFetches are not reads of anonymous data here: they allocate as before.
@@ -84,6 +86,7 @@ pub(crate) fn map_huge_zero(ctx: &mut FaultCtx<'_>, size: PageSize, stats: &mut 
         None => match ctx.mem.buddy.alloc(order_of(size)) {
             Some(p) => {
                 ctx.mem.zero.huge = Some((p, order_of(size)));
+                stats.event(OsEvent::ThpZeroPageAlloc);
                 p
             }
             None => return Ok(false),
@@ -117,6 +120,7 @@ pub(crate) fn cow(ctx: &mut FaultCtx<'_>, m: Mapping, stats: &mut OsStats) -> Re
         }
         stats.demotions[m.size.index()] += 1;
         stats.event(OsEvent::HugeZeroPageSplits);
+        stats.event(OsEvent::ThpSplitPmd);
         ctx.shootdowns.push((asid, m.va, m.va + m.size.bytes()));
     }
     // wp_page_copy: an order-0 page (zero-filled: the source is the zero pfn).

@@ -247,6 +247,8 @@ impl Stats {
                 "collapses": self.os.collapses,
                 "os_cycles": self.os.os_cycles,
                 "events": self.os.events,
+                // Linux's own names (/proc/vmstat thp_*, hugepages-<size>kB/<stat>).
+                "kernel": self.os.kernel_counters().into_iter().map(|(k, n)| (k, json!(n))).collect::<Map<_, _>>(),
             },
         });
         if !self.complete {
