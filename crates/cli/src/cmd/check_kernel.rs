@@ -14,7 +14,7 @@ pub struct Args {
     /// Print one JSON object: {"scenarios": [{"name", "equal", "counters": [{"name", "kernel", "mmulab"}…]}…]}.
     #[arg(long)]
     pub json: bool,
-    /// Print the [os] config section that models this kernel's live THP settings
+    /// Print the `[os]` config section that models this kernel's live THP settings
     /// (for `mmulab sim --config FILE`) and exit.
     #[arg(long)]
     pub print_os: bool,

@@ -175,7 +175,7 @@ fn read_options(a: &Args) -> Result<TraceOptions> {
 static SIM_THREADS: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
 
 /// Whether a simulation runs its data caches on a second thread
-/// ([`Machine::set_pipeline`]): `--sim-threads 2`, or by default when the host lets
+/// ([`mmulab_sim::Machine::set_pipeline`]): `--sim-threads 2`, or by default when the host lets
 /// this process run two threads at once.
 fn pipeline_on() -> bool {
     match SIM_THREADS.load(std::sync::atomic::Ordering::Relaxed) {

@@ -5,7 +5,7 @@
 //! [`nested::NestedStats`], [`cache::CacheReport`], [`time::TimeStats`],
 //! [`numa::NumaStats`], [`gpu::GpuStats`]); [`report`] renders them as tables.
 //! [`Stats::since`] (since.rs) takes a warm-up's snapshot away from each, counter by
-//! counter: the machine's own counters are declared once, in [`counters!`], which
+//! counter: the machine's own counters are declared once, in `counters!` (counters.rs), which
 //! generates both the struct and its subtraction, so a counter cannot be added without
 //! being subtracted.
 
