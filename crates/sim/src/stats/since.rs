@@ -79,6 +79,17 @@ fn os_less(o: &mut OsStats, p: &OsStats) {
     o.demotions.less(&p.demotions);
     o.collapses.less(&p.collapses);
     o.os_cycles.less(&p.os_cycles);
+    for (m, b) in o.mthp.iter_mut().zip(&p.mthp) {
+        // Destructured so that a counter added to MthpCounts must be placed here.
+        let mmulab_model::os::MthpCounts {
+            anon_fault_alloc,
+            anon_fault_fallback,
+            split_deferred,
+        } = m;
+        anon_fault_alloc.less(&b.anon_fault_alloc);
+        anon_fault_fallback.less(&b.anon_fault_fallback);
+        split_deferred.less(&b.split_deferred);
+    }
     let mut events = OsEvents::default();
     for (e, n) in o.events.iter() {
         events.add(e, n - p.events.get(e));
