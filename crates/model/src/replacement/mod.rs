@@ -1,4 +1,8 @@
-//! Replacement policies of set-associative arrays (TLBs, page-walk caches).
+//! Replacement policies of set-associative arrays: TLB levels and stage-2 TLBs
+//! ([`crate::assoc::AssocArray`]) and data-cache levels (`crate::cache`, ways.rs); one
+//! policy file serves them all, chosen per level by the config's `replacement` key
+//! (`[[tlb]]`, `[vm].s2tlb`, `[caches.l1d]` / `l2` / `l3`). (The page-walk caches,
+//! walk/pwc.rs, are LRU only, with no key.)
 //!
 //! Contract ([`ReplacementPolicy`]): the array tells the policy about every hit (`touch`)
 //! and every fill (`filled`) with the set and way, and asks for a victim only when every
@@ -6,12 +10,26 @@
 //! policy's state is private to it; identical event sequences give identical victims
 //! (random is seeded). A repeated touch of the way touched or filled last in its set
 //! must change nothing (`REPEAT_TOUCH_IDEMPOTENT`): the arrays' most-recent-entry
-//! shortcut skips such touches, and a compile-time check refuses a policy without it.
+//! shortcut (and the data caches' short path for a repeated line) skips such touches,
+//! and a compile-time check refuses a policy without it. A data cache also does not
+//! tell the policy of a write-back into a line it holds (it only marks it dirty).
 //!
-//! Adding a policy: a file here with a struct implementing [`ReplacementPolicy`]; a row
-//! in the `policies!` table below (which generates the config enum [`Policy`], its
-//! names, and the state enum [`Replacement`] with its dispatch); a reference model in
-//! `tests/it/differential.rs`; its name in docs/config.md.
+//! LRU, the default, has a fast path of its own in each structure, outside the dispatch
+//! below: [`crate::assoc::AssocArray`] keeps an [`Lru`] beside [`Replacement`]; a data
+//! cache keeps each set in recency order (cache/sets.rs; why: `cache/mod.rs`). Both
+//! are tested to be this LRU (tests/it/differential.rs, tests/it/cache_differential.rs).
+//!
+//! Adding a policy (say SRRIP) — the same steps give it to TLBs and data caches:
+//! 1. a file here, `srrip.rs`, with a struct implementing [`ReplacementPolicy`] (its
+//!    `mod` and `pub use` lines at the top of this file);
+//! 2. a row in the `policies!` table below (`Srrip = "srrip";`), which generates the
+//!    config enum [`Policy`], its names, and the state enum [`Replacement`] with its
+//!    dispatch. Nothing else in the model changes: the TLB array and the data caches'
+//!    `ByWay` store (cache/ways.rs) take every policy of the table;
+//! 3. its arms in the tests' plain reference, `tests/it/ref_policy.rs` (`touched` and
+//!    `victim` match on [`Policy`] exhaustively, so the tests do not compile without
+//!    them); the TLB and data-cache differential tests then run it;
+//! 4. its name in docs/config.md (`[[tlb]]`'s `replacement`; the other keys refer to it).
 
 mod fifo;
 mod lru;
