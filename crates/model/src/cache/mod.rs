@@ -312,8 +312,7 @@ impl Tiers {
 /// `line` is unchanged, the next access to it is a hit in the first way, whose only
 /// effects are the hit's count and, for a store, the dirty bit (the order is already
 /// right). Under a policy other than LRU (ways.rs) "the first way" is the way the set's
-/// last lookup or fill took, and the hit's touch of the policy is skipped: a repeated
-/// touch of the way used last changes no policy's state (`REPEAT_TOUCH_IDEMPOTENT`).
+/// last lookup or fill took, and the policy hears the hit as any other.
 /// Checked against the reference model: `crates/model/tests/it/cache_differential.rs`,
 /// `crates/model/tests/it/cache_policies.rs`.
 #[derive(Clone, Copy, Debug)]

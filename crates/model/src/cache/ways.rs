@@ -14,10 +14,10 @@
 //! `u64`, `tag << 1 | dirty`, an empty way [`EMPTY`], as in sets.rs.
 //!
 //! The first level's short path (`Mru` in `cache/mod.rs`) marks "the first way" of a
-//! set: here, the way the set's last lookup hit or fill took (kept per set). Skipping
-//! the policy's touch there is exact because every policy's repeated touch of the way
-//! used last changes nothing (`ReplacementPolicy::REPEAT_TOUCH_IDEMPOTENT`, checked at
-//! compile time for every policy).
+//! set: here, the way the set's last lookup hit or fill took (kept per set), and it is
+//! a hit there, so the policy hears it (`touch`) as any hit: the data caches do not
+//! rely on `ReplacementPolicy::REPEAT_TOUCH_IDEMPOTENT` (a policy where a hit on the
+//! line just filled changes the state, as SRRIP's, stays exact here).
 
 use super::sets::EMPTY;
 use crate::replacement::{Lru, Policy, Replacement, ReplacementPolicy};
@@ -104,11 +104,12 @@ impl ByWay {
         self.find(s, key).is_some()
     }
 
-    /// Marks the line the last lookup or fill of set `s` took dirty if `write` (a hit
-    /// on it; the policy's touch is skipped: see the module documentation).
+    /// A hit on the line the last lookup or fill of set `s` took, dirty if `write`
+    /// (see the module documentation).
     pub(super) fn mark_first(&mut self, s: usize, write: bool) {
         let w = self.marks[s].1 as usize;
         self.tags[s * self.ways + w] |= write as u64;
+        self.policy.touch(s, w);
     }
 
     /// Fills `key`'s line (absent) into set `s`: its lowest empty way, else the
