@@ -1,16 +1,30 @@
-//! One cache array: set-associative, LRU, write-back (a dirty bit per line).
+//! One cache array: set-associative, write-back (a dirty bit per line), its victims
+//! chosen by a replacement policy of `replacement/` (LRU by default).
 //!
 //! Written here rather than on [`crate::assoc::AssocArray`] (the TLBs' array): a cache
 //! must learn the dirty bit of the line a fill displaces (to write it back), which that
 //! array does not return, and its entries carry address-space tags and 16-bit
 //! fingerprints a physically tagged cache has no use for. The sets of a data cache are
 //! small (4 to 16 ways in every catalog machine), so a linear scan of one set's tags,
-//! kept in recency order ([`Cache`]), is as fast as anything cleverer, and simple enough
-//! to check against the plain reference model of `crates/model/tests/it/cache_differential.rs`.
-//! How a set is stored (fixed arrays of 2 to 16 ways, `u32` or `u64` tags, or a general
-//! one) is chosen once per level: sets.rs.
+//! kept in recency order under LRU ([`Cache`]), is as fast as anything cleverer, and
+//! simple enough to check against the plain reference model of
+//! `crates/model/tests/it/cache_differential.rs`. How a set is stored (fixed arrays of 2
+//! to 16 ways, `u32` or `u64` tags, or a general one; lines in their ways under another
+//! policy) is chosen once per level: sets.rs, ways.rs.
 
 use super::sets::{Sets, EMPTY};
+use crate::replacement::Policy;
+
+/// Which tag store a level gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Layout {
+    /// The fastest for its shape and policy (sets.rs).
+    Chosen,
+    /// LRU on the general store whatever the shape (tests compare every store).
+    General,
+    /// Lines in their ways whatever the policy, LRU too (ways.rs; tests).
+    ByWay,
+}
 
 /// Where a line lives in one copy of a level: the set count and how a line number
 /// splits into a set index and a tag (the tag store keeps `tag << 1 | dirty`).
@@ -79,10 +93,16 @@ impl Geom {
 
 /// Builds the tag store and geometry of `copies` copies of a level of `size` bytes,
 /// `ways` ways and `line`-byte lines that serves physical addresses up to `pa_max`
-/// (`u32` tag words when every tag fits in 30 bits and the sets are a power of two;
-/// the general store if `general`). Asserts the geometry (config validation checks it
-/// first, naming the key).
-pub(super) fn build(size: u64, ways: usize, line: u32, copies: usize, pa_max: u64, general: bool) -> (Sets, Geom) {
+/// under `policy` (`seed` for a random one): under LRU `u32` tag words when every tag
+/// fits in 30 bits and the sets are a power of two; the store `layout` asks for.
+/// Asserts the geometry (config validation checks it first, naming the key).
+pub(super) fn build(
+    (size, ways, line): (u64, usize, u32),
+    copies: usize,
+    pa_max: u64,
+    (policy, seed): (Policy, u64),
+    layout: Layout,
+) -> (Sets, Geom) {
     assert!(
         line.is_power_of_two() && line >= 2 && ways > 0,
         "invalid cache geometry"
@@ -94,13 +114,17 @@ pub(super) fn build(size: u64, ways: usize, line: u32, copies: usize, pa_max: u6
     );
     let geom = Geom::new(size / per_set);
     let narrow = geom.pow2 && geom.max_tag(pa_max, line.trailing_zeros()) < 1 << 30;
-    let sets = Sets::new(geom.sets as usize * copies.max(1), ways, narrow, general);
+    let n = geom.sets as usize * copies.max(1);
+    let sets = match layout {
+        Layout::ByWay => Sets::by_way(n, ways, policy, seed),
+        l => Sets::new(n, ways, narrow, l == Layout::General, policy, seed),
+    };
     (sets, geom)
 }
 
 /// A set-associative array of cache lines (see the module documentation).
 ///
-/// Each set keeps its lines in recency order, most recently used first, and its empty
+/// Under LRU each set keeps its lines in recency order, most recently used first, and its empty
 /// ways last: a hit moves its line to the front (the lines before it shift down one),
 /// a fill shifts the whole set down one and puts the new line first, so the line that
 /// falls off the end is the least recently used one (or an empty way). That is exactly
@@ -109,6 +133,8 @@ pub(super) fn build(size: u64, ways: usize, line: u32, copies: usize, pa_max: u6
 /// per-line stamp to keep or search: a miss and its fill read and write one set's tags,
 /// nothing else (`crates/model/tests/it/cache_differential.rs` checks it against a plain
 /// list model, array operations and the hierarchy alike, every tag store of sets.rs).
+/// Under another policy lines stay in their ways and the policy chooses the victim
+/// among them once the set is full (ways.rs; `crates/model/tests/it/cache_policies.rs`).
 #[derive(Clone, Debug)]
 pub struct Cache {
     ways: usize,
@@ -138,18 +164,30 @@ impl Cache {
     /// [`Cache::new`] for physical addresses up to `pa_max` only (narrower tags when
     /// they fit; an address above it is a caller's bug).
     pub fn with_limit(size: u64, ways: usize, line: u32, pa_max: u64) -> Cache {
-        Cache::built(size, ways, line, pa_max, false)
+        Cache::built(size, ways, line, pa_max, (Policy::Lru, 0), Layout::Chosen)
+    }
+
+    /// [`Cache::new`] under replacement policy `policy` (`seed` for a random one).
+    pub fn with_policy(size: u64, ways: usize, line: u32, policy: Policy, seed: u64) -> Cache {
+        Cache::built(size, ways, line, u64::MAX, (policy, seed), Layout::Chosen)
     }
 
     /// [`Cache::new`] on the general tag store whatever the shape (for the
     /// differential test, which compares every store).
     #[doc(hidden)]
     pub fn general(size: u64, ways: usize, line: u32) -> Cache {
-        Cache::built(size, ways, line, u64::MAX, true)
+        Cache::built(size, ways, line, u64::MAX, (Policy::Lru, 0), Layout::General)
     }
 
-    fn built(size: u64, ways: usize, line: u32, pa_max: u64, general: bool) -> Cache {
-        let (sets, geom) = build(size, ways, line, 1, pa_max, general);
+    /// [`Cache::with_policy`] on the store that keeps lines in their ways (ways.rs)
+    /// whatever the policy, LRU too (for the differential tests).
+    #[doc(hidden)]
+    pub fn by_way(size: u64, ways: usize, line: u32, policy: Policy, seed: u64) -> Cache {
+        Cache::built(size, ways, line, u64::MAX, (policy, seed), Layout::ByWay)
+    }
+
+    fn built(size: u64, ways: usize, line: u32, pa_max: u64, policy: (Policy, u64), layout: Layout) -> Cache {
+        let (sets, geom) = build((size, ways, line), 1, pa_max, policy, layout);
         Cache {
             ways,
             line_shift: line.trailing_zeros(),
@@ -179,8 +217,8 @@ impl Cache {
         self.line_shift
     }
 
-    /// Looks `pa` up. On a hit: the line becomes most recently used, a `write` marks it
-    /// dirty, and true is returned. A miss changes nothing (the caller fills).
+    /// Looks `pa` up. On a hit: the line becomes most recently used (the policy hears of
+    /// the hit), a `write` marks it dirty, and true is returned. A miss changes nothing (the caller fills).
     pub fn lookup(&mut self, pa: u64, write: bool) -> bool {
         let (s, key) = self.geom.locate(pa >> self.line_shift);
         self.sets.lookup(s, key, write)
@@ -193,8 +231,8 @@ impl Cache {
     }
 
     /// Brings the line of `pa` in as the most recently used (dirty if `dirty`): into an
-    /// empty way of its set, else in place of the least recently used line, which is
-    /// returned. The line must not be present ([`Cache::lookup`] missed).
+    /// empty way of its set, else in place of the policy's victim (LRU: the least
+    /// recently used line), which is returned. The line must not be present ([`Cache::lookup`] missed).
     pub fn fill(&mut self, pa: u64, dirty: bool) -> Option<Victim> {
         let (s, key) = self.geom.locate(pa >> self.line_shift);
         debug_assert!(!self.sets.contains(s, key), "fill of a present line");
@@ -203,7 +241,8 @@ impl Cache {
     }
 
     /// Writes a line back into this cache (a dirty line evicted from the level above):
-    /// if present it is marked dirty without becoming most recently used; otherwise it
+    /// if present it is marked dirty without becoming most recently used (no event for
+    /// the policy); otherwise it
     /// is filled dirty (write-allocate), and what that displaced is returned.
     pub fn write_back(&mut self, pa: u64) -> Option<Victim> {
         let (s, key) = self.geom.locate(pa >> self.line_shift);

@@ -1,6 +1,6 @@
 //! Data caches between the cores and main memory: a hierarchy of set-associative,
-//! LRU, write-back, write-allocate levels on physical addresses (docs/memory.md, "Data
-//! caches").
+//! write-back, write-allocate levels on physical addresses, each with its replacement
+//! policy (LRU by default; docs/memory.md, "Data caches").
 //!
 //! Rules of [`Caches::access`] (one reference of one core at a physical address):
 //! * Levels are looked up in order (L1D, then L2, then the last level), each through
@@ -20,6 +20,20 @@
 //! * Main memory is a [`MemoryBackend`]: every fill that missed everything and every
 //!   write-back out of the last level is a [`MemReq`] stamped with the core's clock.
 //!
+//! Replacement is one kind with the TLBs and page-walk caches: a level's policy is a
+//! [`Policy`] of `replacement/`, and under any policy but LRU its victims come from that
+//! policy's [`crate::replacement::ReplacementPolicy`] state, the same file a TLB level
+//! uses (ways.rs: lines stay in their ways; the policy hears every hit and fill). LRU is
+//! the policy's own fast path here: sets.rs's stores keep each set in recency order, so
+//! the order *is* the LRU state and a set's tags are all an access reads or writes. Why
+//! not LRU through the trait as well: an [`crate::replacement::Lru`] ring beside the
+//! tags is a second array read and written per hit and fill, and a victim looked up
+//! before the fill, on the path every catalog machine takes (three.rs, tuned under
+//! callgrind); the recency order also gives the short path below its "first way". Both are checked to be one policy: ways.rs under LRU
+//! against sets.rs's stores (`crates/model/tests/it/cache_policies.rs`). A new policy
+//! (a file in `replacement/` and its row in the table there) reaches the data caches
+//! with no change here.
+//!
 //! How (none of it observable): the levels' tag stores are chosen once, at construction
 //! (`Tiers`: a path of their own for the common three-level shapes, three.rs, else the
 //! general loop here); and each first-level copy remembers the line its last access
@@ -34,6 +48,7 @@ mod first;
 mod general;
 mod sets;
 mod three;
+mod ways;
 
 pub use array::{Cache, Victim};
 pub use first::{FirstLevel, NO_VICTIM};
@@ -44,6 +59,7 @@ use three::Three;
 
 use crate::dram::Dram;
 use crate::mem::backend::{Flat, MemReq, MemoryBackend};
+use crate::replacement::Policy;
 
 /// One configured cache level.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,6 +76,10 @@ pub struct LevelSpec {
     pub latency: u32,
     /// One copy for all cores (true) or one per core.
     pub shared: bool,
+    /// Replacement policy (`replacement/`; LRU the default).
+    pub replacement: Policy,
+    /// Seed of a random policy's stream (one stream for all the level's copies).
+    pub seed: u64,
 }
 
 /// A validated cache hierarchy (sim's `[caches]` section resolves into it).
@@ -291,7 +311,10 @@ impl Tiers {
 /// access of the same copy changes the copy, and each one sets this anew; so while
 /// `line` is unchanged, the next access to it is a hit in the first way, whose only
 /// effects are the hit's count and, for a store, the dirty bit (the order is already
-/// right). Checked against the reference model: `crates/model/tests/it/cache_differential.rs`.
+/// right). Under a policy other than LRU (ways.rs) "the first way" is the way the set's
+/// last lookup or fill took, and the policy hears the hit as any other.
+/// Checked against the reference model: `crates/model/tests/it/cache_differential.rs`,
+/// `crates/model/tests/it/cache_policies.rs`.
 #[derive(Clone, Copy, Debug)]
 struct Mru {
     /// Line number (`u64::MAX`: none yet; no line number is that large).
@@ -362,7 +385,13 @@ impl Caches {
             .iter()
             .map(|l| {
                 let n = if l.shared { 1 } else { copies };
-                let (sets, geom) = array::build(l.size, l.ways, l.line, n, pa_max, false);
+                let (sets, geom) = array::build(
+                    (l.size, l.ways, l.line),
+                    n,
+                    pa_max,
+                    (l.replacement, l.seed),
+                    array::Layout::Chosen,
+                );
                 Level {
                     meta: Meta {
                         latency: l.latency as u64,

@@ -16,6 +16,10 @@
 //!   scan reads), else `u64`.
 //! * [`AnyWays`] (any other number of ways): one `u64` slice per set, scanned linearly.
 //!
+//! Those are LRU's stores (the policy's own fast path, `cache/mod.rs`). A level under
+//! any other replacement policy gets [`ByWay`] (ways.rs): lines stay in their ways and
+//! the policy of `replacement/` chooses victims.
+//!
 //! A tag is the line number without its set bits (sets a power of two) or the whole
 //! line number (other set counts); [`super::array::Geom`] converts. An empty way never
 //! matches: a tag word with every bit set would need a tag of all ones, which no line
@@ -25,6 +29,9 @@
 //! Written here rather than taken from a crate: these sets are the model itself (LRU,
 //! write-back and the victim's dirty bit, checked against the plain reference model of
 //! `crates/model/tests/it/cache_differential.rs`).
+
+use super::ways::ByWay;
+use crate::replacement::Policy;
 
 /// The tag word of an empty way, as a `u64`.
 pub(super) const EMPTY: u64 = u64::MAX;
@@ -400,6 +407,9 @@ pub(super) enum Sets {
     W8(Fixed<u64, 8>),
     W16(Fixed<u64, 16>),
     Any(AnyWays),
+    /// A policy other than LRU (ways.rs); boxed, so the enum stays the size of the LRU
+    /// stores.
+    ByWay(Box<ByWay>),
 }
 
 /// `$body` with `$s` bound to the implementation of `$sets`.
@@ -415,14 +425,19 @@ macro_rules! each {
             Sets::W8($s) => $body,
             Sets::W16($s) => $body,
             Sets::Any($s) => $body,
+            Sets::ByWay($s) => $body,
         }
     };
 }
 
 impl Sets {
-    /// `n` empty sets of `ways` ways: the fixed implementation of that many ways (`u32`
-    /// words if `narrow`), else the general one (always if `general`).
-    pub(super) fn new(n: usize, ways: usize, narrow: bool, general: bool) -> Sets {
+    /// `n` empty sets of `ways` ways under `policy` (`seed` for a random one): for LRU
+    /// the fixed implementation of that many ways (`u32` words if `narrow`), else the
+    /// general one (always if `general`); for any other policy [`ByWay`].
+    pub(super) fn new(n: usize, ways: usize, narrow: bool, general: bool, policy: Policy, seed: u64) -> Sets {
+        if policy != Policy::Lru {
+            return Sets::by_way(n, ways, policy, seed);
+        }
         match (general, narrow, ways) {
             (false, true, 2) => Sets::N2(Fixed::new(n)),
             (false, true, 4) => Sets::N4(Fixed::new(n)),
@@ -437,6 +452,12 @@ impl Sets {
                 tags: vec![EMPTY; n * ways],
             }),
         }
+    }
+
+    /// `n` empty sets of `ways` ways in [`ByWay`] under `policy`, whatever the policy
+    /// (LRU too: the differential tests compare it with the LRU stores).
+    pub(super) fn by_way(n: usize, ways: usize, policy: Policy, seed: u64) -> Sets {
+        Sets::ByWay(Box::new(ByWay::new(n, ways, policy, seed)))
     }
 
     /// A store of no sets (what a level keeps while its sets are elsewhere: first.rs).
@@ -459,6 +480,7 @@ impl Sets {
             Sets::W8(_) => "u64x8",
             Sets::W16(_) => "u64x16",
             Sets::Any(_) => "any",
+            Sets::ByWay(_) => "byway",
         }
     }
 
@@ -483,7 +505,8 @@ impl Sets {
     }
 
     /// Marks the line in the first way of set `s` (its most recently used, present)
-    /// dirty if `write`: a hit there, whose order stays as it is.
+    /// dirty if `write`: a hit there, whose order stays as it is. ([`ByWay`]: the line
+    /// the set's last lookup or fill took.)
     #[inline(always)]
     pub(super) fn mark_first(&mut self, s: usize, write: bool) {
         each!(self, a => a.mark_first(s, write))

@@ -1,88 +1,111 @@
 //! The data caches (`mmulab_model::cache`) against a deliberately plain reference model:
-//! per set a list of lines in recency order (most recent first) with a dirty flag, and
-//! the hierarchy's rules (docs/memory.md, "Data caches") written out step by step.
-//! Random geometries (sets powers of two or not, 1 to 16 ways, 16- to 256-byte lines),
-//! one to three levels, private or shared, one to three cores, random loads, stores and
-//! walk reads over small address ranges (so that sets conflict): every access must cost
-//! the same, every memory request must be the same (address, direction, core, time),
-//! and the counters must agree. Then a short sequence whose counts are derived by hand.
+//! per set a list of ways, each empty or a line with a dirty flag, the level's
+//! replacement policy in its most obvious form (ref_policy.rs, shared with the TLBs'
+//! reference), and the hierarchy's rules (docs/memory.md, "Data caches") written out
+//! step by step. Random geometries (sets powers of two or not, 1 to 16 ways, 16- to
+//! 256-byte lines), every replacement policy (LRU in half the levels: sets.rs's
+//! recency-ordered stores; LRU, PLRU, FIFO or random in the others: ways.rs), one to
+//! three levels, private or shared, one to three cores, random loads, stores and walk
+//! reads over small address ranges (so that sets conflict): every access must cost the
+//! same, every memory request must be the same (address, direction, core, time), and
+//! the counters must agree. Then a short sequence whose counts are derived by hand (and
+//! one per policy in cache_policies.rs).
 
 use mmulab_base::SplitMix64;
 use mmulab_model::cache::{Cache, CacheSpec, Caches, FirstLevel, LevelCounts, LevelSpec, Victim};
 use mmulab_model::mem::backend::{Flat, MemReq};
+use mmulab_model::replacement::Policy;
+
+use crate::ref_policy::RefPolicy;
 
 /// Cycles of the flat memory below the caches in these tests.
 const MEM: u32 = 100;
 
-struct RefCache {
+/// One level's copies in the plainest form: per set (copy × sets + set) a list of ways,
+/// each empty or (line address, dirty), and the level's policy (ref_policy.rs: LRU a
+/// recency list, FIFO a fill-order list, PLRU a tree of bools, random the seeded
+/// stream, one for all copies as in the model).
+pub struct RefCache {
     sets: u64,
     line: u64,
-    ways: usize,
-    /// Per set: (line address, dirty), most recently used first.
-    lists: Vec<Vec<(u64, bool)>>,
+    slots: Vec<Vec<Option<(u64, bool)>>>,
+    policy: RefPolicy,
 }
 
 impl RefCache {
-    fn new(l: &LevelSpec) -> RefCache {
+    pub fn new(l: &LevelSpec, copies: usize) -> RefCache {
         let sets = l.size / (l.ways as u64 * l.line as u64);
+        let n = sets as usize * copies;
         RefCache {
             sets,
             line: l.line as u64,
-            ways: l.ways,
-            lists: vec![Vec::new(); sets as usize],
+            slots: vec![vec![None; l.ways]; n],
+            policy: RefPolicy::new(l.replacement, n, l.ways, l.seed),
         }
     }
-    fn set(&self, pa: u64) -> usize {
-        ((pa / self.line) % self.sets) as usize
+    fn set(&self, copy: usize, pa: u64) -> usize {
+        copy * self.sets as usize + ((pa / self.line) % self.sets) as usize
     }
     fn base(&self, pa: u64) -> u64 {
         pa / self.line * self.line
     }
-    fn lookup(&mut self, pa: u64, write: bool) -> bool {
-        let (s, b) = (self.set(pa), self.base(pa));
-        let l = &mut self.lists[s];
-        match l.iter().position(|e| e.0 == b) {
-            Some(i) => {
-                let (a, d) = l.remove(i);
-                l.insert(0, (a, d || write));
+    fn way(&self, s: usize, pa: u64) -> Option<usize> {
+        let b = self.base(pa);
+        self.slots[s].iter().position(|e| e.is_some_and(|e| e.0 == b))
+    }
+    /// True if copy `copy` holds the line of `pa`.
+    pub fn present(&self, copy: usize, pa: u64) -> bool {
+        self.way(self.set(copy, pa), pa).is_some()
+    }
+    pub fn lookup(&mut self, copy: usize, pa: u64, write: bool) -> bool {
+        let s = self.set(copy, pa);
+        match self.way(s, pa) {
+            Some(w) => {
+                self.slots[s][w].as_mut().unwrap().1 |= write;
+                self.policy.touched(s, w, false);
                 true
             }
             None => false,
         }
     }
-    fn fill(&mut self, pa: u64, dirty: bool) -> Option<(u64, bool)> {
-        let (s, b) = (self.set(pa), self.base(pa));
-        let ways = self.ways;
-        let l = &mut self.lists[s];
-        let victim = if l.len() == ways { l.pop() } else { None };
-        l.insert(0, (b, dirty));
+    pub fn fill(&mut self, copy: usize, pa: u64, dirty: bool) -> Option<(u64, bool)> {
+        let s = self.set(copy, pa);
+        let w = match self.slots[s].iter().position(Option::is_none) {
+            Some(w) => w,
+            None => self.policy.victim(s),
+        };
+        let b = self.base(pa);
+        let victim = self.slots[s][w].replace((b, dirty));
+        self.policy.touched(s, w, true);
         victim
     }
-    fn write_back(&mut self, pa: u64) -> Option<(u64, bool)> {
-        let (s, b) = (self.set(pa), self.base(pa));
-        if let Some(e) = self.lists[s].iter_mut().find(|e| e.0 == b) {
-            e.1 = true;
+    /// A dirty line written back from above: marked dirty if present (no event for the
+    /// policy), else filled dirty.
+    pub fn write_back(&mut self, copy: usize, pa: u64) -> Option<(u64, bool)> {
+        let s = self.set(copy, pa);
+        if let Some(w) = self.way(s, pa) {
+            self.slots[s][w].as_mut().unwrap().1 = true;
             return None;
         }
-        self.fill(pa, true)
+        self.fill(copy, pa, true)
     }
 }
 
-struct RefHierarchy {
-    levels: Vec<(LevelSpec, Vec<RefCache>)>,
-    counts: Vec<LevelCounts>,
-    log: Vec<MemReq>,
+pub struct RefHierarchy {
+    levels: Vec<(LevelSpec, RefCache)>,
+    pub counts: Vec<LevelCounts>,
+    pub log: Vec<MemReq>,
 }
 
 impl RefHierarchy {
-    fn new(spec: &CacheSpec, cores: usize) -> RefHierarchy {
+    pub fn new(spec: &CacheSpec, cores: usize) -> RefHierarchy {
         RefHierarchy {
             levels: spec
                 .levels
                 .iter()
                 .map(|l| {
                     let n = if l.shared { 1 } else { cores };
-                    (l.clone(), (0..n).map(|_| RefCache::new(l)).collect())
+                    (l.clone(), RefCache::new(l, n))
                 })
                 .collect(),
             counts: vec![LevelCounts::default(); spec.levels.len()],
@@ -98,14 +121,14 @@ impl RefHierarchy {
         }
     }
 
-    fn access(&mut self, core: usize, pa: u64, write: bool, walk: bool, now: u64) -> u64 {
+    pub fn access(&mut self, core: usize, pa: u64, write: bool, walk: bool, now: u64) -> u64 {
         let n = self.levels.len();
         let mut lat = 0;
         let mut hit_at = n;
         for i in 0..n {
             lat += self.levels[i].0.latency as u64;
             let c = self.copy(i, core);
-            let hit = self.levels[i].1[c].lookup(pa, write && i == 0);
+            let hit = self.levels[i].1.lookup(c, pa, write && i == 0);
             let k = &mut self.counts[i];
             match (hit, walk) {
                 (true, false) => k.data_hits += 1,
@@ -134,7 +157,7 @@ impl RefHierarchy {
         }
         for i in (0..hit_at).rev() {
             let c = self.copy(i, core);
-            if let Some((vpa, true)) = self.levels[i].1[c].fill(pa, write && i == 0) {
+            if let Some((vpa, true)) = self.levels[i].1.fill(c, pa, write && i == 0) {
                 // A dirty victim: down the levels until it lands or reaches memory.
                 self.counts[i].writebacks += 1;
                 let mut pa2 = vpa;
@@ -151,7 +174,7 @@ impl RefHierarchy {
                         break;
                     }
                     let c = self.copy(j, core);
-                    match self.levels[j].1[c].write_back(pa2) {
+                    match self.levels[j].1.write_back(c, pa2) {
                         Some((w, true)) => {
                             self.counts[j].writebacks += 1;
                             pa2 = w;
@@ -178,8 +201,21 @@ fn three_levels(rng: &mut SplitMix64, w4: bool, line: u32) -> Vec<LevelSpec> {
             line,
             latency: 1 + rng.below(20) as u32,
             shared: i > 0 && rng.below(2) == 1,
+            replacement: Policy::Lru,
+            seed: 0,
         })
         .collect()
+}
+
+/// A random level's policy: LRU (sets.rs's stores) in half the draws, else any policy
+/// (ways.rs).
+fn random_policy(rng: &mut SplitMix64) -> Policy {
+    if rng.below(2) == 0 {
+        Policy::Lru
+    } else {
+        let every = crate::ref_policy::every_policy();
+        every[rng.below(every.len() as u64) as usize]
+    }
 }
 
 fn random_spec(rng: &mut SplitMix64) -> CacheSpec {
@@ -197,6 +233,8 @@ fn random_spec(rng: &mut SplitMix64) -> CacheSpec {
                 line,
                 latency: 1 + rng.below(20) as u32,
                 shared: i > 0 && rng.below(2) == 1,
+                replacement: random_policy(rng),
+                seed: rng.next_u64(),
             }
         })
         .collect();
@@ -321,6 +359,8 @@ fn a_split_caches_refuses_the_whole_access() {
             line: 64,
             latency: 4,
             shared: false,
+            replacement: Policy::Lru,
+            seed: 0,
         }],
         base_cycles: 1,
         memory_latency: MEM,
@@ -345,6 +385,8 @@ fn a_conflict_miss_and_write_backs_counted_by_hand() {
         line: 64,
         latency,
         shared: false,
+        replacement: Policy::Lru,
+        seed: 0,
     };
     let spec = CacheSpec {
         levels: vec![lvl("l1d", 128, 1, 2), lvl("l2", 128, 2, 10)],
@@ -406,9 +448,11 @@ fn one_array_agrees_with_the_reference_lists_operation_by_operation() {
             line,
             latency: 1,
             shared: false,
+            replacement: random_policy(&mut rng),
+            seed: rng.next_u64(),
         };
-        let mut c = Cache::new(l.size, ways, line);
-        let mut r = RefCache::new(&l);
+        let mut c = Cache::with_policy(l.size, ways, line, l.replacement, l.seed);
+        let mut r = RefCache::new(&l, 1);
         let span = l.size * (1 + rng.below(4));
         let victim = |v: Option<(u64, bool)>| v.map(|(pa, dirty)| Victim { pa, dirty });
         for i in 0..2000 {
@@ -418,28 +462,26 @@ fn one_array_agrees_with_the_reference_lists_operation_by_operation() {
                 0 | 1 => {
                     let write = rng.below(2) == 0;
                     let hit = c.lookup(pa, write);
-                    assert_eq!(hit, r.lookup(pa, write), "round {round} op {i}: lookup {pa:#x}");
+                    assert_eq!(hit, r.lookup(0, pa, write), "round {round} op {i}: lookup {pa:#x}");
                     if !hit {
                         let dirty = write && rng.below(2) == 0;
                         assert_eq!(
                             c.fill(pa, dirty),
-                            victim(r.fill(pa, dirty)),
+                            victim(r.fill(0, pa, dirty)),
                             "round {round} op {i}: fill"
                         );
                     }
                 }
                 _ => assert_eq!(
                     c.write_back(pa),
-                    victim(r.write_back(pa)),
+                    victim(r.write_back(0, pa)),
                     "round {round} op {i}: write-back"
                 ),
             }
             ops += 1;
         }
         for pa in (0..span).step_by(line as usize) {
-            let s = r.set(pa);
-            let present = r.lists[s].iter().any(|e| e.0 == r.base(pa));
-            assert_eq!(c.contains(pa), present, "round {round}: contains {pa:#x}");
+            assert_eq!(c.contains(pa), r.present(0, pa), "round {round}: contains {pa:#x}");
         }
     }
     assert_eq!(ops, 800_000);
@@ -466,9 +508,11 @@ fn every_tag_store_agrees_with_the_reference_lists() {
             line,
             latency: 1,
             shared: false,
+            replacement: Policy::Lru,
+            seed: 0,
         };
         let span = size * (1 + rng.below(4));
-        let store = (round / 6) % 3;
+        let store = (round / 6) % 4;
         let (mut c, bases) = match store {
             0 => (Cache::new(size, ways, line), vec![0, 1 << 40, (1 << 52) + size]),
             1 => {
@@ -481,10 +525,13 @@ fn every_tag_store_agrees_with_the_reference_lists() {
                     vec![0, near, near / 3 / size * size],
                 )
             }
-            _ => (Cache::general(size, ways, line), vec![0, 1 << 40]),
+            2 => (Cache::general(size, ways, line), vec![0, 1 << 40]),
+            // Lines in their ways, LRU through the replacement trait (ways.rs): the
+            // same policy as the recency-ordered stores.
+            _ => (Cache::by_way(size, ways, line, Policy::Lru, 0), vec![0, 1 << 40]),
         };
         *seen.entry(c.kind()).or_insert(0u32) += 1;
-        let mut r = RefCache::new(&l);
+        let mut r = RefCache::new(&l, 1);
         let victim = |v: Option<(u64, bool)>| v.map(|(pa, dirty)| Victim { pa, dirty });
         for i in 0..1500 {
             let pa = bases[rng.below(bases.len() as u64) as usize] + rng.below(span);
@@ -494,7 +541,7 @@ fn every_tag_store_agrees_with_the_reference_lists() {
                     let hit = c.lookup(pa, write);
                     assert_eq!(
                         hit,
-                        r.lookup(pa, write),
+                        r.lookup(0, pa, write),
                         "round {round} op {i}: lookup {pa:#x} ({})",
                         c.kind()
                     );
@@ -502,7 +549,7 @@ fn every_tag_store_agrees_with_the_reference_lists() {
                         let dirty = write && rng.below(2) == 0;
                         assert_eq!(
                             c.fill(pa, dirty),
-                            victim(r.fill(pa, dirty)),
+                            victim(r.fill(0, pa, dirty)),
                             "round {round} op {i}: fill ({})",
                             c.kind()
                         );
@@ -510,7 +557,7 @@ fn every_tag_store_agrees_with_the_reference_lists() {
                 }
                 _ => assert_eq!(
                     c.write_back(pa),
-                    victim(r.write_back(pa)),
+                    victim(r.write_back(0, pa)),
                     "round {round} op {i}: write-back ({})",
                     c.kind()
                 ),
@@ -518,10 +565,9 @@ fn every_tag_store_agrees_with_the_reference_lists() {
         }
         for &b in &bases {
             for pa in (b..b + span).step_by(line as usize) {
-                let present = r.lists[r.set(pa)].iter().any(|e| e.0 == r.base(pa));
                 assert_eq!(
                     c.contains(pa),
-                    present,
+                    r.present(0, pa),
                     "round {round}: contains {pa:#x} ({})",
                     c.kind()
                 );
@@ -533,7 +579,7 @@ fn every_tag_store_agrees_with_the_reference_lists() {
     let kinds: Vec<&str> = seen.keys().copied().collect();
     assert_eq!(
         kinds,
-        ["any", "u32x16", "u32x2", "u32x4", "u32x8", "u64x16", "u64x2", "u64x4", "u64x8"],
+        ["any", "byway", "u32x16", "u32x2", "u32x4", "u32x8", "u64x16", "u64x2", "u64x4", "u64x8"],
         "{seen:?}"
     );
 }
@@ -559,6 +605,8 @@ fn the_three_level_paths_agree_with_the_reference_model() {
                     line,
                     latency: 1 + rng.below(20) as u32,
                     shared: i > 0 && rng.below(2) == 1,
+                    replacement: Policy::Lru,
+                    seed: 0,
                 }
             })
             .collect();

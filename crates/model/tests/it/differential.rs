@@ -11,6 +11,8 @@ use mmulab_model::replacement::Policy;
 use mmulab_model::tlb::{Hierarchy, Serves, Tlb, TlbSpec, Unsupported};
 use mmulab_model::translation::{Attrs, Translation};
 
+use crate::ref_policy::RefPolicy;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Entry {
     vpn: u64,
@@ -20,79 +22,27 @@ struct Entry {
 }
 
 /// The reference: one `Vec<Option<Entry>>` of ways per set plus the policy's bookkeeping
-/// kept in the most obvious form.
+/// kept in the most obvious form (ref_policy.rs, shared with the data caches' reference).
 struct RefTlb {
     sets: usize,
     ways: usize,
     sizes: Vec<PageSize>,
     unsupported: Unsupported,
-    policy: Policy,
     slots: Vec<Vec<Option<Entry>>>,
-    /// LRU: ways of each set, most recent first. FIFO: ways in fill order, newest first.
-    order: Vec<Vec<usize>>,
-    /// PLRU: one bool per tree node, heap order.
-    tree: Vec<Vec<bool>>,
-    rng: SplitMix64,
+    /// The policy's bookkeeping (ref_policy.rs).
+    policy: RefPolicy,
 }
 
 impl RefTlb {
     fn new(spec: &TlbSpec) -> RefTlb {
         let sets = spec.entries / spec.ways;
-        let leaves = spec.ways.next_power_of_two();
         RefTlb {
             sets,
             ways: spec.ways,
             sizes: spec.page_sizes.clone(),
             unsupported: spec.unsupported,
-            policy: spec.replacement,
             slots: vec![vec![None; spec.ways]; sets],
-            order: vec![Vec::new(); sets],
-            tree: vec![vec![false; leaves.max(2) - 1]; sets],
-            rng: SplitMix64::new(spec.seed),
-        }
-    }
-
-    fn touched(&mut self, set: usize, way: usize, filled: bool) {
-        match self.policy {
-            Policy::Lru => {
-                self.order[set].retain(|&w| w != way);
-                self.order[set].insert(0, way);
-            }
-            Policy::Fifo if filled => {
-                self.order[set].retain(|&w| w != way);
-                self.order[set].insert(0, way);
-            }
-            Policy::Plru => {
-                // Walk from the root to leaf `way`, pointing each node away from it.
-                let (mut node, mut lo, mut span) = (0, 0, self.ways.next_power_of_two());
-                while span > 1 {
-                    let half = span / 2;
-                    let right = way >= lo + half;
-                    self.tree[set][node] = !right; // true = evict right next
-                    node = 2 * node + 1 + right as usize;
-                    lo += if right { half } else { 0 };
-                    span = half;
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn victim(&mut self, set: usize) -> usize {
-        match self.policy {
-            Policy::Lru | Policy::Fifo => *self.order[set].last().unwrap(),
-            Policy::Random => self.rng.below(self.ways as u64) as usize,
-            Policy::Plru => {
-                let (mut node, mut lo, mut span) = (0, 0, self.ways.next_power_of_two());
-                while span > 1 {
-                    let half = span / 2;
-                    let right = self.tree[set][node] && lo + half < self.ways;
-                    node = 2 * node + 1 + right as usize;
-                    lo += if right { half } else { 0 };
-                    span = half;
-                }
-                lo
-            }
+            policy: RefPolicy::new(spec.replacement, sets, spec.ways, spec.seed),
         }
     }
 
@@ -104,7 +54,7 @@ impl RefTlb {
                 .iter()
                 .position(|e| e.is_some_and(|e| e.vpn == vpn && e.size == size && e.asid == asid))
             {
-                self.touched(set, way, false);
+                self.policy.touched(set, way, false);
                 return self.slots[set][way];
             }
         }
@@ -128,7 +78,7 @@ impl RefTlb {
         let set = (vpn % self.sets as u64) as usize;
         let way = match self.slots[set].iter().position(Option::is_none) {
             Some(w) => w,
-            None => self.victim(set),
+            None => self.policy.victim(set),
         };
         self.slots[set][way] = Some(Entry {
             vpn,
@@ -136,7 +86,7 @@ impl RefTlb {
             asid: t.asid,
             pa: base_pa,
         });
-        self.touched(set, way, true);
+        self.policy.touched(set, way, true);
     }
 
     fn invalidate(&mut self, asid: u16, start: u64, end: u64) -> usize {
@@ -147,7 +97,7 @@ impl RefTlb {
                     let va = e.vpn << e.size.shift();
                     if e.asid == asid && va < end && va + e.size.bytes() > start {
                         self.slots[set][way] = None;
-                        self.order[set].retain(|&w| w != way);
+                        self.policy.forget(set, way);
                         n += 1;
                     }
                 }
@@ -175,7 +125,7 @@ fn truth(va: u64, asid: u16, region_sizes: &[PageSize]) -> Translation {
 
 fn run_case(rng: &mut SplitMix64, case: usize) {
     let all = [PageSize::K4, PageSize::K64, PageSize::M2, PageSize::G1];
-    let policies = [Policy::Lru, Policy::Plru, Policy::Fifo, Policy::Random];
+    let policies = crate::ref_policy::every_policy();
     // Way counts cover one partial and several full 16-way fingerprint chunks, and both
     // LRU representations (the LRU lists), including sets wider than one 16-lane chunk.
     let ways = [1usize, 2, 3, 4, 5, 8, 12, 16, 17, 32, 48, 64, 65, 100][rng.below(14) as usize];
@@ -199,7 +149,7 @@ fn run_case(rng: &mut SplitMix64, case: usize) {
         } else {
             Unsupported::Bypass
         },
-        replacement: policies[rng.below(4) as usize],
+        replacement: policies[rng.below(policies.len() as u64) as usize],
         latency: 1,
         next: None,
         seed: rng.next_u64(),

@@ -5,6 +5,7 @@
 
 mod arm_formats;
 mod cache_differential;
+mod cache_policies;
 mod differential;
 mod dram_digest;
 mod dram_sched;
@@ -19,4 +20,5 @@ mod os_rules;
 mod os_unmap;
 mod os_zero;
 mod pt_formats;
+mod ref_policy;
 mod walker;

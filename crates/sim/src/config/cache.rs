@@ -3,6 +3,7 @@
 //! has no data caches and every number is what it was before caches existed.
 
 use mmulab_model::cache::{CacheSpec, LevelSpec};
+use mmulab_model::replacement::Policy;
 use mmulab_trace::units::parse_size;
 use serde::{Deserialize, Serialize};
 
@@ -49,6 +50,10 @@ pub struct LevelSection {
     /// One copy for all cores. Default: false for `l1d` and `l2`, true for `l3`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared: Option<bool>,
+    /// Replacement policy: `lru` (default), `plru`, `fifo`, `random` (seeded by
+    /// `machine.seed`), as for TLB levels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replacement: Option<Policy>,
 }
 
 /// A byte count written as a number or with a unit (`"64KiB"`).
@@ -78,8 +83,10 @@ fn line64() -> u32 {
     64
 }
 
-/// Checks `[caches]` and resolves it into the model's spec; errors name the key.
-pub fn resolve(c: &CachesSection, walk_mem_latency: u32) -> Result<CacheSpec, String> {
+/// Checks `[caches]` and resolves it into the model's spec; errors name the key. A
+/// random policy of the level at index k (l1d 0, l2 1, l3 2) is seeded with `seed` +
+/// 256 + k (TLB levels take `seed` + their index).
+pub fn resolve(c: &CachesSection, walk_mem_latency: u32, seed: u64) -> Result<CacheSpec, String> {
     if c.mlp == 0 || c.mlp > 64 {
         return Err(format!(
             "caches.mlp = {} must be from 1 to 64 (data misses a core keeps in flight)",
@@ -87,11 +94,14 @@ pub fn resolve(c: &CachesSection, walk_mem_latency: u32) -> Result<CacheSpec, St
         ));
     }
     let mut levels = Vec::new();
-    for (name, l, shared_default) in [
+    for (k, (name, l, shared_default)) in [
         ("l1d", Some(&c.l1d), false),
         ("l2", c.l2.as_ref(), false),
         ("l3", c.l3.as_ref(), true),
-    ] {
+    ]
+    .into_iter()
+    .enumerate()
+    {
         let Some(l) = l else { continue };
         let key = |k: &str| format!("caches.{name}.{k}");
         let size = match &l.size {
@@ -142,6 +152,8 @@ pub fn resolve(c: &CachesSection, walk_mem_latency: u32) -> Result<CacheSpec, St
             line: l.line,
             latency: l.latency,
             shared,
+            replacement: l.replacement.unwrap_or(Policy::Lru),
+            seed: seed.wrapping_add(256 + k as u64),
         });
     }
     Ok(CacheSpec {
@@ -162,6 +174,7 @@ mod tests {
             line: 64,
             latency: 4,
             shared: None,
+            replacement: None,
         }
     }
 
@@ -175,24 +188,46 @@ mod tests {
             l2: None,
             l3: Some(level("2MiB", 16)),
         };
-        let s = resolve(&c, 30).unwrap();
+        let s = resolve(&c, 30, 5).unwrap();
         assert_eq!(s.memory_latency, 30);
         assert_eq!(s.levels.len(), 2);
+        assert_eq!(s.levels[0].replacement, Policy::Lru);
+        assert_eq!((s.levels[0].seed, s.levels[1].seed), (5 + 256, 5 + 258));
         assert!(!s.levels[0].shared && s.levels[1].shared);
         assert_eq!(s.levels[0].size, 65536);
         c.l2 = Some(level("1000", 8));
-        let e = resolve(&c, 30).unwrap_err();
+        let e = resolve(&c, 30, 0).unwrap_err();
         assert!(
             e.starts_with("caches.l2.size = \"1000\" is not a positive multiple"),
             "{e}"
         );
         c.l2 = None;
         c.l1d.shared = Some(true);
-        assert!(resolve(&c, 30).unwrap_err().contains("caches.l1d.shared"));
+        assert!(resolve(&c, 30, 0).unwrap_err().contains("caches.l1d.shared"));
         c.l1d.shared = None;
         c.mlp = 0;
-        assert!(resolve(&c, 30)
+        assert!(resolve(&c, 30, 0)
             .unwrap_err()
             .starts_with("caches.mlp = 0 must be from 1 to 64"));
+    }
+
+    #[test]
+    fn a_level_names_its_replacement_policy() {
+        let l: LevelSection =
+            toml::from_str("size = \"32KiB\"\nways = 8\nlatency = 4\nreplacement = \"fifo\"").unwrap();
+        assert_eq!(l.replacement, Some(Policy::Fifo));
+        let c = CachesSection {
+            base_cycles: 1,
+            mlp: 1,
+            memory_latency: None,
+            l1d: l,
+            l2: Some(level("1MiB", 16)),
+            l3: None,
+        };
+        let s = resolve(&c, 30, 0).unwrap();
+        assert_eq!(s.levels[0].replacement, Policy::Fifo);
+        assert_eq!(s.levels[1].replacement, Policy::Lru);
+        let bad = toml::from_str::<LevelSection>("size = 64\nways = 1\nlatency = 1\nreplacement = \"mru\"");
+        assert!(bad.unwrap_err().to_string().contains("mru"));
     }
 }

@@ -504,7 +504,7 @@ pub fn validate(config: Config) -> Result<MachineSpec, String> {
         None => None,
     };
     let caches = match &config.caches {
-        Some(c) => Some(self::cache::resolve(c, config.walk.mem_latency)?),
+        Some(c) => Some(self::cache::resolve(c, config.walk.mem_latency, config.machine.seed)?),
         None => None,
     };
     let numa = match &config.numa {
