@@ -154,14 +154,9 @@ pub fn run(cmd: &[String], way: Way) -> Result<Run> {
                 });
             }
         }
-        Way::GlibcHugetlbTunable => {
-            let t = match std::env::var("GLIBC_TUNABLES") {
-                Ok(v) if !v.is_empty() => format!("{v}:glibc.malloc.hugetlb=1"),
-                _ => "glibc.malloc.hugetlb=1".to_string(),
-            };
-            c.env("GLIBC_TUNABLES", t);
+        Way::GlibcHugetlbTunable | Way::ThpAlways => {
+            c.envs(way.env());
         }
-        Way::ThpAlways => {}
     }
     let t0 = Instant::now();
     let mut child = c.spawn().map_err(|e| match e.kind() {
@@ -309,5 +304,23 @@ mod tests {
         let s = e.to_string();
         assert!(s.contains("exit status: 3") && s.contains("boom"), "{s}");
         assert!(run(&[], Way::Base4k).is_err());
+    }
+}
+
+impl Way {
+    /// The environment variables this way sets for the program: the glibc tunable (kept
+    /// beside any `GLIBC_TUNABLES` the caller has) for [`Way::GlibcHugetlbTunable`], none
+    /// for the others.
+    pub fn env(self) -> Vec<(String, String)> {
+        match self {
+            Way::GlibcHugetlbTunable => {
+                let t = match std::env::var("GLIBC_TUNABLES") {
+                    Ok(v) if !v.is_empty() => format!("{v}:glibc.malloc.hugetlb=1"),
+                    _ => "glibc.malloc.hugetlb=1".to_string(),
+                };
+                vec![("GLIBC_TUNABLES".into(), t)]
+            }
+            Way::Base4k | Way::ThpAlways => Vec::new(),
+        }
     }
 }

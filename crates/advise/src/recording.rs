@@ -158,8 +158,11 @@ fn backend(choice: RecorderChoice, sample: Option<Sampling>, dir: &Path) -> Resu
     }
 }
 
-/// What every recorder is asked for here: the program, level 1, a /proc maps sample every
-/// 50 ms, its stdout on stderr (advise's own stdout is the report), and the prefix limit.
+/// What every recorder is asked for here: the program, level 1, a VMA sample every 50 ms,
+/// its stdout on stderr (advise's own stdout is the report), the prefix limit, and the
+/// THP way's environment (`GLIBC_TUNABLES`: the recorded run madvises what the measured
+/// THP runs madvise, and the VMA samples carry it, so that the simulated THP run gives huge
+/// pages where they got them).
 pub(super) fn record_options(opts: &Options) -> mmulab_record::RecordOptions {
     mmulab_record::RecordOptions {
         command: opts.command.clone(),
@@ -167,6 +170,10 @@ pub(super) fn record_options(opts: &Options) -> mmulab_record::RecordOptions {
         maps_interval: std::time::Duration::from_millis(50),
         stdout_to_stderr: true,
         max_refs: opts.max_refs,
+        env: crate::thp_ways(&crate::child::thp_mode())
+            .0
+            .first()
+            .map_or_else(Vec::new, |w| w.env()),
     }
 }
 

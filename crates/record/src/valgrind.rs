@@ -92,6 +92,9 @@ pub struct RecordOptions {
     /// Stop after this many references (a prefix of the run): the program is ended
     /// (SIGKILL) and the trace holds exactly this many. `None`: the whole run.
     pub max_refs: Option<u64>,
+    /// Environment variables set for the program (e.g. `GLIBC_TUNABLES` to record the
+    /// run that a THP way makes, with malloc's `MADV_HUGEPAGE` in its VMA samples).
+    pub env: Vec<(String, String)>,
 }
 
 /// What a recording produced.
@@ -166,7 +169,17 @@ fn lackey_pipe() -> Result<(OwnedFd, OwnedFd), RecordError> {
     Ok((r, w))
 }
 
-/// Samples /proc/PID/maps until `stop`, into `out`. Also passes a signal that `forward`
+/// One VMA sample of process `pid`: `/proc/PID/smaps` condensed to its maps lines and
+/// their `VmFlags:` lines (so that a sample says which VMAs were madvised), or
+/// `/proc/PID/maps` where smaps cannot be read.
+pub fn vma_sample(pid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/smaps"))
+        .map(|t| mmulab_trace::meta::condense_smaps(&t))
+        .or_else(|_| std::fs::read_to_string(format!("/proc/{pid}/maps")))
+        .ok()
+}
+
+/// Samples the VMAs of `pid` ([`vma_sample`]) until `stop`, into `out`. Also passes a signal that `forward`
 /// reports on to the child while `running` (see the loop).
 fn sample_maps(
     pid: u32,
@@ -177,7 +190,6 @@ fn sample_maps(
     forward: Box<dyn Fn() -> Option<i32> + Send>,
 ) {
     let t0 = Instant::now();
-    let path = format!("/proc/{pid}/maps");
     let mut last = String::new();
     let mut forwarded = false;
     loop {
@@ -193,7 +205,7 @@ fn sample_maps(
             forwarded = true;
         }
         let done = stop.load(Ordering::Relaxed);
-        if let Ok(text) = std::fs::read_to_string(&path) {
+        if let Some(text) = vma_sample(pid) {
             if !text.is_empty() && text != last {
                 let mut v = out.lock().unwrap_or_else(|p| p.into_inner());
                 let t = t0.elapsed().as_millis() as u64;
@@ -275,7 +287,7 @@ impl Recorder {
                 }
             }
         }
-        cmd.args(&opts.command);
+        cmd.args(&opts.command).envs(opts.env.iter().map(|(k, v)| (k, v)));
         if opts.stdout_to_stderr {
             cmd.stdout(Stdio::from(std::io::stderr().as_fd().try_clone_to_owned()?));
         }

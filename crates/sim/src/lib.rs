@@ -46,5 +46,5 @@ pub use stats::nested::{NestedStats, WalkCacheSplit};
 pub use stats::report;
 pub use stats::{Counters, LevelStats, Report, RoiInfo, Stats};
 pub use stop::{references_simulated, request_stop, stop_requested};
-pub use system::System;
+pub use system::{System, TraceVma};
 pub use translator::{Nested, Stage1};

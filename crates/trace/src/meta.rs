@@ -73,6 +73,10 @@ pub struct Vma {
     pub offset: u64,
     /// The mapped file or pseudo-name (`[heap]`, `[stack]`), empty for anonymous memory.
     pub name: String,
+    /// The VMA's flags as `/proc/PID/smaps` writes them on its `VmFlags:` line (`rd wr mr
+    /// mw me ac hg`), when the sample has that line (empty otherwise). `hg` is
+    /// `MADV_HUGEPAGE`, `nh` `MADV_NOHUGEPAGE` (Linux `show_smap_vma_flags`).
+    pub flags: Vec<String>,
 }
 
 impl Vma {
@@ -93,19 +97,49 @@ impl Vma {
             perms,
             offset,
             name,
+            flags: Vec::new(),
         })
+    }
+
+    /// Whether the VMA was madvised `MADV_HUGEPAGE` (`hg`).
+    pub fn huge_advised(&self) -> bool {
+        self.flags.iter().any(|f| f == "hg")
+    }
+
+    /// Whether the VMA was madvised `MADV_NOHUGEPAGE` (`nh`).
+    pub fn no_huge(&self) -> bool {
+        self.flags.iter().any(|f| f == "nh")
     }
 }
 
+/// `/proc/PID/smaps` text condensed to what a `vmas` sample keeps: each VMA's header line
+/// (the `/proc/PID/maps` line) followed by its `VmFlags:` line, the per-page counts left
+/// out. Text without `VmFlags:` lines (`/proc/PID/maps`) passes through as it is.
+pub fn condense_smaps(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() / 8);
+    for line in text.lines() {
+        if line.starts_with("VmFlags:") || Vma::parse(line).is_some() {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// Parses the `vmas` section text: samples that each start with a line `# sample N ...`
-/// followed by `/proc/PID/maps` lines. Returns one list of VMAs per sample, in order;
-/// lines that do not parse are skipped.
+/// followed by `/proc/PID/maps` lines, each optionally followed by its smaps `VmFlags:`
+/// line ([`condense_smaps`]). Returns one list of VMAs per sample, in order; lines that
+/// do not parse are skipped.
 pub fn parse_vma_samples(text: &[u8]) -> Vec<Vec<Vma>> {
     let text = String::from_utf8_lossy(text);
     let mut out: Vec<Vec<Vma>> = Vec::new();
     for line in text.lines() {
         if line.starts_with("# sample") {
             out.push(Vec::new());
+        } else if let Some(flags) = line.strip_prefix("VmFlags:") {
+            if let Some(v) = out.last_mut().and_then(|s| s.last_mut()) {
+                v.flags = flags.split_whitespace().map(str::to_string).collect();
+            }
         } else if let Some(v) = Vma::parse(line) {
             if out.is_empty() {
                 out.push(Vec::new());
@@ -137,5 +171,27 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(m.vmas().len(), 2);
+        assert!(m.vmas().iter().all(|v| v.flags.is_empty() && !v.huge_advised()));
+    }
+
+    #[test]
+    fn smaps_samples_keep_each_vmas_madvise_flags() {
+        let smaps = "7f0000000000-7f0040000000 rw-p 00000000 00:00 0 \n\
+                     Size:            1048576 kB\nAnonHugePages:   1046528 kB\n\
+                     VmFlags: rd wr mr mw me ac hg \n\
+                     7f0040000000-7f0040200000 rw-p 00000000 00:00 0 [heap]\n\
+                     Size:               2048 kB\nVmFlags: rd wr mr mw me ac nh\n\
+                     7ffd1000-7ffd2000 rw-p 00000000 00:00 0 [stack]\n";
+        let c = condense_smaps(smaps);
+        assert!(!c.contains("Size:") && !c.contains("AnonHugePages"), "{c}");
+        let text = format!("# sample 0 t_ms=0\n{c}");
+        let s = parse_vma_samples(text.as_bytes());
+        assert_eq!(s[0].len(), 3);
+        assert!(s[0][0].huge_advised() && !s[0][0].no_huge());
+        assert!(s[0][1].no_huge() && !s[0][1].huge_advised());
+        assert!(s[0][2].flags.is_empty());
+        // maps text (no VmFlags lines) passes through unchanged.
+        let maps = "00400000-00452000 r-xp 00000000 08:02 173521 /usr/bin/dbus\n";
+        assert_eq!(condense_smaps(maps), maps);
     }
 }

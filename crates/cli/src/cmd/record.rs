@@ -207,5 +207,6 @@ fn options(a: &Args) -> RecordOptions {
         maps_interval: Duration::from_millis(a.maps_interval_ms),
         stdout_to_stderr: a.json,
         max_refs: None,
+        env: Vec::new(),
     }
 }

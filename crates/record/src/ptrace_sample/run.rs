@@ -217,7 +217,7 @@ impl<W: Write> Sampler<W> {
     }
 
     fn sample_maps(&mut self) {
-        if let Ok(text) = std::fs::read_to_string(format!("/proc/{}/maps", self.pid)) {
+        if let Some(text) = crate::valgrind::vma_sample(self.pid as u32) {
             if !text.is_empty() && text != self.last_maps {
                 if self.samples.len() >= MAX_SAMPLES {
                     self.samples.pop();
@@ -364,7 +364,10 @@ pub(super) fn record<W: Write>(
     };
     let w = MltWriter::new(BufWriter::with_capacity(1 << 20, Counted::new(out)), opts.level)?;
     let mut cmd = Command::new(program);
-    cmd.args(&opts.command[1..]).stdin(Stdio::null()).process_group(0);
+    cmd.args(&opts.command[1..])
+        .envs(opts.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .process_group(0);
     if opts.stdout_to_stderr {
         cmd.stdout(Stdio::from(std::io::stderr().as_fd().try_clone_to_owned()?));
     }

@@ -47,6 +47,7 @@ fn options(cmd: &[&str]) -> RecordOptions {
         maps_interval: Duration::from_millis(50),
         stdout_to_stderr: true,
         max_refs: None,
+        env: Vec::new(),
     }
 }
 

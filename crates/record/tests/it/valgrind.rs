@@ -16,6 +16,7 @@ fn options(command: &[&str]) -> RecordOptions {
         maps_interval: Duration::from_millis(20),
         stdout_to_stderr: true,
         max_refs: None,
+        env: Vec::new(),
     }
 }
 

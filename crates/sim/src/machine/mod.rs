@@ -14,7 +14,7 @@
 use self::requesters::Requesters;
 use crate::config::MachineSpec;
 use crate::stats::{Report, Stats};
-use crate::system::System;
+use crate::system::{System, TraceVma};
 use crate::translator::{Stage1, Stop, Translator};
 use crate::SimError;
 use mmulab_model::addr::Asid;
@@ -368,12 +368,19 @@ impl Machine {
     /// every address space, existing ones included; addresses outside them get VMAs by
     /// the inference rule (mmulab_model::space). Returns how many were taken.
     pub fn set_trace_vmas(&mut self, vmas: &[(u64, u64)]) -> usize {
+        let v: Vec<TraceVma> = vmas.iter().map(|&(s, e)| TraceVma::plain(s, e)).collect();
+        self.set_trace_vma_flags(&v)
+    }
+
+    /// [`Machine::set_trace_vmas`] with each VMA's madvise state (`hg` VMAs are where THP
+    /// `madvise` mode may map huge pages, `nh` ones never).
+    pub fn set_trace_vma_flags(&mut self, vmas: &[TraceVma]) -> usize {
         self.spaces_changed();
         let sys = &mut self.sys;
-        sys.trace_vmas = vmas.iter().copied().filter(|(s, e)| s < e).collect();
+        sys.trace_vmas = vmas.iter().copied().filter(|v| v.start < v.end).collect();
         for s in sys.spaces.iter_mut().flatten() {
-            for &(start, end) in &sys.trace_vmas {
-                let _ = s.add_vma(start, end, false);
+            for v in &sys.trace_vmas {
+                v.install(s);
             }
         }
         sys.trace_vmas.len()
@@ -382,9 +389,9 @@ impl Machine {
     /// Looks for VMAs in the trace's metadata and installs them once found.
     pub(crate) fn take_trace_vmas(&mut self, src: &dyn mmulab_trace::TraceSource) {
         if let Some(meta) = src.meta() {
-            let v: Vec<(u64, u64)> = meta.vmas().iter().map(|v| (v.start, v.end)).collect();
+            let v: Vec<TraceVma> = meta.vmas().iter().map(TraceVma::of).collect();
             if !v.is_empty() {
-                self.set_trace_vmas(&v);
+                self.set_trace_vma_flags(&v);
                 self.bg.trace_vmas_seen = true;
             }
         }

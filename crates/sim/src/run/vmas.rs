@@ -9,6 +9,7 @@ use std::path::Path;
 use mmulab_trace::TraceMeta;
 
 use crate::machine::Machine;
+use crate::system::TraceVma;
 
 /// The metadata sections of the trace file at `path`, read up front, as a [`TraceMeta`]
 /// (sections only). `None` if the file is not an `.mlt` trace whose sections can be read:
@@ -25,9 +26,9 @@ pub fn trace_file_meta(path: &Path) -> Option<TraceMeta> {
 /// space of `m`, existing and future ones. Returns how many it installed (0: `meta`
 /// carries none, and `m` is unchanged).
 pub fn preload_vmas(m: &mut Machine, meta: &TraceMeta) -> usize {
-    let vmas: Vec<(u64, u64)> = meta.vmas().iter().map(|v| (v.start, v.end)).collect();
+    let vmas: Vec<TraceVma> = meta.vmas().iter().map(TraceVma::of).collect();
     if vmas.is_empty() {
         return 0;
     }
-    m.set_trace_vmas(&vmas)
+    m.set_trace_vma_flags(&vmas)
 }

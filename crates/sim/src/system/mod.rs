@@ -25,6 +25,49 @@ struct OsCounters {
     shootdowns: u64,
 }
 
+/// A VMA a trace carries, with its madvise state (`VmFlags` `hg`/`nh` in the sample).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceVma {
+    /// First address.
+    pub start: u64,
+    /// One past the last.
+    pub end: u64,
+    /// `MADV_HUGEPAGE` (what THP `madvise` mode asks for).
+    pub hugepage: bool,
+    /// `MADV_NOHUGEPAGE`.
+    pub nohugepage: bool,
+}
+
+impl TraceVma {
+    /// A VMA without madvise flags (a `/proc/PID/maps` sample).
+    pub fn plain(start: u64, end: u64) -> TraceVma {
+        TraceVma {
+            start,
+            end,
+            hugepage: false,
+            nohugepage: false,
+        }
+    }
+
+    /// The VMA of a trace's sample, with its flags.
+    pub fn of(v: &mmulab_trace::meta::Vma) -> TraceVma {
+        TraceVma {
+            start: v.start,
+            end: v.end,
+            hugepage: v.huge_advised(),
+            nohugepage: v.no_huge(),
+        }
+    }
+
+    /// Installs the VMA in `s`: a damaged list (overlaps: /proc/PID/maps never lists
+    /// them) is skipped entry by entry, and the inference rule covers the gaps.
+    pub(crate) fn install(&self, s: &mut AddressSpace) {
+        if s.add_vma(self.start, self.end, self.hugepage).is_ok() && self.nohugepage {
+            s.modify_range(self.start, self.end, |v| v.nohugepage = true);
+        }
+    }
+}
+
 /// Memory, address spaces and the OS policy of one machine.
 pub struct System {
     /// Physical memory and page tables.
@@ -38,7 +81,7 @@ pub struct System {
     /// Cycles the OS spends per fault.
     fault_latency: u32,
     /// VMAs from the trace's metadata, installed in every new address space.
-    pub(crate) trace_vmas: Vec<(u64, u64)>,
+    pub(crate) trace_vmas: Vec<TraceVma>,
     /// Ranges whose translations the OS changed in its last call: every requester must
     /// drop them.
     pub(crate) shootdowns: Vec<Shootdown>,
@@ -82,10 +125,8 @@ impl System {
         }
         if self.spaces[i].is_none() {
             let mut s = AddressSpace::new(asid, self.fmt, &mut self.mem)?;
-            for &(start, end) in &self.trace_vmas {
-                // /proc/PID/maps never lists overlapping VMAs; a damaged list is skipped
-                // entry by entry and the inference rule covers the gaps.
-                let _ = s.add_vma(start, end, false);
+            for v in &self.trace_vmas {
+                v.install(&mut s);
             }
             self.spaces[i] = Some(s);
         }

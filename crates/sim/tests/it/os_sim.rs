@@ -242,6 +242,40 @@ fn preloaded_trace_vmas_are_the_last_sample_of_the_vmas_section() {
     assert!(mmulab_sim::trace_file_meta(std::path::Path::new("/nonexistent.mlt")).is_none());
 }
 
+/// Two 4 MiB VMAs from a trace's smaps sample, the first madvised (`hg`), the second not,
+/// each touched once per 4 KiB page. Under THP `madvise` only the first gets huge pages
+/// (2 × 2 MiB, Linux `thp_vma_allowable_order` checks `VM_HUGEPAGE`), the second
+/// 1,024 small ones; under `always` a `nh` VMA gets none (`VM_NOHUGEPAGE`).
+#[test]
+fn a_traces_madvise_flags_decide_where_thp_madvise_maps_huge_pages() {
+    let text = "# sample 0 t_ms=0 pid=1\n40000000-40400000 rw-p 00000000 00:00 0\n\
+                VmFlags: rd wr mr mw me ac hg\n\
+                40400000-40800000 rw-p 00000000 00:00 0\nVmFlags: rd wr mr mw me ac nh\n";
+    let meta = mmulab_trace::TraceMeta {
+        sections: vec![("vmas".into(), text.as_bytes().to_vec())],
+        ..Default::default()
+    };
+    let huge_and_small = |enabled: &str| {
+        let s = spec(&[
+            "os.policy=thp",
+            "memory.size=256MiB",
+            "os.zero_page=false",
+            &format!("os.thp.enabled={enabled}"),
+        ])
+        .unwrap();
+        let mut m = Machine::new(s).unwrap();
+        assert_eq!(mmulab_sim::preload_vmas(&mut m, &meta), 2);
+        let mut src = workload::parse("seq:size=8MiB,refs=2048,stride=4096,base=0x40000000").unwrap();
+        let st = run(&mut m, &mut src, None).unwrap();
+        let p = |s: mmulab_model::addr::PageSize| st.os.resident_by_size[s.index()];
+        (p(mmulab_model::addr::PageSize::M2), p(mmulab_model::addr::PageSize::K4))
+    };
+    assert_eq!(huge_and_small("madvise"), (4 << 20, 4 << 20));
+    // `always`: the hg VMA as before; the nh one still small.
+    assert_eq!(huge_and_small("always"), (4 << 20, 4 << 20));
+    assert_eq!(huge_and_small("never"), (0, 8 << 20));
+}
+
 #[test]
 fn unmap_events_drop_the_range_from_every_tlb_and_fault_again() {
     use mmulab_sim::Stats;
