@@ -65,6 +65,55 @@ pub struct Run {
     pub anon_max: u64,
     /// smaps_rollup samples read while it ran.
     pub samples: u32,
+    /// Per mapping, at the largest `AnonHugePages` seen: the mappings that held huge
+    /// pages or were madvised, largest first (at most [`MAPPINGS_KEPT`]; from
+    /// `/proc/PID/smaps`, read again whenever the total grew by 5 % or more).
+    pub huge_mappings: Vec<HugeMapping>,
+}
+
+/// One mapping of a native run: what smaps said of it at the run's peak.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HugeMapping {
+    /// The mapped file or pseudo-name (`[heap]`), `anon` for anonymous memory.
+    pub name: String,
+    /// Size, bytes.
+    pub size: u64,
+    /// `AnonHugePages`, bytes.
+    pub anon_huge: u64,
+    /// Madvised `MADV_HUGEPAGE` (`VmFlags` `hg`).
+    pub advised: bool,
+}
+
+/// Mappings kept per run.
+pub const MAPPINGS_KEPT: usize = 8;
+
+/// The mappings of smaps text that held huge pages or were madvised, largest
+/// `AnonHugePages` first, at most [`MAPPINGS_KEPT`].
+pub fn huge_mappings(smaps: &str) -> Vec<HugeMapping> {
+    let mut v: Vec<HugeMapping> = Vec::new();
+    for line in smaps.lines() {
+        if let Some(m) = mmulab_trace::meta::Vma::parse(line) {
+            v.push(HugeMapping {
+                name: if m.name.is_empty() { "anon".into() } else { m.name },
+                size: m.end - m.start,
+                anon_huge: 0,
+                advised: false,
+            });
+        } else if let Some(last) = v.last_mut() {
+            let mut it = line.split_whitespace();
+            match it.next() {
+                Some("AnonHugePages:") => {
+                    last.anon_huge = it.next().and_then(|x| x.parse::<u64>().ok()).unwrap_or(0) * 1024;
+                }
+                Some("VmFlags:") => last.advised = it.any(|f| f == "hg"),
+                _ => {}
+            }
+        }
+    }
+    v.retain(|m| m.anon_huge > 0 || m.advised);
+    v.sort_by(|a, b| b.anon_huge.cmp(&a.anon_huge).then(b.size.cmp(&a.size)));
+    v.truncate(MAPPINGS_KEPT);
+    v
 }
 
 /// How often smaps_rollup is read while the program runs, at most.
@@ -211,7 +260,7 @@ pub fn run(cmd: &[String], way: Way) -> Result<Run> {
             }
         )));
     }
-    let (anon_huge_max, anon_max, samples) = sampled.map_err(ProbeError::Unavailable)?;
+    let (anon_huge_max, anon_max, samples, huge_mappings) = sampled.map_err(ProbeError::Unavailable)?;
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
     let (user_s, sys_s) = (tv(ru.ru_utime), tv(ru.ru_stime));
     drop(child);
@@ -224,18 +273,25 @@ pub fn run(cmd: &[String], way: Way) -> Result<Run> {
         anon_huge_max,
         anon_max,
         samples,
+        huge_mappings,
     })
 }
 
+/// What the sampler returns: the largest `AnonHugePages` and `Anonymous`, the number of
+/// samples, and the mappings at the peak.
+type Sampled = (u64, u64, u32, Vec<HugeMapping>);
+
 /// Reads smaps_rollup of `pid` until `stop` or until it cannot be read (the process
-/// ended). Returns the maxima and the number of samples, or an error when /proc refused
-/// access (not merely a process that ended).
-fn sample(pid: u32, stop: Arc<AtomicBool>) -> std::result::Result<(u64, u64, u32), String> {
+/// ended), and the whole smaps whenever `AnonHugePages` grew by 5 % or more since it was
+/// last read (a few reads per run). Returns the maxima and the number of samples, or an
+/// error when /proc refused access (not merely a process that ended).
+fn sample(pid: u32, stop: Arc<AtomicBool>) -> std::result::Result<Sampled, String> {
     let path = format!("/proc/{pid}/smaps_rollup");
     let (mut huge, mut anon, mut n) = (0u64, 0u64, 0u32);
+    let (mut mappings, mut mapped_at) = (Vec::new(), 0u64);
     loop {
         if stop.load(Ordering::Relaxed) {
-            return Ok((huge, anon, n));
+            return Ok((huge, anon, n, mappings));
         }
         let t0 = Instant::now();
         let read = std::fs::read_to_string(&path);
@@ -244,6 +300,12 @@ fn sample(pid: u32, stop: Arc<AtomicBool>) -> std::result::Result<(u64, u64, u32
             // Empty while the child is still between fork and exec, or already a zombie.
             Ok(text) if !text.is_empty() => {
                 let (h, a) = parse_rollup(&text);
+                if h > 0 && h >= mapped_at + mapped_at / 20 {
+                    if let Ok(t) = std::fs::read_to_string(format!("/proc/{pid}/smaps")) {
+                        mappings = huge_mappings(&t);
+                        mapped_at = h;
+                    }
+                }
                 huge = huge.max(h);
                 anon = anon.max(a);
                 n += 1;
@@ -322,5 +384,32 @@ impl Way {
             }
             Way::Base4k | Way::ThpAlways => Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod mapping_tests {
+    use super::*;
+
+    #[test]
+    fn the_mappings_kept_are_those_with_huge_pages_or_madvised_largest_first() {
+        let smaps = "7f0000000000-7f0040000000 rw-p 00000000 00:00 0 \n\
+                     Size:            1048576 kB\nAnonHugePages:   1044480 kB\nVmFlags: rd wr mr mw me ac hg\n\
+                     555555554000-555555600000 rw-p 00000000 00:00 0 [heap]\n\
+                     AnonHugePages:      2048 kB\nVmFlags: rd wr mr mw me ac\n\
+                     7f1000000000-7f1000200000 rw-p 00000000 00:00 0 \n\
+                     AnonHugePages:         0 kB\nVmFlags: rd wr mr mw me ac hg\n\
+                     7ffd1000-7ffd2000 rw-p 00000000 00:00 0 [stack]\nAnonHugePages:         0 kB\nVmFlags: rd wr\n";
+        let m = huge_mappings(smaps);
+        assert_eq!(m.len(), 3, "{m:?}");
+        assert_eq!(
+            (m[0].name.as_str(), m[0].anon_huge, m[0].advised),
+            ("anon", 1044480 << 10, true)
+        );
+        assert_eq!(
+            (m[1].name.as_str(), m[1].anon_huge, m[1].advised),
+            ("[heap]", 2 << 20, false)
+        );
+        assert_eq!((m[2].size, m[2].anon_huge, m[2].advised), (2 << 20, 0, true));
     }
 }

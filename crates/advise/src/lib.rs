@@ -23,6 +23,7 @@ pub mod cache;
 pub mod calibrate;
 pub mod child;
 pub mod faults;
+pub mod forecast;
 pub mod model;
 pub mod plan;
 pub mod predict;
@@ -85,6 +86,11 @@ pub struct PageSizes {
     pub base_anon_huge_max: u64,
     /// Per THP way: the smallest of its runs' largest `AnonHugePages`, bytes.
     pub thp_anon_huge_min: Vec<(Way, u64)>,
+    /// The main THP way's largest `AnonHugePages` of any run, bytes (the peak the
+    /// simulated THP run is compared with).
+    pub thp_anon_huge_peak: u64,
+    /// That run's mappings that held huge pages or were madvised, at its peak.
+    pub thp_mappings: Vec<child::HugeMapping>,
     /// Largest `Anonymous` seen, bytes.
     pub anon_max: u64,
     /// Whether the THP runs were seen with huge pages (`null`: no sample was taken: the
@@ -101,8 +107,21 @@ pub struct PageSizes {
 /// The prediction.
 #[derive(Clone, Debug, Serialize)]
 pub struct Predicted {
-    /// Predicted speed-up (4 KiB time / THP time).
+    /// Predicted speed-up (4 KiB time / THP time); `null` when withheld.
     pub speedup: f64,
+    /// Lower end of the 90 % interval (`interval`); `null` when withheld.
+    pub low: f64,
+    /// Upper end of the 90 % interval.
+    pub high: f64,
+    /// The interval and where its width comes from.
+    pub interval: forecast::Interval,
+    /// Why no prediction is given (no number is invented), when it is not.
+    pub withheld: Option<String>,
+    /// Why no gain is predicted although the simulation gives one (the THP runs got no
+    /// huge pages).
+    pub no_gain: Option<String>,
+    /// The simulated THP run's huge pages beside the measured THP runs' peak.
+    pub huge_pages: forecast::HugeAgreement,
     /// Predicted translation time of the 4 KiB run, seconds.
     pub translation_s_4k: f64,
     /// Predicted translation time of the THP run, seconds.
@@ -136,6 +155,9 @@ pub struct Predicted {
     pub model_speedup_error_pp: f64,
     /// The nested (guest) model was used.
     pub nested: bool,
+    /// In a guest: the host backing simulated and the probe's evidence for it (`null`: not
+    /// a guest, or a `--machine` file with its own `[vm]`).
+    pub host_backing: Option<predict::HostBacking>,
 }
 
 /// The answer.
@@ -242,16 +264,24 @@ fn has_vm(text: &str) -> bool {
 }
 
 /// The machine text to simulate for a cache entry: in a guest, with a `[vm]` section
-/// unless the machine has its own.
-pub fn machine_of(c: &cache::MachineCache) -> (String, bool) {
+/// unless the machine has its own, backed as the probe found ([`predict::host_backing`]).
+/// Returns the text, whether it is a guest, and the backing added (`None`: not a guest, or
+/// the machine file's own `[vm]`).
+pub fn machine_of(c: &cache::MachineCache) -> (String, bool, Option<predict::HostBacking>) {
     if has_vm(&c.machine_toml) {
-        return (c.machine_toml.clone(), true);
+        return (c.machine_toml.clone(), true, None);
     }
-    let stage2 = c.hypervisor.then(|| {
-        let vendor = mmulab_probe::os::perf::cpu_vendor();
-        predict::stage2_for(std::env::consts::ARCH, vendor.as_deref())
-    });
-    (predict::machine_text(&c.machine_toml, stage2), stage2.is_some())
+    if !c.hypervisor {
+        return (c.machine_toml.clone(), false, None);
+    }
+    let vendor = mmulab_probe::os::perf::cpu_vendor();
+    let s2 = predict::stage2_for(std::env::consts::ARCH, vendor.as_deref());
+    let hb = predict::host_backing(&c.probe_levels);
+    (
+        predict::machine_text(&c.machine_toml, Some((s2, hb.backing))),
+        true,
+        Some(hb),
+    )
 }
 
 /// The cached machine with a calibrated model (probing and calibrating as needed).
@@ -297,7 +327,7 @@ pub fn machine(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<(cache:
         cache::store(&path, &c)?;
     }
     if c.model.is_none() || opts.calibrate {
-        let (text, nested) = machine_of(&c);
+        let (text, nested, _) = machine_of(&c);
         progress("calibrating the runtime model (cached afterwards)");
         c.model = Some(calibrate::calibrate(&text, nested, opts.calibration_repeats, progress)?);
         cache::store(&path, &c)?;
@@ -371,6 +401,11 @@ pub fn out_of_range(tr4: f64, t4: f64, o: f64, range: Option<(f64, f64)>) -> Opt
     })
 }
 
+/// The shortest program advise times, CPU seconds: below it the CPU clock's resolution
+/// (a 4 ms tick here, `CONFIG_TICK_CPU_ACCOUNTING`) and the start-up (dynamic loading,
+/// exec) are a large part of each run.
+pub const MIN_RUN_S: f64 = 0.1;
+
 /// Runs the whole advice.
 pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> {
     if opts.command.is_empty() {
@@ -415,6 +450,14 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
     // reported before the long probe and calibration.
     progress("warm-up run");
     let warm = child::run(&opts.command, Way::Base4k)?;
+    if warm.cpu_s < MIN_RUN_S {
+        return Err(ProbeError::Invalid(format!(
+            "`{}` ran {:.0} ms of CPU time: too short to time (advise needs at least {:.0} ms, where the clock's resolution and the start-up stay small); give it more work",
+            child::shown(&opts.command),
+            warm.cpu_s * 1e3,
+            MIN_RUN_S * 1e3
+        )));
+    }
     let (mc, cache_path, reused) = machine(opts, progress)?;
     let model: &RuntimeModel = mc.model.as_ref().expect("machine() calibrates");
     let load_before = load_average();
@@ -467,6 +510,10 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
             .min()
             .unwrap_or(0)
     };
+    let peak_run = runs
+        .iter()
+        .filter(|x| x.way == main_thp)
+        .max_by_key(|x| x.anon_huge_max);
     let page_sizes = PageSizes {
         base_anon_huge_max: runs
             .iter()
@@ -475,6 +522,8 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
             .max()
             .unwrap_or(0),
         thp_anon_huge_min: thp.iter().map(|&w| (w, thp_min(w))).collect(),
+        thp_anon_huge_peak: peak_run.map_or(0, |r| r.anon_huge_max),
+        thp_mappings: peak_run.map(|r| r.huge_mappings.clone()).unwrap_or_default(),
         anon_max: runs.iter().map(|x| x.anon_max).max().unwrap_or(0),
         thp_verified: sampled_any.then_some(thp_min(main_thp) > 0),
         ways_used: ways.clone(),
@@ -489,9 +538,9 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
     };
     let user4 = median(runs.iter().filter(|x| x.way == Way::Base4k).map(|x| x.user_s).collect());
     let (trace, temporary, mut rec) = recording::record(opts, &dir, median(t4.clone()), user4, progress)?;
-    let (text, nested) = machine_of(&mc);
+    let (text, nested, host_backing) = machine_of(&mc);
     progress("simulating the trace under base pages and THP");
-    let sim = predict::simulate_trace(&text, nested, &trace);
+    let sim = predict::simulate_trace(&text, nested, &trace, rec.references);
     if temporary {
         let _ = std::fs::remove_file(&trace);
     }
@@ -535,10 +584,33 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
         .map_or(0.0, |c| c.saved_s(faults.0, faults.1, faults.2));
     let saved = (tr4 - trh + fault_saved).min(t4_med * 0.95);
     let out_of_range = out_of_range(tr4, t4_med, overlap, model.overlap_range());
-    let speedup = t4_med / (t4_med - saved);
+    let no_gain = forecast::no_gain(page_sizes.thp_verified);
+    let withheld = forecast::withheld(rec.mode, rec.windows, recording_ptrace::FEW_WINDOWS);
+    let speedup = match (&withheld, &no_gain) {
+        (Some(_), _) => f64::NAN,
+        (None, Some(_)) => 1.0,
+        (None, None) => t4_med / (t4_med - saved),
+    };
+    let sampling_se = if rec.mode == "whole" || rec.mode == "given" {
+        0.0
+    } else {
+        sim.saving_rel_se
+    };
+    let interval = forecast::interval(speedup, model.speedup_error_pp, model.speedup_error_max_pp, sampling_se);
+    let huge_pages = forecast::huge_agreement(
+        page_sizes.thp_anon_huge_peak,
+        sim.huge_mapped_bytes,
+        rec.mode == "sampled" || rec.mode == "prefix",
+    );
     let share = (tr4 / t4_med).min(1.0);
     let predicted = Predicted {
         speedup,
+        low: if speedup.is_finite() { interval.low } else { f64::NAN },
+        high: if speedup.is_finite() { interval.high } else { f64::NAN },
+        interval,
+        withheld,
+        no_gain,
+        huge_pages,
         translation_s_4k: tr4,
         translation_s_thp: trh,
         fault_s_saved: fault_saved,
@@ -553,13 +625,18 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
         model_mean_rel_error: model.mean_rel_error,
         model_speedup_error_pp: model.speedup_error_pp,
         nested,
+        host_backing: host_backing.clone(),
     };
     let brief = verdict::PredictedBrief {
         speedup,
         translation_share: share,
-        guest_4k_backing: nested,
+        guest_4k_backing: nested && host_backing.as_ref().is_none_or(|h| h.backing == "4K"),
     };
-    let v = verdict::verdict(&measured, Some(&brief), page_sizes.thp_verified);
+    let v = verdict::verdict(
+        &measured,
+        speedup.is_finite().then_some(&brief),
+        page_sizes.thp_verified,
+    );
     Ok(Advice {
         command: opts.command.clone(),
         measured,

@@ -17,9 +17,15 @@ pub const ROUNDS_MIN: usize = 2;
 /// person waits for beside the recording; more rounds only narrow the spread, and the
 /// output says when that is needed).
 pub const NATIVE_BUDGET_S: f64 = 120.0;
-/// Windows the ptrace sampler aims for by default (assumed: 15–30 windows predicted within
-/// 1.2 points of a whole recording, docs/advise.md § The ptrace sampler; 100 leave margin).
-pub const TARGET_WINDOWS: f64 = 100.0;
+/// Windows the ptrace sampler aims for by default: 120, so that a program of 1 s or more
+/// gets at least 100 (issue 47; 15–30 windows predicted within 1.2 points of a whole
+/// recording, docs/advise.md § The ptrace sampler).
+pub const TARGET_WINDOWS: f64 = 120.0;
+
+/// The shortest period the sampler is given, ms: `ITIMER_VIRTUAL` counts user CPU time in
+/// scheduler ticks where the kernel accounts CPU time per tick (`CONFIG_TICK_CPU_ACCOUNTING`,
+/// HZ = 250 here: 4 ms), so a shorter period would not fire more often.
+pub const MIN_PERIOD_MS: u64 = 4;
 
 /// Under `--runs auto`, a warm-up of at least this wall time counts as the first 4 KiB
 /// run, seconds (assumed: what a warm-up is for, a cold page cache and dynamic loader, costs
@@ -65,21 +71,20 @@ pub fn rounds(given: Option<usize>, warmup_wall_s: f64, ways: usize) -> Plan {
 }
 
 /// The ptrace sampler's windows for a program of `native_user_s` user CPU seconds when
-/// `--sample` is not given: the default window (10,000 steps) every 100 ms, or every
-/// `native_user_s / TARGET_WINDOWS` when that is longer, so that a long program gets about
-/// [`TARGET_WINDOWS`] windows and its recording costs about 1 + 100 × 10,000 × 25 µs / T
-/// of the native run (1.4× for a minute) instead of 3–4×. Rounded to the millisecond.
+/// `--sample` is not given: the default window (10,000 steps) every `native_user_s /
+/// TARGET_WINDOWS`, rounded to the millisecond and at least [`MIN_PERIOD_MS`], so that
+/// every program of 0.5 s or more gets about [`TARGET_WINDOWS`] windows. The recording
+/// costs about 120 × 10,000 × 25 µs = 30 s beside the native run whatever its length
+/// (1.5× for a minute; 31× for a second). Not a time: the default 10k/100ms.
 pub fn window_sampling(native_user_s: f64) -> WindowSampling {
     let d = WindowSampling::default();
-    let per = if native_user_s.is_finite() {
-        native_user_s / TARGET_WINDOWS
-    } else {
-        0.0
-    };
-    let ms = (per * 1e3).round() as u64;
+    if !native_user_s.is_finite() || native_user_s < 0.0 {
+        return d;
+    }
+    let ms = (native_user_s / TARGET_WINDOWS * 1e3).round() as u64;
     WindowSampling {
         window: d.window,
-        period: d.period.max(Duration::from_millis(ms.min(3_600_000))),
+        period: Duration::from_millis(ms.clamp(MIN_PERIOD_MS, 3_600_000)),
     }
 }
 
@@ -123,15 +128,19 @@ mod tests {
     }
 
     #[test]
-    fn the_sampler_period_grows_with_the_program_past_ten_seconds() {
-        // Up to 10 s of user time: the default 10k/100ms.
-        assert_eq!(window_sampling(3.0), WindowSampling::default());
-        assert_eq!(window_sampling(10.0), WindowSampling::default());
-        // A minute: every 600 ms, 100 windows.
-        let s = window_sampling(60.0);
-        assert_eq!((s.window, s.period), (10_000, Duration::from_millis(600)));
-        // 25.0004 s rounds to 250 ms.
-        assert_eq!(window_sampling(25.0004).period, Duration::from_millis(250));
+    fn the_sampler_period_gives_every_program_of_a_second_at_least_100_windows() {
+        // 1 s of user time: every 8 ms (1000 / 120 = 8.3), 125 windows.
+        let s = window_sampling(1.0);
+        assert_eq!((s.window, s.period), (10_000, Duration::from_millis(8)));
+        assert!(1.0 / s.period.as_secs_f64() >= 100.0);
+        // 3 s: 25 ms, 120 windows.
+        assert_eq!(window_sampling(3.0).period, Duration::from_millis(25));
+        // A minute: every 500 ms, 120 windows.
+        assert_eq!(window_sampling(60.0).period, Duration::from_millis(500));
+        // 25.0004 s rounds to 208 ms.
+        assert_eq!(window_sampling(25.0004).period, Duration::from_millis(208));
+        // A short program: one tick at least.
+        assert_eq!(window_sampling(0.1).period, Duration::from_millis(MIN_PERIOD_MS));
         // Not a time: the default.
         assert_eq!(window_sampling(f64::NAN), WindowSampling::default());
     }

@@ -2,3 +2,4 @@
 //! a module. Run one file's tests with `cargo test --release -p mmulab-advise --test it NAME::`.
 
 mod advise_thp;
+mod host_backing;

@@ -177,21 +177,50 @@ fn run_linux(a: Args) -> Result<()> {
             }
         );
     }
-    println!(
-        "predicted speed-up:                        {:.3}  ({:+.1} %; overlap o {:.3}, {:.1} ns/ref at 4 KiB; model fit error {:.1} points{})",
-        p.speedup,
-        pct(p.speedup),
-        p.overlap,
-        p.ns_per_ref_4k,
-        p.model_speedup_error_pp,
-        if p.nested {
-            "; guest over 4 KiB host pages: nested model"
-        } else {
-            ""
-        }
-    );
+    match &p.withheld {
+        Some(why) => println!("predicted speed-up:                        withheld: {why}"),
+        None => println!(
+            "predicted speed-up:                        {:.3}  ({:+.1} %; 90 % interval {:.3} – {:.3}; overlap o {:.3}, {:.1} ns/ref at 4 KiB)",
+            p.speedup,
+            pct(p.speedup),
+            p.low,
+            p.high,
+            p.overlap,
+            p.ns_per_ref_4k,
+        ),
+    }
+    println!("  interval: {}", p.interval.how);
+    if let Some(w) = &p.no_gain {
+        println!("  note: {w}");
+    }
+    if let Some(h) = &p.host_backing {
+        println!("  guest: simulated over vm.backing = {} ({})", h.backing, h.why);
+    } else if p.nested {
+        println!("  guest: the machine file's own [vm]");
+    }
     if let Some(w) = &p.out_of_range {
         println!("  note: {w}");
+    }
+    let hp = &p.huge_pages;
+    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+    println!(
+        "huge pages, THP way: measured AnonHugePages peak {:.1} MiB, simulated {:.1} MiB ({})",
+        mib(hp.measured_peak_bytes),
+        mib(hp.simulated_bytes),
+        match (hp.agree, &hp.note) {
+            (true, _) => "agree within 5 %".to_string(),
+            (false, Some(n)) => n.clone(),
+            (false, None) => "disagree".to_string(),
+        }
+    );
+    for m in &adv.page_sizes.thp_mappings {
+        println!(
+            "  measured: {} of {:.1} MiB: {:.1} MiB huge{}",
+            m.name,
+            mib(m.size),
+            mib(m.anon_huge),
+            if m.advised { ", madvised" } else { "" }
+        );
     }
     println!(
         "translation share of the 4 KiB run:        {:.1} %  (saved: translation {:.3} s, page faults {:.3} s, faults {})",
