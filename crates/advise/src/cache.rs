@@ -36,6 +36,38 @@ pub struct MachineCache {
     /// The measured page-fault costs (`faults.rs`), once measured.
     #[serde(default)]
     pub fault_costs: Option<super::faults::FaultCosts>,
+    /// The THP settings the fault costs and the model were measured under
+    /// ([`thp_settings`]; `null` in a cache written before they were recorded).
+    #[serde(default)]
+    pub thp: Option<String>,
+}
+
+/// This system's THP settings that change what advise measures: `enabled` and `defrag`
+/// (a THP fault's cost depends on whether it may compact), e.g. `enabled=madvise
+/// defrag=madvise`; `None` without THP.
+pub fn thp_settings() -> Option<String> {
+    let h = mmulab_kernel_check::host::HostThp::read().ok()?;
+    Some(format!("enabled={} defrag={}", h.enabled, h.defrag))
+}
+
+/// Why a cache entry does not belong to this machine as it is now, if it does not: made
+/// for another CPU id (a file copied from elsewhere), or calibrated under other THP
+/// settings (its fault costs and model pairs were measured with other page sizes).
+pub fn mismatch(c: &MachineCache, path: &Path, cpu_id: &str, thp: Option<&str>) -> Option<String> {
+    if c.cpu_id != cpu_id {
+        return Some(format!(
+            "{} was made on another machine ({}, this one is {cpu_id}); delete it or run `mmulab advise --reprobe --calibrate`",
+            path.display(),
+            c.cpu_id
+        ));
+    }
+    match (c.thp.as_deref(), thp, c.model.is_some() || c.fault_costs.is_some()) {
+        (Some(was), Some(now), true) if was != now => Some(format!(
+            "{} was calibrated under THP {was}, and the system is now at {now}: its fault costs and model do not hold; run `mmulab advise --calibrate` (or restore the settings)",
+            path.display()
+        )),
+        _ => None,
+    }
 }
 
 /// Lower-case, `[a-z0-9-]` only.
@@ -183,6 +215,7 @@ mod tests {
             probed_at: 1,
             model: None,
             fault_costs: None,
+            thp: None,
         }
     }
 
@@ -229,5 +262,39 @@ mod tests {
         let e = load(&path).unwrap_err().to_string();
         assert!(e.contains("probe-m.json") && e.contains("--reprobe"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_cache_from_another_machine_or_thp_setting_is_named_and_refused() {
+        let p = Path::new("/tmp/x.json");
+        let mut c = sample("amd-25-17-1-abc");
+        c.thp = Some("enabled=madvise defrag=madvise".into());
+        assert_eq!(
+            mismatch(&c, p, "amd-25-17-1-abc", Some("enabled=madvise defrag=madvise")),
+            None
+        );
+        let other = mismatch(&c, p, "intel-6-207-1-def", Some("enabled=madvise defrag=madvise")).unwrap();
+        assert!(
+            other.contains("another machine") && other.contains("/tmp/x.json"),
+            "{other}"
+        );
+        // Nothing measured yet: the settings do not matter.
+        assert_eq!(
+            mismatch(&c, p, "amd-25-17-1-abc", Some("enabled=always defrag=madvise")),
+            None
+        );
+        c.fault_costs = Some(crate::faults::FaultCosts {
+            ns_per_4k: 1640.0,
+            ns_per_2m: 177_000.0,
+            thp_verified: true,
+        });
+        let thp = mismatch(&c, p, "amd-25-17-1-abc", Some("enabled=always defrag=madvise")).unwrap();
+        assert!(thp.contains("enabled=always") && thp.contains("--calibrate"), "{thp}");
+        // A cache written before the settings were recorded is not refused.
+        c.thp = None;
+        assert_eq!(
+            mismatch(&c, p, "amd-25-17-1-abc", Some("enabled=always defrag=madvise")),
+            None
+        );
     }
 }

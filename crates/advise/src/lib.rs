@@ -226,6 +226,7 @@ pub fn probe_machine(id: &str, progress: &mut dyn FnMut(&str)) -> Result<cache::
         probed_at: now_s(),
         model: None,
         fault_costs: None,
+        thp: None,
     })
 }
 
@@ -247,6 +248,7 @@ pub fn given_machine(id: &str, path: &std::path::Path) -> Result<cache::MachineC
         probed_at: now_s(),
         model: None,
         fault_costs: None,
+        thp: None,
     })
 }
 
@@ -308,6 +310,12 @@ pub fn machine(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<(cache:
         }
         None => cache::load_or_probe(&path, opts.reprobe, || probe_machine(&id, progress))?,
     };
+    let thp_now = cache::thp_settings();
+    if !opts.calibrate {
+        if let Some(why) = cache::mismatch(&c, &path, &id, thp_now.as_deref()) {
+            return Err(ProbeError::Invalid(why));
+        }
+    }
     if let (Some(m), false) = (&c.model, opts.calibrate) {
         let refit = m.refit_if_old().map_err(|e| {
             ProbeError::Invalid(format!(
@@ -324,12 +332,14 @@ pub fn machine(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<(cache:
     if c.fault_costs.is_none() || opts.calibrate {
         progress("measuring page-fault costs (cached afterwards)");
         c.fault_costs = Some(faults::measure(3)?);
+        c.thp = thp_now.clone();
         cache::store(&path, &c)?;
     }
     if c.model.is_none() || opts.calibrate {
         let (text, nested, _) = machine_of(&c);
         progress("calibrating the runtime model (cached afterwards)");
         c.model = Some(calibrate::calibrate(&text, nested, opts.calibration_repeats, progress)?);
+        c.thp = thp_now.clone();
         cache::store(&path, &c)?;
     }
     Ok((c, path, reused))
@@ -596,7 +606,15 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
     } else {
         sim.saving_rel_se
     };
-    let interval = forecast::interval(speedup, model.speedup_error_pp, model.speedup_error_max_pp, sampling_se);
+    // The larger of the in-sample and the held-out calibration errors.
+    let interval = forecast::interval(
+        speedup,
+        model.speedup_error_pp.max(model.holdout_error_pp.unwrap_or(0.0)),
+        model
+            .speedup_error_max_pp
+            .max(model.holdout_error_max_pp.unwrap_or(0.0)),
+        sampling_se,
+    );
     let huge_pages = forecast::huge_agreement(
         page_sizes.thp_anon_huge_peak,
         sim.huge_mapped_bytes,
@@ -655,7 +673,7 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
             "hypervisor_vendor": mc.hypervisor_vendor,
             "levels": mc.probe_levels,
             "fault_costs": mc.fault_costs,
-            "model": {"version": model.version, "coef": model.coef, "coef_w2": model.coef_w2, "features": model::FEATURES, "overlap_exponent": model.overlap_exponent, "dropped": model.dropped, "rmse_ns": model.rmse_ns, "mean_rel_error": model.mean_rel_error, "speedup_error_pp": model.speedup_error_pp, "speedup_error_max_pp": model.speedup_error_max_pp, "points": model.points.len()},
+            "model": {"version": model.version, "coef": model.coef, "coef_w2": model.coef_w2, "features": model::FEATURES, "overlap_exponent": model.overlap_exponent, "dropped": model.dropped, "rmse_ns": model.rmse_ns, "mean_rel_error": model.mean_rel_error, "speedup_error_pp": model.speedup_error_pp, "speedup_error_max_pp": model.speedup_error_max_pp, "holdout_error_pp": model.holdout_error_pp, "holdout_error_max_pp": model.holdout_error_max_pp, "points": model.points.len()},
         }),
         load_average: (load_before, load_after),
         plan,

@@ -295,6 +295,11 @@ fn model_text(m: &mmulab_advise::model::RuntimeModel) -> String {
         m.rmse_ns,
         m.mean_rel_error * 100.0,
     ));
+    if let (Some(mean), Some(worst)) = (m.holdout_error_pp, m.holdout_error_max_pp) {
+        s.push_str(&format!(
+            "  held out (each pair predicted by the model fitted without it): speed-up error {mean:.1} points mean, {worst:.1} worst\n"
+        ));
+    }
     for d in &m.dropped {
         s.push_str(&format!("  dropped: {d}\n"));
     }
