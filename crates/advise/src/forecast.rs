@@ -121,7 +121,7 @@ pub fn huge_agreement(measured_peak: u64, simulated: u64, sampled: bool) -> Huge
             )
         } else {
             format!(
-                "the simulated THP run mapped {:.0} MiB in huge pages where the measured ones held {:.0} MiB: the model's THP policy did not do what this kernel did (see `mmulab check-kernel`)",
+                "the simulated THP run mapped {:.0} MiB in huge pages where the measured ones held {:.0} MiB at most: the model's THP policy did not do what this kernel did (see `mmulab check-kernel`), or the measured peak fell between two smaps samples (every 5 ms or more)",
                 mib(simulated),
                 mib(measured_peak)
             )
