@@ -187,6 +187,9 @@ pub struct Advice {
     pub load_average: (f64, f64),
     /// The rounds of native runs chosen, and from what.
     pub plan: plan::Plan,
+    /// How the runs were made comparable: memory compacted before every timed run
+    /// (`child::prepare_memory`), or why not.
+    pub protocol: String,
 }
 
 /// The 1-minute load average.
@@ -479,6 +482,7 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
     let plan = plan::rounds(opts.runs, warm.wall_s, ways.len());
     let record_s = recording::estimate_s(opts, warm.cpu_s, warm.user_s);
     let mut runs = Vec::new();
+    let mut prepared = true;
     if plan.warmup_timed {
         // The first round's first run is 4 KiB: the warm-up stands for it.
         runs.push(warm.clone());
@@ -497,6 +501,7 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
                 way.label(),
                 plan::eta(left)
             ));
+            prepared &= child::prepare_memory();
             runs.push(child::run(&opts.command, way)?);
         }
     }
@@ -677,6 +682,11 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
         }),
         load_average: (load_before, load_after),
         plan,
+        protocol: if prepared {
+            format!("memory compacted ({}) before every timed run; ways interleaved, the order rotating each round; the median of the per-round pairs", child::COMPACT_MEMORY)
+        } else {
+            format!("memory NOT compacted before the runs ({} is writable by root only: a THP run after a 4 KiB run may pay for compaction in its faults); ways interleaved, the order rotating each round; the median of the per-round pairs", child::COMPACT_MEMORY)
+        },
     })
 }
 

@@ -273,8 +273,8 @@ fn run_linux(a: Args) -> Result<()> {
         println!("  (Lackey, because mmtrace is unavailable: {f})");
     }
     println!(
-        "load average {:.2} before, {:.2} after",
-        adv.load_average.0, adv.load_average.1
+        "load average {:.2} before, {:.2} after; protocol: {}",
+        adv.load_average.0, adv.load_average.1, adv.protocol
     );
     println!("verdict: {}", adv.verdict);
     Ok(())
