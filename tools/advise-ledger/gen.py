@@ -1,0 +1,249 @@
+# Renders the advise ledger (tools/advise-ledger/ledger.sh) from what it saved in OUT:
+# OUT/ledger.md (the machine, the table, the summary, notes) and OUT/summary.json.
+# SPDX-License-Identifier: MIT OR Apache-2.0
+#
+#   python3 gen.py OUT                     write OUT/ledger.md and OUT/summary.json, print
+#                                          the markdown
+#   python3 gen.py OUT --splice FILE.md    also put the table in FILE.md, between the line
+#                                          `<!-- ledger-table -->` and `<!-- /ledger-table -->`
+#                                          (added after it the first time)
+#
+# Points off = (predicted − measured speed-up) × 100; "within 10 points" is |off| ≤ 10.
+# Inside = predicted.low ≤ measured ≤ predicted.high (the 90 % interval advise prints).
+# A program that failed, or whose prediction advise withheld, counts as a miss in both.
+import glob
+import json
+import os
+import sys
+
+START, END = "<!-- ledger-table -->", "<!-- /ledger-table -->"
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def mib(b):
+    if b is None:
+        return "?"
+    return "0" if b == 0 else "%.0f MiB" % (b / 2**20) if b >= 2**20 else "%.1f MiB" % (b / 2**20)
+
+
+def fmt_load(v):
+    return "?" if v is None else "%.2f" % v
+
+
+def row_of(meta, adv):
+    """One program's row as a dict (the JSON summary) with its markdown cells."""
+    r = {
+        "index": meta.get("index"),
+        "name": meta.get("name"),
+        "kind": meta.get("kind"),
+        "gain_candidate": meta.get("gain_candidate"),
+        "what": meta.get("what"),
+        "status": meta.get("status"),
+        "reason": meta.get("reason") or None,
+        "command": meta.get("command"),
+        "recorder": meta.get("recorder"),
+        "elapsed_s": meta.get("elapsed_s"),
+        "load_before": meta.get("load_before"),
+        "load_after": meta.get("load_after"),
+    }
+    if adv is None:
+        return r
+    m, p, ps = adv["measured"], adv["predicted"], adv["page_sizes"]
+    hp = p.get("huge_pages") or {}
+    thp_mins = [b for _, b in ps.get("thp_anon_huge_min") or []]
+    withheld = p.get("withheld")
+    r.update(
+        measured=m["speedup"],
+        measured_low=m["low"],
+        measured_high=m["high"],
+        pairs=m["runs"],
+        ratios=m.get("ratios"),
+        predicted=None if withheld else p["speedup"],
+        predicted_low=None if withheld else p["low"],
+        predicted_high=None if withheld else p["high"],
+        withheld=withheld,
+        no_gain=p.get("no_gain"),
+        anon_huge_4k_max=ps.get("base_anon_huge_max"),
+        anon_huge_thp_min=min(thp_mins) if thp_mins else None,
+        anon_huge_thp_peak=ps.get("thp_anon_huge_peak"),
+        anon_max=ps.get("anon_max"),
+        thp_verified=ps.get("thp_verified"),
+        simulated_huge_bytes=hp.get("simulated_bytes"),
+        huge_pages_agree=hp.get("agree"),
+        huge_pages_note=hp.get("note"),
+        recording=(adv.get("recording") or {}).get("method"),
+        recording_windows=(adv.get("recording") or {}).get("windows"),
+        advise_load=adv.get("load_average"),
+        verdict=adv.get("verdict"),
+        translation_share=adv.get("translation_share"),
+        protocol=adv.get("protocol"),
+    )
+    if not withheld:
+        r["points_off"] = (p["speedup"] - m["speedup"]) * 100.0
+        r["within_10"] = abs(r["points_off"]) <= 10.0
+        r["inside"] = p["low"] <= m["speedup"] <= p["high"]
+    return r
+
+
+def cells(r):
+    name = "`%s`" % r["name"] + (" (ours)" if r["kind"] == "ours" else "") + (" ◆" if r["gain_candidate"] else "")
+    load = "%s → %s" % (fmt_load(r["load_before"]), fmt_load(r["load_after"]))
+    if r["status"] != "ok":
+        why = r.get("reason") or r["status"]
+        return [name, "%s: %s" % (r["status"], why.replace("|", "\\|")[:160]), "", "", "", "", "", "", load]
+    meas = "%.3f (%.3f–%.3f, %d)" % (r["measured"], r["measured_low"], r["measured_high"], r["pairs"])
+    if r["withheld"]:
+        pred, off, inside = "withheld", "—", "no"
+    else:
+        pred = "%.3f [%.3f–%.3f]" % (r["predicted"], r["predicted_low"], r["predicted_high"])
+        off = "%+.1f" % r["points_off"]
+        if not r["within_10"]:
+            off = "**%s**" % off
+        inside = "yes" if r["inside"] else "**no**"
+    thp = mib(r["anon_huge_thp_peak"])
+    if r["anon_huge_thp_min"] is not None and r["anon_huge_thp_min"] != r["anon_huge_thp_peak"]:
+        thp = "%s–%s" % (mib(r["anon_huge_thp_min"]), thp)
+    if r.get("thp_verified") is False:
+        thp += " (none)"
+    return [name, meas, pred, off, inside, mib(r["anon_huge_4k_max"]), thp, mib(r["simulated_huge_bytes"]), load]
+
+
+HEAD = [
+    "program",
+    "measured 4K → THP (min–max, pairs)",
+    "predicted [90 % interval]",
+    "points off",
+    "inside",
+    "AnonHugePages 4K way",
+    "AnonHugePages THP way",
+    "simulated huge",
+    "load (1 min) before → after",
+]
+
+
+def render(out):
+    machine = load(os.path.join(out, "machine.json")) or {}
+    calib = load(os.path.join(out, "calibration.json"))
+    rows = []
+    for mf in glob.glob(os.path.join(out, "*.meta.json")):
+        meta = load(mf)
+        if not meta or meta.get("status") == "native":
+            continue
+        adv = load(os.path.join(out, meta["name"] + ".json")) if meta.get("status") == "ok" else None
+        if meta.get("status") == "ok" and adv is None:
+            meta = dict(meta, status="failed", reason="its JSON is missing or unreadable")
+        rows.append(row_of(meta, adv))
+    rows.sort(key=lambda r: (r["index"] or 0, r["name"]))
+
+    counted = [r for r in rows if r["status"] != "skipped"]
+    n = len(counted)
+    within = sum(1 for r in counted if r.get("within_10"))
+    inside = sum(1 for r in counted if r.get("inside"))
+    third = [r for r in counted if r["kind"] != "ours"]
+    gains = [r["name"] for r in counted if r.get("measured") is not None and r["measured"] >= 1.2]
+    summary = "within 10 points: %d/%d; inside interval: %d/%d" % (within, n, inside, n)
+
+    md = []
+    md.append("Machine: %s (family %s, model %s), %s CPUs, %.1f GiB, kernel %s, virtualization: %s; THP enabled `%s`, defrag `%s`."
+              % (machine.get("cpu", "?"), machine.get("cpu_family", "?"), machine.get("cpu_model", "?"),
+                 machine.get("cpus", "?"), (machine.get("mem_total_kib") or 0) / 2**20, machine.get("kernel", "?"),
+                 machine.get("virtualization", "?"), machine.get("thp_enabled", "?"), machine.get("thp_defrag", "?")))
+    started = [r for r in rows if r.get("load_before") is not None]
+    md.append("Ledger: %s mode, recorder %s, started %s (load %s), mmulab %s%s."
+              % (machine.get("mode", "?"), machine.get("recorder", "?"), machine.get("started", "?"),
+                 fmt_load(machine.get("load_1min")), machine.get("mmulab_commit", "?"),
+                 ", ADVISE_ARGS `%s`" % machine["advise_args"] if machine.get("advise_args") else ""))
+    if calib and calib.get("model"):
+        mo = calib["model"]
+        held = ""
+        if mo.get("holdout_error_pp") is not None:
+            held = "; held out %.1f mean, %.1f worst" % (mo["holdout_error_pp"], mo.get("holdout_error_max_pp") or 0)
+        md.append("Runtime model (calibrated at the start): speed-up error in-sample %.1f points mean, %.1f worst%s."
+                  % (mo.get("speedup_error_pp", float("nan")), mo.get("speedup_error_max_pp", float("nan")), held))
+    md.append("")
+    md.append("| " + " | ".join(HEAD) + " |")
+    md.append("|" + "---|" * len(HEAD))
+    for r in rows:
+        md.append("| " + " | ".join(cells(r)) + " |")
+    md.append("")
+    md.append("%s (third-party: within 10 points %d/%d, inside %d/%d); measured gain ≥ 20 %%: %d (%s)."
+              % (summary, sum(1 for r in third if r.get("within_10")), len(third),
+                 sum(1 for r in third if r.get("inside")), len(third), len(gains), ", ".join(gains) or "none"))
+    md.append("")
+    md.append("◆ expected to gain ≥ 20 % (large random-access work). Points off: predicted − measured, "
+              "bold beyond 10; inside: the measured speed-up within the predicted 90 % interval. "
+              "AnonHugePages: the largest seen in a 4 KiB run; in the THP runs, the least–most of their peaks; "
+              "simulated huge: the bytes the simulated THP run mapped with 2 MiB pages.")
+    notes = []
+    for r in rows:
+        if r["status"] == "skipped":
+            notes.append("- `%s`: skipped (%s)." % (r["name"], r.get("reason")))
+        elif r["status"] != "ok":
+            notes.append("- `%s`: %s (%s)." % (r["name"], r["status"], r.get("reason")))
+        else:
+            bits = []
+            if r.get("withheld"):
+                bits.append("prediction withheld: " + r["withheld"])
+            if r.get("no_gain"):
+                bits.append("no gain predicted: " + r["no_gain"])
+            if r.get("huge_pages_agree") is False and r.get("huge_pages_note"):
+                bits.append("huge pages: " + r["huge_pages_note"])
+            if r.get("recorder") and "failed" in str(r["recorder"]):
+                bits.append("recorded by " + r["recorder"])
+            if bits:
+                notes.append("- `%s`: %s." % (r["name"], "; ".join(b.rstrip(".") for b in bits)))
+    if notes:
+        md.append("")
+        md.extend(notes)
+    md.append("")
+    md.append("Commands (in the ledger's OUT directory):")
+    md.append("")
+    for r in rows:
+        md.append("- `%s`: `%s`" % (r["name"], " ".join(short(out, a) for a in (r.get("command") or []))))
+    text = "\n".join(md) + "\n"
+
+    with open(os.path.join(out, "ledger.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump({"machine": machine, "summary": summary, "n": n, "within_10": within, "inside": inside,
+                   "gain_20": gains, "rows": rows}, f, indent=1)
+    return text
+
+
+def short(out, a):
+    """A command word with OUT and the repository shortened, so that the table reads anywhere."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return a.replace(out + "/", "OUT/").replace(repo + "/", "")
+
+
+def splice(path, text):
+    with open(path) as f:
+        doc = f.read()
+    if START not in doc:
+        sys.exit("gen.py: no line %s in %s" % (START, path))
+    head, rest = doc.split(START, 1)
+    tail = rest.split(END, 1)[1] if END in rest else rest
+    with open(path, "w") as f:
+        f.write(head + START + "\n" + text + END + tail)
+
+
+def main():
+    args = sys.argv[1:]
+    if not args or args[0] in ("-h", "--help"):
+        sys.exit("usage: gen.py OUT [--splice FILE.md]")
+    out = os.path.abspath(args[0])
+    text = render(out)
+    sys.stdout.write(text)
+    if len(args) >= 3 and args[1] == "--splice":
+        splice(args[2], text)
+
+
+if __name__ == "__main__":
+    main()
