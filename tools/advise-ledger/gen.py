@@ -50,6 +50,8 @@ def row_of(meta, adv):
         "command": meta.get("command"),
         "recorder": meta.get("recorder"),
         "elapsed_s": meta.get("elapsed_s"),
+        "started": meta.get("started"),
+        "ended": meta.get("ended"),
         "load_before": meta.get("load_before"),
         "load_after": meta.get("load_after"),
     }
@@ -155,11 +157,11 @@ def render(out):
               % (machine.get("cpu", "?"), machine.get("cpu_family", "?"), machine.get("cpu_model", "?"),
                  machine.get("cpus", "?"), (machine.get("mem_total_kib") or 0) / 2**20, machine.get("kernel", "?"),
                  machine.get("virtualization", "?"), machine.get("thp_enabled", "?"), machine.get("thp_defrag", "?")))
-    started = [r for r in rows if r.get("load_before") is not None]
-    md.append("Ledger: %s mode, recorder %s, started %s (load %s), mmulab %s%s."
-              % (machine.get("mode", "?"), machine.get("recorder", "?"), machine.get("started", "?"),
-                 fmt_load(machine.get("load_1min")), machine.get("mmulab_commit", "?"),
-                 ", ADVISE_ARGS `%s`" % machine["advise_args"] if machine.get("advise_args") else ""))
+    times = sorted(t for r in rows for t in (r.get("started"), r.get("ended")) if t)
+    span = "; programs run %s – %s UTC" % (times[0].replace("T", " ").rstrip("Z"), times[-1].replace("T", " ").rstrip("Z")) if times else ""
+    md.append("Ledger: %s mode, recorder %s, mmulab %s%s%s."
+              % (machine.get("mode", "?"), machine.get("recorder", "?"), machine.get("mmulab_commit", "?"),
+                 ", ADVISE_ARGS `%s`" % machine["advise_args"] if machine.get("advise_args") else "", span))
     if calib and calib.get("model"):
         mo = calib["model"]
         held = ""
@@ -224,14 +226,19 @@ def short(out, a):
 
 
 def splice(path, text):
+    """Puts `text` in the markdown file between the lines START and END (whole lines: the
+    markers may also be quoted in prose)."""
     with open(path) as f:
-        doc = f.read()
-    if START not in doc:
-        sys.exit("gen.py: no line %s in %s" % (START, path))
-    head, rest = doc.split(START, 1)
-    tail = rest.split(END, 1)[1] if END in rest else rest
+        lines = f.read().split("\n")
+    starts = [i for i, l in enumerate(lines) if l.strip() == START]
+    if len(starts) != 1:
+        sys.exit("gen.py: %s needs exactly one line %s (found %d)" % (path, START, len(starts)))
+    a = starts[0]
+    ends = [i for i, l in enumerate(lines) if i > a and l.strip() == END]
+    b = ends[0] if ends else a
+    new = lines[:a + 1] + text.rstrip("\n").split("\n") + [END] + lines[b + 1:]
     with open(path, "w") as f:
-        f.write(head + START + "\n" + text + END + tail)
+        f.write("\n".join(new))
 
 
 def main():
