@@ -159,8 +159,9 @@ def render(out):
                  machine.get("virtualization", "?"), machine.get("thp_enabled", "?"), machine.get("thp_defrag", "?")))
     times = sorted(t for r in rows for t in (r.get("started"), r.get("ended")) if t)
     span = "; programs run %s – %s UTC" % (times[0].replace("T", " ").rstrip("Z"), times[-1].replace("T", " ").rstrip("Z")) if times else ""
-    md.append("Ledger: %s mode, recorder %s, mmulab %s%s%s."
+    md.append("Ledger: %s mode, recorder %s, mmulab %s (binary built %s)%s%s."
               % (machine.get("mode", "?"), machine.get("recorder", "?"), machine.get("mmulab_commit", "?"),
+                 machine.get("mmulab_built", "?"),
                  ", ADVISE_ARGS `%s`" % machine["advise_args"] if machine.get("advise_args") else "", span))
     if calib and calib.get("model"):
         mo = calib["model"]

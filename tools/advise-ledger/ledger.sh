@@ -190,6 +190,10 @@ if [ $native = 0 ] && [ ! -x "$mmulab" ]; then
     (cd "$repo" && cargo build --release -p mmulab-cli >&2)
     [ -x "$mmulab" ] || die "no binary at $mmulab after the build (set MMULAB=…)"
 fi
+if [ $native = 0 ]; then
+    newer=$(find "$repo/crates" -name '*.rs' -newer "$mmulab" -print -quit 2>/dev/null || true)
+    [ -z "$newer" ] || echo "ledger: warning: $mmulab is older than ${newer#"$repo"/} (cargo build --release -p mmulab-cli)" >&2
+fi
 bin=$out/bin inputs=$out/inputs
 mkdir -p "$bin" "$inputs"
 if have cc; then
@@ -342,7 +346,8 @@ meta "$out/$([ $native = 1 ] && echo native-machine.json || echo machine.json)" 
     "thp_enabled=$(thp enabled)" "thp_defrag=$(thp defrag)" \
     "started=$(utc)" "load_1min=$(load1)" \
     "mode=$mode" \
-    "recorder=$recorder" "advise_args=${ADVISE_ARGS:-}" "mmulab_commit=$commit" --
+    "recorder=$recorder" "advise_args=${ADVISE_ARGS:-}" "mmulab_commit=$commit" \
+    "mmulab_binary=$mmulab" "mmulab_built=$(date -u -r "$mmulab" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo "?")" --
 
 advise_cmd=("$mmulab" advise)
 if [ -n "$nice_n" ]; then advise_cmd=(nice -n "$nice_n" "${advise_cmd[@]}"); fi
