@@ -96,7 +96,7 @@ def row_of(meta, adv):
 
 def cells(r):
     name = "`%s`" % r["name"] + (" (ours)" if r["kind"] == "ours" else "") + (" ◆" if r["gain_candidate"] else "")
-    load = "%s → %s" % (fmt_load(r["load_before"]), fmt_load(r["load_after"]))
+    load = "%s → %s" % (fmt_load(r["load_before"]), fmt_load(r["load_after"])) if r["status"] != "skipped" else ""
     if r["status"] != "ok":
         why = r.get("reason") or r["status"]
         return [name, "%s: %s" % (r["status"], why.replace("|", "\\|")[:160]), "", "", "", "", "", "", load]
@@ -209,7 +209,8 @@ def render(out):
     md.append("Commands (in the ledger's OUT directory):")
     md.append("")
     for r in rows:
-        md.append("- `%s`: `%s`" % (r["name"], " ".join(short(out, a) for a in (r.get("command") or []))))
+        if r.get("command"):
+            md.append("- `%s`: `%s`" % (r["name"], " ".join(short(out, a) for a in r["command"])))
     text = "\n".join(md) + "\n"
 
     with open(os.path.join(out, "ledger.md"), "w") as f:

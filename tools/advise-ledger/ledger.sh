@@ -7,7 +7,7 @@
 #
 #   bash tools/advise-ledger/ledger.sh [OPTIONS]
 #
-#   --quick            smaller inputs (about a third of the time) and --runs 1
+#   --quick            smaller inputs (a quarter to a third of the work) and --runs 1
 #   --only A[,B…]      these programs only (names as --list prints them)
 #   --list             list the programs and what they need, then stop
 #   --table-only       render the table again from OUT's saved JSON, run nothing
@@ -65,8 +65,8 @@ case $nice_n in "" | -[0-9]* | [0-9]*) ;; *) die "--nice takes a number, not '$n
 
 # ---------------------------------------------------------------------------------------
 # The programs: name | ours or third-party | expected gain ≥ 20 % (large random access) |
-# the commands it needs | what it is (at the full size; --quick runs each smaller, about
-# a third). Inputs and arguments are in args() below.
+# the commands it needs | what it is (at the full size; --quick runs each smaller, a
+# quarter to a third). Inputs and arguments are in args() below.
 programs=(
     "numpy_gather|third-party|yes|python3 numpy|numpy fancy-index gather: 20 M random reads of a 1 GiB int64 array (numpy_gather.py)"
     "java_gather|third-party|yes|java javac|OpenJDK: 30 M random reads of a 1 GiB long[] (Gather.java, -XX:+UseTransparentHugePages, serial GC)"
