@@ -483,6 +483,9 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
     let record_s = recording::estimate_s(opts, warm.cpu_s, warm.user_s);
     let mut runs = Vec::new();
     let mut prepared = true;
+    // The memory each run's preparation touches: the warm-up's anonymous peak and more.
+    let touch = child::touch_bytes(warm.anon_max, child::mem_available());
+    let mut touched = u64::MAX;
     if plan.warmup_timed {
         // The first round's first run is 4 KiB: the warm-up stands for it.
         runs.push(warm.clone());
@@ -501,7 +504,9 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
                 way.label(),
                 plan::eta(left)
             ));
-            prepared &= child::prepare_memory();
+            let (compacted, t) = child::prepare_memory(touch);
+            prepared &= compacted;
+            touched = touched.min(t);
             runs.push(child::run(&opts.command, way)?);
         }
     }
@@ -682,11 +687,18 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
         }),
         load_average: (load_before, load_after),
         plan,
-        protocol: if prepared {
-            format!("memory compacted ({}) before every timed run; ways interleaved, the order rotating each round; the median of the per-round pairs", child::COMPACT_MEMORY)
-        } else {
-            format!("memory NOT compacted before the runs ({} is writable by root only: a THP run after a 4 KiB run may pay for compaction in its faults); ways interleaved, the order rotating each round; the median of the per-round pairs", child::COMPACT_MEMORY)
-        },
+        protocol: format!(
+            "{}; {}; ways interleaved, the order rotating each round; the median of the per-round pairs",
+            if prepared {
+                format!("memory compacted ({}) before every timed run", child::COMPACT_MEMORY)
+            } else {
+                format!("memory NOT compacted before the runs ({} is writable by root only: a THP run after a 4 KiB run may pay for compaction in its faults)", child::COMPACT_MEMORY)
+            },
+            match touched {
+                0 | u64::MAX => "no memory touched before the runs (the mapping failed): in a guest whose host reclaims free memory, first touches may pay host faults".to_string(),
+                t => format!("{} MiB of memory touched and freed just before each (the host backs what the run then takes)", t >> 20),
+            }
+        ),
     })
 }
 
