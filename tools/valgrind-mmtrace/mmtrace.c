@@ -26,6 +26,7 @@
 #include "pub_tool_libcfile.h"
 #include "pub_tool_options.h"
 #include "pub_tool_machine.h"
+#include "pub_tool_libcproc.h"
 
 #define BUF_RECS 65536 /* 1 MiB of records */
 
@@ -43,6 +44,18 @@ static ULong total = 0;
 static ULong countdown = 0;
 static Bool recording = False;
 static Bool write_failed = False;
+static ULong forks = 0;
+
+/* fork(): Valgrind keeps instrumenting the child, which inherits the output descriptor.
+   The child writes nothing (its references are another address space's and would be
+   merged into the parent's trace; the parent's unflushed records are the parent's);
+   the parent counts the fork and reports the count before the trailer. */
+static void mt_atfork_parent(ThreadId tid) { forks++; }
+static void mt_atfork_child(ThreadId tid)
+{
+   nbuf = 0;
+   write_failed = True;
+}
 
 static void flush(void)
 {
@@ -190,11 +203,19 @@ static void mt_post_clo_init(void)
       VG_(fmsg_bad_option)("--sample-on", "needs 0 < --sample-on <= --sample-period\n");
    if (sample_period == 0)
       recording = True;
+   VG_(atfork)(NULL, mt_atfork_parent, mt_atfork_child);
 }
 
 static void mt_fini(Int exitcode)
 {
    flush();
+   if (forks > 0) {
+      buf[0].addr = forks;
+      buf[0].size = 0xFFFFFFFEu;
+      buf[0].kind = 0xFFFFFFFFu;
+      nbuf = 1;
+      flush();
+   }
    buf[0].addr = total;
    buf[0].size = 0xFFFFFFFFu;
    buf[0].kind = 0xFFFFFFFFu;

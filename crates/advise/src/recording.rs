@@ -78,6 +78,10 @@ pub struct RecordingInfo {
     pub windows: Option<u64>,
     /// Steps in those windows: instructions, or iterations of REP string instructions.
     pub steps: Option<u64>,
+    /// Times the program forked, when the recorder counts them (mmtrace). The trace holds
+    /// the first process alone (a child is another address space; no recorder merges
+    /// it); the measured CPU times include the children's.
+    pub forks: Option<u64>,
 }
 
 impl RecordingInfo {
@@ -255,6 +259,7 @@ pub fn record(
                 slowdown: f64::NAN,
                 windows: None,
                 steps: None,
+                forks: None,
             },
         ));
     }
@@ -291,7 +296,7 @@ pub fn record(
     } else {
         "data and instruction references"
     };
-    let (mode, method) = match (r.truncated, r.sampling) {
+    let (mode, mut method) = match (r.truncated, r.sampling) {
         (true, _) => ("prefix", format!("{name}, prefix of {} {data}", r.references)),
         (false, Some(s)) => (
             "sampled",
@@ -299,6 +304,9 @@ pub fn record(
         ),
         (false, None) => ("whole", format!("{name}, whole run ({data})")),
     };
+    if let Some(n) = r.forks.filter(|&n| n > 0) {
+        method += &forked(n);
+    }
     Ok((
         path,
         true,
@@ -315,8 +323,17 @@ pub fn record(
             slowdown: f64::NAN,
             windows: None,
             steps: None,
+            forks: r.forks,
         },
     ))
+}
+
+/// What a recording of a program that forked `n` times holds, in words.
+pub(crate) fn forked(n: u64) -> String {
+    format!(
+        "; the program forked {n} time{}: only its first process is recorded and simulated (a child is another address space), while the measured times include the children's CPU time",
+        if n == 1 { "" } else { "s" }
+    )
 }
 
 #[cfg(test)]
@@ -337,6 +354,7 @@ mod tests {
             slowdown: f64::NAN,
             windows: None,
             steps: None,
+            forks: None,
         }
     }
 

@@ -89,6 +89,9 @@ pub fn record(
             slowdown: f64::NAN,
             windows: Some(r.windows),
             steps: Some(r.steps),
+            // The sampler does not follow children (nor count them): the trace is the
+            // first process's (docs/advise.md).
+            forks: None,
         },
     ))
 }

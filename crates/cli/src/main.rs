@@ -1,6 +1,8 @@
 //! `mmulab`: a thin front end over the mmulab libraries. Each subcommand lives in
 //! `cmd/NAME.rs` with its clap `Args` and a `run` function.
 
+#[macro_use]
+mod console;
 mod cmd;
 mod lazy;
 mod output;
@@ -79,12 +81,17 @@ fn main() -> ExitCode {
         Command::CheckKernel(Lazy(a)) => cmd::check_kernel::run(a),
     };
     if let Err(e) = &result {
-        eprintln!("mmulab: error: {e:#}");
+        errln!("mmulab: error: {e:#}");
+    }
+    // A write to stdout or stderr failed (console.rs): say so, never a panic.
+    if let Some(e) = console::failure() {
+        errln!("mmulab: error: {e}");
+        return ExitCode::from(2);
     }
     // Stopped by Ctrl-C or SIGTERM (signals.rs): the command printed what it did; the
     // status says it was interrupted, as a shell reports a process killed by the signal.
     if let Some(sig) = signals::interrupted() {
-        eprintln!("mmulab: interrupted by {}", signals::name(sig));
+        errln!("mmulab: interrupted by {}", signals::name(sig));
         return ExitCode::from(128 + sig as u8);
     }
     match result {

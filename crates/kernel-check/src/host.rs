@@ -65,7 +65,8 @@ impl Settings {
 impl Drop for Settings {
     fn drop(&mut self) {
         if let Err(e) = self.restore() {
-            eprintln!("mmulab check-kernel: {e}");
+            // Never a panic in a drop, also with stderr full.
+            let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("mmulab check-kernel: {e}\n"));
         }
     }
 }

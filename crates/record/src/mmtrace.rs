@@ -74,6 +74,9 @@ pub enum Record {
     Ref(MemRef),
     /// The trailer: references the program made, recorded or not.
     End(u64),
+    /// Before the trailer, when the program forked: how many times. The children's
+    /// references are not recorded (each is another address space).
+    Forks(u64),
 }
 
 /// Decodes one record; `None` for a damaged one.
@@ -83,6 +86,7 @@ pub fn decode(b: &[u8; RECORD_BYTES]) -> Option<Record> {
     let kind = u32::from_le_bytes(b[12..16].try_into().ok()?);
     match (size, kind) {
         (0xFFFF_FFFF, 0xFFFF_FFFF) => Some(Record::End(addr)),
+        (0xFFFF_FFFE, 0xFFFF_FFFF) => Some(Record::Forks(addr)),
         (s, 0) if s <= u16::MAX as u32 => Some(Record::Ref(MemRef::new(addr, AccessKind::Load, s as u16))),
         (s, 1) if s <= u16::MAX as u32 => Some(Record::Ref(MemRef::new(addr, AccessKind::Store, s as u16))),
         _ => None,

@@ -126,6 +126,11 @@ pub struct Recording {
     pub total_references: Option<u64>,
     /// The sampling, when only windows were recorded.
     pub sampling: Option<crate::mmtrace::Sampling>,
+    /// Times the program forked (mmtrace counts them: `Some`, 0 included). A forked
+    /// child's references are never merged into the trace (mmtrace's child writes
+    /// nothing; Lackey runs with `--child-silent-after-fork=yes`; the ptrace sampler does
+    /// not follow children), so the trace is the first process's alone. `None`: not known.
+    pub forks: Option<u64>,
 }
 
 /// Which Valgrind tool records.
@@ -270,8 +275,11 @@ impl Recorder {
         let mut cmd = Command::new("valgrind");
         match backend {
             Backend::Lackey => {
+                // A forked child would write its references into the same pipe, merged
+                // into the parent's address space: it is kept silent.
                 cmd.arg("--tool=lackey")
                     .arg("--trace-mem=yes")
+                    .arg("--child-silent-after-fork=yes")
                     .arg(format!("--log-fd={}", wr.as_raw_fd()));
             }
             Backend::Mmtrace { lib_dir, sampling } => {
@@ -310,6 +318,7 @@ impl Recorder {
         let pipe_name = Path::new("(valgrind lackey pipe)");
         let binary = matches!(backend, Backend::Mmtrace { .. });
         let mut total_references = None;
+        let mut forks = 0;
         let (mut lines, mut records) = if binary {
             (None, Some(BufReader::with_capacity(1 << 20, File::from(rd))))
         } else {
@@ -352,6 +361,7 @@ impl Recorder {
                             }
                         }
                         Some(crate::mmtrace::Record::End(n)) => total_references = Some(n),
+                        Some(crate::mmtrace::Record::Forks(n)) => forks = n,
                         None => {
                             return Ok(Some(TraceError::Corrupt {
                                 path: "(valgrind mmtrace pipe)".into(),
@@ -468,6 +478,8 @@ impl Recorder {
                 Backend::Mmtrace { sampling, .. } => *sampling,
                 Backend::Lackey => None,
             },
+            // The count comes only in mmtrace's trailer; a truncated run has none.
+            forks: (binary && total_references.is_some()).then_some(forks),
         })
     }
 }

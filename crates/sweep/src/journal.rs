@@ -48,8 +48,9 @@ impl Journal {
         }
     }
 
-    /// Appends `row` as one line and flushes it to the file.
-    pub fn append(&mut self, row: &Row) -> Result<(), SweepError> {
+    /// Opens (creating it if needed) the journal for appending now rather than at the
+    /// first row: a sweep checks it can write its journal before any point runs.
+    pub fn open(&mut self) -> Result<(), SweepError> {
         let err = |e: std::io::Error| SweepError::Io(format!("cannot write the journal {}: {e}", self.path.display()));
         if self.file.is_none() {
             let f = std::fs::OpenOptions::new()
@@ -71,6 +72,13 @@ impl Journal {
             }
             self.file = Some(f);
         }
+        Ok(())
+    }
+
+    /// Appends `row` as one line and flushes it to the file.
+    pub fn append(&mut self, row: &Row) -> Result<(), SweepError> {
+        self.open()?;
+        let err = |e: std::io::Error| SweepError::Io(format!("cannot write the journal {}: {e}", self.path.display()));
         let mut line = serde_json::to_string(row).map_err(|e| SweepError::Io(e.to_string()))?;
         line.push('\n');
         let f = self.file.as_mut().expect("opened");

@@ -26,7 +26,9 @@ pub use error::TraceError;
 pub use event::{Batch, Event, EventAt};
 pub use meta::{TraceMeta, Vma};
 pub use mmulab_base::{AccessKind, MemRef};
-pub use open::{open_inline, open_trace, open_trace_with, CoreMap, Format, Interleave, TraceOptions, DEFAULT_QUANTUM};
+pub use open::{
+    is_stream, open_inline, open_trace, open_trace_with, CoreMap, Format, Interleave, TraceOptions, DEFAULT_QUANTUM,
+};
 pub use readahead::ReadAhead;
 
 /// A stream of memory references, read in batches.

@@ -10,6 +10,7 @@ use crate::format::mlt::{self, MltReader};
 use crate::format::{din::DinReader, lackey::LackeyReader, LineReader};
 use crate::readahead::ReadAhead;
 use crate::{TraceError, TraceSource};
+use std::io::Read;
 use std::path::Path;
 
 /// The trace formats mmulab reads.
@@ -156,10 +157,17 @@ impl Format {
     }
 
     /// Detects the format of `path` (a file or a drmemtrace directory) by reading its
-    /// first bytes.
+    /// first bytes. A pipe, FIFO or terminal ([`is_stream`]) is refused: its bytes can be
+    /// read only once, so [`open_inline`] detects a stream's format from the head it reads.
     pub fn detect_path(path: &Path) -> Result<Format, TraceError> {
         if path.is_dir() {
             return Ok(Format::DrMemtrace);
+        }
+        if is_stream(path) {
+            return Err(TraceError::Spec(format!(
+                "{}: a pipe or FIFO can be read only once; its format is detected when it is opened",
+                path.display()
+            )));
         }
         let (container, head) = sniff(path, 1 << 14)?;
         if container == Container::Zip {
@@ -238,6 +246,18 @@ impl Format {
     }
 }
 
+/// Whether `path` is a pipe, FIFO, socket or character device (`/dev/stdin` from a pipe,
+/// `<(…)`, a `mkfifo` node): bytes that can be read once, from the start, and not sought.
+/// Everything that looks into a trace before reading it (format detection, an `.mlt`'s
+/// metadata sections) must then work on the one stream that is read.
+pub fn is_stream(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+}
+
+/// Bytes [`open_inline`] reads from a stream to detect its format (as `detect_path` sniffs
+/// a file), then puts back in front of the rest.
+const STREAM_HEAD: usize = 1 << 14;
+
 /// Opens `path` as a streaming trace with default options. `format = None` detects it.
 pub fn open_trace(path: &Path, format: Option<Format>) -> Result<Box<dyn TraceSource + Send>, TraceError> {
     open_trace_with(
@@ -257,6 +277,9 @@ pub fn open_trace_with(path: &Path, opts: &TraceOptions) -> Result<Box<dyn Trace
 
 /// [`open_trace_with`] without the second thread: the reader itself.
 pub fn open_inline(path: &Path, opts: &TraceOptions) -> Result<Box<dyn TraceSource + Send>, TraceError> {
+    if is_stream(path) {
+        return open_stream(path, opts);
+    }
     let format = match opts.format {
         Some(f) => f,
         None => Format::detect_path(path)?,
@@ -285,8 +308,59 @@ pub fn open_inline(path: &Path, opts: &TraceOptions) -> Result<Box<dyn TraceSour
             format.name()
         )));
     }
-    let progress = input.progress.clone();
-    let reader = input.reader;
+    decode(path, format, input.reader, input.progress)
+}
+
+/// [`open_inline`] of a pipe or FIFO: opened once; the format is detected from the first
+/// [`STREAM_HEAD`] decompressed bytes, which are then read again in front of the rest.
+fn open_stream(path: &Path, opts: &TraceOptions) -> Result<Box<dyn TraceSource + Send>, TraceError> {
+    let refuse = |what: &str| {
+        Err(TraceError::Spec(format!(
+            "{}: {what} cannot be read from a pipe or FIFO (its reader opens and seeks the file): write it to a file first",
+            path.display()
+        )))
+    };
+    if opts.format == Some(Format::DrMemtrace) {
+        return refuse("a drmemtrace trace");
+    }
+    let mut input = open_input(path)?;
+    if input.container == Container::Zip {
+        return refuse("a zip archive (drmemtrace)");
+    }
+    let mut head = vec![0u8; STREAM_HEAD];
+    let mut got = 0;
+    while got < head.len() {
+        match input.reader.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => {
+                return Err(TraceError::Io {
+                    path: path.to_path_buf(),
+                    error,
+                })
+            }
+        }
+    }
+    head.truncate(got);
+    let format = match opts.format {
+        Some(f) => f,
+        None => Format::detect(path, &head)?,
+    };
+    if format == Format::DrMemtrace {
+        return refuse("a drmemtrace trace");
+    }
+    let reader = std::io::BufReader::with_capacity(1 << 16, std::io::Cursor::new(head).chain(input.reader));
+    decode(path, format, Box::new(reader), input.progress)
+}
+
+/// The reader of `format` over the decompressed bytes of `path`.
+fn decode(
+    path: &Path,
+    format: Format,
+    reader: Box<dyn std::io::BufRead + Send>,
+    progress: crate::format::input::Progress,
+) -> Result<Box<dyn TraceSource + Send>, TraceError> {
     // The formats mmulab writes (mlt, din, Lackey) may hold events in the legacy
     // encoding of older versions (crate::event): they are read through its decoder.
     let src: Box<dyn TraceSource + Send> = match format {
@@ -310,7 +384,12 @@ pub fn open_inline(path: &Path, opts: &TraceOptions) -> Result<Box<dyn TraceSour
             inner: ChampSimReader::new(Box::new(reader), path, Variant::Cloudsuite),
             progress,
         }),
-        Format::DrMemtrace => unreachable!("handled above"),
+        Format::DrMemtrace => {
+            return Err(TraceError::Spec(format!(
+                "{}: a drmemtrace trace is opened by its own reader, not as a byte stream",
+                path.display()
+            )))
+        }
     };
     Ok(src)
 }

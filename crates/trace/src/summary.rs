@@ -337,6 +337,7 @@ pub fn summarize_file(
     let mut src = open_trace_with(path, opts)?;
     let format = match opts.format {
         Some(f) => f.name().to_string(),
+        None if crate::is_stream(path) => "detected from the stream".to_string(),
         None => Format::detect_path(path)
             .map(|f| f.name().to_string())
             .unwrap_or_default(),

@@ -134,14 +134,14 @@ fn run_linux(a: Args) -> Result<()> {
         let (c, path, _) = r?;
         let m = c.model.as_ref().expect("machine() calibrates");
         if a.json {
-            println!("{}", serde_json::json!({"cache_file": path, "model": m}));
+            outln!("{}", serde_json::json!({"cache_file": path, "model": m}));
         } else {
-            println!(
+            outln!(
                 "runtime model of this machine ({}), stored in {}:",
                 c.cpu_id,
                 path.display()
             );
-            print!("{}", model_text(m));
+            out!("{}", model_text(m));
         }
         return Ok(());
     }
@@ -149,14 +149,14 @@ fn run_linux(a: Args) -> Result<()> {
     line.finish();
     let adv = r?;
     if a.json {
-        println!("{}", serde_json::to_string(&adv)?);
+        outln!("{}", serde_json::to_string(&adv)?);
         return Ok(());
     }
     let m = &adv.measured;
     let p = &adv.predicted;
     let pct = |x: f64| (x - 1.0) * 100.0;
-    println!("mmulab advise: {}", adv.command.join(" "));
-    println!(
+    outln!("mmulab advise: {}", adv.command.join(" "));
+    outln!(
         "measured speed-up (4 KiB time / THP time): {:.3}  ({:+.1} %; pairs {:+.1} % .. {:+.1} %, {} pairs; CPU time user+sys)",
         m.speedup,
         pct(m.speedup),
@@ -165,7 +165,7 @@ fn run_linux(a: Args) -> Result<()> {
         m.runs,
     );
     if adv.plan.rounds_from == "auto" && adv.plan.rounds < mmulab_advise::plan::ROUNDS_MAX {
-        println!(
+        outln!(
             "  ({} pairs: the program runs {:.0} s, so --runs auto kept the native runs near {:.0} s{}; --runs N for more)",
             adv.plan.rounds,
             adv.plan.warmup_wall_s,
@@ -178,8 +178,8 @@ fn run_linux(a: Args) -> Result<()> {
         );
     }
     match &p.withheld {
-        Some(why) => println!("predicted speed-up:                        withheld: {why}"),
-        None => println!(
+        Some(why) => outln!("predicted speed-up:                        withheld: {why}"),
+        None => outln!(
             "predicted speed-up:                        {:.3}  ({:+.1} %; 90 % interval {:.3} – {:.3}; overlap o {:.3}, {:.1} ns/ref at 4 KiB)",
             p.speedup,
             pct(p.speedup),
@@ -189,21 +189,21 @@ fn run_linux(a: Args) -> Result<()> {
             p.ns_per_ref_4k,
         ),
     }
-    println!("  interval: {}", p.interval.how);
+    outln!("  interval: {}", p.interval.how);
     if let Some(w) = &p.no_gain {
-        println!("  note: {w}");
+        outln!("  note: {w}");
     }
     if let Some(h) = &p.host_backing {
-        println!("  guest: simulated over vm.backing = {} ({})", h.backing, h.why);
+        outln!("  guest: simulated over vm.backing = {} ({})", h.backing, h.why);
     } else if p.nested {
-        println!("  guest: the machine file's own [vm]");
+        outln!("  guest: the machine file's own [vm]");
     }
     if let Some(w) = &p.out_of_range {
-        println!("  note: {w}");
+        outln!("  note: {w}");
     }
     let hp = &p.huge_pages;
     let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
-    println!(
+    outln!(
         "huge pages, THP way: measured AnonHugePages peak {:.1} MiB, simulated {:.1} MiB ({})",
         mib(hp.measured_peak_bytes),
         mib(hp.simulated_bytes),
@@ -214,7 +214,7 @@ fn run_linux(a: Args) -> Result<()> {
         }
     );
     for m in &adv.page_sizes.thp_mappings {
-        println!(
+        outln!(
             "  measured: {} of {:.1} MiB: {:.1} MiB huge{}",
             m.name,
             mib(m.size),
@@ -222,7 +222,7 @@ fn run_linux(a: Args) -> Result<()> {
             if m.advised { ", madvised" } else { "" }
         );
     }
-    println!(
+    outln!(
         "translation share of the 4 KiB run:        {:.1} %  (saved: translation {:.3} s, page faults {:.3} s, faults {})",
         adv.translation_share * 100.0,
         p.translation_s_4k - p.translation_s_thp,
@@ -234,7 +234,7 @@ fn run_linux(a: Args) -> Result<()> {
         }
     );
     let ps = &adv.page_sizes;
-    println!(
+    outln!(
         "page sizes: 4 KiB runs AnonHugePages ≤ {} KiB; THP runs ≥ {} KiB ({}), THP mode {}",
         ps.base_anon_huge_max >> 10,
         ps.thp_anon_huge_min.first().map_or(0, |x| x.1 >> 10),
@@ -246,13 +246,13 @@ fn run_linux(a: Args) -> Result<()> {
         ps.thp_mode
     );
     for w in &ps.ways_used {
-        println!("  used: {}", w.label());
+        outln!("  used: {}", w.label());
     }
     for u in &ps.ways_unavailable {
-        println!("  unavailable: {}: {}", u.way, u.why);
+        outln!("  unavailable: {}: {}", u.way, u.why);
     }
     let r = &adv.recording;
-    println!(
+    outln!(
         "recording: {} ({} references, {:.1} s CPU; share of the run {:.1} %{})",
         r.method,
         r.references,
@@ -270,13 +270,15 @@ fn run_linux(a: Args) -> Result<()> {
         }
     );
     if let Some(f) = &r.fallback {
-        println!("  (Lackey, because mmtrace is unavailable: {f})");
+        outln!("  (Lackey, because mmtrace is unavailable: {f})");
     }
-    println!(
+    outln!(
         "load average {:.2} before, {:.2} after; protocol: {}",
-        adv.load_average.0, adv.load_average.1, adv.protocol
+        adv.load_average.0,
+        adv.load_average.1,
+        adv.protocol
     );
-    println!("verdict: {}", adv.verdict);
+    outln!("verdict: {}", adv.verdict);
     Ok(())
 }
 

@@ -105,20 +105,20 @@ fn run_linux(a: Args) -> anyhow::Result<()> {
         let mut seed = 1;
         let c = compare(&pages, a.repeats, |p| {
             seed += 1;
-            eprintln!("bench: {:?} with {} (run {seed})", a.which, p.label());
+            errln!("bench: {:?} with {} (run {seed})", a.which, p.label());
             one(p, seed)
         })?;
         drop(ticker);
         check_gups(&c.runs)?;
         if a.json {
-            println!("{}", serde_json::to_string(&c)?);
+            outln!("{}", serde_json::to_string(&c)?);
         } else {
             for r in &c.runs {
                 print_one(r);
             }
-            println!();
+            outln!();
             for r in &c.ratios {
-                println!(
+                outln!(
                     "ratio {} {}/{}: {:.3} (min {:.3}, max {:.3}, {} interleaved repeats): {}",
                     r.metric,
                     r.pages,
@@ -138,13 +138,13 @@ fn run_linux(a: Args) -> anyhow::Result<()> {
     drop(ticker);
     check_gups(std::slice::from_ref(&r))?;
     if a.json {
-        println!("{}", serde_json::to_string(&r)?);
+        outln!("{}", serde_json::to_string(&r)?);
     } else {
         print_one(&r);
         if let Some(curve) = r.details.get("curve").and_then(|c| c.as_array()) {
-            println!("stride={}", a.stride);
+            outln!("stride={}", a.stride);
             for pt in curve {
-                println!(
+                outln!(
                     "{:.5} {:.3}",
                     pt["size_mb"].as_f64().unwrap_or(0.0),
                     pt["ns"].as_f64().unwrap_or(0.0)
@@ -176,7 +176,7 @@ fn print_one(r: &mmulab_probe::bench::BenchResult) {
         .iter()
         .map(|m| format!("{} = {:.4} {}", m.name, m.value, m.unit))
         .collect();
-    println!(
+    outln!(
         "{:?} pages={} {}: {}",
         r.kind,
         r.pages,
@@ -187,19 +187,19 @@ fn print_one(r: &mmulab_probe::bench::BenchResult) {
         },
         m.join(", ")
     );
-    println!(
+    outln!(
         "  backing: {} ({}; {:.0} % of requested size)",
         r.backing.how,
         r.backing_note,
         r.backing.fraction * 100.0
     );
     if let Some(v) = r.details.get("verification") {
-        println!("  verification: {v} ({} errors)", r.details["errors"]);
+        outln!("  verification: {v} ({} errors)", r.details["errors"]);
     }
     if r.counters.is_empty() {
-        println!("  counters: none ({})", r.counters_note.as_deref().unwrap_or("-"));
+        outln!("  counters: none ({})", r.counters_note.as_deref().unwrap_or("-"));
     } else {
         let c: Vec<String> = r.counters.iter().map(|(n, v)| format!("{n} {v:.4}/op")).collect();
-        println!("  counters: {}", c.join(", "));
+        outln!("  counters: {}", c.join(", "));
     }
 }

@@ -23,16 +23,16 @@ pub struct Args {
 pub fn run(a: Args) -> Result<()> {
     if a.print_os {
         let h = mmulab_kernel_check::host::HostThp::read().map_err(anyhow::Error::msg)?;
-        print!("{}", h.os_toml());
+        out!("{}", h.os_toml());
         return Ok(());
     }
     mmulab_kernel_check::catch_interrupts();
     let exe = std::env::current_exe()?;
     let out = mmulab_kernel_check::check_all(&a.scenarios, &exe).map_err(anyhow::Error::msg)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&mmulab_kernel_check::json(&out))?);
+        outln!("{}", serde_json::to_string_pretty(&mmulab_kernel_check::json(&out))?);
     } else {
-        print!("{}", mmulab_kernel_check::table(&out));
+        out!("{}", mmulab_kernel_check::table(&out));
     }
     if mmulab_kernel_check::native::interrupted() {
         bail!("interrupted; the settings changed were restored");

@@ -195,7 +195,7 @@ pub fn run(a: Args) -> Result<()> {
             return Err(anyhow::Error::new(e).context(format!("cannot write {}; {kept}", a.output.display())))
         }
         End::Interrupted => {
-            eprintln!("mmulab convert: interrupted after {n} references; {kept}");
+            errln!("mmulab convert: interrupted after {n} references; {kept}");
             return Ok(());
         }
     };
@@ -203,7 +203,7 @@ pub fn run(a: Args) -> Result<()> {
     output.commit()?;
     let elapsed = t0.elapsed().as_secs_f64();
     let in_bytes = dir_or_file_size(&a.input);
-    eprintln!(
+    errln!(
         "mmulab convert: {n} references from {} ({} bytes) to {} ({bytes} bytes, {:.2} bytes/reference) in {elapsed:.2} s ({:.1} M refs/s)",
         a.input.display(),
         in_bytes,
@@ -212,9 +212,7 @@ pub fn run(a: Args) -> Result<()> {
         n as f64 / elapsed.max(1e-9) / 1e6
     );
     if to != OutFormat::Mlt {
-        eprintln!(
-            "mmulab convert: note: {to:?} text keeps neither core nor address space (use .mlt for a lossless copy)"
-        );
+        errln!("mmulab convert: note: {to:?} text keeps neither core nor address space (use .mlt for a lossless copy)");
     }
     Ok(())
 }

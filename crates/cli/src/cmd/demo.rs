@@ -47,7 +47,7 @@ pub fn run(a: Args) -> Result<()> {
         for (label, sets) in &sizes {
             let spec = config::load(a.config.as_deref(), sets)?;
             let mut src = source(None, "auto", Some(w), spec.format.va_bits())?;
-            eprintln!("mmulab demo: {w} with {label} pages");
+            errln!("mmulab demo: {w} with {label} pages");
             let stats = simulate(spec, &mut src, &format!("{w} ({label})"))?;
             let stopped = !stats.complete;
             results.push((w.clone(), label, stats));
@@ -66,7 +66,7 @@ pub fn run(a: Args) -> Result<()> {
         if interrupted {
             v["complete"] = serde_json::Value::Bool(false);
         }
-        println!("{}", serde_json::to_string(&v)?);
+        outln!("{}", serde_json::to_string(&v)?);
         return Ok(());
     }
     let level_names: Vec<String> = results
@@ -102,12 +102,12 @@ pub fn run(a: Args) -> Result<()> {
             t.row(row);
         }
     }
-    println!("mmulab demo: translation on the default machine (machines/default.toml), 4 KiB vs 2 MiB pages");
-    println!("(4K/2M = translation cycles with 4 KiB pages / with 2 MiB pages; higher means huge pages help more)\n");
-    print!("{}", t.render());
+    outln!("mmulab demo: translation on the default machine (machines/default.toml), 4 KiB vs 2 MiB pages");
+    outln!("(4K/2M = translation cycles with 4 KiB pages / with 2 MiB pages; higher means huge pages help more)\n");
+    out!("{}", t.render());
     if interrupted {
         let refs: u64 = results.iter().map(|r| r.2.counters.references).sum();
-        println!("\n{}", crate::signals::incomplete_line(refs));
+        outln!("\n{}", crate::signals::incomplete_line(refs));
     }
     Ok(())
 }

@@ -67,7 +67,7 @@ pub fn run(a: Args) -> Result<()> {
     let d = stream::run(&spec, &reqs);
     let v = summary(&path.display().to_string(), &spec, &d.stats());
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print_table(&v);
     }
@@ -100,26 +100,28 @@ fn summary(file: &str, spec: &DramSpec, s: &DramStats) -> Value {
 
 fn print_table(v: &Value) {
     let f = |k: &str| v[k].as_f64().unwrap_or(0.0);
-    println!("stream       {}", v["stream"].as_str().unwrap_or(""));
-    println!("profile      {}", v["profile"].as_str().unwrap_or(""));
-    println!(
+    outln!("stream       {}", v["stream"].as_str().unwrap_or(""));
+    outln!("profile      {}", v["profile"].as_str().unwrap_or(""));
+    outln!(
         "requests     {}  (reads {}, writes {})",
-        v["requests"], v["reads"], v["writes"]
+        v["requests"],
+        v["reads"],
+        v["writes"]
     );
-    println!(
+    outln!(
         "rows         hits {} ({:.1} %), misses {}, conflicts {}",
         v["row_hits"],
         100.0 * f("row_hit_rate"),
         v["row_misses"],
         v["row_conflicts"]
     );
-    println!(
+    outln!(
         "bandwidth    {:.2} GB/s  ({} bytes over {} DRAM cycles)",
         f("bandwidth_gbs"),
         v["bytes"],
         v["span_cycles"]
     );
-    println!(
+    outln!(
         "latency      mean {:.1} DRAM cycles ({:.1} ns), reads {:.1} cycles",
         f("mean_latency_cycles"),
         f("mean_latency_ns"),
@@ -129,9 +131,9 @@ fn print_table(v: &Value) {
         .as_array()
         .map(|a| a.iter().map(|n| n.to_string()).collect())
         .unwrap_or_default();
-    println!("per rank     {}", ranks.join(" / "));
+    outln!("per rank     {}", ranks.join(" / "));
     if v["beyond_capacity"].as_u64().unwrap_or(0) > 0 {
-        println!(
+        outln!(
             "beyond capacity {} requests (decoded modulo the capacity)",
             v["beyond_capacity"]
         );

@@ -58,17 +58,21 @@ pub fn run(a: Args) -> Result<()> {
             .iter()
             .map(|r| serde_json::json!({"name": r.0, "arch": r.1, "l1d": r.2, "l1i": r.3, "l2": r.4, "description": r.5, "stage2": r.6}))
             .collect();
-        println!("{}", serde_json::to_string(&v)?);
+        outln!("{}", serde_json::to_string(&v)?);
         return Ok(());
     }
-    println!(
+    outln!(
         "{:<14} {:<11} {:>13} {:>7} {:>11}  description",
-        "name", "arch", "L1 data", "L1 inst", "L2"
+        "name",
+        "arch",
+        "L1 data",
+        "L1 inst",
+        "L2"
     );
     for r in &rows {
-        println!("{:<14} {:<11} {:>13} {:>7} {:>11}  {}", r.0, r.1, r.2, r.3, r.4, r.5);
+        outln!("{:<14} {:<11} {:>13} {:>7} {:>11}  {}", r.0, r.1, r.2, r.3, r.4, r.5);
     }
-    println!(
+    outln!(
         "\nuse: mmulab sim --machine NAME ... | mmulab probe --machine NAME | [machine] name = \"NAME\" in a config"
     );
     Ok(())

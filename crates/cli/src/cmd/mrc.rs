@@ -97,7 +97,7 @@ pub fn run(a: Args) -> Result<()> {
             let spec_w = a.workload.as_deref().unwrap_or_default();
             let (src, notes) = workload::parse_for(spec_w, spec.format.va_bits())?;
             for n in notes {
-                eprintln!("mmulab: note: {n}");
+                errln!("mmulab: note: {n}");
             }
             src
         }
@@ -117,52 +117,64 @@ pub fn run(a: Args) -> Result<()> {
     if a.json {
         let mut v = serde_json::to_value(&c)?;
         v["source"] = serde_json::Value::String(what);
-        println!("{}", serde_json::to_string(&v)?);
+        outln!("{}", serde_json::to_string(&v)?);
         return Ok(());
     }
-    println!(
+    outln!(
         "mmulab mrc: {what}, level {} ({} pages), {} references",
-        c.level, c.page_size, c.references
+        c.level,
+        c.page_size,
+        c.references
     );
     if c.events > 0 {
-        println!(
+        outln!(
             "note: {} trace events (unmaps, exits) are not modelled: sim would shoot entries down",
             c.events
         );
     }
-    println!("{:>10} {:>14} {:>10}", "entries", "misses", "miss ratio");
+    outln!("{:>10} {:>14} {:>10}", "entries", "misses", "miss ratio");
     // Powers of two and the largest size: the whole curve is in --json / --csv.
     for p in c
         .curve
         .iter()
         .filter(|p| p.entries.is_power_of_two() || p.entries as usize == c.curve.len())
     {
-        println!("{:>10} {:>14} {:>10.6}", p.entries, p.misses, p.miss_ratio);
+        outln!("{:>10} {:>14} {:>10.6}", p.entries, p.misses, p.miss_ratio);
     }
     for s in &c.set_associative {
-        println!(
+        outln!(
             "\n{} sets:\n{:>10} {:>10} {:>14} {:>10}",
-            s.sets, "ways", "entries", "misses", "miss ratio"
+            s.sets,
+            "ways",
+            "entries",
+            "misses",
+            "miss ratio"
         );
         for p in s
             .curve
             .iter()
             .filter(|p| p.ways.is_power_of_two() || p.ways as usize == s.curve.len())
         {
-            println!(
+            outln!(
                 "{:>10} {:>10} {:>14} {:>10.6}",
-                p.ways, p.entries, p.misses, p.miss_ratio
+                p.ways,
+                p.entries,
+                p.misses,
+                p.miss_ratio
             );
         }
     }
     if let Some(s) = &c.sampled {
-        println!(
+        outln!(
             "\nSHARDS rate {}: {} sampled references; miss-ratio error against the exact curve: mean {:.6}, max {:.6}",
-            s.rate, s.sampled_references, s.mean_abs_error, s.max_abs_error
+            s.rate,
+            s.sampled_references,
+            s.mean_abs_error,
+            s.max_abs_error
         );
     }
     if !c.complete {
-        println!("{}", crate::signals::incomplete_line(c.references));
+        outln!("{}", crate::signals::incomplete_line(c.references));
     }
     Ok(())
 }

@@ -132,9 +132,9 @@ fn run_linux(a: Args) -> anyhow::Result<()> {
         crate::output::write(p, probe::machine::machine_toml(&report).as_bytes())?;
     }
     if a.json {
-        println!("{}", serde_json::to_string(&report)?);
+        outln!("{}", serde_json::to_string(&report)?);
     } else {
-        print!("{}", report.table());
+        out!("{}", report.table());
     }
     Ok(())
 }

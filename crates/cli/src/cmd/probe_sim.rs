@@ -70,7 +70,7 @@ pub fn run(machine: &str, o: &Options) -> Result<()> {
     }
     let mut probed = Vec::new();
     for n in &names {
-        eprintln!("probe: simulated {n}");
+        errln!("probe: simulated {n}");
         probed.push(probe_one(n, o)?);
     }
     if let (Some(p), Some(one)) = (&o.plot, probed.first()) {
@@ -80,20 +80,20 @@ pub fn run(machine: &str, o: &Options) -> Result<()> {
         crate::output::write(p, probe::machine::machine_toml(&one.report).as_bytes())?;
     }
     if o.table {
-        print!("{}", table(&probed));
+        out!("{}", table(&probed));
     } else if o.json {
         if probed.len() == 1 {
-            println!("{}", serde_json::to_string(&probed[0].report)?);
+            outln!("{}", serde_json::to_string(&probed[0].report)?);
         } else {
             let v: Vec<_> = probed
                 .iter()
                 .map(|p| serde_json::json!({"machine": p.name, "report": p.report}))
                 .collect();
-            println!("{}", serde_json::to_string(&v)?);
+            outln!("{}", serde_json::to_string(&v)?);
         }
     } else {
         for p in &probed {
-            print!("{}", p.report.table());
+            out!("{}", p.report.table());
         }
     }
     Ok(())

@@ -71,7 +71,7 @@ pub fn run(a: Args) -> Result<()> {
     // stays to close a valid trace of what was recorded, and exits with 130.
     crate::signals::stop_on_interrupt();
     if a.output.extension().and_then(|e| e.to_str()) != Some("mlt") && a.output.as_os_str() != "-" {
-        eprintln!(
+        errln!(
             "mmulab record: note: {} does not end in .mlt; writing mmulab's .mlt format anyway",
             a.output.display()
         );
@@ -93,7 +93,7 @@ pub fn run(a: Args) -> Result<()> {
         Err(e) => {
             if let RecordError::ValgrindFailed { messages, .. } = &e {
                 for m in messages {
-                    eprintln!("{m}");
+                    errln!("{m}");
                 }
             }
             return Err(e.into());
@@ -116,17 +116,21 @@ pub fn run(a: Args) -> Result<()> {
         "exit_status": status.code(),
         "recorder": a.recorder,
         "total_references": r.total_references,
+        "forks": r.forks,
     });
     if a.json {
-        println!("{}", serde_json::to_string(&summary)?);
+        outln!("{}", serde_json::to_string(&summary)?);
     } else {
-        eprintln!(
+        errln!(
             "mmulab record: {refs} references ({} loads, {} stores, {} ifetches) of `{}` in {elapsed:.1} s → {} ({bytes} bytes, {:.2} bytes/reference); {} VMA samples ({} VMAs in the last)",
             r.loads, r.stores, r.ifetches, a.command.join(" "), a.output.display(), bytes as f64 / refs.max(1) as f64, r.vma_samples, r.vmas_last_sample
         );
     }
     if !status.success() {
-        eprintln!("mmulab record: warning: the program exited with {status}; the trace covers what it did until then");
+        errln!("mmulab record: warning: the program exited with {status}; the trace covers what it did until then");
+    }
+    if let Some(n) = r.forks.filter(|&n| n > 0) {
+        errln!("mmulab record: note: the program forked {n} time(s); the trace is its first process alone (a child is another address space)");
     }
     Ok(())
 }
@@ -182,16 +186,16 @@ fn run_ptrace(a: Args) -> Result<()> {
         "vsib_skipped": r.vsib_skipped,
     });
     if a.json {
-        println!("{}", serde_json::to_string(&summary)?);
+        outln!("{}", serde_json::to_string(&summary)?);
     } else {
-        eprintln!(
+        errln!(
             "mmulab record: {} data references ({} loads, {} stores) of `{}` in {} windows ({} steps; {}) in {:.1} s (program CPU {:.2} s user, {:.2} s system) → {} ({} bytes); {} VMA samples; {} threads",
             rec.references, rec.loads, rec.stores, a.command.join(" "), r.windows, r.steps, sampling.describe(),
             rec.seconds, r.user_s, r.sys_s, a.output.display(), rec.bytes, rec.vma_samples, r.threads
         );
     }
     if !rec.exit_status.success() {
-        eprintln!(
+        errln!(
             "mmulab record: warning: the program exited with {}; the trace covers what it did until then",
             rec.exit_status
         );

@@ -41,7 +41,7 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<()> {
     if a.list {
-        print!("{}", experiments::list());
+        out!("{}", experiments::list());
         return Ok(());
     }
     let Some(arg) = a.file else {
@@ -59,7 +59,7 @@ pub fn run(a: Args) -> Result<()> {
     let (e, source) = match &target {
         Target::Named(e) => (*e, Source::BuiltIn),
         Target::File { experiment, kind, text } => {
-            eprintln!(
+            errln!(
                 "mmulab reproduce: running the experiment file {} (kind {kind})",
                 arg.display()
             );
@@ -96,11 +96,11 @@ pub fn run(a: Args) -> Result<()> {
         crate::output::write_with(p, |path| f.write(path))?;
     }
     if a.json {
-        println!("{}", serde_json::to_string(&out.json)?);
+        outln!("{}", serde_json::to_string(&out.json)?);
     } else {
-        print!("{}", out.table);
+        out!("{}", out.table);
         if let Some(refs) = out.incomplete {
-            println!("\n{}", crate::signals::incomplete_line(refs));
+            outln!("\n{}", crate::signals::incomplete_line(refs));
         }
     }
     Ok(())

@@ -151,7 +151,7 @@ pub fn source(
         (None, Some(spec)) => {
             let (src, notes) = workload::parse_for(spec, va_bits)?;
             for n in notes {
-                eprintln!("mmulab: note: {n}");
+                errln!("mmulab: note: {n}");
             }
             src
         }
@@ -263,11 +263,11 @@ pub fn simulate_with(
         Ok(s) => Ok(s),
         Err(e) => {
             let partial = e.stats.unwrap_or_else(|| Box::new(session.stats()));
-            eprintln!(
+            errln!(
                 "mmulab: the run stopped early; statistics of the {} references simulated before the error:",
                 partial.counters.references
             );
-            eprintln!("{}", report::single(&partial, "partial results"));
+            errln!("{}", report::single(&partial, "partial results"));
             Err(anyhow::Error::new(Stopped {
                 stats: partial,
                 source: label.to_string(),
@@ -295,7 +295,7 @@ pub fn run(a: Args) -> Result<()> {
         };
         v["complete"] = serde_json::Value::Bool(false);
         v["error"] = serde_json::json!({ "message": format!("{e:#}") });
-        println!("{}", serde_json::to_string(&v)?);
+        outln!("{}", serde_json::to_string(&v)?);
     }
     result
 }
@@ -310,7 +310,7 @@ fn run_to_end(a: Args) -> Result<()> {
     }
     .context("invalid machine config")?;
     for n in spec.notes() {
-        eprintln!("mmulab: note: {n}");
+        errln!("mmulab: note: {n}");
     }
     let roi = roi(&a)?;
     if let Some(n) = a.sim_threads {
@@ -354,14 +354,14 @@ fn run_to_end(a: Args) -> Result<()> {
     if a.json {
         let mut v = stats.to_json();
         v["source"] = serde_json::Value::String(what);
-        println!("{}", serde_json::to_string(&v)?);
+        outln!("{}", serde_json::to_string(&v)?);
     } else {
-        print!("{}", report::single(&stats, &title));
+        out!("{}", report::single(&stats, &title));
         if let Some(line) = mmulab_sim::roi_line(&stats) {
-            println!("{line}");
+            outln!("{line}");
         }
         if !stats.complete {
-            println!("{}", crate::signals::incomplete_line(stats.counters.references));
+            outln!("{}", crate::signals::incomplete_line(stats.counters.references));
         }
     }
     Ok(())

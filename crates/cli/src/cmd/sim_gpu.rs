@@ -26,15 +26,17 @@ pub fn run(a: &Args) -> Result<()> {
     if a.json {
         let mut v = m.stats().to_json();
         v["source"] = serde_json::Value::String(what);
-        println!("{}", serde_json::to_string(&v)?);
+        outln!("{}", serde_json::to_string(&v)?);
         return Ok(());
     }
     let s = m.gpu_stats(g);
-    println!(
+    outln!(
         "mmulab sim: {what} on GPU {} ({}, {} pages) beside {machine}\n",
-        profile.name, profile.description, s.pages
+        profile.name,
+        profile.description,
+        s.pages
     );
-    print!("{}", table(&s));
+    out!("{}", table(&s));
     Ok(())
 }
 

@@ -45,6 +45,15 @@ pub struct Args {
     /// Print one JSON object (counts and the rows) instead of the summary table.
     #[arg(long)]
     pub json: bool,
+    /// Exit 0 even when points failed (their errors are in the results file and the
+    /// manifest). Default: a sweep in which a point failed exits 1, after writing every
+    /// result.
+    #[arg(long, conflicts_with = "fail_fast")]
+    pub keep_going: bool,
+    /// Stop at the first failed point: points still running stop at their next batch and
+    /// run again next time (as after Ctrl-C); what finished is written; exit 1.
+    #[arg(long)]
+    pub fail_fast: bool,
 }
 
 /// The results file's format.
@@ -76,7 +85,7 @@ pub fn run(a: Args) -> Result<()> {
     let previous = journal::read(&journal_path)?;
     let plan = Plan::new(&spec, &previous)?;
     let total = plan.points.len();
-    eprintln!(
+    errln!(
         "mmulab: sweep {}: {total} point{}: {} finished before (skipped), {} failed before (re-run), {} new",
         a.spec.display(),
         if total == 1 { "" } else { "s" },
@@ -95,6 +104,11 @@ pub fn run(a: Args) -> Result<()> {
             None => Pool::all_cores(),
         }),
     };
+    // Every output path is checked before the first point runs: a missing or read-only
+    // directory is an error now, not after hours of points.
+    if !plan.todo.is_empty() {
+        preflight(&output, &journal_path)?;
+    }
     crate::signals::stop_on_interrupt();
     let finished = Arc::new(AtomicU64::new(plan.done.len() as u64));
     let seen = finished.clone();
@@ -110,6 +124,7 @@ pub fn run(a: Args) -> Result<()> {
     let mut journal = journal::Journal::new(&journal_path);
     let mut rows: Vec<Row> = plan.done.clone();
     let mut journal_error = None;
+    let mut failed_fast: Option<String> = None;
     // Parquet to a regular file: row groups written as points finish (stream.rs).
     let mut stream = (matches!(kind, Kind::Parquet) && (!output.exists() || output.is_file())).then(|| {
         let order = plan.points.iter().map(|p| p.index).collect();
@@ -126,6 +141,10 @@ pub fn run(a: Args) -> Result<()> {
         if !row.complete {
             return;
         }
+        if a.fail_fast && row.error.is_some() {
+            failed_fast.get_or_insert_with(|| row.id.clone());
+            mmulab_sim::request_stop();
+        }
         if let Err(e) = journal.append(&row) {
             journal_error.get_or_insert(e);
         }
@@ -141,8 +160,10 @@ pub fn run(a: Args) -> Result<()> {
     drop(ticker);
     rows.sort_by_key(|r| r.index);
     let new = rows.len() - plan.done.len();
-    // Whatever finished is written, whole, even when the executor failed after it.
-    if new > 0 || !output.exists() && res.is_ok() {
+    // Whatever finished is written, whole, even when the executor failed after it; and a
+    // sweep whose every point was journaled before still writes its own rows (the file
+    // may hold an older spec's).
+    if new > 0 || res.is_ok() {
         let streamed = match stream {
             Some(s) => s.finish(&rows).unwrap_or(false),
             None => false,
@@ -164,7 +185,43 @@ pub fn run(a: Args) -> Result<()> {
             output.display()
         ),
     })?;
-    print_summary(&a, &rows, &plan, total, &output)
+    print_summary(&a, &rows, &plan, total, &output)?;
+    let failed = rows.iter().filter(|r| r.error.is_some()).count();
+    if let Some(id) = failed_fast {
+        bail!(
+            "--fail-fast: point {id} failed; the sweep stopped there ({} of {total} points have results in {}; run again without --fail-fast to go on)",
+            rows.len(),
+            output.display()
+        );
+    }
+    if failed > 0 && !a.keep_going {
+        bail!(
+            "{failed} of {total} points failed; their errors are in {} and {}.manifest.json (--keep-going exits 0 when points fail)",
+            output.display(),
+            output.display()
+        );
+    }
+    Ok(())
+}
+
+/// Checks, before any point runs, that the results file, its manifest and the journal
+/// can be written: creates (and drops) the results' and manifest's temporary files and
+/// opens the journal for appending (a journal this check created is removed again: it
+/// appears with the first finished point).
+fn preflight(output: &Path, journal_path: &Path) -> Result<()> {
+    drop(OutputFile::new(output)?);
+    drop(OutputFile::new(&PathBuf::from(format!(
+        "{}.manifest.json",
+        output.display()
+    )))?);
+    let existed = std::fs::symlink_metadata(journal_path).is_ok();
+    journal::Journal::new(journal_path)
+        .open()
+        .map_err(|e| anyhow::anyhow!("{e} (checked before the first point)"))?;
+    if !existed {
+        let _ = std::fs::remove_file(journal_path);
+    }
+    Ok(())
 }
 
 /// Writes the table as one file, through a temporary file renamed over the target.
@@ -228,7 +285,7 @@ fn print_summary(a: &Args, rows: &[Row], plan: &Plan, total: usize, output: &Pat
             "rerun_failed": plan.rerun_failed,
             "output": output.display().to_string(),
         });
-        println!("{}", serde_json::to_string(&v)?);
+        outln!("{}", serde_json::to_string(&v)?);
         return Ok(());
     }
     let names: Vec<&str> = plan
@@ -285,9 +342,9 @@ fn print_summary(a: &Args, rows: &[Row], plan: &Plan, total: usize, output: &Pat
         out += s.trim_end();
         out += "\n";
     }
-    print!("{out}");
+    out!("{out}");
     if mmulab_sim::stop_requested() {
-        println!("the sweep was stopped: {pending} points not run; run the same command again to finish them");
+        outln!("the sweep was stopped: {pending} points not run; run the same command again to finish them");
     }
     Ok(())
 }

@@ -28,12 +28,12 @@ pub struct Args {
 
 fn print_table(v: &Value) {
     let g = |k: &str| v[k].to_string();
-    println!(
+    outln!(
         "trace        {} ({})",
         v["file"].as_str().unwrap_or(""),
         v["format"].as_str().unwrap_or("")
     );
-    println!(
+    outln!(
         "references   {}{}",
         g("references"),
         if v["complete"] == json!(false) {
@@ -49,24 +49,24 @@ fn print_table(v: &Value) {
             ""
         }
     );
-    println!("  loads      {}", g("loads"));
-    println!("  stores     {}", g("stores"));
-    println!("  ifetches   {}", g("ifetches"));
-    println!(
+    outln!("  loads      {}", g("loads"));
+    outln!("  stores     {}", g("stores"));
+    outln!("  ifetches   {}", g("ifetches"));
+    outln!(
         "threads      {}   cores {}   address spaces {}",
         g("threads"),
         g("cores"),
         g("address_spaces")
     );
     if let Some(r) = v["address_range"].as_object() {
-        println!(
+        outln!(
             "addresses    {} .. {}",
             r["min"].as_str().unwrap_or(""),
             r["max"].as_str().unwrap_or("")
         );
     }
     let f = &v["footprint"];
-    println!(
+    outln!(
         "footprint    {} pages of 4 KiB ({:.1} MiB), {} pages of 2 MiB",
         f["pages_4k"],
         f["bytes_4k"].as_u64().unwrap_or(0) as f64 / (1u64 << 20) as f64,
@@ -76,7 +76,7 @@ fn print_table(v: &Value) {
         .as_object()
         .map(|m| m.iter().map(|(k, n)| format!("{k}:{n}")).collect())
         .unwrap_or_default();
-    println!(
+    outln!(
         "sizes        {}",
         if sizes.len() > 12 {
             format!("{} … ({} distinct)", sizes[..12].join(" "), sizes.len())
@@ -86,14 +86,15 @@ fn print_table(v: &Value) {
     );
     let c = &v["control"];
     if c["exit"] != json!(0) || c["unmap"] != json!(0) {
-        println!(
+        outln!(
             "control      {} exits, {} unmap markers (OS events: not in the counts or footprint above)",
-            c["exit"], c["unmap"]
+            c["exit"],
+            c["unmap"]
         );
     }
     for (key, title) in [("markers", "markers"), ("records_skipped", "not refs")] {
         if let Some(m) = v[key].as_object().filter(|m| !m.is_empty()) {
-            println!(
+            outln!(
                 "{title:<12} {}",
                 m.iter().map(|(k, n)| format!("{k}={n}")).collect::<Vec<_>>().join(" ")
             );
@@ -104,14 +105,14 @@ fn print_table(v: &Value) {
             .iter()
             .map(|x| format!("{} ({} B)", x["name"].as_str().unwrap_or(""), x["bytes"]))
             .collect();
-        println!(
+        outln!(
             "sections     {}   ({} VMAs in the last sample)",
             names.join(", "),
             v["vmas"]
         );
     }
     if let Some(e) = v.get("error") {
-        println!("ERROR        {}", e["message"].as_str().unwrap_or(""));
+        outln!("ERROR        {}", e["message"].as_str().unwrap_or(""));
     }
 }
 
@@ -133,7 +134,7 @@ pub fn run(a: Args) -> Result<()> {
             if a.json {
                 // Still exactly one JSON object on stdout.
                 let v = json!({"file": a.file.display().to_string(), "complete": false, "error": {"message": e.to_string()}});
-                println!("{}", serde_json::to_string(&v)?);
+                outln!("{}", serde_json::to_string(&v)?);
             }
             return Err(e.into());
         }
@@ -142,7 +143,7 @@ pub fn run(a: Args) -> Result<()> {
         s.stopped(format!("interrupted by {}", crate::signals::name(sig)));
     }
     if a.json {
-        println!("{}", serde_json::to_string(&s)?);
+        outln!("{}", serde_json::to_string(&s)?);
     } else {
         print_table(&serde_json::to_value(&s)?);
     }

@@ -18,6 +18,7 @@ mod mrc_cli;
 mod nested_caches_cli;
 mod numa_cli;
 mod pinned_results;
+mod pipes_cli;
 mod probe_bench;
 mod reproduce_freebsd;
 mod reproduce_help;

@@ -429,3 +429,41 @@ fn sim_timeseries_of_an_interrupted_run_is_kept_and_never_half_written() {
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "temporary file left");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs mmulab with stdout (or stderr) on /dev/full: every write fails with ENOSPC, as
+/// behind a redirect to a full disk.
+fn with_full(args: &[&str], stream: &str) -> (Option<i32>, String) {
+    let full = || Stdio::from(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap());
+    let mut c = mmulab();
+    c.args(args).env("MMULAB_PROGRESS", "off");
+    let out = if stream == "stdout" {
+        c.stdout(full()).stderr(Stdio::piped()).output().unwrap()
+    } else {
+        c.stdout(Stdio::null()).stderr(full()).output().unwrap()
+    };
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn a_full_stdout_or_stderr_is_an_error_never_a_panic() {
+    if !Path::new("/dev/full").exists() {
+        eprintln!("skipping: no /dev/full");
+        return;
+    }
+    // Before, each of these panicked ("failed printing to stdout", status 101).
+    for args in [
+        &["machines"][..],
+        &["sim", "--workload", "gups:table=1MiB,refs=1000", "--json"],
+        &["sim", "--workload", "gups:table=1MiB,refs=1000"],
+        &["reproduce", "--list"],
+        &["check-kernel", "--print-os"],
+    ] {
+        let (code, err) = with_full(args, "stdout");
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains("cannot write to stdout"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    // stderr full: an error message that cannot be shown still ends with status 2.
+    let (code, _) = with_full(&["sim", "--workload", "no-such-workload"], "stderr");
+    assert_eq!(code, Some(2));
+}

@@ -202,7 +202,11 @@ fn a_rerun_skips_finished_points_and_reruns_failed_ones() {
 fn a_point_that_fails_is_recorded_with_its_error() {
     // 0 entries is no TLB: that point's config is invalid; the other runs.
     let d = spec_dir("fail", &format!("{SMALL}[params]\n\"tlb.l2.entries\" = [0, 512]\n"));
-    let (o, _) = ok(&d, &["sweep", "spec.toml", "-o", "r.csv"]);
+    // By default a failed point makes the sweep exit 1, after every result is written.
+    let e = fails(&d, &["sweep", "spec.toml", "-o", "r.csv"]);
+    assert!(e.contains("1 of 2 points failed") && e.contains("--keep-going"), "{e}");
+    assert_eq!(csv(&d.join("r.csv")).len(), 2);
+    let (o, _) = ok(&d, &["sweep", "spec.toml", "-o", "r.csv", "--keep-going"]);
     assert!(o.contains("2 points, 1 ok, 1 failed"), "{o}");
     let rows = csv(&d.join("r.csv"));
     assert_eq!(rows[0]["status"], "error");
@@ -298,5 +302,65 @@ fn parquet_is_the_default_output_beside_the_spec() {
         .iter()
         .all(|p| p["status"] == "ok" && p["id"].as_str().unwrap().len() == 32));
     assert_ne!(points[0]["id"], points[1]["id"]);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn fail_fast_stops_at_the_first_failed_point() {
+    // One job: the points run in order, so the failing first point stops the other three
+    // before they run; they are pending, not failed, and run on the next call.
+    let d = spec_dir(
+        "failfast",
+        &format!("{SMALL}[params]\n\"tlb.l2.entries\" = [0, 256, 512, 1024]\n"),
+    );
+    let e = fails(&d, &["sweep", "spec.toml", "-o", "r.csv", "--fail-fast", "-j", "1"]);
+    assert!(e.contains("--fail-fast: point") && e.contains("stopped there"), "{e}");
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.csv.manifest.json")).unwrap()).unwrap();
+    let status: Vec<&str> = m["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(status[0], "error", "{status:?}");
+    assert!(status[1..].iter().all(|s| *s == "pending"), "{status:?}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn output_paths_are_checked_before_the_first_point() {
+    let d = spec_dir("preflight", &format!("{SMALL}[params]\n\"tlb.l2.entries\" = [256]\n"));
+    let e = fails(&d, &["sweep", "spec.toml", "-o", "no-such-dir/r.csv"]);
+    assert!(e.contains("no-such-dir") && e.contains("does not exist"), "{e}");
+    // Nothing ran: no journal was written anywhere.
+    assert!(!d.join("no-such-dir").exists());
+    assert!(!e.contains("points finished"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_fully_journaled_sweep_still_writes_its_own_results() {
+    // A first spec of three points writes r.csv; a second spec of one of those points
+    // (all journaled: nothing runs) must not leave the three-row file in place.
+    let d = spec_dir(
+        "stale",
+        &format!("{SMALL}[params]\n\"tlb.l2.entries\" = [256, 512, 1024]\n"),
+    );
+    ok(&d, &["sweep", "spec.toml", "-o", "r.csv"]);
+    assert_eq!(csv(&d.join("r.csv")).len(), 3);
+    std::fs::write(
+        d.join("spec.toml"),
+        format!("{SMALL}[params]\n\"tlb.l2.entries\" = [512]\n"),
+    )
+    .unwrap();
+    let (_, e) = ok(&d, &["sweep", "spec.toml", "-o", "r.csv"]);
+    assert!(
+        e.contains("1 finished before (skipped), 0 failed before (re-run), 0 new"),
+        "{e}"
+    );
+    let rows = csv(&d.join("r.csv"));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.csv.manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["points"].as_array().unwrap().len(), 1);
     let _ = std::fs::remove_dir_all(&d);
 }

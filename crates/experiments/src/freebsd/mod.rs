@@ -9,6 +9,7 @@ pub mod sensitivity;
 
 pub use policies::KIND;
 use policies::{Experiment as Policies, RunResult};
+use std::io::Write;
 
 use crate::{Experiment, Input, Opt, Output, Source};
 use anyhow::{Context, Result};
@@ -69,14 +70,20 @@ and x2 (no --plot)."
             if input.figure {
                 anyhow::bail!("--sensitivity draws no picture; drop --plot");
             }
-            eprintln!("mmulab reproduce {} --sensitivity: on {threads} threads…", e.name);
+            // Progress is best effort: a full stderr is no reason to panic (issue 51).
+            let _ = writeln!(
+                std::io::stderr(),
+                "mmulab reproduce {} --sensitivity: on {threads} threads…",
+                e.name
+            );
             let rows = sensitivity::sensitivity(&e, input.pool).with_context(|| format!("running {origin}"))?;
             return Ok(Output::new(
                 sensitivity::sensitivity_table(&e, &rows),
                 serde_json::to_value(&rows)?,
             ));
         }
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "mmulab reproduce {}: {} runs on {threads} threads…",
             e.name,
             e.machine.iter().map(|m| m.policies.len()).sum::<usize>() * e.workload.len()

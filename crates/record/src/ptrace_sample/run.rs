@@ -618,6 +618,7 @@ fn finish<W: Write>(
             truncated,
             total_references: None,
             sampling: None,
+            forks: None,
         },
         windows: r.windows,
         steps: r.steps,

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use mmulab_record::{RecordError, RecordOptions, Recorder};
+use mmulab_record::{Backend, RecordError, RecordOptions, Recorder};
 use mmulab_trace::summary::summarize_file;
 use mmulab_trace::TraceOptions;
 
@@ -64,4 +64,81 @@ fn a_program_valgrind_cannot_start_is_a_typed_error_with_its_messages() {
         }
         other => panic!("{other}"),
     }
+}
+
+/// A C program that stores to 16,384 lines of its own, forks, and whose child stores to
+/// 131,072 lines of another buffer before the parent has waited for it.
+fn forking_program(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    let src = dir.join("fork.c");
+    std::fs::write(
+        &src,
+        "#include <stdlib.h>\n#include <unistd.h>\n#include <sys/wait.h>\n\
+         int main(void) {\n\
+           volatile char *a = malloc(1 << 20);\n\
+           for (int i = 0; i < (1 << 20); i += 64) a[i] = 1;\n\
+           pid_t p = fork();\n\
+           if (p == 0) { volatile char *b = malloc(8 << 20); for (int i = 0; i < (8 << 20); i += 64) b[i] = 1; _exit(0); }\n\
+           waitpid(p, 0, 0);\n\
+           return 0;\n\
+         }\n",
+    )
+    .unwrap();
+    let exe = dir.join("fork");
+    let ok = std::process::Command::new("cc")
+        .arg("-O1")
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some(exe)
+}
+
+#[test]
+fn a_forked_childs_references_never_join_the_parents_trace() {
+    let Ok(rec) = Recorder::new() else {
+        eprintln!("valgrind not installed: skipped");
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("mmulab-record-fork-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let Some(exe) = forking_program(&dir) else {
+        eprintln!("no C compiler: skipped");
+        return;
+    };
+    let exe = exe.to_string_lossy().into_owned();
+    let mut backends = vec![("lackey", Backend::Lackey)];
+    match mmulab_record::mmtrace::build(&dir.join("mmtrace")) {
+        Ok(lib_dir) => backends.push((
+            "mmtrace",
+            Backend::Mmtrace {
+                lib_dir,
+                sampling: None,
+            },
+        )),
+        Err(e) => eprintln!("mmtrace not built ({e}): Lackey only"),
+    }
+    for (name, backend) in backends {
+        let r = rec
+            .record_with(
+                &backend,
+                &options(&[&exe]),
+                std::io::sink(),
+                &mut |_| {},
+                Box::new(|| None),
+            )
+            .unwrap();
+        assert!(r.exit_status.success(), "{name}");
+        // The parent's 16,384 stores and the C library's start-up are recorded; the
+        // child's 131,072 are not (merged, they were: the parent's address space then
+        // held the child's buffer).
+        assert!(r.stores >= 16_384 && r.stores < 100_000, "{name}: {} stores", r.stores);
+        if name == "mmtrace" {
+            assert_eq!(r.forks, Some(1), "mmtrace counts the fork");
+        } else {
+            assert_eq!(r.forks, None, "Lackey does not count forks");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

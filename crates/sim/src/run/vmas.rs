@@ -13,8 +13,12 @@ use crate::system::TraceVma;
 
 /// The metadata sections of the trace file at `path`, read up front, as a [`TraceMeta`]
 /// (sections only). `None` if the file is not an `.mlt` trace whose sections can be read:
-/// other formats report their metadata while they are read.
+/// other formats report their metadata while they are read, and so does a trace read from
+/// a pipe or FIFO (opening it here would consume the bytes the run needs).
 pub fn trace_file_meta(path: &Path) -> Option<TraceMeta> {
+    if mmulab_trace::is_stream(path) {
+        return None;
+    }
     let sections = mmulab_trace::format::mlt::read_sections(path).ok()?;
     Some(TraceMeta {
         sections,
