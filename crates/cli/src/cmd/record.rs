@@ -184,6 +184,7 @@ fn run_ptrace(a: Args) -> Result<()> {
         "windows_other_threads": r.windows_other_threads,
         "undecodable": r.undecodable,
         "vsib_skipped": r.vsib_skipped,
+        "early_signals": r.early_signals,
     });
     if a.json {
         outln!("{}", serde_json::to_string(&summary)?);

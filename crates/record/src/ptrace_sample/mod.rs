@@ -136,6 +136,10 @@ pub struct PtraceRecording {
     pub undecodable: u64,
     /// Gathers and scatters not recorded (vector index registers).
     pub vsib_skipped: u64,
+    /// Timer signals suppressed without a window: they came before the program had run
+    /// half a period natively since the last window (single-stepping adds user time that
+    /// the timer counts; `run.rs`, `native_since_window`).
+    pub early_signals: u64,
 }
 
 /// Whether the sampler can run on this build: the reason if not.

@@ -190,6 +190,10 @@ struct Sampler<W: Write> {
     windows_text: String,
     samples: Vec<(u64, String)>,
     last_maps: String,
+    /// The program's CPU clock (`clock_getcpuclockid`: user + system time of every
+    /// thread, in ns), and its reading when the last window ended.
+    cpu_clock: Option<libc::clockid_t>,
+    cpu_after_window: u64,
 }
 
 #[derive(Default)]
@@ -198,6 +202,26 @@ struct PtraceStats {
     steps: u64,
     windows_other_threads: u64,
     undecodable: u64,
+    /// Timer signals that came before the program had run half a period natively since
+    /// the last window (suppressed, no window): see `native_since_window`.
+    early_signals: u64,
+}
+
+/// The CPU clock of process `pid` (any process's can be read: `posix_cpu_clock_get`).
+fn cpu_clock_of(pid: i32) -> Option<libc::clockid_t> {
+    let mut clk: libc::clockid_t = 0;
+    // SAFETY: valid out-pointer; the call only looks the process up.
+    (unsafe { libc::clock_getcpuclockid(pid, &mut clk) } == 0).then_some(clk)
+}
+
+/// CPU time of `clk` in ns (0 if it cannot be read: the process ended).
+fn cpu_ns(clk: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: valid out-pointer.
+    if unsafe { libc::clock_gettime(clk, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 impl<W: Write> Sampler<W> {
@@ -278,7 +302,28 @@ impl<W: Write> Sampler<W> {
         pt(libc::PTRACE_SINGLESTEP, tid, 0);
     }
 
+    /// CPU time the program has run since the last window ended, ns (`u64::MAX` when
+    /// its clock cannot be read: every timer signal then starts a window).
+    ///
+    /// Why: the timer (`ITIMER_VIRTUAL`, armed in the child, which only the child can
+    /// re-arm) counts the program's user time, and single-stepping adds user time of its
+    /// own (in this KVM guest each step's trap is charged partly as user time: a 1.3 s
+    /// numpy program had 4.0 s of user time after its windows). Windows of 10,000 steps
+    /// then earned more than a 6 ms period each, the next signal was already due when a
+    /// window ended, and the sampler stepped most of the program (over 5 minutes for a
+    /// 1.3 s run). A signal that comes before the program has run half a period natively
+    /// since the last window is suppressed without a window.
+    fn native_since_window(&self) -> u64 {
+        match self.cpu_clock {
+            Some(c) => cpu_ns(c).saturating_sub(self.cpu_after_window),
+            None => u64::MAX,
+        }
+    }
+
     fn end_window(&mut self) {
+        if let Some(c) = self.cpu_clock {
+            self.cpu_after_window = cpu_ns(c);
+        }
         if let Some(w) = self.window.take() {
             self.r.steps += w.steps;
             self.windows_text.push_str(&format!(
@@ -472,6 +517,8 @@ pub(super) fn record<W: Write>(
         windows_text: String::new(),
         samples: Vec::new(),
         last_maps: String::new(),
+        cpu_clock: cpu_clock_of(pid),
+        cpu_after_window: 0,
     };
     s.sample_maps();
     if sampling.whole() {
@@ -553,10 +600,13 @@ fn trace_loop<W: Write>(
             continue;
         }
         if sig == libc::SIGVTALRM {
-            // The sampling timer: suppressed; a window unless one is already under way.
-            if s.window.is_none() && !s.truncated {
+            // The sampling timer: suppressed; a window unless one is already under way
+            // or the program has not yet run half a period natively since the last one.
+            let early = s.native_since_window() < s.sampling.period.as_nanos() as u64 / 2;
+            if s.window.is_none() && !s.truncated && !early {
                 s.start_window(tid);
             } else {
+                s.r.early_signals += u64::from(early && s.window.is_none());
                 pt(libc::PTRACE_CONT, tid, 0);
             }
             continue;
@@ -627,6 +677,7 @@ fn finish<W: Write>(
         threads,
         windows_other_threads: r.windows_other_threads,
         undecodable: r.undecodable,
+        early_signals: r.early_signals,
         vsib_skipped: dec.vsib_skipped,
     })
 }
