@@ -389,7 +389,7 @@ impl Machine {
     /// Looks for VMAs in the trace's metadata and installs them once found.
     pub(crate) fn take_trace_vmas(&mut self, src: &dyn mmulab_trace::TraceSource) {
         if let Some(meta) = src.meta() {
-            let v: Vec<TraceVma> = meta.vmas().iter().map(TraceVma::of).collect();
+            let v: Vec<TraceVma> = meta.vmas_union().iter().map(TraceVma::of).collect();
             if !v.is_empty() {
                 self.set_trace_vma_flags(&v);
                 self.bg.trace_vmas_seen = true;

@@ -26,11 +26,12 @@ pub fn trace_file_meta(path: &Path) -> Option<TraceMeta> {
     })
 }
 
-/// Installs the VMAs of `meta` (the last sample of its `vmas` section) in every address
+/// Installs the VMAs of `meta` (every range any sample of its `vmas` section held,
+/// `TraceMeta::vmas_union`) in every address
 /// space of `m`, existing and future ones. Returns how many it installed (0: `meta`
 /// carries none, and `m` is unchanged).
 pub fn preload_vmas(m: &mut Machine, meta: &TraceMeta) -> usize {
-    let vmas: Vec<TraceVma> = meta.vmas().iter().map(TraceVma::of).collect();
+    let vmas: Vec<TraceVma> = meta.vmas_union().iter().map(TraceVma::of).collect();
     if vmas.is_empty() {
         return 0;
     }

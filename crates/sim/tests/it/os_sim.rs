@@ -223,9 +223,11 @@ fn trace_vmas_decide_where_thp_may_use_huge_pages() {
 }
 
 #[test]
-fn preloaded_trace_vmas_are_the_last_sample_of_the_vmas_section() {
-    // The same run as above, with the VMA from a trace's metadata: the first sample (a
-    // 4 MiB VMA) is superseded by the last (3 MiB), which decides.
+fn preloaded_trace_vmas_are_every_range_the_samples_held_the_later_winning() {
+    // The same run as above, with the VMAs from a trace's metadata: the first sample (a
+    // 4 MiB VMA) is superseded by the last (3 MiB) where they overlap, and its last MiB,
+    // which only the first held, stays a VMA of its own (TraceMeta::vmas_union): two VMAs,
+    // and the edge at 3 MiB still stops a huge page there.
     let text = "# sample 0 t_ms=0 pid=1\n40000000-40400000 rw-p 00000000 00:00 0\n\
                 # sample 1 t_ms=100 pid=1\n40000000-40300000 rw-p 00000000 00:00 0\n";
     let meta = mmulab_trace::TraceMeta {
@@ -235,7 +237,7 @@ fn preloaded_trace_vmas_are_the_last_sample_of_the_vmas_section() {
     let s = spec(&["os.policy=thp", "memory.size=256MiB"]).unwrap();
     let mut m = Machine::new(s).unwrap();
     assert_eq!(mmulab_sim::preload_vmas(&mut m, &mmulab_trace::TraceMeta::default()), 0);
-    assert_eq!(mmulab_sim::preload_vmas(&mut m, &meta), 1);
+    assert_eq!(mmulab_sim::preload_vmas(&mut m, &meta), 2);
     let mut src = workload::parse("seq:size=3MiB,refs=768,stride=4096,base=0x40000000").unwrap();
     let st = run(&mut m, &mut src, None).unwrap();
     assert_eq!(st.os.count(OsEvent::ThpFaultFallbackVmaEdge), 256);
