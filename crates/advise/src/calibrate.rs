@@ -22,7 +22,7 @@ use mmulab_probe::error::{ProbeError, Result};
 const LAT_MIN: usize = 1 << 20;
 const LAT_MAX: usize = 256 << 20;
 /// GUPS table sizes (bytes).
-const GUPS_SIZES: [usize; 3] = [4 << 20, 16 << 20, 64 << 20];
+const GUPS_SIZES: [usize; 4] = [4 << 20, 16 << 20, 64 << 20, 256 << 20];
 
 /// The last-level data cache of CPU 0, bytes (sysfs `cache/index*/size` of the highest
 /// level holding data), or 32 MiB assumed when sysfs does not say.
