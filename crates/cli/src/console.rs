@@ -1,6 +1,6 @@
 //! Printing that never panics. The standard `println!` panics when stdout cannot be
 //! written (a full disk behind a redirect, `> /dev/full`): exit status 101 and a panic
-//! message. Every line the CLI prints goes through [`outln!`], [`out!`] or [`errln!`]
+//! message. Every line the CLI prints goes through `outln!`, `out!` or `errln!`
 //! instead: a failed write is remembered (the first one, with its stream), later
 //! writes to that stream are skipped, and `main` ends with a clear error naming the stream
 //! and exit status 2 ([`failure`]). A closed pipe is not an error here: SIGPIPE keeps its
