@@ -102,6 +102,17 @@ impl MrcOptions {
                 )))
             }
         };
+        // A size the machine's page tables cannot map at all (16K on x86-64) is no curve
+        // of this machine: refused, not silently drawn for the base page a splintering
+        // level would hold instead.
+        let mappable = spec.format.page_sizes();
+        if !mappable.contains(&size) {
+            return Err(MrcError::Options(format!(
+                "--page-size {size}: this machine's page tables ({}) map {} pages, not {size}",
+                spec.format.arch_name(),
+                mappable.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")
+            )));
+        }
         let held = t.page_sizes.iter().copied().filter(|&p| p <= size).max();
         let page_size = match (t.page_sizes.contains(&size), t.unsupported, held) {
             (true, _, _) => size,

@@ -313,6 +313,16 @@ fn run_to_end(a: Args) -> Result<()> {
         errln!("mmulab: note: {n}");
     }
     let roi = roi(&a)?;
+    // Options that would be ignored are refused, never silently dropped (issue 51).
+    if a.workload.is_some() && a.trace.is_none() && a.format != "auto" {
+        bail!(
+            "--format {} applies to --trace: a workload is generated, not read (drop --format)",
+            a.format
+        );
+    }
+    if a.roi_refs == Some(0) {
+        bail!("--refs 0 would measure nothing: give the references to measure after the warm-up (e.g. --refs 1M), or leave --refs out to measure to the end");
+    }
     if let Some(n) = a.sim_threads {
         SIM_THREADS.store(n, std::sync::atomic::Ordering::Relaxed);
     }
@@ -351,6 +361,15 @@ fn run_to_end(a: Args) -> Result<()> {
         mem_trace,
         &roi,
     )?;
+    // --skip past the end simulated nothing: say so rather than print a run of nothing.
+    if let (Some(skip), Some(r)) = (a.skip, stats.roi.as_ref()) {
+        if stats.complete && r.skipped < skip {
+            bail!(
+                "--skip {skip}: {what} ended after {} references, all skipped; nothing was simulated (give a smaller --skip)",
+                r.skipped
+            );
+        }
+    }
     if a.json {
         let mut v = stats.to_json();
         v["source"] = serde_json::Value::String(what);

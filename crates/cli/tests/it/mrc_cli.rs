@@ -50,6 +50,22 @@ fn json_csv_and_plot() {
 }
 
 #[test]
+fn a_page_size_the_page_tables_cannot_map_is_refused() {
+    // x86-64 maps 4K, 2M and 1G pages: a 16K curve was drawn for 4K pages, silently.
+    let o = mmulab(&["mrc", "-w", "seq:size=1MiB", "--page-size", "16K"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("--page-size 16K") && e.contains("4K, 2M, 1G"), "{e}");
+    // 2M is mappable, and the default machine's L1 holds it.
+    assert_eq!(
+        mmulab(&["mrc", "-w", "seq:size=1MiB", "--page-size", "2M"])
+            .status
+            .code(),
+        Some(0)
+    );
+}
+
+#[test]
 fn bad_level_and_sets_are_clear_errors() {
     let o = mmulab(&["mrc", "-w", "seq:size=1MiB", "--level", "l3"]);
     assert_eq!(o.status.code(), Some(2));

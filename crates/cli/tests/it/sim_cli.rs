@@ -457,3 +457,34 @@ fn timeseries_keeps_the_region_of_interest() {
     assert_eq!(last["refs"], 10_388_608);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Options that would be ignored are refused, never dropped in silence (issue 51):
+/// `--format` with a workload, `--refs 0`, and a `--skip` past the end of the source.
+#[test]
+fn ignored_options_are_refused_not_dropped() {
+    let refused = |args: &[&str], want: &str| {
+        let o = mmulab(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.contains(want), "{args:?}: {e}");
+    };
+    refused(
+        &["sim", "-w", "seq:size=1MiB,refs=1000", "--format", "din"],
+        "--format din applies to --trace",
+    );
+    refused(
+        &["sim", "-w", "seq:size=1MiB,refs=1000", "--refs", "0"],
+        "--refs 0 would measure nothing",
+    );
+    // 1,000 references, 5,000 to skip: all skipped, nothing simulated.
+    refused(
+        &["sim", "-w", "seq:size=1MiB,refs=1000", "--skip", "5000"],
+        "ended after 1000 references, all skipped",
+    );
+    // A skip inside the source still runs: 500 skipped, 500 measured.
+    let v = json_ok(&["sim", "-w", "seq:size=1MiB,refs=1000", "--skip", "500", "--json"]);
+    assert_eq!(
+        (v["roi"]["skipped"].as_u64(), v["references"].as_u64()),
+        (Some(500), Some(500))
+    );
+}
