@@ -93,6 +93,12 @@ pub fn verdict(m: &Measured, p: Option<&PredictedBrief>, huge_pages_seen: Option
         Some(p) => format!(" (predicted {:+.1} %)", pct(p.speedup)),
         None => String::new(),
     };
+    // One pair has no spread: its "± 0.0 %" would claim a certainty one run cannot give.
+    if m.runs < 2 {
+        return format!(
+            "one pair only: {gain:+.1} %, with no spread to tell it from noise; run with --runs 3 or more for a verdict{why_none}"
+        );
+    }
     if m.low > 1.0 && gain >= NEGLIGIBLE * 100.0 {
         return format!("THP gains {gain:.1} % ± {half:.1} %: enable it for this program");
     }
@@ -144,6 +150,16 @@ mod tests {
         let m = measure(&[112.0, 114.0, 116.0], &[100.0, 100.0, 100.0]).unwrap();
         let v = verdict(&m, None, Some(true));
         assert!(v.starts_with("THP gains 14.0 % ± 2.0 %: enable it"), "{v}");
+    }
+
+    #[test]
+    fn one_pair_gives_no_verdict_only_its_figure() {
+        // One pair 4.62 s / 10 s: 0.462, "slows by 53.8 % ± 0.0 %" before; one run cannot
+        // say how far it is from noise.
+        let m = measure(&[4.62], &[10.0]).unwrap();
+        let v = verdict(&m, None, Some(true));
+        assert!(v.starts_with("one pair only: -53.8 %") && v.contains("--runs 3"), "{v}");
+        assert!(!v.contains("± 0.0"), "{v}");
     }
 
     #[test]
