@@ -66,6 +66,31 @@ fn json_has_every_row_and_the_seed_comparison() {
     assert!(cmp
         .iter()
         .all(|c| c["same_direction"] == true && !c["note"].as_str().unwrap().is_empty()));
+    // The fit: six clear-dirty-log figures fitted, six enable and three 1 GB figures
+    // predicted, each predicted one with an interval around it and, outside it, a reason.
+    let fit = &v["fit"];
+    let rows = fit["rows"].as_array().expect("fit.rows");
+    let role = |r: &str| rows.iter().filter(|x| x["role"] == r).count();
+    assert_eq!((role("fitted"), role("predicted")), (6, 9), "{fit}");
+    assert!(rows
+        .iter()
+        .filter(|r| r["role"] == "fitted")
+        .all(|r| r["scenario"] == "clear-dirty-log"));
+    for r in rows.iter().filter(|r| r["role"] == "predicted") {
+        let (lo, x, hi, seed) = (
+            r["low"].as_f64().unwrap(),
+            r["mmulab"].as_f64().unwrap(),
+            r["high"].as_f64().unwrap(),
+            r["seed"].as_f64().unwrap(),
+        );
+        assert!(lo <= x && x <= hi && hi - lo > 0.5, "{r}");
+        assert_eq!(r["inside"] == true, lo <= seed && seed <= hi, "{r}");
+        assert_eq!(r["why"].as_str().unwrap().is_empty(), r["inside"] == true, "{r}");
+    }
+    let alone: Vec<_> = rows.iter().filter(|r| r["timed"] == "split alone").collect();
+    assert_eq!(alone.len(), 3);
+    assert!(alone.iter().all(|r| r["slot_gib"] == 1 && r["granules"] == "4K"));
+    assert!(fit["rms_fit"].as_f64().unwrap() < 5.0, "{fit}");
 }
 
 #[test]

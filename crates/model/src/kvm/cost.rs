@@ -70,9 +70,71 @@ impl Default for SplitCost {
     }
 }
 
+/// How many parameters a [`SplitCost`] has ([`SplitCost::NAMES`]).
+pub const N_COSTS: usize = 14;
+
 impl SplitCost {
-    /// Modelled time of counts `c` (granule `g`, variant `v`), in nanoseconds.
-    pub fn time_ns(&self, c: &SplitCounts, g: Granule, v: Variant) -> f64 {
+    /// The parameters' names, in [`SplitCost::to_array`] order.
+    pub const NAMES: [&'static str; N_COSTS] = [
+        "entry_read",
+        "callback",
+        "build_leaf",
+        "write",
+        "page_take",
+        "page_alloc",
+        "zero_per_kib",
+        "topup",
+        "tlbi_ipa",
+        "tlbi_range",
+        "tlbi_vmid",
+        "call",
+        "word",
+        "skip_test",
+    ];
+
+    /// The parameters as an array, in [`SplitCost::NAMES`] order.
+    pub fn to_array(&self) -> [f64; N_COSTS] {
+        [
+            self.entry_read,
+            self.callback,
+            self.build_leaf,
+            self.write,
+            self.page_take,
+            self.page_alloc,
+            self.zero_per_kib,
+            self.topup,
+            self.tlbi_ipa,
+            self.tlbi_range,
+            self.tlbi_vmid,
+            self.call,
+            self.word,
+            self.skip_test,
+        ]
+    }
+
+    /// The cost from an array in [`SplitCost::NAMES`] order.
+    pub fn from_array(a: [f64; N_COSTS]) -> SplitCost {
+        SplitCost {
+            entry_read: a[0],
+            callback: a[1],
+            build_leaf: a[2],
+            write: a[3],
+            page_take: a[4],
+            page_alloc: a[5],
+            zero_per_kib: a[6],
+            topup: a[7],
+            tlbi_ipa: a[8],
+            tlbi_range: a[9],
+            tlbi_vmid: a[10],
+            call: a[11],
+            word: a[12],
+            skip_test: a[13],
+        }
+    }
+
+    /// How many times each parameter is paid for counts `c` (granule `g`, variant `v`), in
+    /// [`SplitCost::NAMES`] order: the time is the dot product with [`SplitCost::to_array`].
+    pub fn terms(c: &SplitCounts, g: Granule, v: Variant) -> [f64; N_COSTS] {
         let reads = c.visits() as f64;
         // Build-walk callbacks that wrote a leaf are priced as build_leaf; the ones that
         // installed a table (one per page taken beyond each subtree's root) as callbacks.
@@ -83,21 +145,36 @@ impl SplitCost {
         // covers): wp, BBM (2 per split), tables (2 each).
         let other_writes = (c.wp_writes + c.descriptors_written.saturating_sub(2 * build_leaves)) as f64;
         let kib = (g.page().bytes() / 1024) as f64;
-        let mut t = reads * self.entry_read
-            + callbacks * self.callback
-            + build_leaves as f64 * self.build_leaf
-            + other_writes * self.write
-            + c.pages_taken as f64 * self.page_take
-            + c.pages_allocated as f64 * (self.page_alloc + kib * self.zero_per_kib)
-            + c.topups as f64 * self.topup
-            + c.tlbi_ipa as f64 * self.tlbi_ipa
-            + c.tlbi_range as f64 * self.tlbi_range
-            + c.tlbi_vmid as f64 * self.tlbi_vmid
-            + (c.split_calls + c.wp_calls) as f64 * self.call
-            + c.words as f64 * self.word;
-        if v == Variant::SkipChildren {
-            t += c.split_walk.total() as f64 * self.skip_test;
-        }
-        t
+        let skip_tests = if v == Variant::SkipChildren {
+            c.split_walk.total() as f64
+        } else {
+            0.0
+        };
+        [
+            reads,
+            callbacks,
+            build_leaves as f64,
+            other_writes,
+            c.pages_taken as f64,
+            c.pages_allocated as f64,
+            c.pages_allocated as f64 * kib,
+            c.topups as f64,
+            c.tlbi_ipa as f64,
+            c.tlbi_range as f64,
+            c.tlbi_vmid as f64,
+            (c.split_calls + c.wp_calls) as f64,
+            c.words as f64,
+            skip_tests,
+        ]
     }
+
+    /// Modelled time of counts `c` (granule `g`, variant `v`), in nanoseconds.
+    pub fn time_ns(&self, c: &SplitCounts, g: Granule, v: Variant) -> f64 {
+        dot(&SplitCost::terms(c, g, v), &self.to_array())
+    }
+}
+
+/// Σ aᵢ·bᵢ.
+pub fn dot(a: &[f64; N_COSTS], b: &[f64; N_COSTS]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }

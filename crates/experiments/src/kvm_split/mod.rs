@@ -17,6 +17,8 @@ use mmulab_sim::pool::Pool;
 use serde::Serialize;
 use std::fmt::Write as _;
 
+pub mod fit;
+
 /// The slot sizes reproduced.
 pub const SLOTS: [u64; 2] = [64 << 30, 1 << 30];
 
@@ -91,6 +93,8 @@ pub struct KvmSplit {
     pub rows: Vec<Row>,
     /// The seed's figures beside mmulab's.
     pub comparison: Vec<Comparison>,
+    /// The costs fitted on the clear-dirty-log figures, the others predicted with intervals.
+    pub fit: fit::Fit,
 }
 
 /// The seed's figures (seed 004, Bras, 29 May 2026): (scenario, backing, (a), (b)), where
@@ -223,7 +227,9 @@ pub fn run_with(pool: Pool, chunks: &Chunks) -> Result<KvmSplit, ModelError> {
         rows.push(row(case, c, *extrapolated, time, vanilla));
     }
     let comparison = compare(&rows, &cases, &results, &cost, chunks);
-    Ok(KvmSplit { rows, comparison })
+    let counts: Vec<SplitCounts> = results.iter().map(|(c, _)| *c).collect();
+    let fit = fit::fit(&cases, &counts, chunks);
+    Ok(KvmSplit { rows, comparison, fit })
 }
 
 fn measure_all(cases: &[Case], pool: Pool) -> Result<Vec<(SplitCounts, bool)>, ModelError> {
@@ -405,6 +411,7 @@ pub fn table(r: &KvmSplit) -> String {
             c.note
         );
     }
+    t += &fit::table(&r.fit);
     t
 }
 
