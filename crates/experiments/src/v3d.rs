@@ -3,7 +3,7 @@
 
 use mmulab_model::gpu::driver::{Backing, DriverSpec, Gpu, GpuKind};
 use mmulab_model::gpu::mmu::MmuSpec;
-use mmulab_model::gpu::va::{capacity as va_capacity, AlignPolicy};
+use mmulab_model::gpu::va::{capacity_on as va_capacity, AlignPolicy};
 use mmulab_model::mem::Memory;
 use mmulab_plot::{Axis, Color, Figure, Panel, Series, Style};
 use mmulab_sim::config::gpu::load_profile;
@@ -20,6 +20,8 @@ pub const BACKED_MEMORY: u64 = 5 << 28;
 /// One row of `v3d-capacity`.
 #[derive(Clone, Debug, Serialize)]
 pub struct CapacityRow {
+    /// `pi4` (4 KiB kernel pages) or `pi5` (16 KiB).
+    pub board: &'static str,
     /// "128K", "4K" or "size-class".
     pub policy: &'static str,
     /// BO size.
@@ -36,11 +38,11 @@ pub struct CapacityRow {
     pub note: String,
 }
 
-fn backed(policy: AlignPolicy, bytes: u64) -> Result<u64, SimError> {
+fn backed(policy: AlignPolicy, bytes: u64, kernel_page: u64) -> Result<u64, SimError> {
     let mut mem = Memory::new(BACKED_MEMORY + (1 << 20))?;
     let spec = DriverSpec {
         kind: GpuKind::V3d,
-        kernel_page: 4096,
+        kernel_page,
         align: policy,
         backing: if policy == AlignPolicy::SizeClass {
             Backing::Gemfs
@@ -57,71 +59,94 @@ fn backed(policy: AlignPolicy, bytes: u64) -> Result<u64, SimError> {
     Ok(n as u64)
 }
 
-/// `v3d-capacity`: BOs of 4 KiB and 400 KiB under each alignment policy.
+/// `v3d-capacity`: BOs of 4 KiB and 400 KiB under each alignment policy, on the Pi 4
+/// (4 KiB kernel pages) and the Pi 5 (16 KiB).
 pub fn capacity() -> Result<Vec<CapacityRow>, SimError> {
     let mut rows = Vec::new();
-    for policy in AlignPolicy::ALL {
-        for bytes in [4096u64, 400 << 10] {
-            let count = va_capacity(policy, bytes);
-            let count_backed = backed(policy, bytes)?;
-            let (seed, note) = match (policy, bytes) {
-                (AlignPolicy::K128, 4096) => (
-                    Some(32_000),
-                    format!(
-                        "{count} = (2^20 - 32) / 32 + 1: one BO per 128 KiB of the 2^20 - 1 pages drm_mm manages \
-                     (page 0 reserved); {count} x 4 KiB = 128 MiB = 134 MB, the seed's ~140 MB; the seed rounds down"
-                    ),
-                ),
-                (AlignPolicy::K128, _) => (
-                    Some(3_000),
-                    format!(
-                        "alignment alone allows {count} (each 400 KiB BO takes 512 KiB of VA: 3.2 GiB in all), not \
-                     about 3,000; 3,000 x 400 KiB = 1.17 GiB, the seed's ~1.3 GB, is the RAM those BOs pin: what \
-                     stopped the seed's count is physical memory for the BOs' pages, not the VA space. Backed by \
-                     1.25 GiB of free memory (assumed), the model stops at {count_backed} BOs"
-                    ),
-                ),
-                (AlignPolicy::K4, 4096) => (
-                    Some(1_000_000),
-                    format!(
-                        "{count} = 2^20 - 1 pages: every page but page 0; the seed's ~1,000,000 (~4 GB) is this VA \
-                     bound (backing 4 GiB of BOs would need 4 GiB of RAM: with 1.25 GiB free {count_backed} fit)"
-                    ),
-                ),
-                (AlignPolicy::K4, _) => (
-                    Some(10_000),
-                    format!(
-                    "{count} = floor((2^20 - 1) / 100): BOs packed back to back; the seed's ~10,000 (~4 GB) rounds \
-                     this VA bound (with 1.25 GiB of memory {count_backed} fit)"
-                ),
-                ),
-                (AlignPolicy::SizeClass, 4096) => (
-                    None,
-                    format!(
-                    "{count}: BOs under 64 KiB stay 4 KiB aligned, as with the 4K policy (the seed gives no figure \
-                     for the size-class policy)"
-                ),
-                ),
-                (AlignPolicy::SizeClass, _) => (
-                    None,
-                    format!(
-                        "{count}: a 400 KiB BO is 64 KiB aligned (stride 448 KiB): 11 % fewer than with 4K alignment, \
-                     the price of big pages (the seed gives no figure for this policy)"
-                    ),
-                ),
-            };
-            rows.push(CapacityRow {
-                policy: policy.name(),
-                bo_bytes: bytes,
-                count,
-                total_bytes: count * bytes,
-                count_backed,
-                seed_count: seed,
-                note,
-            });
+    for (board, kernel_page) in [("pi4", 4096u64), ("pi5", 16384)] {
+        for policy in AlignPolicy::ALL {
+            for bytes in [4096u64, 400 << 10] {
+                let count = va_capacity(policy, bytes, kernel_page);
+                let count_backed = backed(policy, bytes, kernel_page)?;
+                let (seed, note) = capacity_note(board, policy, bytes, count, count_backed);
+                rows.push(CapacityRow {
+                    board,
+                    policy: policy.name(),
+                    bo_bytes: bytes,
+                    count,
+                    total_bytes: count * bytes.next_multiple_of(kernel_page),
+                    count_backed,
+                    seed_count: seed,
+                    note,
+                });
+            }
         }
     }
     Ok(rows)
+}
+
+/// The seed's figure (it gives them for "the Raspberry Pi 4 or 5") and why mmulab's differs.
+fn capacity_note(board: &str, policy: AlignPolicy, bytes: u64, count: u64, count_backed: u64) -> (Option<u64>, String) {
+    let pi5 = board == "pi5";
+    match (policy, bytes) {
+        (AlignPolicy::K128, 4096) => (
+            Some(32_000),
+            format!(
+                "{count} = 2^20 / 32 - 1: one BO at each 128 KiB-aligned start but page 0's (page 0 reserved); {}",
+                if pi5 {
+                    "each takes a 16 KiB kernel page, so they pin 512 MiB, not the seed's ~140 MB".to_string()
+                } else {
+                    format!("{count} x 4 KiB = 128 MiB = 134 MB, the seed's ~140 MB; the seed rounds down")
+                }
+            ),
+        ),
+        (AlignPolicy::K128, _) => (
+            Some(3_000),
+            format!(
+                "alignment alone allows {count} (each 400 KiB BO takes 512 KiB of VA: 3.2 GiB in all), not about \
+                 3,000; 3,000 x 400 KiB = 1.17 GiB, the seed's ~1.3 GB, is the RAM those BOs pin: what stopped the \
+                 seed's count is physical memory for the BOs' pages, not the VA space. Backed by 1.25 GiB of free \
+                 memory the model stops at {count_backed} BOs, but that memory is assumed, near the seed's figure \
+                 (the seed does not say how much was free): a consistency check, not evidence"
+            ),
+        ),
+        (AlignPolicy::K4, 4096) if pi5 => (
+            Some(1_000_000),
+            format!(
+                "{count} = floor((2^20 - 1) / 4): a 4 KiB BO takes a 16 KiB kernel page, 4 GPU pages of VA; the \
+                 seed's ~1,000,000 holds on the Pi 4 only"
+            ),
+        ),
+        (AlignPolicy::K4, 4096) => (
+            Some(1_000_000),
+            format!(
+                "{count} = 2^20 - 1 pages: every page but page 0; the seed's ~1,000,000 (~4 GB) is this VA bound \
+                 (backing 4 GiB of BOs would need 4 GiB of RAM: with 1.25 GiB free, assumed, {count_backed} fit)"
+            ),
+        ),
+        (AlignPolicy::K4, _) => (
+            Some(10_000),
+            format!(
+                "{count} = floor((2^20 - 1) / 100): BOs packed back to back (400 KiB is 25 kernel pages on either \
+                 board); the seed's ~10,000 (~4 GB) rounds this VA bound (with 1.25 GiB of memory, assumed, \
+                 {count_backed} fit)"
+            ),
+        ),
+        (AlignPolicy::SizeClass, 4096) => (
+            None,
+            format!(
+                "{count}: BOs under 64 KiB stay 4 KiB aligned, as with the 4K policy (the seed gives no figure for \
+                 the size-class policy)"
+            ),
+        ),
+        (AlignPolicy::SizeClass, _) => (
+            None,
+            format!(
+                "{count}: a 400 KiB BO is 64 KiB aligned (stride 448 KiB): 11 % fewer than with 4K alignment, the \
+                 price of big pages (the seed gives no figure for this policy)"
+            ),
+        ),
+    }
 }
 
 /// The workloads of `reproduce v3d` (docs/gpu.md): name and spec.
@@ -182,6 +207,11 @@ pub struct V3dRow {
     pub thp: u64,
     /// THP parts backed with kernel pages.
     pub thp_fallbacks: u64,
+    /// On a big-super row: the fps change of VA packing alone, a 4K-only run with the
+    /// size-class alignment (4 KiB pages, BOs placed as big-super places them, 4 KiB
+    /// aligned without gemfs): the part of the gain that is not page size. Null on
+    /// 4K-only rows.
+    pub packing_fps_change: Option<f64>,
 }
 
 /// A profile's mean over the workloads, beside the seed's.
@@ -214,8 +244,17 @@ pub struct V3dResult {
     pub reasons: Vec<String>,
 }
 
-fn run_one(profile: &str, pages: &str, memory: &str, spec: &str) -> Result<GpuStats, SimError> {
-    let p = load_profile(profile, Some(pages))?;
+fn run_one(
+    profile: &str,
+    pages: &str,
+    memory: &str,
+    spec: &str,
+    align: Option<AlignPolicy>,
+) -> Result<GpuStats, SimError> {
+    let mut p = load_profile(profile, Some(pages))?;
+    if let Some(a) = align {
+        p.driver.align = a;
+    }
     let sets = ["memory.size=1GiB".to_string()];
     let mut session = Session::new(config::load_machine(&p.cpu, None, &sets)?)?;
     let m = session.machine_mut();
@@ -237,11 +276,18 @@ pub fn v3d() -> Result<V3dResult, SimError> {
             for (wl, spec) in WORKLOADS {
                 let mut base_cycles = 0;
                 for pages in mmulab_sim::config::gpu::PAGES {
-                    let s = run_one(profile, pages, mem_name, spec)?;
+                    let s = run_one(profile, pages, mem_name, spec, None)?;
                     if pages == "4K-only" {
                         base_cycles = s.gpu_cycles;
                     }
+                    let fps = |cycles: u64| base_cycles.max(1) as f64 / cycles.max(1) as f64 - 1.0;
                     let change = s.gpu_cycles as f64 / base_cycles.max(1) as f64 - 1.0;
+                    let packing_fps_change = if pages == "4K-only" {
+                        None
+                    } else {
+                        let packed = run_one(profile, "4K-only", mem_name, spec, Some(AlignPolicy::SizeClass))?;
+                        Some(fps(packed.gpu_cycles))
+                    };
                     rows.push(V3dRow {
                         profile: profile.into(),
                         workload: wl.into(),
@@ -259,6 +305,7 @@ pub fn v3d() -> Result<V3dResult, SimError> {
                         fps_change: 1.0 / (1.0 + change) - 1.0,
                         thp: s.thp,
                         thp_fallbacks: s.thp_fallbacks,
+                        packing_fps_change,
                     });
                 }
             }
@@ -306,24 +353,37 @@ fn reasons(rows: &[V3dRow]) -> Vec<String> {
         if let Some((a, b)) = pair("pi4-v3d", w, "fresh") {
             out.push(format!(
                 "{w} (Pi 4, fresh memory): {:.0} % of BO bytes in big/super pages; TLB misses per 1,000 accesses {:.1} -> {:.1}, \
-                 PTE fetches {} -> {}; flushes {} either way; GPU time {:+.2} %",
+                 PTE fetches {} -> {}; flushes {} either way; GPU time {:+.2} %; fps {:+.2} %, of which VA packing alone \
+                 (4 KiB pages placed as big-super places them) {:+.2} points",
                 b.coverage * 100.0,
                 a.tlb_misses_per_1k,
                 b.tlb_misses_per_1k,
                 a.pte_fetches,
                 b.pte_fetches,
                 b.flushes,
-                b.gpu_time_change * 100.0
+                b.gpu_time_change * 100.0,
+                b.fps_change * 100.0,
+                b.packing_fps_change.unwrap_or(0.0) * 100.0
             ));
         }
     }
     out.push(
         "Gains concentrate in workloads whose accesses spread over large BOs (render targets, textures, vertex \
          buffers): a 1 MiB entry covers 256 4 KiB entries, so the TLB's reach grows from 256 KiB to 64 MiB (64 \
-         entries, assumed). Small BOs (< 64 KiB) get no large pages at all, and their cost is the full flush after \
-         every create and destroy, the same with either page size."
+         entries, assumed). Their cost, the full flush after every create and destroy, is the same with either page \
+         size."
             .into(),
     );
+    if let Some((_, b)) = pair("pi4-v3d", "small-bos", "fresh") {
+        let packing = b.packing_fps_change.unwrap_or(0.0) * 100.0;
+        out.push(format!(
+            "Small BOs (4-64 KiB) get almost no large pages ({:.1} % of their bytes): of their {:+.2} % fps, {packing:+.2} points come \
+             from VA packing alone, not from page size: the 4K-only kernel aligns every BO to 128 KiB, big-super \
+             places BOs under 64 KiB at 4 KiB, so neighbouring BOs share the PTE lines the MMU fetches.",
+            b.coverage * 100.0,
+            b.fps_change * 100.0
+        ));
+    }
     if let Some((a, b)) = pair("pi4-v3d", "texture", "fragmented") {
         out.push(format!(
             "Fragmented memory (Pi 4, texture): gemfs got {} THPs and backed {} 2 MiB parts with 4 KiB pages; coverage {:.0} % \
@@ -402,14 +462,15 @@ pub fn capacity_table(rows: &[CapacityRow]) -> String {
     .expect("writing to a String");
     writeln!(
         s,
-        "{:<11} {:>8} {:>10} {:>12} {:>12}  bytes",
-        "policy", "BO", "fit (VA)", "seed", "backed*"
+        "{:<5} {:<11} {:>8} {:>10} {:>12} {:>12}  bytes",
+        "board", "policy", "BO", "fit (VA)", "seed", "backed*"
     )
     .expect("writing to a String");
     for r in rows {
         writeln!(
             s,
-            "{:<11} {:>8} {:>10} {:>12} {:>12}  {}",
+            "{:<5} {:<11} {:>8} {:>10} {:>12} {:>12}  {}",
+            r.board,
             r.policy,
             mmulab_trace::units::format_size(r.bo_bytes),
             r.count,
@@ -427,7 +488,8 @@ pub fn capacity_table(rows: &[CapacityRow]) -> String {
     for r in rows {
         writeln!(
             s,
-            "{} x {}: {}",
+            "{} {} x {}: {}",
+            r.board,
             r.policy,
             mmulab_trace::units::format_size(r.bo_bytes),
             r.note
@@ -579,7 +641,7 @@ mod tests {
             .iter()
             .find(|r| r["policy"] == "128K" && r["bo_bytes"] == 4096)
             .unwrap();
-        // (2^20 - 32) / 32 + 1 pages of 4 KiB, page 0 reserved.
+        // 2^20 / 32 - 1: a start at every 32nd page but page 0 (reserved).
         assert_eq!(r["count"], 32767);
         assert!(out.figure.is_none(), "v3d-capacity draws nothing");
         assert!(out.table.contains("128K") && out.table.contains("backed"));

@@ -19,30 +19,46 @@ fn capacity_rows_are_the_exact_counts() {
     // Derived in crates/model/tests/it/gpu.rs (capacity_is_exact_arithmetic).
     let v = json_ok(&["reproduce", "v3d-capacity", "--json"]);
     let rows = v["rows"].as_array().unwrap();
-    let got: Vec<(String, u64, u64)> = rows
+    let got: Vec<(String, String, u64, u64)> = rows
         .iter()
         .map(|r| {
             (
+                r["board"].as_str().unwrap().to_string(),
                 r["policy"].as_str().unwrap().to_string(),
                 r["bo_bytes"].as_u64().unwrap(),
                 r["count"].as_u64().unwrap(),
             )
         })
         .collect();
+    // The Pi 5 (16 KiB kernel pages): a 4 KiB BO is 4 GPU pages. 128K: starts 32k with
+    // 32k + 4 <= 2^20, k = 1..32767. 4K and size-class: starts 1 + 4k <= 2^20 - 4, k =
+    // 0..262142. 400 KiB is 25 kernel pages on both boards, so those rows do not change.
     let want = [
-        ("128K", 4096, 32_767),
-        ("128K", 409_600, 8_191),
-        ("4K", 4096, 1_048_575),
-        ("4K", 409_600, 10_485),
-        ("size-class", 4096, 1_048_575),
-        ("size-class", 409_600, 9_362),
+        ("pi4", "128K", 4096, 32_767),
+        ("pi4", "128K", 409_600, 8_191),
+        ("pi4", "4K", 4096, 1_048_575),
+        ("pi4", "4K", 409_600, 10_485),
+        ("pi4", "size-class", 4096, 1_048_575),
+        ("pi4", "size-class", 409_600, 9_362),
+        ("pi5", "128K", 4096, 32_767),
+        ("pi5", "128K", 409_600, 8_191),
+        ("pi5", "4K", 4096, 262_143),
+        ("pi5", "4K", 409_600, 10_485),
+        ("pi5", "size-class", 4096, 262_143),
+        ("pi5", "size-class", 409_600, 9_362),
     ];
-    assert_eq!(got, want.map(|(p, b, c)| (p.to_string(), b, c)).to_vec());
+    assert_eq!(
+        got,
+        want.map(|(m, p, b, c)| (m.to_string(), p.to_string(), b, c)).to_vec()
+    );
     // The 400 KiB row before the series explains the seed's 3,000 by memory: with
     // 1.25 GiB + 1 MiB of memory (the scratch page and the table sit outside it),
     // floor((1.25 GiB + 1 MiB) / 400 KiB) = 3,279 BOs.
     assert_eq!(rows[1]["count_backed"], 3279);
     assert!(rows[1]["note"].as_str().unwrap().contains("physical memory"));
+    assert!(rows[1]["note"].as_str().unwrap().contains("not evidence"));
+    // 1.25 GiB + 1 MiB in 16 KiB pages: 81,984 BOs of 4 KiB backed on the Pi 5.
+    assert_eq!(rows[8]["count_backed"], ((5u64 << 28) + (1 << 20)) / 16384);
 }
 
 #[test]
@@ -85,6 +101,32 @@ fn v3d_reproduction_rows() {
     assert_eq!(find("big-super")["coverage"], 1.0);
     assert!(find("big-super")["tlb_misses"].as_u64() < find("4K-only")["tlb_misses"].as_u64());
     assert_eq!(v["summary"].as_array().unwrap().len(), 4);
+    // VA packing alone (4 KiB pages, size-class placement) is measured beside every
+    // big-super row. Small BOs (4-64 KiB) get no large pages, so nearly all their gain is
+    // packing (128 KiB -> 4 KiB alignment); vertex buffers (4 MiB BOs, one per 128 KiB
+    // slot or not) gain nothing from it.
+    for r in rows {
+        assert_eq!(r["packing_fps_change"].is_null(), r["pages"] == "4K-only", "{r}");
+    }
+    let pick = |w: &str| {
+        rows.iter()
+            .find(|r| {
+                r["profile"] == "pi4-v3d" && r["memory"] == "fresh" && r["workload"] == w && r["pages"] == "big-super"
+            })
+            .unwrap()
+    };
+    let small = pick("small-bos");
+    let (all, packing) = (
+        small["fps_change"].as_f64().unwrap(),
+        small["packing_fps_change"].as_f64().unwrap(),
+    );
+    assert!(small["coverage"].as_f64().unwrap() < 0.01, "{small}");
+    assert!(all > 0.0 && packing > 0.8 * all, "{small}");
+    assert!(pick("vertex-buffer")["packing_fps_change"].as_f64().unwrap().abs() < 0.001);
+    let reasons = v["reasons"].as_array().unwrap();
+    assert!(reasons
+        .iter()
+        .any(|r| r.as_str().unwrap().contains("VA packing alone, not from page size")));
 }
 
 #[test]

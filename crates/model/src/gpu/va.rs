@@ -215,8 +215,15 @@ impl VaSpace {
 /// size-class policy, as it is when that policy applies), found by allocating until the
 /// allocator refuses.
 pub fn capacity(policy: AlignPolicy, bytes: u64) -> u64 {
+    capacity_on(policy, bytes, GPU_PAGE)
+}
+
+/// [`capacity`] on a kernel of `kernel_page` bytes: a BO's size is a whole number of
+/// kernel pages (shmem backs it with them; `drm_gem_object_init` takes a PAGE_SIZE
+/// multiple), so on the Pi 5's 16 KiB pages a 4 KiB BO takes 4 GPU pages of VA.
+pub fn capacity_on(policy: AlignPolicy, bytes: u64, kernel_page: u64) -> u64 {
     let mut v = VaSpace::default();
-    let pages = bytes.div_ceil(GPU_PAGE);
+    let pages = bytes.next_multiple_of(kernel_page.max(GPU_PAGE)).div_ceil(GPU_PAGE);
     let align = policy.align_pages(pages * GPU_PAGE, true);
     let mut n = 0;
     while v.insert(pages, align).is_some() {
