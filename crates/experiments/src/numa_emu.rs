@@ -34,6 +34,11 @@ use serde::Serialize;
 /// multi-core (seed 003; raspberrypi/firmware#1854 repeated them).
 pub const SEED: [(usize, f64); 2] = [(1, 0.06), (4, 0.18)];
 
+/// The base page: the Pi 5's kernel (Raspberry Pi OS, `bcm2712` config) uses 16 KiB
+/// pages (seed 003 and seed 000 say so), so the board runs the `aarch64-16k` granule
+/// (`machine.arch`), and THP is its 32 MiB PMD page.
+pub const BASE: &str = "16K";
+
 /// The workloads run (their specs: [`spec`]).
 const WORKLOADS: [&str; 4] = ["stream", "chase", "gups", "compute"];
 
@@ -48,7 +53,7 @@ pub struct Row {
     pub workload: String,
     /// `8GB` or `4GB`.
     pub board: String,
-    /// `4K` (base pages) or `THP`.
+    /// `16K` (the Pi 5 kernel's base pages) or `THP` (32 MiB).
     pub pages: String,
     /// Application time, seconds.
     pub time_s: f64,
@@ -64,6 +69,13 @@ pub struct Row {
     pub mean_latency_ns: f64,
     /// Requests that reached the DRAM.
     pub dram_requests: u64,
+    /// Mean wait of a request's activate for tRRD, tFAW and refresh, ns per request
+    /// (`act_wait_cycles`; rank-level limits on opening rows).
+    pub act_wait_ns: f64,
+    /// Mean wait of a read for tWTR after its rank's last write, ns per request.
+    pub wtr_wait_ns: f64,
+    /// Write-buffer drains.
+    pub write_drains: u64,
 }
 
 /// The seed's figure beside mmulab's (`--json`'s `seed`).
@@ -73,7 +85,7 @@ pub struct SeedLine {
     pub threads: usize,
     /// The seed's change (0.06 = +6 %).
     pub seed_change: f64,
-    /// mmulab's change of `mix` on the 8 GB board with 4 KiB pages.
+    /// mmulab's change of `mix` on the 8 GB board with 16 KiB pages.
     pub mmulab_change: f64,
     /// Both positive, or both not.
     pub same_direction: bool,
@@ -135,6 +147,7 @@ fn sets(c: &Case) -> Vec<String> {
         "dram.profile=lpddr4x-4267-pi5-4gb".to_string()
     }];
     v.push(format!("memory.size={}", if c.board8 { "8GiB" } else { "4GiB" }));
+    v.push("machine.arch=aarch64-16k".into());
     // Private pages, not the shared zero page: the programs these workloads stand for
     // write their data before they read it (a chase builds its cycle, STREAM fills its
     // arrays), so every page they read is their own frame on its node; with the zero
@@ -168,12 +181,13 @@ fn row(c: &Case, s: &Stats) -> Result<Row, SimError> {
     };
     let clock = s.time.map_or(2400.0, |t| t.clock_mhz);
     let req = d.requests();
+    let per_req = |x: u64| if req > 0 { x as f64 / req as f64 } else { 0.0 };
     Ok(Row {
         threads: c.threads,
         layout: if c.interleave { "interleave" } else { "default" }.into(),
         workload: c.workload.into(),
         board: if c.board8 { "8GB" } else { "4GB" }.into(),
-        pages: if c.thp { "THP" } else { "4K" }.into(),
+        pages: if c.thp { "THP" } else { BASE }.into(),
         time_s: TimeStats::app_cycles(s) as f64 / (clock * 1e6),
         speedup: 1.0,
         row_hit_rate: d.row_hit_rate(),
@@ -183,6 +197,9 @@ fn row(c: &Case, s: &Stats) -> Result<Row, SimError> {
             0.0
         },
         bandwidth_gbs: d.bandwidth_gbs(mhz),
+        act_wait_ns: per_req(d.act_wait_cycles) * 1e3 / mhz,
+        wtr_wait_ns: per_req(d.wtr_wait_cycles) * 1e3 / mhz,
+        write_drains: d.write_drains,
         mean_latency_ns: d.mean_latency() * 1e3 / mhz,
         dram_requests: req,
     })
@@ -233,7 +250,7 @@ pub fn run_all(opts: Options, pool: Pool) -> Result<NumaEmu, SimError> {
     let seed = SEED
         .iter()
         .map(|&(t, seed_change)| {
-            let m = find(&rows, t, "interleave", "mix", "8GB", "4K").map_or(0.0, |r| r.speedup - 1.0);
+            let m = find(&rows, t, "interleave", "mix", "8GB", BASE).map_or(0.0, |r| r.speedup - 1.0);
             SeedLine {
                 threads: t,
                 seed_change,
@@ -271,6 +288,9 @@ fn add_mix(rows: &mut Vec<Row>) {
             rank1_share: w(|x| x.rank1_share),
             bandwidth_gbs: w(|x| x.bandwidth_gbs),
             mean_latency_ns: w(|x| x.mean_latency_ns),
+            act_wait_ns: w(|x| x.act_wait_ns),
+            wtr_wait_ns: w(|x| x.wtr_wait_ns),
+            write_drains: parts.iter().map(|x| x.write_drains).sum(),
             dram_requests: req,
             ..r.clone()
         });
@@ -283,6 +303,27 @@ fn find<'a>(rows: &'a [Row], t: usize, layout: &str, w: &str, board: &str, pages
         .find(|r| r.threads == t && r.layout == layout && r.workload == w && r.board == board && r.pages == pages)
 }
 
+/// Which counted wait carries a latency change from `d` to `i`, in a sentence that
+/// claims no more than the counters show.
+fn carrier(d: &Row, i: &Row) -> String {
+    let dl = d.mean_latency_ns - i.mean_latency_ns;
+    let da = d.act_wait_ns - i.act_wait_ns;
+    let dw = d.wtr_wait_ns - i.wtr_wait_ns;
+    if dl.abs() < 0.5 {
+        return "The mean DRAM latency barely moves.".into();
+    }
+    let counted = da + dw;
+    format!(
+        "Of the {:.1} ns latency {}, the rank-level activate limits account for {:.1} ns and tWTR for {:.1} ns; the other {:.1} ns is queueing behind busy banks and the data bus{}.",
+        dl.abs(),
+        if dl > 0.0 { "saved" } else { "added" },
+        da,
+        dw,
+        dl - counted,
+        if (dl - counted).abs() > counted.abs() { ", which a second rank's banks relieve (not counted separately)" } else { "" }
+    )
+}
+
 /// Sentences on what moved: per thread count, the mix's row hits and rank use; the
 /// boards; THP.
 fn why(rows: &[Row]) -> Vec<String> {
@@ -291,33 +332,42 @@ fn why(rows: &[Row]) -> Vec<String> {
     let chg = |x: f64| format!("{:+.1} %", 100.0 * (x - 1.0));
     for t in [1, 4] {
         let (Some(d), Some(i)) = (
-            find(rows, t, "default", "mix", "8GB", "4K"),
-            find(rows, t, "interleave", "mix", "8GB", "4K"),
+            find(rows, t, "default", "mix", "8GB", BASE),
+            find(rows, t, "interleave", "mix", "8GB", BASE),
         ) else {
             continue;
         };
         let mut best = WORKLOADS
             .iter()
-            .filter_map(|w| find(rows, t, "interleave", w, "8GB", "4K"))
+            .filter_map(|w| find(rows, t, "interleave", w, "8GB", BASE))
             .collect::<Vec<_>>();
         best.sort_by(|a, b| b.speedup.total_cmp(&a.speedup));
         let lead = best.first().map_or(String::new(), |b| {
             format!(" The largest change is {} ({}).", b.workload, chg(b.speedup))
         });
         v.push(format!(
-            "{t} thread{}: interleave moves the DRAM requests in rank 1 from {} to {} and the row-hit rate from {} to {}; the mix changes {}.{lead} The row hits barely move: the gain is rank parallelism (each rank's activates are spaced by tRRD and four to a tFAW window, so random rows, as in gups, go twice as fast over two ranks).",
+            "{t} thread{}: interleave moves the DRAM requests in rank 1 from {} to {} and the row-hit rate from {} to {}; the mix changes {}.{lead} What the counters show (mix, per DRAM request): mean latency {:.1} -> {:.1} ns, of which activates held by tRRD, tFAW and refresh {:.2} -> {:.2} ns and reads held by tWTR {:.2} -> {:.2} ns; write-buffer drains {} -> {}. {}",
             if t == 1 { "" } else { "s" },
             pct(d.rank1_share),
             pct(i.rank1_share),
             pct(d.row_hit_rate),
             pct(i.row_hit_rate),
             chg(i.speedup),
+            d.mean_latency_ns,
+            i.mean_latency_ns,
+            d.act_wait_ns,
+            i.act_wait_ns,
+            d.wtr_wait_ns,
+            i.wtr_wait_ns,
+            d.write_drains,
+            i.write_drains,
+            carrier(d, i),
         ));
     }
     if let (Some(d8), Some(d4), Some(i4)) = (
-        find(rows, 4, "default", "mix", "8GB", "4K"),
-        find(rows, 4, "default", "mix", "4GB", "4K"),
-        find(rows, 4, "interleave", "mix", "4GB", "4K"),
+        find(rows, 4, "default", "mix", "8GB", BASE),
+        find(rows, 4, "default", "mix", "4GB", BASE),
+        find(rows, 4, "interleave", "mix", "4GB", BASE),
     ) {
         v.push(format!(
             "Boards, 4 threads: with the default layout the 4 GB board's mix takes {:.3} ms against the 8 GB board's {:.3} ms (rank 1 share {} and {}): the model allocates the lowest free frames first, so a small program sits in rank 0 on either board; interleave changes the 4 GB board's mix by {}.",
@@ -328,20 +378,33 @@ fn why(rows: &[Row]) -> Vec<String> {
             chg(i4.speedup),
         ));
     }
-    if let (Some(i4k), Some(ithp), Some(s4k), Some(sthp), Some(dthp)) = (
-        find(rows, 4, "interleave", "mix", "8GB", "4K"),
+    if let (Some(i4k), Some(ithp), Some(s4k), Some(sthp), Some(dthp), Some(d4k)) = (
+        find(rows, 4, "interleave", "mix", "8GB", BASE),
         find(rows, 4, "interleave", "mix", "8GB", "THP"),
-        find(rows, 4, "interleave", "stream", "8GB", "4K"),
+        find(rows, 4, "interleave", "stream", "8GB", BASE),
         find(rows, 4, "interleave", "stream", "8GB", "THP"),
         find(rows, 4, "default", "stream", "8GB", "THP"),
+        find(rows, 4, "default", "stream", "8GB", BASE),
     ) {
+        let start = if dthp.row_hit_rate + 0.02 < d4k.row_hit_rate {
+            format!(
+                " With THP the default layout is worse to begin with (stream's row-hit rate {} against {}), which leaves interleave more to win.",
+                pct(dthp.row_hit_rate),
+                pct(d4k.row_hit_rate)
+            )
+        } else {
+            format!(
+                " Stream's default row-hit rate is {} with THP and {} with 16 KiB pages: THP does not change where the default layout starts.",
+                pct(dthp.row_hit_rate),
+                pct(d4k.row_hit_rate)
+            )
+        };
         v.push(format!(
-            "THP, 4 threads: interleave changes the mix by {} with 4 KiB pages and by {} with THP. A 2 MiB page is one interleave unit, whole on one node and so in one rank: stream's requests in rank 1 are {} with THP against {} with 4 KiB pages. With THP the default layout is worse to begin with (stream's row-hit rate {}: its slices start at 2 MiB multiples and, with the profile's mapping without bank hashing, fall in the same bank), which leaves interleave more to win.",
+            "THP, 4 threads: interleave changes the mix by {} with 16 KiB pages and by {} with THP. A 32 MiB page (the PMD size with 16 KiB pages) is one interleave unit, whole on one node and so in one rank: stream's requests in rank 1 are {} with THP against {} with 16 KiB pages.{start}",
             chg(i4k.speedup),
             chg(ithp.speedup),
             pct(sthp.rank1_share),
             pct(s4k.rank1_share),
-            pct(dthp.row_hit_rate),
         ));
     }
     v
@@ -381,7 +444,7 @@ pub fn table(r: &NumaEmu) -> String {
     for l in &r.seed {
         let _ = writeln!(
             s,
-            "{}: seed {:+.0} %, mmulab (mix, 8 GB, 4K) {:+.1} %, same direction: {}",
+            "{}: seed {:+.0} %, mmulab (mix, 8 GB, 16K) {:+.1} %, same direction: {}",
             if l.threads == 1 { "single-core" } else { "multi-core" },
             100.0 * l.seed_change,
             100.0 * l.mmulab_change,
@@ -396,7 +459,7 @@ pub fn table(r: &NumaEmu) -> String {
 }
 
 /// Speedup of interleave over the default layout per workload, 1 and 4 threads (8 GB
-/// board, 4 KiB pages), with the seed's Geekbench figures as bars in the mix group.
+/// board, 16 KiB pages), with the seed's Geekbench figures as bars in the mix group.
 pub fn figure(r: &NumaEmu) -> Figure {
     let names: Vec<String> = WORKLOADS
         .iter()
@@ -412,7 +475,7 @@ pub fn figure(r: &NumaEmu) -> Figure {
         let pts = names
             .iter()
             .enumerate()
-            .filter_map(|(i, w)| find(&r.rows, t, "interleave", w, "8GB", "4K").map(|x| (i as f64, x.speedup)))
+            .filter_map(|(i, w)| find(&r.rows, t, "interleave", w, "8GB", BASE).map(|x| (i as f64, x.speedup)))
             .collect();
         p.series.push(Series::new(
             format!("{t} thread{}", if t == 1 { "" } else { "s" }),
@@ -491,6 +554,7 @@ mod tests {
             [
                 "dram.profile=lpddr4x-4267-pi5-4gb",
                 "memory.size=4GiB",
+                "machine.arch=aarch64-16k",
                 "os.zero_page=false",
                 "numa.fake=8",
                 "numa.policy=interleave",
@@ -500,7 +564,9 @@ mod tests {
         );
         // A quarter of the references per thread.
         assert_eq!(spec(&c, 1), "chase:pages=65536,refs=262144,threads=4");
-        load_machine("cortex-a76-pi5", None, &sets(&c)).unwrap();
+        // The Pi 5 kernel's 16 KiB pages: the machine's granule and its 32 MiB THP.
+        let m = load_machine("cortex-a76-pi5", None, &sets(&c)).unwrap();
+        assert_eq!(m.format.base_page().bytes(), 16 << 10);
     }
 
     #[test]
@@ -520,5 +586,20 @@ mod tests {
             .unwrap();
         assert!(out.figure.is_some() && !out.table.is_empty());
         assert!(out.json.is_object(), "one JSON object");
+        // Every row on 16 KiB or THP pages, with the DRAM's wait counters; the sentences
+        // name the counted waits, not a mechanism no counter shows.
+        let rows = out.json["rows"].as_array().unwrap();
+        assert!(rows.iter().all(|r| r["pages"] == BASE || r["pages"] == "THP"));
+        assert!(rows
+            .iter()
+            .all(|r| r["act_wait_ns"].as_f64().is_some() && r["write_drains"].as_u64().is_some()));
+        let why = out.json["why"].as_array().unwrap();
+        assert!(why
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("activates held by tRRD, tFAW and refresh")));
+        assert!(!why.iter().any(|w| w
+            .as_str()
+            .unwrap()
+            .contains("gain is rank parallelism (each rank's activates")));
     }
 }

@@ -95,6 +95,9 @@ fn summary(file: &str, spec: &DramSpec, s: &DramStats) -> Value {
         "per_rank": s.per_rank,
         "per_bank": s.per_bank,
         "beyond_capacity": s.beyond_capacity,
+        "act_wait_cycles": s.act_wait_cycles,
+        "wtr_wait_cycles": s.wtr_wait_cycles,
+        "write_drains": s.write_drains,
     })
 }
 

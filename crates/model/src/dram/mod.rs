@@ -120,6 +120,14 @@ pub struct DramStats {
     pub first_arrival: u64,
     /// Latest end of a data burst, DRAM cycles.
     pub last_end: u64,
+    /// DRAM cycles activates waited, summed, past the time their bank allowed them: for
+    /// tRRD and tFAW in the rank, tRRD_L in the bank group, and refresh (the rank-level
+    /// limits on how fast rows open; a request that needs no activate adds nothing).
+    pub act_wait_cycles: u64,
+    /// DRAM cycles reads waited, summed, for tWTR after their rank's last write burst.
+    pub wtr_wait_cycles: u64,
+    /// Times a channel's write buffer was drained (full, idle bus, or end of stream).
+    pub write_drains: u64,
 }
 
 impl DramStats {
@@ -230,6 +238,11 @@ struct Counters {
     lat: [u64; 2],
     beyond_capacity: u64,
     first_arrival: u64,
+    /// [`DramStats::act_wait_cycles`], [`DramStats::wtr_wait_cycles`],
+    /// [`DramStats::write_drains`].
+    act_wait: u64,
+    wtr_wait: u64,
+    drains: u64,
 }
 
 /// DRAM-cycle latencies whose core-cycle conversion [`Dram`] keeps in a table (a
@@ -287,6 +300,9 @@ impl Dram {
                     lat: [0; 2],
                     beyond_capacity: 0,
                     first_arrival: u64::MAX,
+                    act_wait: 0,
+                    wtr_wait: 0,
+                    drains: 0,
                 },
             },
             spec,
@@ -339,6 +355,9 @@ impl Dram {
             beyond_capacity: n.beyond_capacity,
             read_latency: n.lat[0],
             write_latency: n.lat[1],
+            act_wait_cycles: n.act_wait,
+            wtr_wait_cycles: n.wtr_wait,
+            write_drains: n.drains,
             first_arrival: if requests > 0 {
                 n.first_arrival - ORIGIN
             } else {
@@ -411,6 +430,9 @@ impl Dram {
     #[inline(never)]
     fn drain(&mut self, ch: usize, from: u64) {
         let q = std::mem::take(&mut self.wq[ch]);
+        if !q.is_empty() {
+            self.c.n.drains += 1;
+        }
         for &(pa, arrival) in &q {
             let start = from.max(arrival);
             self.serve_now(pa, true, start);
@@ -556,13 +578,18 @@ fn place<const JOIN: bool>(
         } else {
             r.act_late(earliest, t)
         };
+        n.act_wait += act - earliest;
         b.open = row;
         b.hits = 0;
         b.pre_ok = act + t.tras;
         (outcome, act + t.trcd)
     };
     if !write {
-        cmd = cmd.max(r.wr_end + t.twtr);
+        let ok = r.wr_end + t.twtr;
+        if ok > cmd {
+            n.wtr_wait += ok - cmd;
+            cmd = ok;
+        }
     }
     // The first column command time from `cmd` that keeps tCCD_L from the group's
     // other column commands, misses refresh, and finds its data a slot on the bus.

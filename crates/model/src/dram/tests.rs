@@ -123,6 +123,10 @@ fn tfaw_throttles_the_fifth_activate() {
     // only follow the last one placed (`place` without its gap search).
     assert_eq!(d.access_dram(addr(1, 0, 0, 0, 0), false, 0).0, 35);
     assert_eq!(d.stats().per_rank, vec![5, 1]);
+    // Every request arrived at 0 to a closed bank: the activates waited 0, 3, 6, 9
+    // (tRRD) and 30 (tFAW) in rank 0, 0 in rank 1. Checked: 0 with the count removed.
+    assert_eq!(d.stats().act_wait_cycles, 3 + 6 + 9 + 30);
+    assert_eq!(d.stats().wtr_wait_cycles, 0);
 }
 
 #[test]
@@ -434,11 +438,15 @@ fn reads_go_ahead_of_buffered_writes() {
     assert_eq!((s.reads, s.writes, d.writes_waiting()), (2, 1, 0));
     assert_eq!((s.read_latency, s.write_latency), (19 + 14, 36));
     assert_eq!((s.row_hits, s.row_misses), (2, 1));
-    // The same stream without the buffer: R2 waits out tWTR after W1's data.
+    // One drain (at the end), and no read waited for tWTR.
+    assert_eq!((s.write_drains, s.wtr_wait_cycles), (1, 0));
+    // The same stream without the buffer: R2 waits out tWTR after W1's data, from
+    // column 30 to 42: 12 cycles; nothing is drained.
     let mut d = buffered(0);
     d.access_dram(a(0), false, 0);
     assert_eq!(d.access_dram(a(1), true, 20), (12, RowOutcome::Hit));
     assert_eq!(d.access_dram(a(0), false, 30), (26, RowOutcome::Hit));
+    assert_eq!((d.stats().wtr_wait_cycles, d.stats().write_drains), (12, 0));
 }
 
 /// A full buffer drains at the arrival that filled it. Buffer of 2: W1 at 0 waits; W2
@@ -455,4 +463,6 @@ fn a_full_write_buffer_drains() {
     let s = d.stats();
     assert_eq!((s.writes, s.write_latency, d.writes_waiting()), (2, 18 + 21, 0));
     assert_eq!(d.access_dram(addr(0, 0, 1, 0, 0), false, 23), (23, RowOutcome::Miss));
+    // The read's column command waited from 28 to 32 for tWTR; one drain.
+    assert_eq!((d.stats().wtr_wait_cycles, d.stats().write_drains), (4, 1));
 }

@@ -95,6 +95,9 @@ impl CacheReport {
             d.beyond_capacity -= b.beyond_capacity;
             d.read_latency -= b.read_latency;
             d.write_latency -= b.write_latency;
+            d.act_wait_cycles -= b.act_wait_cycles;
+            d.wtr_wait_cycles -= b.wtr_wait_cycles;
+            d.write_drains -= b.write_drains;
             if b.requests() > 0 {
                 d.first_arrival = if d.requests() > 0 { b.last_end } else { u64::MAX };
                 if d.requests() == 0 {
@@ -112,7 +115,8 @@ impl CacheReport {
 
     /// `dram` of the JSON report (a machine with `[dram]`): row hits, misses and
     /// conflicts, requests per rank and per bank, bytes, bandwidth over the span of the
-    /// requests, and mean latency in DRAM cycles.
+    /// requests, mean latency in DRAM cycles, and what held requests back (activates
+    /// for tRRD/tFAW/refresh, reads for tWTR; write-buffer drains).
     pub fn dram_json(&self) -> Option<Value> {
         let (s, mhz, name) = self.dram.as_ref()?;
         Some(json!({
@@ -130,6 +134,9 @@ impl CacheReport {
             "bandwidth_gbs": s.bandwidth_gbs(*mhz),
             "mean_latency_cycles": s.mean_latency(),
             "beyond_capacity": s.beyond_capacity,
+            "act_wait_cycles": s.act_wait_cycles,
+            "wtr_wait_cycles": s.wtr_wait_cycles,
+            "write_drains": s.write_drains,
         }))
     }
 
