@@ -58,7 +58,8 @@ pub fn run(a: Args) -> Result<()> {
             .iter()
             .map(|r| serde_json::json!({"name": r.0, "arch": r.1, "l1d": r.2, "l1i": r.3, "l2": r.4, "description": r.5, "stage2": r.6}))
             .collect();
-        outln!("{}", serde_json::to_string(&v)?);
+        // One object, as every command's --json (docs/output.md): {"machines": [...]}.
+        outln!("{}", serde_json::to_string(&serde_json::json!({ "machines": v }))?);
         return Ok(());
     }
     outln!(

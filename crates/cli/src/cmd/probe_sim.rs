@@ -89,7 +89,8 @@ pub fn run(machine: &str, o: &Options) -> Result<()> {
                 .iter()
                 .map(|p| serde_json::json!({"machine": p.name, "report": p.report}))
                 .collect();
-            outln!("{}", serde_json::to_string(&v)?);
+            // One object, as every command's --json (docs/output.md).
+            outln!("{}", serde_json::to_string(&serde_json::json!({ "machines": v }))?);
         }
     } else {
         for p in &probed {

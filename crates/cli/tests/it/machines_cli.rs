@@ -19,7 +19,9 @@ fn machines_lists_the_catalog() {
     let (ok, out, _) = mmulab(&["machines", "--json"]);
     assert!(ok);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let names: Vec<&str> = v
+    // One object (issue 51 item 8), its list under "machines".
+    assert!(v.is_object(), "{v}");
+    let names: Vec<&str> = v["machines"]
         .as_array()
         .unwrap()
         .iter()
@@ -43,7 +45,12 @@ fn machines_lists_the_catalog() {
     ] {
         assert!(names.contains(&core), "{core} missing from {names:?}");
     }
-    let a9 = v.as_array().unwrap().iter().find(|m| m["name"] == "cortex-a9").unwrap();
+    let a9 = v["machines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "cortex-a9")
+        .unwrap();
     assert_eq!(a9["l2"], "128 + 4");
     assert_eq!(a9["stage2"], serde_json::Value::Null);
     // The virtualized cores (machines/vm/) with their stage-2 formats.
@@ -52,7 +59,7 @@ fn machines_lists_the_catalog() {
         ("cortex-a76-kvm", "aarch64-s2"),
         ("epyc-zen4-kvm", "x86_64"),
     ] {
-        let m = v.as_array().unwrap().iter().find(|m| m["name"] == vm);
+        let m = v["machines"].as_array().unwrap().iter().find(|m| m["name"] == vm);
         assert_eq!(m.map(|m| &m["stage2"]), Some(&serde_json::json!(stage2)), "{vm}");
     }
 }

@@ -67,7 +67,7 @@ fn memory_size_beyond_host_is_refused_with_figure() {
 fn builtin_workload_defaults_run_on_every_catalog_machine() {
     let out = mmulab(&["machines", "--json"], &[]);
     let machines: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let machines = machines.as_array().unwrap();
+    let machines = machines["machines"].as_array().unwrap();
     assert!(machines.len() >= 15);
     // Each built-in workload with only its required keys and a small count.
     let specs = [
