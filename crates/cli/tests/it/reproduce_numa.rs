@@ -52,16 +52,16 @@ fn reproduce_numa_emu_rows_seed_and_picture() {
         // The default layout allocates from the bottom: everything in rank 0 on the 8 GB
         // board (rank 1 starts at 4 GiB). Interleave over 8 nodes puts half the pages
         // (nodes 4-7) in rank 1.
-        let d = row(t, "default", "stream", "8GB", "4K");
-        let i = row(t, "interleave", "stream", "8GB", "4K");
+        let d = row(t, "default", "stream", "8GB", "16K");
+        let i = row(t, "interleave", "stream", "8GB", "16K");
         assert_eq!(d["rank1_share"], 0.0, "{d}");
         let share = i["rank1_share"].as_f64().unwrap();
         assert!((0.4..0.6).contains(&share), "{i}");
         // The mix's time is the geometric mean of its four workloads'.
-        let m = row(t, "interleave", "mix", "8GB", "4K");
+        let m = row(t, "interleave", "mix", "8GB", "16K");
         let g: f64 = ["stream", "chase", "gups", "compute"]
             .iter()
-            .map(|w| row(t, "interleave", w, "8GB", "4K")["time_s"].as_f64().unwrap().ln())
+            .map(|w| row(t, "interleave", w, "8GB", "16K")["time_s"].as_f64().unwrap().ln())
             .sum::<f64>()
             / 4.0;
         assert!((m["time_s"].as_f64().unwrap() - g.exp()).abs() < 1e-12, "{m}");
