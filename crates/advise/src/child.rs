@@ -63,6 +63,10 @@ pub struct Run {
     pub anon_huge_max: u64,
     /// Largest `Anonymous` seen, bytes.
     pub anon_max: u64,
+    /// Peak resident set, bytes: `VmHWM` of /proc/PID/status at the last sample (the
+    /// high-water mark, so a peak between samples counts; growth within the last
+    /// sampling interval before the program exits does not).
+    pub rss_max: u64,
     /// smaps_rollup samples read while it ran.
     pub samples: u32,
     /// Per mapping, at the largest `AnonHugePages` seen: the mappings that held huge
@@ -130,6 +134,16 @@ pub const SAMPLE_SLEEP_PER_READ: u32 = 50;
 /// The sleep after a read that took `read`.
 pub fn sample_sleep(read: Duration) -> Duration {
     SAMPLE_EVERY.max(read * SAMPLE_SLEEP_PER_READ)
+}
+
+/// `VmHWM` of /proc/PID/status text (peak resident set), bytes; 0 when absent (a
+/// kernel thread, or the process between fork and exec).
+pub fn vm_hwm(status: &str) -> u64 {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
 }
 
 /// The two smaps_rollup fields used, bytes: (`AnonHugePages`, `Anonymous`).
@@ -339,7 +353,13 @@ pub fn run(cmd: &[String], way: Way) -> Result<Run> {
             }
         )));
     }
-    let (anon_huge_max, anon_max, samples, huge_mappings) = sampled.map_err(ProbeError::Unavailable)?;
+    let Sampled {
+        huge: anon_huge_max,
+        anon: anon_max,
+        rss: rss_max,
+        n: samples,
+        mappings: huge_mappings,
+    } = sampled.map_err(ProbeError::Unavailable)?;
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
     let (user_s, sys_s) = (tv(ru.ru_utime), tv(ru.ru_stime));
     drop(child);
@@ -351,6 +371,7 @@ pub fn run(cmd: &[String], way: Way) -> Result<Run> {
         wall_s,
         anon_huge_max,
         anon_max,
+        rss_max,
         samples,
         huge_mappings,
     })
@@ -358,7 +379,13 @@ pub fn run(cmd: &[String], way: Way) -> Result<Run> {
 
 /// What the sampler returns: the largest `AnonHugePages` and `Anonymous`, the number of
 /// samples, and the mappings at the peak.
-type Sampled = (u64, u64, u32, Vec<HugeMapping>);
+struct Sampled {
+    huge: u64,
+    anon: u64,
+    rss: u64,
+    n: u32,
+    mappings: Vec<HugeMapping>,
+}
 
 /// Reads smaps_rollup of `pid` until `stop` or until it cannot be read (the process
 /// ended), and the whole smaps whenever `AnonHugePages` grew by 5 % or more since it was
@@ -366,11 +393,18 @@ type Sampled = (u64, u64, u32, Vec<HugeMapping>);
 /// error when /proc refused access (not merely a process that ended).
 fn sample(pid: u32, stop: Arc<AtomicBool>) -> std::result::Result<Sampled, String> {
     let path = format!("/proc/{pid}/smaps_rollup");
-    let (mut huge, mut anon, mut n) = (0u64, 0u64, 0u32);
+    let status = format!("/proc/{pid}/status");
+    let (mut huge, mut anon, mut rss, mut n) = (0u64, 0u64, 0u64, 0u32);
     let (mut mappings, mut mapped_at) = (Vec::new(), 0u64);
     loop {
         if stop.load(Ordering::Relaxed) {
-            return Ok((huge, anon, n, mappings));
+            return Ok(Sampled {
+                huge,
+                anon,
+                rss,
+                n,
+                mappings,
+            });
         }
         let t0 = Instant::now();
         let read = std::fs::read_to_string(&path);
@@ -379,6 +413,13 @@ fn sample(pid: u32, stop: Arc<AtomicBool>) -> std::result::Result<Sampled, Strin
             // Empty while the child is still between fork and exec, or already a zombie.
             Ok(text) if !text.is_empty() => {
                 let (h, a) = parse_rollup(&text);
+                // The high-water mark of the program's own address space (the exec'd
+                // one: `wait4`'s ru_maxrss would also count the forked parent's pages,
+                // `setmax_mm_hiwater_rss` in fs/exec.c `exec_mmap`), so peaks between
+                // samples count; growth in the last interval before exit does not.
+                if let Ok(st) = std::fs::read_to_string(&status) {
+                    rss = rss.max(vm_hwm(&st));
+                }
                 if h > 0 && h >= mapped_at + mapped_at / 20 {
                     if let Ok(t) = std::fs::read_to_string(format!("/proc/{pid}/smaps")) {
                         mappings = huge_mappings(&t);
@@ -409,6 +450,13 @@ pub fn thp_mode() -> std::result::Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peak_rss_is_vm_hwm_in_bytes() {
+        let st = "Name:\tx\nVmPeak:\t  20000 kB\nVmHWM:\t    1536 kB\nVmRSS:\t    1024 kB\n";
+        assert_eq!(vm_hwm(st), 1536 * 1024);
+        assert_eq!(vm_hwm("Name:\tkthreadd\n"), 0);
+    }
 
     #[test]
     fn the_sampler_backs_off_as_reads_grow_slow() {

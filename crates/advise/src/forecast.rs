@@ -156,6 +156,53 @@ pub fn no_gain(thp_verified: Option<bool>) -> Option<String> {
     })
 }
 
+/// The extra resident memory THP costs, predicted beside measured (issue 50 item 4).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Bloat {
+    /// Measured: the THP way's peak RSS minus the 4 KiB way's, bytes (medians over runs).
+    pub measured_extra_bytes: i64,
+    /// Predicted: the simulated THP run's peak resident minus the simulated 4 KiB run's,
+    /// bytes (`null`: withheld, see `why`).
+    pub predicted_extra_bytes: Option<i64>,
+    /// The simulated THP run's largest resident − touched bytes (huge pages whose 4 KiB
+    /// pieces the program never touched), bytes.
+    pub simulated_peak_bloat_bytes: i64,
+    /// (predicted − measured) / measured 4 KiB peak RSS, per cent (`null` when withheld).
+    pub error_pct_of_rss: Option<f64>,
+    /// Why the prediction is withheld, or what it rests on.
+    pub why: String,
+}
+
+/// The predicted extra RSS of THP against the measured. `sim_4k` and `sim_thp` are the
+/// simulated runs' peak resident bytes, `sim_bloat` the THP run's peak resident − touched;
+/// `whole`: the recording holds the whole run (a sampled or prefix recording touches part
+/// of the memory, so its resident bytes stand for nothing and the prediction is withheld).
+pub fn bloat(rss_4k: u64, rss_thp: u64, sim_4k: u64, sim_thp: u64, sim_bloat: i64, whole: bool) -> Bloat {
+    let measured = rss_thp as i64 - rss_4k as i64;
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    let predicted = whole.then(|| sim_thp as i64 - sim_4k as i64);
+    Bloat {
+        measured_extra_bytes: measured,
+        predicted_extra_bytes: predicted,
+        simulated_peak_bloat_bytes: sim_bloat,
+        error_pct_of_rss: predicted
+            .filter(|_| rss_4k > 0)
+            .map(|p| (p - measured) as f64 / rss_4k as f64 * 100.0),
+        why: if whole {
+            format!(
+                "simulated peak resident {:.1} MiB (4 KiB) and {:.1} MiB (THP); the simulation counts the program's anonymous memory only, the measured RSS its files too, which are the same either way",
+                mib(sim_4k),
+                mib(sim_thp)
+            )
+        } else {
+            format!(
+                "withheld: the recording holds sampled windows or a prefix, whose references touched {:.1} MiB in the simulation; the extra RSS of the rest of the run is unknown (record the whole run: --recorder mmtrace without --sample or --max-refs)",
+                mib(sim_4k)
+            )
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,5 +258,24 @@ mod tests {
         assert!(no_gain(Some(false)).is_some());
         assert_eq!(no_gain(Some(true)), None);
         assert_eq!(no_gain(None), None);
+    }
+
+    #[test]
+    fn thps_extra_rss_is_predicted_from_a_whole_recording_only() {
+        // 100 MiB at 4 KiB, 110 MiB with THP measured; simulated 90 and 98 MiB: +8
+        // predicted against +10 measured, 2 MiB under = 2 % of the 4 KiB RSS.
+        let m = 1 << 20;
+        let b = bloat(100 * m, 110 * m, 90 * m, 98 * m, 3 * m as i64, true);
+        assert_eq!(b.measured_extra_bytes, 10 * m as i64);
+        assert_eq!(b.predicted_extra_bytes, Some(8 * m as i64));
+        assert!((b.error_pct_of_rss.unwrap() + 2.0).abs() < 1e-12);
+        assert_eq!(b.simulated_peak_bloat_bytes, 3 * m as i64);
+        // THP can also cost less than nothing (fewer page-table pages): signed.
+        assert_eq!(bloat(100 * m, 99 * m, 0, 0, 0, true).measured_extra_bytes, -(m as i64));
+        // Windows: withheld, and the reason says so.
+        let w = bloat(100 * m, 110 * m, 9 * m, 11 * m, 0, false);
+        assert_eq!(w.predicted_extra_bytes, None);
+        assert_eq!(w.error_pct_of_rss, None);
+        assert!(w.why.starts_with("withheld"), "{}", w.why);
     }
 }

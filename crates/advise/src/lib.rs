@@ -128,6 +128,12 @@ pub struct Predicted {
     pub translation_s_thp: f64,
     /// Page-fault time THP saves, seconds (measured fault costs × faults).
     pub fault_s_saved: f64,
+    /// Page-fault time of each way, seconds: (4 KiB, THP), the measured cost of a 4 KiB
+    /// and of a 2 MiB first-touch fault (`machine.fault_costs`) times the fault counts.
+    pub fault_s: (f64, f64),
+    /// The extra resident memory THP costs: predicted (simulated peak resident of each
+    /// way) beside measured (peak RSS of each way).
+    pub bloat: forecast::Bloat,
     /// Where the fault counts came from: `simulated` (the recording's), or `native` (the
     /// native runs' peak memory, for a sampled or prefix recording that saw fewer).
     pub faults_from: &'static str,
@@ -516,12 +522,15 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
     // The THP way measured: the glibc tunable (present whenever any way is).
     let main_thp = thp[0];
     let tt = times(main_thp);
-    let measured = verdict::measure(&t4, &tt).ok_or_else(|| {
+    let mut measured = verdict::measure(&t4, &tt).ok_or_else(|| {
         ProbeError::Invalid(format!(
             "`{}` ran too briefly to time (CPU time 0 in a run); give it more work",
             child::shown(&opts.command)
         ))
     })?;
+    let rss = |w: Way| median(runs.iter().filter(|x| x.way == w).map(|x| x.rss_max as f64).collect()) as u64;
+    measured.rss_4k = rss(Way::Base4k);
+    measured.rss_thp = rss(main_thp);
     let sampled_any = runs.iter().filter(|x| x.way == main_thp).all(|x| x.samples > 0);
     let thp_min = |w: Way| {
         runs.iter()
@@ -598,10 +607,21 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
     } else {
         ((sim.base.faults, sim.huge.faults, sim.huge.huge_pages), "simulated")
     };
-    let fault_saved = mc
-        .fault_costs
-        .as_ref()
-        .map_or(0.0, |c| c.saved_s(faults.0, faults.1, faults.2));
+    let fc = mc.fault_costs.as_ref();
+    let fault_saved = fc.map_or(0.0, |c| c.saved_s(faults.0, faults.1, faults.2));
+    let fault_s = (
+        fc.map_or(0.0, |c| c.time_s(faults.0, 0)),
+        fc.map_or(0.0, |c| c.time_s(faults.1, faults.2)),
+    );
+    let whole = rec.mode == "whole" || rec.mode == "given";
+    let bloat = forecast::bloat(
+        measured.rss_4k,
+        measured.rss_thp,
+        sim.peak_resident_4k,
+        sim.peak_resident_thp,
+        sim.peak_bloat_thp,
+        whole,
+    );
     let saved = (tr4 - trh + fault_saved).min(t4_med * 0.95);
     let out_of_range = out_of_range(tr4, t4_med, overlap, model.overlap_range());
     let no_gain = forecast::no_gain(page_sizes.thp_verified);
@@ -611,11 +631,7 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
         (None, Some(_)) => 1.0,
         (None, None) => t4_med / (t4_med - saved),
     };
-    let sampling_se = if rec.mode == "whole" || rec.mode == "given" {
-        0.0
-    } else {
-        sim.saving_rel_se
-    };
+    let sampling_se = if whole { 0.0 } else { sim.saving_rel_se };
     // The larger of the in-sample and the held-out calibration errors.
     let interval = forecast::interval(
         speedup,
@@ -642,6 +658,8 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
         translation_s_4k: tr4,
         translation_s_thp: trh,
         fault_s_saved: fault_saved,
+        fault_s,
+        bloat,
         faults_from,
         faults,
         out_of_range,

@@ -150,6 +150,12 @@ pub struct Simulated {
     pub nested: bool,
     /// Bytes mapped by 2 MiB pages at the end of the huge-page run.
     pub huge_mapped_bytes: u64,
+    /// Peak resident bytes of the simulated 4 KiB run (0: not tracked).
+    pub peak_resident_4k: u64,
+    /// Peak resident bytes of the simulated THP run (0: not tracked).
+    pub peak_resident_thp: u64,
+    /// The simulated THP run's largest resident − touched bytes (0: not tracked).
+    pub peak_bloat_thp: i64,
     /// The `--set` list of the huge-page run.
     pub huge_sets: Vec<String>,
     /// Parts of the trace the saving was measured over ([`PARTS`]; 0 for a workload).
@@ -258,6 +264,9 @@ pub fn simulate_trace(text: &str, nested: bool, trace: &Path, refs: u64) -> Resu
         huge: Events::of(&h),
         nested,
         huge_mapped_bytes: huge_bytes(&h),
+        peak_resident_4k: b.peak_resident_bytes.unwrap_or(0),
+        peak_resident_thp: h.peak_resident_bytes.unwrap_or(0),
+        peak_bloat_thp: h.peak_bloat_bytes.unwrap_or(0),
         huge_sets: Policies::Program.sets(true),
         parts: saving.len(),
         saving_rel_se: super::forecast::relative_se(&saving),
@@ -278,6 +287,9 @@ pub fn simulate_workload(text: &str, nested: bool, spec: &str) -> Result<Simulat
         huge: Events::of(&h),
         nested,
         huge_mapped_bytes: huge_bytes(&h),
+        peak_resident_4k: 0,
+        peak_resident_thp: 0,
+        peak_bloat_thp: 0,
         huge_sets: Policies::Workload.sets(true),
         parts: 0,
         saving_rel_se: 0.0,

@@ -17,6 +17,11 @@ pub struct Measured {
     pub runs: usize,
     /// Every pair's ratio, in the order run.
     pub ratios: Vec<f64>,
+    /// Peak RSS of the 4 KiB way, bytes: the median over its runs of each run's `VmHWM`
+    /// (child.rs `Run::rss_max`).
+    pub rss_4k: u64,
+    /// Peak RSS of the main THP way, bytes (the same median).
+    pub rss_thp: u64,
 }
 
 /// Gains smaller than this (as a fraction) are "no measurable gain" even when resolved:
@@ -50,6 +55,8 @@ pub fn measure(t4k: &[f64], tthp: &[f64]) -> Option<Measured> {
         high: sorted[n - 1],
         runs: n,
         ratios,
+        rss_4k: 0,
+        rss_thp: 0,
     })
 }
 

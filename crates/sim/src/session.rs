@@ -35,6 +35,11 @@ pub struct SessionOptions<'a> {
     pub meta: Option<&'a TraceMeta>,
     /// A time series: a sample every `.0` references, JSON lines to `.1`.
     pub series: Option<(u64, Box<dyn Write + Send>)>,
+    /// Track the distinct 4 KiB pages touched, so that the statistics carry
+    /// `memory.touched_bytes`, `bloat_bytes` (resident − touched at the end) and
+    /// `peak_bloat_bytes` (`mmulab sim --bloat`; a time series tracks them too). It costs
+    /// a hash-set insert per reference that changes page.
+    pub bloat: bool,
     /// The memory request stream below the caches, in a format, to a writer.
     pub mem_trace: Option<(MemTraceFormat, Box<dyn Write + Send>)>,
     /// Called once per batch with the references so far and the source's progress.
@@ -122,6 +127,7 @@ impl Session {
             pipeline,
             meta,
             series,
+            bloat,
             mem_trace,
             progress,
         } = opts;
@@ -141,6 +147,9 @@ impl Session {
         }
         if let Some(meta) = meta {
             preload_vmas(m, meta);
+        }
+        if bloat {
+            m.track_touched();
         }
         let writes_series = series.is_some();
         if let Some((interval, out)) = series {

@@ -233,6 +233,31 @@ fn run_linux(a: Args) -> Result<()> {
             "as simulated"
         }
     );
+    let b = &p.bloat;
+    let smib = |x: i64| x as f64 / (1u64 << 20) as f64;
+    outln!(
+        "memory: peak RSS {:.1} MiB at 4 KiB, {:.1} MiB with THP: THP costs {:+.1} MiB measured, {} ({})",
+        mib(m.rss_4k),
+        mib(m.rss_thp),
+        smib(b.measured_extra_bytes),
+        match b.predicted_extra_bytes {
+            Some(x) => format!("{:+.1} MiB predicted", smib(x)),
+            None => "not predicted".to_string(),
+        },
+        b.why
+    );
+    if p.fault_s.0 > 0.0 {
+        outln!(
+            "page faults: {:.3} s at 4 KiB, {:.3} s with THP (measured fault costs × the faults {})",
+            p.fault_s.0,
+            p.fault_s.1,
+            if p.faults_from == "native" {
+                "from the native runs' peak memory"
+            } else {
+                "simulated"
+            }
+        );
+    }
     let ps = &adv.page_sizes;
     outln!(
         "page sizes: 4 KiB runs AnonHugePages ≤ {} KiB; THP runs ≥ {} KiB ({}), THP mode {}",

@@ -56,6 +56,12 @@ pub struct Args {
     /// faults, TLB misses, walk cycles; docs/output.md) to FILE.
     #[arg(long, value_name = "FILE")]
     pub timeseries: Option<PathBuf>,
+    /// Track the distinct 4 KiB pages touched and report memory bloat (resident −
+    /// touched bytes) at the end of the run and at its peak (after every fault and
+    /// background tick): `memory.touched_bytes`, `bloat_bytes`, `peak_bloat_bytes`. Costs
+    /// a hash-set insert per reference that changes page (a time series tracks them too).
+    #[arg(long)]
+    pub bloat: bool,
     /// References between time-series samples.
     #[arg(long, default_value_t = 1_000_000, requires = "timeseries")]
     pub interval: u64,
@@ -187,7 +193,7 @@ fn pipeline_on() -> bool {
 /// Runs `src` on a machine built from `spec`, with progress; returns the statistics,
 /// or an error that carries the statistics gathered before it.
 pub fn simulate(spec: config::MachineSpec, src: &mut dyn TraceSource, label: &str) -> Result<Stats> {
-    simulate_with(spec, src, label, None, None, None, &mmulab_sim::Roi::default())
+    simulate_with(spec, src, label, Extras::default(), None, &mmulab_sim::Roi::default())
 }
 
 /// The error of [`simulate`] when a run stopped on an error: the statistics of the
@@ -208,6 +214,17 @@ impl std::fmt::Display for Stopped {
 
 impl std::error::Error for Stopped {}
 
+/// What a run writes or tracks beside its statistics (none by default).
+#[derive(Default)]
+pub struct Extras<'a> {
+    /// A time series: a sample every `.0` references, JSON lines to the file `.1`.
+    pub series: Option<(u64, &'a std::path::Path)>,
+    /// The memory request stream below the caches, in a format, to a file.
+    pub mem_trace: Option<(mmulab_sim::MemTraceFormat, &'a std::path::Path)>,
+    /// Track touched pages: bloat at the end and at its peak (`--bloat`).
+    pub bloat: bool,
+}
+
 /// [`simulate`] with an optional time series (`interval` references, JSON lines to a
 /// file) and the trace's metadata read up front, whose VMAs are preloaded
 /// (docs/policies.md), through the simulator's front door ([`Session`]). The time series
@@ -217,11 +234,15 @@ pub fn simulate_with(
     spec: config::MachineSpec,
     src: &mut dyn TraceSource,
     label: &str,
-    series: Option<(u64, &std::path::Path)>,
+    extras: Extras<'_>,
     meta: Option<&mmulab_trace::TraceMeta>,
-    mem_trace: Option<(mmulab_sim::MemTraceFormat, &std::path::Path)>,
     roi: &mmulab_sim::Roi,
 ) -> Result<Stats> {
+    let Extras {
+        series,
+        mem_trace,
+        bloat,
+    } = extras;
     // Checked before a file is created: a machine without caches gets no stream, and
     // an interval of 0 no time series.
     if mem_trace.is_some() && spec.caches.is_none() {
@@ -235,6 +256,7 @@ pub fn simulate_with(
         roi: roi.clone(),
         pipeline: pipeline_on(),
         meta,
+        bloat,
         ..Default::default()
     };
     let mut mem_trace_file = None;
@@ -356,9 +378,12 @@ fn run_to_end(a: Args) -> Result<()> {
         spec,
         &mut src,
         &what,
-        a.timeseries.as_deref().map(|p| (a.interval, p)),
+        Extras {
+            series: a.timeseries.as_deref().map(|p| (a.interval, p)),
+            mem_trace,
+            bloat: a.bloat,
+        },
         meta.as_ref(),
-        mem_trace,
         &roi,
     )?;
     // --skip past the end simulated nothing: say so rather than print a run of nothing.

@@ -488,3 +488,39 @@ fn ignored_options_are_refused_not_dropped() {
         (Some(500), Some(500))
     );
 }
+
+/// `sim --bloat` reports bloat at the end and at its peak (JSON and text); without it
+/// the figures are null. GUPS writes its 8 MiB table in order first, so under THP
+/// `always` each of the 4 huge pages faults in with one 4 KiB piece touched: the peak is
+/// 2 MiB − 4 KiB; the whole table is touched by the end: bloat 0 (hand-derived, as
+/// crates/sim/tests/it/os_sim.rs derives it for 64 MiB).
+#[test]
+fn bloat_flag_reports_the_end_and_the_peak() {
+    let args = [
+        "sim",
+        "-w",
+        "gups:table=8MiB,updates=10K",
+        "--set",
+        "os.policy=thp",
+        "--set",
+        "os.thp.enabled=always",
+        "--set",
+        "os.zero_page=false",
+    ];
+    let mut a = args.to_vec();
+    a.extend(["--bloat", "--json"]);
+    let v = json_ok(&a);
+    let m = &v["memory"];
+    assert_eq!(m["peak_bloat_bytes"], (2 << 20) - 4096, "{m}");
+    assert_eq!(m["bloat_bytes"], 0, "{m}");
+    assert_eq!(m["peak_resident_bytes"], 8 << 20, "{m}");
+    let mut a = args.to_vec();
+    a.push("--json");
+    let v = json_ok(&a);
+    assert!(v["memory"]["peak_bloat_bytes"].is_null(), "{}", v["memory"]);
+    let mut a = args.to_vec();
+    a.push("--bloat");
+    let out = mmulab(&a);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("bloat: 0.0 MiB resident but never touched at the end (8.0 MiB touched), 2.0 MiB at the peak; peak resident 8.0 MiB"), "{text}");
+}

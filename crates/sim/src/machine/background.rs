@@ -121,6 +121,12 @@ pub struct Background {
     pub track_touched: bool,
     touched: HashSet<u64, BuildHasherDefault<PageHasher>>,
     last_page: u64,
+    /// The largest resident − touched bytes seen after a fault or a tick (bloat only
+    /// grows when memory is made resident, which happens at faults and in background
+    /// work; touches only shrink it), when tracked.
+    peak_bloat: i64,
+    /// The largest resident bytes seen after a fault or a tick, when tracked.
+    peak_resident: u64,
     /// Frames pinned by `memory.age`.
     pub pinned_frames: u64,
     /// True once the run loop has looked for trace VMAs and found some.
@@ -158,6 +164,8 @@ impl Background {
             track_touched: false,
             touched: HashSet::default(),
             last_page: u64::MAX,
+            peak_bloat: 0,
+            peak_resident: 0,
             pinned_frames,
             trace_vmas_seen: false,
             clock_mhz: spec.clock_mhz,
@@ -223,6 +231,14 @@ impl Background {
         }
     }
 
+    /// Notes the bloat after a fault or a tick, `resident` bytes being resident now.
+    pub fn note_bloat(&mut self, resident: u64) {
+        if self.track_touched {
+            self.peak_bloat = self.peak_bloat.max(resident as i64 - self.touched_bytes() as i64);
+            self.peak_resident = self.peak_resident.max(resident);
+        }
+    }
+
     /// Bytes of distinct touched 4 KiB pages.
     pub fn touched_bytes(&self) -> u64 {
         self.touched.len() as u64 * 4096
@@ -279,6 +295,12 @@ impl crate::stats::Report for Background {
     /// Touched bytes (when tracked) and the frames `memory.age` pinned.
     fn report(&self, s: &mut Stats) {
         s.touched_bytes = self.track_touched.then(|| self.touched_bytes());
+        // The end state counts too (`s.resident_bytes` is reported before this).
+        s.peak_bloat_bytes = self.track_touched.then(|| {
+            self.peak_bloat
+                .max(s.resident_bytes as i64 - self.touched_bytes() as i64)
+        });
+        s.peak_resident_bytes = self.track_touched.then(|| self.peak_resident.max(s.resident_bytes));
         s.pinned_frames = self.pinned_frames;
         // On a machine with a clock, background work is the kernel thread's (reported
         // apart) unless charged to the application (stats/time.rs).

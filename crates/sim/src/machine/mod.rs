@@ -281,6 +281,9 @@ impl Machine {
         })?;
         self.bg.kernel.add(before, sys.os.stats(), self.bg.pmd_nr);
         self.apply_shootdowns();
+        if self.bg.track_touched {
+            self.bg.note_bloat(self.sys.resident_bytes());
+        }
         if self.bg.sample_due(now) {
             let s = self.stats();
             self.bg.sample(now, &s);
@@ -447,6 +450,9 @@ impl Machine {
         self.spaces_changed();
         self.sys.fault(r)?;
         self.apply_shootdowns();
+        if self.bg.track_touched {
+            self.bg.note_bloat(self.sys.resident_bytes());
+        }
         Ok(())
     }
 }

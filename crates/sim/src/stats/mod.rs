@@ -87,6 +87,12 @@ pub struct Stats {
     pub free_2m_share: f64,
     /// Distinct touched 4 KiB pages × 4 KiB, if tracked (time series, reproduce).
     pub touched_bytes: Option<u64>,
+    /// The largest resident − touched bytes of the run (after every fault and tick, and
+    /// at the end), if touched pages are tracked.
+    pub peak_bloat_bytes: Option<i64>,
+    /// The largest resident bytes of the run (after every fault and tick, and at the
+    /// end), if touched pages are tracked.
+    pub peak_resident_bytes: Option<u64>,
     /// Frames pinned by `memory.age`.
     pub pinned_frames: u64,
     /// False when the statistics cover only part of the input (the run was stopped by
@@ -153,6 +159,8 @@ impl Stats {
             os: Default::default(),
             free_2m_share: 0.0,
             touched_bytes: None,
+            peak_bloat_bytes: None,
+            peak_resident_bytes: None,
             pinned_frames: 0,
             complete: true,
             nested: spec.vm.as_ref().map(|vm| nested::NestedStats::new(vm, pt_levels)),
@@ -238,6 +246,8 @@ impl Stats {
                     .map(|p| (p.to_string(), json!(self.os.resident_by_size[p.index()]))).collect::<Map<_, _>>(),
                 "touched_bytes": self.touched_bytes,
                 "bloat_bytes": self.touched_bytes.map(|t| self.resident_bytes as i64 - t as i64),
+                "peak_bloat_bytes": self.peak_bloat_bytes,
+                "peak_resident_bytes": self.peak_resident_bytes,
                 "free_2m_share": self.free_2m_share,
                 "pinned_frames": self.pinned_frames,
             },

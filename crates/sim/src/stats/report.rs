@@ -177,6 +177,23 @@ pub fn single(stats: &Stats, title: &str) -> String {
         },
         stats.page_tables
     );
+    if let (Some(t), Some(peak), Some(res)) = (stats.touched_bytes, stats.peak_bloat_bytes, stats.peak_resident_bytes) {
+        let mib = |b: i64| b as f64 / (1 << 20) as f64;
+        let end = stats.resident_bytes as i64 - t as i64;
+        let _ = writeln!(
+            out,
+            "bloat: {:.1} MiB resident but never touched at the end ({:.1} MiB touched{}), {:.1} MiB at the peak; peak resident {:.1} MiB",
+            mib(end.max(0)),
+            mib(t as i64),
+            if end < 0 {
+                ", more than is resident: pages only read map the shared zero page"
+            } else {
+                ""
+            },
+            mib(peak),
+            mib(res as i64)
+        );
+    }
     if let Some(n) = &stats.nested {
         out.push_str(&super::nested::text(n));
     }

@@ -170,6 +170,19 @@ impl System {
     }
 }
 
+impl System {
+    /// Resident bytes now: the OS policy's count, with the leaves on a zero page
+    /// counted once (model mem/zero.rs).
+    pub fn resident_bytes(&self) -> u64 {
+        let r = self.os.stats().resident_bytes;
+        if self.mem.zero.frame_bytes() == 0 {
+            return r;
+        }
+        let total: i64 = self.mem.zero.resident_correction().iter().sum();
+        (r as i64 - total).max(0) as u64
+    }
+}
+
 impl Report for System {
     /// The OS policy's counters, memory use, and the fault and shootdown counts.
     fn report(&self, s: &mut Stats) {
@@ -178,7 +191,7 @@ impl Report for System {
         s.counters.fault_cycles += self.counters.fault_cycles;
         s.counters.shootdowns += self.counters.shootdowns;
         s.mapped = os.mapped;
-        s.resident_bytes = os.resident_bytes;
+        s.resident_bytes = self.resident_bytes();
         s.page_tables = self.mem.pt.live_tables();
         s.policy = self.os.name().to_string();
         s.os = os.clone();
@@ -186,8 +199,6 @@ impl Report for System {
         // once (model mem/zero.rs).
         if self.mem.zero.frame_bytes() > 0 {
             let c = self.mem.zero.resident_correction();
-            let total: i64 = c.iter().sum();
-            s.resident_bytes = (s.resident_bytes as i64 - total).max(0) as u64;
             s.os.resident_bytes = s.resident_bytes;
             for (r, d) in s.os.resident_by_size.iter_mut().zip(c) {
                 *r = (*r as i64 - d).max(0) as u64;

@@ -34,7 +34,7 @@ fn stats(toml: &str, sets: &[&str], work: &str, track: bool) -> serde_json::Valu
 fn strip(v: &mut serde_json::Value) {
     match v {
         serde_json::Value::Object(o) => {
-            o.retain(|k, _| !k.contains("touched") && !k.contains("bloat"));
+            o.retain(|k, _| !k.contains("touched") && !k.contains("bloat") && !k.contains("peak_resident"));
             o.values_mut().for_each(strip);
         }
         serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
