@@ -49,14 +49,16 @@ fn differences(path: &str, want: &Value, got: &Value, out: &mut Vec<String>, lim
     match (want, got) {
         (Value::Object(a), Value::Object(b)) => {
             for k in a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))) {
-                let none = Value::Null;
-                differences(
-                    &format!("{path}.{k}"),
-                    a.get(k).unwrap_or(&none),
-                    b.get(k).unwrap_or(&none),
-                    out,
-                    limit,
-                );
+                match (a.get(k), b.get(k)) {
+                    (Some(x), Some(y)) => differences(&format!("{path}.{k}"), x, y, out, limit),
+                    // A key added or dropped, even one whose value is null.
+                    (x, y) if out.len() < limit => out.push(format!(
+                        "{path}.{k}: pinned {}, now {}",
+                        x.map_or("(absent)".to_string(), Value::to_string),
+                        y.map_or("(absent)".to_string(), Value::to_string)
+                    )),
+                    _ => {}
+                }
             }
         }
         (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
