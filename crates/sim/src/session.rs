@@ -40,6 +40,11 @@ pub struct SessionOptions<'a> {
     /// `peak_bloat_bytes` (`mmulab sim --bloat`; a time series tracks them too). It costs
     /// a hash-set insert per reference that changes page.
     pub bloat: bool,
+    /// Count per region (each trace VMA, and outside them): references, walk cycles,
+    /// faults by page size, resident and touched bytes (`Stats::regions`; JSON
+    /// `regions`, docs/output.md § Regions). Tracks touched pages as `bloat` does, and
+    /// costs more: every reference takes the run loop's general path.
+    pub regions: bool,
     /// The memory request stream below the caches, in a format, to a writer.
     pub mem_trace: Option<(MemTraceFormat, Box<dyn Write + Send>)>,
     /// Called once per batch with the references so far and the source's progress.
@@ -128,6 +133,7 @@ impl Session {
             meta,
             series,
             bloat,
+            regions,
             mem_trace,
             progress,
         } = opts;
@@ -150,6 +156,9 @@ impl Session {
         }
         if bloat {
             m.track_touched();
+        }
+        if regions {
+            m.count_regions();
         }
         let writes_series = series.is_some();
         if let Some((interval, out)) = series {

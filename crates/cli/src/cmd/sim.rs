@@ -62,6 +62,13 @@ pub struct Args {
     /// a hash-set insert per reference that changes page (a time series tracks them too).
     #[arg(long)]
     pub bloat: bool,
+    /// Count per region: for each VMA the trace declares (and one entry for addresses
+    /// outside them), the references, their walk cycles, the faults by the page size
+    /// they mapped, the resident and the touched bytes (JSON `regions`, docs/output.md
+    /// § Regions). A trace without VMAs has only the outside entry. Slower: every
+    /// reference takes the general path.
+    #[arg(long)]
+    pub regions: bool,
     /// References between time-series samples.
     #[arg(long, default_value_t = 1_000_000, requires = "timeseries")]
     pub interval: u64,
@@ -223,6 +230,8 @@ pub struct Extras<'a> {
     pub mem_trace: Option<(mmulab_sim::MemTraceFormat, &'a std::path::Path)>,
     /// Track touched pages: bloat at the end and at its peak (`--bloat`).
     pub bloat: bool,
+    /// Count per region (`--regions`).
+    pub regions: bool,
 }
 
 /// [`simulate`] with an optional time series (`interval` references, JSON lines to a
@@ -242,6 +251,7 @@ pub fn simulate_with(
         series,
         mem_trace,
         bloat,
+        regions,
     } = extras;
     // Checked before a file is created: a machine without caches gets no stream, and
     // an interval of 0 no time series.
@@ -257,6 +267,7 @@ pub fn simulate_with(
         pipeline: pipeline_on(),
         meta,
         bloat,
+        regions,
         ..Default::default()
     };
     let mut mem_trace_file = None;
@@ -382,6 +393,7 @@ fn run_to_end(a: Args) -> Result<()> {
             series: a.timeseries.as_deref().map(|p| (a.interval, p)),
             mem_trace,
             bloat: a.bloat,
+            regions: a.regions,
         },
         meta.as_ref(),
         &roi,

@@ -524,3 +524,40 @@ fn bloat_flag_reports_the_end_and_the_peak() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("bloat: 0.0 MiB resident but never touched at the end (8.0 MiB touched), 2.0 MiB at the peak; peak resident 8.0 MiB"), "{text}");
 }
+
+/// `--regions`: a workload declares no VMAs, so its one region is the outside entry,
+/// which holds every reference and all the run's walk cycles; GUPS maps its 64 MiB table
+/// before the run (no faults counted), and the region holds all of it, resident and
+/// touched. Without the flag the JSON has no `regions`; the text report prints the table.
+#[test]
+fn regions_flag_counts_a_workload_outside_every_vma() {
+    let args = [
+        "sim",
+        "--workload",
+        "gups:table=64MiB,updates=20K",
+        "--set",
+        "os.policy=base",
+        "--set",
+        "os.zero_page=false",
+    ];
+    let mut a = args.to_vec();
+    a.extend(["--regions", "--json"]);
+    let v = json_ok(&a);
+    let r = v["regions"].as_array().expect("regions");
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(r[0]["outside"], true);
+    assert_eq!(r[0]["references"], v["references"]);
+    assert_eq!(r[0]["walk_cycles"], v["cycles"]["walk"]);
+    assert!(r[0]["walk_cycles"].as_u64().unwrap() > 0, "{r:?}");
+    assert_eq!(v["faults"], 0);
+    assert_eq!(r[0]["faults"], serde_json::json!({}));
+    assert_eq!(r[0]["resident_bytes"], 64 << 20);
+    assert_eq!(r[0]["touched_bytes"], 64 << 20);
+    let mut a = args.to_vec();
+    a.push("--json");
+    assert!(json_ok(&a).get("regions").is_none());
+    let mut a = args.to_vec();
+    a.push("--regions");
+    let text = String::from_utf8_lossy(&mmulab(&a).stdout).to_string();
+    assert!(text.contains("regions:") && text.contains("outside VMAs"), "{text}");
+}

@@ -343,6 +343,12 @@ impl Pwc {
         }
     }
 
+    /// Lookups so far ([`Pwc::stats`] without the copy of the hits).
+    #[inline]
+    pub fn lookups(&self) -> u64 {
+        self.lookups
+    }
+
     /// True if any level has a cache.
     #[inline]
     pub fn enabled(&self) -> bool {

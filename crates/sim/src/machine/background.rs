@@ -239,6 +239,15 @@ impl Background {
         }
     }
 
+    /// The distinct touched 4 KiB pages' numbers (address >> 12), of every address
+    /// space (the marker references' pages left out).
+    pub(crate) fn touched_pages(&self) -> impl Iterator<Item = u64> + '_ {
+        self.touched
+            .iter()
+            .filter(|&&k| (k >> 36) & 0xfff != 0xffe)
+            .map(|&k| k & ((1 << 48) - 1))
+    }
+
     /// Bytes of distinct touched 4 KiB pages.
     pub fn touched_bytes(&self) -> u64 {
         self.touched.len() as u64 * 4096

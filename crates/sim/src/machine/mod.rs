@@ -26,6 +26,7 @@ pub(crate) mod background;
 mod cache;
 mod gpu;
 pub(crate) mod mem_trace;
+mod regions;
 mod requesters;
 mod vm;
 
@@ -49,6 +50,8 @@ pub struct Machine {
     mem_trace: Option<mem_trace::MemTrace>,
     /// Run the caches on a second thread ([`Machine::set_pipeline`]).
     pub(crate) pipeline: bool,
+    /// Per-region counters ([`Machine::count_regions`], regions.rs), if counted.
+    regions: Option<Box<regions::Regions>>,
 }
 
 impl Machine {
@@ -87,6 +90,7 @@ impl Machine {
             caches,
             mem_trace: None,
             pipeline: false,
+            regions: None,
             req: Requesters {
                 cpus,
                 ..Default::default()
@@ -126,7 +130,17 @@ impl Machine {
         }
         if self.bg.track_touched {
             self.bg.touch(r);
+            if self.regions.is_some() {
+                return self.access_counted(r);
+            }
         }
+        self.access_translate(r)
+    }
+
+    /// [`Machine::access`] after the reference is counted, background work is done and
+    /// the page noted: the core's translation, and the data caches.
+    #[inline(always)]
+    fn access_translate(&mut self, r: &MemRef) -> Result<(), SimError> {
         let core = if self.req.cpus.len() == 1 {
             0
         } else if self.req.cpus.is_empty() {
@@ -257,6 +271,7 @@ impl Machine {
         self.req.report(&mut s);
         self.sys.report(&mut s);
         self.bg.report(&mut s);
+        s.regions = self.regions_report();
         if let Some(c) = &self.caches {
             c.report(&mut s);
         }
@@ -339,12 +354,14 @@ impl Machine {
     pub fn unmap(&mut self, asid: Asid, start: u64, end: u64) -> Result<(), SimError> {
         self.spaces_changed();
         self.bg.forget_range(asid, start, end);
+        let before = self.regions_before();
         let sys = &mut self.sys;
         let Some(Some(space)) = sys.spaces.get_mut(asid as usize) else {
             return Ok(());
         };
         sys.shootdowns.clear();
         sys.os.unmap(&mut sys.mem, space, start, end, &mut sys.shootdowns)?;
+        self.regions_after(before, start, false);
         self.apply_shootdowns();
         Ok(())
     }
@@ -386,7 +403,8 @@ impl Machine {
                 v.install(s);
             }
         }
-        sys.trace_vmas.len()
+        self.regions_vmas_changed();
+        self.sys.trace_vmas.len()
     }
 
     /// Looks for VMAs in the trace's metadata and installs them once found.
@@ -448,7 +466,9 @@ impl Machine {
     /// Lets the OS handle a fault at `r` and applies its shootdowns.
     fn fault(&mut self, r: &MemRef) -> Result<(), SimError> {
         self.spaces_changed();
+        let before = self.regions_before();
         self.sys.fault(r)?;
+        self.regions_after(before, r.addr, true);
         self.apply_shootdowns();
         if self.bg.track_touched {
             self.bg.note_bloat(self.sys.resident_bytes());

@@ -53,6 +53,7 @@ impl Machine {
             caches,
             mem_trace: None,
             pipeline: false,
+            regions: None,
             sys,
             references: 0,
             next_tick: bg.next_tick(0),

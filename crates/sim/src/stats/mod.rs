@@ -14,6 +14,7 @@ mod counters;
 pub mod gpu;
 pub mod nested;
 pub mod numa;
+pub mod regions;
 pub mod report;
 mod since;
 pub mod time;
@@ -120,6 +121,8 @@ pub struct Stats {
     pub roi: Option<RoiInfo>,
     /// The warm-up's own statistics, when the run had one (run/roi.rs); JSON `warmup`.
     pub warmup: Option<Box<Stats>>,
+    /// Per-region counters, when counted (`SessionOptions::regions`); JSON `regions`.
+    pub regions: Option<Vec<regions::RegionStats>>,
 }
 
 /// What every component of a machine implements to report its counters: it adds
@@ -171,6 +174,7 @@ impl Stats {
             numa: None,
             roi: None,
             warmup: None,
+            regions: None,
         }
     }
 
@@ -295,6 +299,9 @@ impl Stats {
         }
         if let Some(w) = &self.warmup {
             v["warmup"] = w.to_json();
+        }
+        if let Some(r) = &self.regions {
+            v["regions"] = r.iter().map(regions::RegionStats::to_json).collect();
         }
         v
     }

@@ -194,6 +194,9 @@ pub fn single(stats: &Stats, title: &str) -> String {
             mib(res as i64)
         );
     }
+    if let Some(r) = &stats.regions {
+        out.push_str(&super::regions::text(r, stats.counters.walk_cycles));
+    }
     if let Some(n) = &stats.nested {
         out.push_str(&super::nested::text(n));
     }

@@ -143,8 +143,8 @@ impl Delta for NestedStats {
 impl Stats {
     /// The statistics of what happened after `before` (a snapshot of the same machine
     /// earlier): every counter less its value then; the memory (resident bytes, pages
-    /// mapped by size, page tables, free 2 MiB share, touched bytes, pinned frames) as
-    /// it is now (the host's backing of a `[vm]` machine too). GPU statistics (a GPU
+    /// mapped by size, page tables, free 2 MiB share, touched bytes, pinned frames, each
+    /// region's resident and touched bytes) as it is now (the host's backing of a `[vm]` machine too). GPU statistics (a GPU
     /// run has no region of interest) are left as they are.
     pub fn since(&self, before: &Stats) -> Stats {
         let mut s = self.clone();
@@ -163,6 +163,16 @@ impl Stats {
         s.time.less(&before.time);
         if let (Some(n), Some(p)) = (s.numa.as_mut(), before.numa.as_ref()) {
             n.less_counters(p);
+        }
+        if let (Some(r), Some(p)) = (s.regions.as_mut(), before.regions.as_ref()) {
+            // Counters less their values then; resident and touched bytes as now.
+            for (a, b) in r.iter_mut().zip(p) {
+                a.references = a.references.saturating_sub(b.references);
+                a.walk_cycles = a.walk_cycles.saturating_sub(b.walk_cycles);
+                for (x, y) in a.faults_by_size.iter_mut().zip(b.faults_by_size) {
+                    *x = x.saturating_sub(y);
+                }
+            }
         }
         s.roi = None;
         s.warmup = None;

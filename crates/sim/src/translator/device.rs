@@ -55,6 +55,11 @@ impl Translator for Device {
     fn invalidate_range(&mut self, _asid: Asid, _start: u64, _end: u64) {}
 
     fn spaces_changed(&mut self) {}
+
+    /// A device's walks are its MMU's own (reported under `gpu`), not the cores'.
+    fn walk_cycles(&self) -> u64 {
+        0
+    }
 }
 
 impl Report for Device {

@@ -88,6 +88,9 @@ pub(crate) trait Translator: Report {
     /// Address spaces changed (created, exited, faulted, unmapped, background work):
     /// drop any host-side cache of their page-table roots.
     fn spaces_changed(&mut self);
+    /// Walk cycles so far: what [`Report`] adds to `counters.walk_cycles` (the one
+    /// definition; per-region attribution reads it before and after a reference).
+    fn walk_cycles(&self) -> u64;
 }
 
 /// Adds a core's TLB levels to the per-level figures (counts, and compulsory misses

@@ -14,6 +14,7 @@ mod os_config;
 mod os_faithful;
 mod os_sim;
 mod pipeline;
+mod regions;
 mod roi;
 mod run_paths;
 mod vm_catalog;

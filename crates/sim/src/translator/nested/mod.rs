@@ -375,6 +375,25 @@ impl Translator for Nested {
     }
 
     fn spaces_changed(&mut self) {}
+
+    /// Each dirty-bit write and descriptor read (either stage) `walk.mem_latency`, or
+    /// with data caches the latency of where the read hit (nested_cache.rs); each
+    /// page-walk-cache lookup (either stage) `walk.pwc_latency`; each stage-2 TLB lookup
+    /// its latency.
+    fn walk_cycles(&self) -> u64 {
+        let (r1, r2) = self.refs();
+        let reads = if self.cached {
+            self.cc.walk_cycles
+        } else {
+            (r1 + r2) * self.cost.mem_latency as u64
+        };
+        let pwc = (self.pwc1.lookups() + self.pwc2.lookups()) * self.cost.pwc_latency as u64;
+        let s2tlb = self.s2tlb.as_ref().map_or(0, |t| {
+            let l = &t.levels()[0];
+            l.stats().accesses * l.spec().latency as u64
+        });
+        self.dirty_write_cycles() + reads + pwc + s2tlb
+    }
 }
 
 impl Report for Nested {
@@ -399,28 +418,19 @@ impl Report for Nested {
         }
         c.dirty_writes += w.dirty_writes;
         c.ad_updates += w.ad_updates;
-        let p1 = self.pwc1.stats();
-        let p2 = self.pwc2.stats();
-        c.walk_cycles += self.dirty_write_cycles();
+        let (p1, p2) = (self.pwc1.stats(), self.pwc2.stats());
+        c.walk_cycles += Translator::walk_cycles(self);
         if self.cached {
-            c.walk_cycles += self.cc.walk_cycles;
             if let Some(cs) = &mut s.caches {
                 cs.data_cycles += self.cc.data_cycles;
                 cs.core_cycles.push(super::CachedCore::end_cycles(self));
             }
-        } else {
-            c.walk_cycles += (r1 + r2) * self.cost.mem_latency as u64;
         }
-        c.walk_cycles += (p1.lookups + p2.lookups) * self.cost.pwc_latency as u64;
         add_tlb_levels(&mut s.levels, self.tlbs.levels(), &mut c.tlb_cycles);
         for (i, h) in p1.hits.iter().enumerate() {
             s.pwc_hits[i] += h;
         }
         s.pwc_lookups += p1.lookups;
-        if let Some(t) = &self.s2tlb {
-            let l = &t.levels()[0];
-            c.walk_cycles += l.stats().accesses * l.spec().latency as u64;
-        }
         let Some(n) = s.nested.as_mut() else { return };
         for (n, &k) in n.stage1_refs_by_level.iter_mut().zip(&w.s1_reads) {
             *n += k;

@@ -530,6 +530,26 @@ impl Translator for Stage1 {
     fn spaces_changed(&mut self) {
         self.host.root_cache = NO_ROOT;
     }
+
+    /// Each descriptor read `walk.mem_latency`, or with data caches the latency of where
+    /// it hit (stage1_cache.rs); the dirty-bit write of a store to a clean entry one
+    /// `walk.mem_latency` (it does not go through the caches); each page-walk-cache
+    /// lookup `walk.pwc_latency`.
+    fn walk_cycles(&self) -> u64 {
+        let w = &self.counters;
+        let mem = self.cost.mem_latency as u64;
+        let reads = if self.cached {
+            self.cc.walk_cycles + w.dirty_writes * mem
+        } else {
+            (w.walk_reads + w.dirty_writes) * mem
+        };
+        reads
+            + if self.pwc.enabled() {
+                w.walks * self.cost.pwc_latency as u64
+            } else {
+                0
+            }
+    }
 }
 
 impl Report for Stage1 {
@@ -554,20 +574,12 @@ impl Report for Stage1 {
         c.af_faults += w.af_faults;
         c.dirty_faults += w.dirty_faults;
         c.fault_cycles += (w.af_faults + w.dirty_faults) * self.cost.fault_latency as u64;
+        c.walk_cycles += Translator::walk_cycles(self);
         if self.cached {
-            // Each descriptor read costs the latency of where it hit (stage1_cache.rs);
-            // the dirty-bit write of a store to a clean entry still costs one
-            // `walk.mem_latency` (it does not go through the caches).
-            c.walk_cycles += self.cc.walk_cycles + w.dirty_writes * self.cost.mem_latency as u64;
             if let Some(cs) = &mut s.caches {
                 cs.data_cycles += self.cc.data_cycles;
                 cs.core_cycles.push(self.end_cycles());
             }
-        } else {
-            c.walk_cycles += (w.walk_reads + w.dirty_writes) * self.cost.mem_latency as u64;
-        }
-        if self.pwc.enabled() {
-            c.walk_cycles += w.walks * self.cost.pwc_latency as u64;
         }
         add_tlb_levels(&mut s.levels, self.tlbs.levels(), &mut c.tlb_cycles);
         let pwc = self.pwc.stats();
