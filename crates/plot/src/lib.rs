@@ -2,7 +2,7 @@
 //! tlb_test experiment's bars, a policy experiment's coverage over time) is a [`Figure`]
 //! — a grid of [`Panel`]s, each with a title, two [`Axis`]es (label, linear or log scale,
 //! optional fixed range, tick style), named [`Series`] of points drawn as lines, lines with
-//! markers, dashed lines or grouped bars, and vertical [`Mark`]s with a label — written to
+//! markers, dots alone, dashed lines or grouped bars, and vertical [`Mark`]s with a label — written to
 //! SVG or PNG, chosen by the file's extension ([`Figure::write`]).
 //!
 //! Contract: the figure is plain data (the libraries that own the results build it; the
@@ -220,6 +220,8 @@ pub enum Style {
     Line,
     /// A solid line with a dot at every point.
     LineWithMarkers,
+    /// A larger dot at every point, no line (a scatter plot).
+    Markers,
     /// A thin dashed line, half transparent.
     Dashed,
     /// A bar from 0 to y at every x; the bar series of a panel stand side by side.

@@ -236,6 +236,15 @@ where
                         .map_err(e)?;
                 }
             }
+            Style::Markers => {
+                let a = chart
+                    .draw_series(pts.iter().map(|&q| Circle::new(q, 4, c.filled())))
+                    .map_err(e)?;
+                if named {
+                    a.label(s.name.as_str())
+                        .legend(move |(x, y)| Circle::new((x + 10, y), 4, c.filled()));
+                }
+            }
             Style::Dashed => {
                 let a = chart
                     .draw_series(DashedLineSeries::new(pts, 4, 4, c.mix(0.5).stroke_width(1)))
