@@ -9,6 +9,7 @@ cc -O2 -o "$out/graph_bfs" "$here/graph_bfs.c"
 cc -O2 -o "$out/hash_join" "$here/hash_join.c"
 cc -O2 -o "$out/gups" "$here/gups.c"
 cc -O2 -o "$out/sparse_touch" "$here/sparse_touch.c"
+cc -O2 -o "$out/two_regions" "$here/two_regions.c"
 cp "$here/dict_workload.py" "$here/sqlite_index.sql" "$out/"
 # 2^20 lines of 16 random hex digits (17 MiB) for sort and gzip.
 [ -f "$out/lines.txt" ] || od -An -tx8 -N $((8 << 20)) -v /dev/urandom | tr -s ' ' '\n' | sed '/^$/d' > "$out/lines.txt"

@@ -27,8 +27,10 @@ pub mod forecast;
 pub mod model;
 pub mod plan;
 pub mod predict;
+pub mod proposal;
 pub mod recording;
 pub mod recording_ptrace;
+pub mod regions;
 pub mod verdict;
 
 use std::path::PathBuf;
@@ -179,6 +181,16 @@ pub struct Advice {
     pub translation_share: f64,
     /// The verdict.
     pub verdict: String,
+    /// Where THP pays: each region of the recording with its share of the gain, the
+    /// extra resident memory and the fault time THP costs there, by gain per MiB of
+    /// extra memory (regions.rs; docs/advise.md § Regions).
+    pub regions: Vec<regions::Region>,
+    /// What the region table does not cover (a sampled or prefix recording saw part of
+    /// the run's memory), or `null`.
+    pub regions_note: Option<String>,
+    /// What to do: the regions that keep 90 % of the gain at the least extra memory, as
+    /// madvise calls, a hugetlb pool and the glibc setting (proposal.rs).
+    pub proposal: proposal::Proposal,
     /// Page sizes verified.
     pub page_sizes: PageSizes,
     /// The recording.
@@ -490,8 +502,7 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
     let mut runs = Vec::new();
     let mut prepared = true;
     // The memory each run's preparation touches: the warm-up's anonymous peak and more.
-    let touch = child::touch_bytes(warm.anon_max, child::mem_available());
-    let mut touched = u64::MAX;
+    let mut touched = (u64::MAX, 0u64);
     if plan.warmup_timed {
         // The first round's first run is 4 KiB: the warm-up stands for it.
         runs.push(warm.clone());
@@ -510,9 +521,13 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
                 way.label(),
                 plan::eta(left)
             ));
-            let (compacted, t) = child::prepare_memory(touch);
+            // Sized by the largest anonymous peak so far: the warm-up is a 4 KiB run, and
+            // a THP run can peak far higher (two_regions.c: 66 MiB against 575 MiB), so
+            // the THP runs after the first find what they take backed.
+            let peak = runs.iter().map(|x| x.anon_max).fold(warm.anon_max, u64::max);
+            let (compacted, t) = child::prepare_memory(child::touch_bytes(peak, child::mem_available()));
             prepared &= compacted;
-            touched = touched.min(t);
+            touched = (touched.0.min(t), touched.1.max(t));
             runs.push(child::run(&opts.command, way)?);
         }
     }
@@ -647,6 +662,26 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
         rec.mode == "sampled" || rec.mode == "prefix",
     );
     let share = (tr4 / t4_med).min(1.0);
+    let region_table = regions::table(
+        &sim.regions_4k,
+        &sim.regions_thp,
+        &sim.region_names,
+        if no_gain.is_some() { 0.0 } else { tr4 - trh },
+        fc,
+    );
+    let proposal = proposal::propose(
+        &region_table,
+        region_table.iter().map(|r| r.extra_rss_bytes).sum(),
+        t4_med,
+        withheld.is_some() || no_gain.is_some(),
+        child::mem_available(),
+    );
+    let regions_note = (!whole).then(|| {
+        format!(
+            "the recording ({}) saw part of the run: each region's faults and memory are those of what it saw",
+            rec.mode
+        )
+    });
     let predicted = Predicted {
         speedup,
         low: if speedup.is_finite() { interval.low } else { f64::NAN },
@@ -689,6 +724,9 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
         predicted,
         translation_share: share,
         verdict: v,
+        regions: region_table,
+        regions_note,
+        proposal,
         page_sizes,
         recording: rec,
         runs,
@@ -713,8 +751,9 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
                 format!("memory NOT compacted before the runs ({} is writable by root only: a THP run after a 4 KiB run may pay for compaction in its faults)", child::COMPACT_MEMORY)
             },
             match touched {
-                0 | u64::MAX => "no memory touched before the runs (the mapping failed): in a guest whose host reclaims free memory, first touches may pay host faults".to_string(),
-                t => format!("{} MiB of memory touched and freed just before each (the host backs what the run then takes)", t >> 20),
+                (0 | u64::MAX, _) => "no memory touched before some runs (the mapping failed): in a guest whose host reclaims free memory, first touches may pay host faults".to_string(),
+                (a, b) if a == b => format!("{} MiB of memory touched and freed just before each (the host backs what the run then takes)", a >> 20),
+                (a, b) => format!("{}–{} MiB of memory touched and freed just before each (the largest anonymous peak so far and more; the host backs what the run then takes)", a >> 20, b >> 20),
             }
         ),
     })

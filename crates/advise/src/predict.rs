@@ -163,6 +163,17 @@ pub struct Simulated {
     /// The relative standard error of the saving per reference (4 KiB minus huge-page walk
     /// cycles) over those parts (forecast::relative_se).
     pub saving_rel_se: f64,
+    /// Per-region counters of the 4 KiB run (a recording; empty for a workload). In the
+    /// JSON as the advice's `regions` table instead (regions.rs).
+    #[serde(skip)]
+    pub regions_4k: Vec<mmulab_sim::stats::regions::RegionStats>,
+    /// Per-region counters of the THP run (the same regions).
+    #[serde(skip)]
+    pub regions_thp: Vec<mmulab_sim::stats::regions::RegionStats>,
+    /// (start, name) of each VMA of the recording's samples (`[heap]`, a file, or empty
+    /// for anonymous memory).
+    #[serde(skip)]
+    pub region_names: Vec<(u64, String)>,
 }
 
 /// The trace is cut into this many parts of equal references (the simulator's time
@@ -216,6 +227,7 @@ fn one(
     src: &mut dyn mmulab_trace::TraceSource,
     meta: Option<&mmulab_trace::TraceMeta>,
     series: Option<u64>,
+    regions: bool,
 ) -> Result<(mmulab_sim::Stats, Vec<f64>)> {
     let spec = config::from_toml(text, None, sets)
         .map_err(|e| ProbeError::Invalid(format!("the probed machine config does not load: {e}")))?;
@@ -223,6 +235,7 @@ fn one(
     let opts = SessionOptions {
         meta,
         series: series.map(|n| (n.max(1), Box::new(buf.clone()) as Box<dyn std::io::Write + Send>)),
+        regions,
         ..Default::default()
     };
     let stats = Session::simulate(spec, src, opts).map_err(|e| match e.stats {
@@ -253,10 +266,15 @@ pub fn simulate_trace(text: &str, nested: bool, trace: &Path, refs: u64) -> Resu
             &mut *src,
             meta.as_ref(),
             Some(every),
+            true,
         )
     };
-    let (b, pb) = run(false)?;
-    let (h, ph) = run(true)?;
+    let (mut b, pb) = run(false)?;
+    let (mut h, ph) = run(true)?;
+    let region_names = meta
+        .as_ref()
+        .map(|m| m.vmas_union().into_iter().map(|v| (v.start, v.name)).collect())
+        .unwrap_or_default();
     // Both runs read the same references, so their parts line up.
     let saving: Vec<f64> = pb.iter().zip(&ph).map(|(b, h)| b - h).collect();
     Ok(Simulated {
@@ -270,6 +288,9 @@ pub fn simulate_trace(text: &str, nested: bool, trace: &Path, refs: u64) -> Resu
         huge_sets: Policies::Program.sets(true),
         parts: saving.len(),
         saving_rel_se: super::forecast::relative_se(&saving),
+        regions_4k: b.regions.take().unwrap_or_default(),
+        regions_thp: h.regions.take().unwrap_or_default(),
+        region_names,
     })
 }
 
@@ -278,7 +299,7 @@ pub fn simulate_workload(text: &str, nested: bool, spec: &str) -> Result<Simulat
     let run = |huge: bool| -> Result<mmulab_sim::Stats> {
         let mut src =
             mmulab_trace::workload::parse(spec).map_err(|e| ProbeError::Invalid(format!("workload {spec}: {e}")))?;
-        Ok(one(text, &Policies::Workload.sets(huge), &mut *src, None, None)?.0)
+        Ok(one(text, &Policies::Workload.sets(huge), &mut *src, None, None, false)?.0)
     };
     let b = run(false)?;
     let h = run(true)?;
@@ -293,6 +314,9 @@ pub fn simulate_workload(text: &str, nested: bool, spec: &str) -> Result<Simulat
         huge_sets: Policies::Workload.sets(true),
         parts: 0,
         saving_rel_se: 0.0,
+        regions_4k: Vec::new(),
+        regions_thp: Vec::new(),
+        region_names: Vec::new(),
     })
 }
 

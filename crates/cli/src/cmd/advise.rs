@@ -56,6 +56,10 @@ pub struct Args {
     /// place of the probe, and the model is recalibrated on it.
     #[arg(long, value_name = "FILE.toml")]
     pub machine: Option<PathBuf>,
+    /// Draw each region's predicted gain against the extra memory THP costs there (the
+    /// region table) to FILE (.svg or .png).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
     /// The program and its arguments (after `--`).
     #[arg(last = true)]
     pub command: Vec<String>,
@@ -95,6 +99,12 @@ fn run_linux(a: Args) -> Result<()> {
     }
     if a.calibration_repeats == 0 {
         bail!("--calibration-repeats must be at least 1");
+    }
+    if let Some(p) = &a.plot {
+        if a.command.is_empty() {
+            bail!("--plot draws a program's regions: give the program after `--`");
+        }
+        mmulab_plot::Format::of_path(p).map_err(|e| anyhow::anyhow!("--plot {e}"))?;
     }
     let (sample, window) = match &a.sample {
         Some(s) if a.recorder == "ptrace" => (
@@ -148,6 +158,10 @@ fn run_linux(a: Args) -> Result<()> {
     let r = advise::advise(&opts, &mut progress);
     line.finish();
     let adv = r?;
+    if let Some(p) = &a.plot {
+        let f = advise::regions::figure(&adv.regions, &format!("mmulab advise: {}", child_shown(&adv.command)));
+        crate::output::write_with(p, |path| f.write(path))?;
+    }
     if a.json {
         outln!("{}", serde_json::to_string(&adv)?);
         return Ok(());
@@ -258,6 +272,8 @@ fn run_linux(a: Args) -> Result<()> {
             }
         );
     }
+    print_regions(&adv.regions, adv.regions_note.as_deref());
+    print_proposal(&adv.proposal);
     let ps = &adv.page_sizes;
     outln!(
         "page sizes: 4 KiB runs AnonHugePages ≤ {} KiB; THP runs ≥ {} KiB ({}), THP mode {}",
@@ -344,4 +360,103 @@ fn model_text(m: &mmulab_advise::model::RuntimeModel) -> String {
         ));
     }
     s
+}
+
+/// Regions the text shows (all are in the JSON).
+const REGION_ROWS: usize = 12;
+
+/// The per-region table: where THP pays, by gain per MiB of the extra memory it costs.
+fn print_regions(regions: &[mmulab_advise::regions::Region], note: Option<&str>) {
+    if regions.is_empty() {
+        return;
+    }
+    let mib = |b: i64| b as f64 / (1u64 << 20) as f64;
+    outln!("where THP pays (by gain per MiB of extra memory; the gain split by each region's simulated walk saving, plus its fault time):");
+    outln!(
+        "  {:<28} {:>18} {:>9} {:>7} {:>9} {:>9} {:>9} {:>11}",
+        "region",
+        "start",
+        "MiB",
+        "gain %",
+        "gain s",
+        "extra MiB",
+        "bloat MiB",
+        "faults Δ s"
+    );
+    let total: f64 = regions.iter().map(|r| r.gain_s).sum();
+    // Regions with neither a gain (under 0.1 % of the total) nor 64 KiB of extra memory
+    // are counted, not listed.
+    let shown: Vec<_> = regions
+        .iter()
+        .filter(|r| r.gain_s.abs() >= 1e-3 * total.abs().max(1e-9) || r.extra_rss_bytes.abs() >= 64 << 10)
+        .collect();
+    for r in shown.iter().take(REGION_ROWS) {
+        let mut name = r.name.rsplit('/').next().unwrap_or(&r.name).to_string();
+        if name.chars().count() > 28 {
+            name = name.chars().take(27).collect::<String>() + "…";
+        }
+        outln!(
+            "  {:<28} {:>18} {:>9.1} {:>7.1} {:>9.3} {:>+9.1} {:>9.1} {:>+11.4}",
+            name,
+            r.start.map_or("-".to_string(), |s| format!("{s:#x}")),
+            mib(r.bytes as i64),
+            if total.abs() > 0.0 {
+                100.0 * r.gain_s / total
+            } else {
+                0.0
+            },
+            r.gain_s,
+            mib(r.extra_rss_bytes),
+            mib(r.bloat_bytes as i64),
+            r.fault_s.1 - r.fault_s.0
+        );
+    }
+    let more = regions.len() - shown.len().min(REGION_ROWS);
+    if more > 0 {
+        outln!("  … {more} more regions (no gain, no extra memory, or past the first {REGION_ROWS}) in --json");
+    }
+    if let Some(n) = note {
+        outln!("  note: {n}");
+    }
+}
+
+/// The proposal: which regions, what they keep, and how to apply it.
+fn print_proposal(p: &mmulab_advise::proposal::Proposal) {
+    let mib = |b: i64| b as f64 / (1u64 << 20) as f64;
+    if p.regions.is_empty() {
+        if let Some(n) = &p.nothing_to_choose {
+            outln!("proposal: {n}");
+        }
+        return;
+    }
+    outln!(
+        "proposal: huge pages on {} region{} keep {:.1} % of the gain ({:.3} s{}) for {:+.1} MiB of extra memory{}",
+        p.regions.len(),
+        if p.regions.len() == 1 { "" } else { "s" },
+        p.gain_share * 100.0,
+        p.gain_s,
+        p.predicted_speedup
+            .map_or(String::new(), |s| format!(", predicted speed-up {s:.3}")),
+        mib(p.extra_rss_bytes),
+        p.extra_rss_share
+            .map_or(String::new(), |x| format!(" ({:.1} % of full THP's)", x * 100.0))
+    );
+    if let Some(n) = &p.nothing_to_choose {
+        outln!("  {n}");
+    }
+    for m in &p.madvise {
+        outln!("  {m}");
+    }
+    outln!("  hugetlb: {}", p.hugetlb);
+    outln!("  glibc: {}", p.glibc);
+    outln!("  not measured: advise does not yet run the program a third way with huge pages on these regions only");
+}
+
+/// The command as the plot's title shows it (its program's file name and arguments).
+fn child_shown(cmd: &[String]) -> String {
+    let mut v: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    if let Some(first) = v.first_mut() {
+        *first = first.rsplit('/').next().unwrap_or(first);
+    }
+    v.join(" ")
 }

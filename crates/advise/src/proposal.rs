@@ -1,0 +1,307 @@
+//! What to do (issue 50 item 2): the regions to give huge pages, chosen from the region
+//! table (regions.rs), written as actions a user can apply.
+//!
+//! The set: the table's regions in its order (gains at no extra memory first, then by
+//! gain per MiB of extra memory), taken until they hold at least [`KEEP`] of the gain of
+//! all regions that gain. In that order each region added costs the least memory for
+//! what it adds (a greedy knapsack: the fewest MiB for the gain, not always the fewest
+//! regions). The actions:
+//!
+//! - `madvise(p, length, MADV_HUGEPAGE)` for each region, for the program's own code to
+//!   call on the mapping after it maps it (THP `madvise` or `always`). The region is named
+//!   by its size and name: its address is the recording's, under Valgrind, whose layout
+//!   is not the native run's (and ASLR moves it run to run); the recorded range narrowed
+//!   to whole 2 MiB pages is given beside (only those can be huge; a region without one
+//!   gets no line);
+//! - a hugetlb pool, for a program that maps these regions with `MAP_HUGETLB` or from
+//!   hugetlbfs: `nr_hugepages` of 2 MiB pages covering every region (each rounded up to
+//!   whole pages), and where a region holds a whole 1 GiB page, the 1 GiB pages it holds
+//!   and 2 MiB pages for the rest, computed exactly for the set; a pool larger than the
+//!   memory available now is said to need reserving at boot;
+//! - the glibc setting, `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`, which madvises every
+//!   region malloc maps alike: it is the proposal only when no anonymous or `[heap]`
+//!   region left out of the set costs extra memory or loses time under THP.
+
+use serde::Serialize;
+
+use super::regions::Region;
+
+/// The share of the gain the proposal keeps, at least.
+pub const KEEP: f64 = 0.9;
+
+/// A gain under this share of the 4 KiB run's time is not worth a proposal (assumed: the
+/// 1 % timing noise advise's intervals assume at least).
+pub const WORTH: f64 = 0.01;
+
+const M2: u64 = 2 << 20;
+const G1: u64 = 1 << 30;
+
+/// One region of the proposal.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Chosen {
+    /// As in the region table.
+    pub name: String,
+    /// First address.
+    pub start: u64,
+    /// One past the last.
+    pub end: u64,
+}
+
+/// The proposal.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Proposal {
+    /// The regions to give huge pages.
+    pub regions: Vec<Chosen>,
+    /// Their share of the gain of every region that gains (at least [`KEEP`]).
+    pub gain_share: f64,
+    /// Their predicted gain, seconds.
+    pub gain_s: f64,
+    /// Predicted extra resident bytes of THP on these regions only.
+    pub extra_rss_bytes: i64,
+    /// That, as a share of full THP's predicted extra resident bytes (null: full THP
+    /// costs none).
+    pub extra_rss_share: Option<f64>,
+    /// The predicted speed-up of THP on these regions only (null when the whole run's
+    /// is withheld).
+    pub predicted_speedup: Option<f64>,
+    /// The measured speed-up of the proposal: null, the third way is not run yet (issue 50
+    /// item 3).
+    pub speedup: Option<f64>,
+    /// The measured peak RSS of the proposal: null, as `speedup`.
+    pub rss: Option<u64>,
+    /// Why there is nothing to choose, when one region holds the gain (a program with
+    /// one big array), or nothing gains.
+    pub nothing_to_choose: Option<String>,
+    /// `madvise(…, MADV_HUGEPAGE)` calls, one per region with a whole 2 MiB page.
+    pub madvise: Vec<String>,
+    /// 2 MiB pages a hugetlb pool needs for the set.
+    pub hugetlb_2m_pages: u64,
+    /// With 1 GiB pages where a region holds one: (1 GiB pages, 2 MiB pages); null when
+    /// no region holds a whole 1 GiB page.
+    pub hugetlb_1g: Option<(u64, u64)>,
+    /// How to reserve the pool, and whether the memory available now holds it.
+    pub hugetlb: String,
+    /// Whether `GLIBC_TUNABLES=glibc.malloc.hugetlb=1` does what the proposal asks.
+    pub glibc: String,
+}
+
+/// The proposal from the region `table` (its order), full THP's predicted extra
+/// resident bytes `full_extra`, the 4 KiB run's measured time `t4` (seconds; the
+/// proposal's speed-up is `t4 / (t4 − gain)`, null when `withheld`) and the bytes of
+/// memory available now.
+pub fn propose(table: &[Region], full_extra: i64, t4: f64, withheld: bool, available: Option<u64>) -> Proposal {
+    let mut gaining: Vec<&Region> = table.iter().filter(|r| r.gain_s > 0.0 && r.start.is_some()).collect();
+    let total: f64 = gaining.iter().map(|r| r.gain_s).sum();
+    let negligible = total < WORTH * t4;
+    if negligible {
+        gaining.clear();
+    }
+    let mut chosen: Vec<&Region> = Vec::new();
+    let mut kept = 0.0;
+    for r in &gaining {
+        if total > 0.0 && kept >= KEEP * total {
+            break;
+        }
+        kept += r.gain_s;
+        chosen.push(r);
+    }
+    let extra: i64 = chosen.iter().map(|r| r.extra_rss_bytes).sum();
+    let nothing_to_choose = if negligible {
+        Some(format!(
+            "the regions that gain from huge pages gain {:.4} s together, under {:.0} % of the 4 KiB run's {:.3} s: nothing worth proposing",
+            total,
+            WORTH * 100.0,
+            t4
+        ))
+    } else if gaining.is_empty() {
+        Some("no region gains from huge pages in the simulation: nothing to propose".to_string())
+    } else if gaining.len() == 1 {
+        Some(format!(
+            "one region holds the whole gain ({}, {:.1} MiB): huge pages there are full THP for this program",
+            gaining[0].name,
+            gaining[0].bytes as f64 / (1u64 << 20) as f64
+        ))
+    } else {
+        None
+    };
+    let madvise = chosen
+        .iter()
+        .filter_map(|r| {
+            let (s, e) = (r.start?, r.end?);
+            let (a, b) = (s.div_ceil(M2) * M2, e / M2 * M2);
+            (b > a).then(|| {
+                format!(
+                    "madvise(p, {:#x}, MADV_HUGEPAGE) on the {:.1} MiB {} mapping (recorded at {s:#x}; its whole 2 MiB pages {a:#x}–{b:#x}; the native address differs)",
+                    e - s,
+                    (e - s) as f64 / (1u64 << 20) as f64,
+                    r.name
+                )
+            })
+        })
+        .collect();
+    let pages_2m: u64 = chosen.iter().map(|r| r.bytes.div_ceil(M2)).sum();
+    let with_1g = chosen.iter().any(|r| r.bytes >= G1).then(|| {
+        chosen.iter().fold((0, 0), |(g, m), r| {
+            let gs = r.bytes / G1;
+            (g + gs, m + (r.bytes - gs * G1).div_ceil(M2))
+        })
+    });
+    let pool = pages_2m * M2;
+    let hugetlb = match available {
+        Some(a) if pool > a => format!(
+            "a pool of {pages_2m} × 2 MiB ({:.0} MiB) is more than the {:.0} MiB available now: reserve it at boot (kernel command line `hugepages={pages_2m}`) or free memory first, then `echo {pages_2m} > /proc/sys/vm/nr_hugepages`",
+            pool as f64 / (1 << 20) as f64,
+            a as f64 / (1 << 20) as f64
+        ),
+        _ => format!(
+            "`echo {pages_2m} > /proc/sys/vm/nr_hugepages` (as root; for a program that maps these regions with MAP_HUGETLB or from hugetlbfs){}",
+            with_1g.map_or(String::new(), |(g, m)| format!(
+                "; with 1 GiB pages: {g} × 1 GiB (`echo {g} > /sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages`, or `hugepagesz=1G hugepages={g}` at boot) and {m} × 2 MiB"
+            ))
+        ),
+    };
+    // Anonymous regions (what malloc maps) left out that THP would cost memory or time.
+    let left_out: Vec<&Region> = table
+        .iter()
+        .filter(|r| r.name == "anonymous" || r.name == "[heap]")
+        .filter(|r| !chosen.iter().any(|c| c.start == r.start))
+        .filter(|r| r.extra_rss_bytes > 0 || r.gain_s < 0.0)
+        .collect();
+    let glibc = if left_out.is_empty() {
+        "GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (malloc madvises every region it maps) applies the proposal: no anonymous region left out costs memory or time under THP".to_string()
+    } else {
+        format!(
+            "GLIBC_TUNABLES=glibc.malloc.hugetlb=1 would also madvise {} anonymous region{} the proposal leaves out ({:+.1} MiB, {:+.3} s under THP): use the madvise calls instead",
+            left_out.len(),
+            if left_out.len() == 1 { "" } else { "s" },
+            left_out.iter().map(|r| r.extra_rss_bytes).sum::<i64>() as f64 / (1u64 << 20) as f64,
+            left_out.iter().map(|r| r.gain_s).sum::<f64>()
+        )
+    };
+    Proposal {
+        regions: chosen
+            .iter()
+            .map(|r| Chosen {
+                name: r.name.clone(),
+                start: r.start.unwrap_or(0),
+                end: r.end.unwrap_or(0),
+            })
+            .collect(),
+        gain_share: if total > 0.0 && !negligible { kept / total } else { 0.0 },
+        gain_s: kept,
+        extra_rss_bytes: extra,
+        extra_rss_share: (full_extra > 0).then(|| extra as f64 / full_extra as f64),
+        predicted_speedup: (!withheld && t4 > kept).then(|| t4 / (t4 - kept)),
+        speedup: None,
+        rss: None,
+        nothing_to_choose,
+        madvise,
+        hugetlb_2m_pages: pages_2m,
+        hugetlb_1g: with_1g,
+        hugetlb,
+        glibc,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn region(start: u64, bytes: u64, gain_s: f64, extra: i64) -> Region {
+        Region {
+            name: "anonymous".to_string(),
+            start: Some(start),
+            end: Some(start + bytes),
+            bytes,
+            references: 1,
+            walk_cycles: (0, 0),
+            saving_share: 0.0,
+            gain_s,
+            fault_s: (0.0, 0.0),
+            faults: (0, 0, 0),
+            extra_rss_bytes: extra,
+            bloat_bytes: extra.max(0) as u64,
+            gain_s_per_mib: (extra > 0).then(|| gain_s / (extra as f64 / (1 << 20) as f64)),
+        }
+    }
+
+    /// Gains 0.5 s (no extra memory), 0.3 s (1 MiB extra), 0.15 s (10 MiB extra), 0.05 s
+    /// (40 MiB extra), in table order: 90 % of the 1.0 s is 0.9, reached after the third
+    /// (0.95): 95 % of the gain for 11 of the 51 MiB extra (21.6 %). The 2 MiB pool:
+    /// 1 GiB + 3 MiB + 2 MiB + 5 MiB = 512 + 2 + 1 + 3 pages; with 1 GiB pages the first
+    /// region is one 1 GiB page and the others 6 × 2 MiB. With t4 = 2 s the speed-up is
+    /// 2 / 1.05. The odd-aligned region's madvise range is narrowed to its whole 2 MiB page.
+    #[test]
+    fn the_set_keeps_ninety_percent_of_the_gain_at_the_least_memory() {
+        let mib = 1u64 << 20;
+        let t = vec![
+            region(0x4000_0000, 1 << 30, 0.5, 0),
+            region(0x8010_0000, 3 * mib, 0.3, mib as i64),
+            region(0x9000_0000, 2 * mib, 0.15, 10 * mib as i64),
+            region(0xa000_0000, 100 * mib, 0.05, 40 * mib as i64),
+        ];
+        let p = propose(&t, 51 * mib as i64, 2.0, false, Some(64 << 30));
+        assert_eq!(
+            p.regions.iter().map(|c| c.start).collect::<Vec<_>>(),
+            vec![0x4000_0000, 0x8010_0000, 0x9000_0000]
+        );
+        assert!((p.gain_share - 0.95).abs() < 1e-12);
+        assert_eq!(p.extra_rss_bytes, 11 * mib as i64);
+        assert!((p.extra_rss_share.unwrap() - 11.0 / 51.0).abs() < 1e-12);
+        assert!((p.predicted_speedup.unwrap() - 2.0 / 1.05).abs() < 1e-12);
+        assert_eq!(p.hugetlb_2m_pages, 512 + 2 + 1);
+        assert_eq!(p.hugetlb_1g, Some((1, 2 + 1)));
+        assert_eq!(p.madvise.len(), 3);
+        assert!(p.madvise[1].contains("0x80200000–0x80400000"), "{}", p.madvise[1]);
+        assert!(
+            p.madvise[1].starts_with("madvise(p, 0x300000, MADV_HUGEPAGE) on the 3.0 MiB"),
+            "{}",
+            p.madvise[1]
+        );
+        // The fourth region, left out, is anonymous and costs 40 MiB under THP.
+        assert!(
+            p.glibc
+                .contains("1 anonymous region the proposal leaves out (+40.0 MiB"),
+            "{}",
+            p.glibc
+        );
+        assert_eq!(p.nothing_to_choose, None);
+        assert_eq!(p.speedup, None);
+    }
+
+    /// One region gains: nothing to choose, said. A pool larger than the memory available
+    /// is said to need reserving at boot.
+    #[test]
+    fn one_region_is_nothing_to_choose_and_a_pool_too_big_is_said() {
+        let t = vec![
+            region(0x4000_0000, 512 << 20, 0.4, 192 << 20),
+            region(0x1000, 4096, 0.0, 0),
+        ];
+        let p = propose(&t, 192 << 20, 1.0, false, Some(100 << 20));
+        assert_eq!(p.regions.len(), 1);
+        assert!(p
+            .nothing_to_choose
+            .as_deref()
+            .unwrap()
+            .contains("one region holds the whole gain"));
+        assert_eq!(p.hugetlb_2m_pages, 256);
+        assert!(
+            p.hugetlb.contains("reserve it at boot") && p.hugetlb.contains("hugepages=256"),
+            "{}",
+            p.hugetlb
+        );
+        assert!(p.glibc.contains("applies the proposal"), "{}", p.glibc);
+        assert!(p.madvise[0].contains("512.0 MiB anonymous mapping"), "{}", p.madvise[0]);
+        let none = propose(&[region(0x1000, 4096, 0.0, 0)], 0, 1.0, false, None);
+        assert!(none.regions.is_empty() && none.nothing_to_choose.is_some());
+        assert_eq!(none.predicted_speedup, Some(1.0));
+        // Gains of 9 ms in a 1 s run: under 1 %, nothing worth proposing.
+        let small = propose(&[region(0x20_0000, 2 << 20, 0.009, 0)], 0, 1.0, false, None);
+        assert!(small.regions.is_empty());
+        assert!(small
+            .nothing_to_choose
+            .as_deref()
+            .unwrap()
+            .contains("nothing worth proposing"));
+    }
+}
