@@ -32,6 +32,8 @@ pub enum Way {
     GlibcHugetlbTunable,
     /// The system's THP `always` mode, no change to the program.
     ThpAlways,
+    /// THP on the proposed regions only: the preload shim (shim.rs) madvises them.
+    Proposal,
 }
 
 impl Way {
@@ -41,6 +43,7 @@ impl Way {
             Way::Base4k => "4K (prctl PR_SET_THP_DISABLE)",
             Way::GlibcHugetlbTunable => "THP (GLIBC_TUNABLES=glibc.malloc.hugetlb=1)",
             Way::ThpAlways => "THP (system mode always)",
+            Way::Proposal => "THP on the proposal (LD_PRELOAD shim)",
         }
     }
 }
@@ -274,6 +277,12 @@ pub fn check_command(cmd: &[String]) -> Result<()> {
 /// Runs `cmd` once the given way; a non-zero exit is an error naming its status and the
 /// last lines the program wrote to stderr.
 pub fn run(cmd: &[String], way: Way) -> Result<Run> {
+    run_env(cmd, way, &[])
+}
+
+/// [`run`] with `env` set for the program besides what `way` sets (the shim's
+/// `LD_PRELOAD` and region list for [`Way::Proposal`]).
+pub fn run_env(cmd: &[String], way: Way, env: &[(String, String)]) -> Result<Run> {
     let Some(prog) = cmd.first() else {
         return Err(ProbeError::Invalid(
             "no command given: `mmulab advise -- CMD ARGS…`".into(),
@@ -296,10 +305,11 @@ pub fn run(cmd: &[String], way: Way) -> Result<Run> {
                 });
             }
         }
-        Way::GlibcHugetlbTunable | Way::ThpAlways => {
+        Way::GlibcHugetlbTunable | Way::ThpAlways | Way::Proposal => {
             c.envs(way.env());
         }
     }
+    c.envs(env.iter().map(|(k, v)| (k, v)));
     let t0 = Instant::now();
     let mut child = c.spawn().map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => ProbeError::Invalid(format!(
@@ -521,7 +531,7 @@ impl Way {
                 };
                 vec![("GLIBC_TUNABLES".into(), t)]
             }
-            Way::Base4k | Way::ThpAlways => Vec::new(),
+            Way::Base4k | Way::ThpAlways | Way::Proposal => Vec::new(),
         }
     }
 }

@@ -31,6 +31,8 @@ pub mod proposal;
 pub mod recording;
 pub mod recording_ptrace;
 pub mod regions;
+pub mod shim;
+pub mod third;
 pub mod verdict;
 
 use std::path::PathBuf;
@@ -669,13 +671,25 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
         if no_gain.is_some() { 0.0 } else { tr4 - trh },
         fc,
     );
-    let proposal = proposal::propose(
+    let mut proposal = proposal::propose(
         &region_table,
         region_table.iter().map(|r| r.extra_rss_bytes).sum(),
         t4_med,
         withheld.is_some() || no_gain.is_some(),
         child::mem_available(),
     );
+    if proposal.not_measured.is_none() && !proposal.regions.is_empty() {
+        // The third way (third.rs): THP on the proposed regions only.
+        let peak = runs.iter().map(|x| x.anon_max).max().unwrap_or(0);
+        match third::measure(&opts.command, &proposal, plan.rounds, main_thp, peak, &dir, progress)? {
+            Ok(m) => {
+                proposal.speedup = Some(m.speedup);
+                proposal.rss = Some(m.rss_proposal);
+                proposal.measured = Some(m);
+            }
+            Err(why) => proposal.not_measured = Some(why),
+        }
+    }
     let regions_note = (!whole).then(|| {
         format!(
             "the recording ({}) saw part of the run: each region's faults and memory are those of what it saw",

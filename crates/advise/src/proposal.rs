@@ -64,11 +64,17 @@ pub struct Proposal {
     /// The predicted speed-up of THP on these regions only (null when the whole run's
     /// is withheld).
     pub predicted_speedup: Option<f64>,
-    /// The measured speed-up of the proposal: null, the third way is not run yet (issue 50
-    /// item 3).
+    /// The measured speed-up of the proposal (the third way, third.rs; `measured.speedup`);
+    /// null where it was not run (`not_measured` says why).
     pub speedup: Option<f64>,
-    /// The measured peak RSS of the proposal: null, as `speedup`.
+    /// The measured peak RSS of the proposal, bytes (`measured.rss_proposal`); null as
+    /// `speedup`.
     pub rss: Option<u64>,
+    /// The third way's measurements, beside a 4 KiB and a full-THP run each round.
+    pub measured: Option<super::third::ProposalMeasured>,
+    /// Why the third way was not run (nothing to choose, a static binary, a region the
+    /// shim cannot reach).
+    pub not_measured: Option<String>,
     /// Why there is nothing to choose, when one region holds the gain (a program with
     /// one big array), or nothing gains.
     pub nothing_to_choose: Option<String>,
@@ -106,6 +112,11 @@ pub fn propose(table: &[Region], full_extra: i64, t4: f64, withheld: bool, avail
         chosen.push(r);
     }
     let extra: i64 = chosen.iter().map(|r| r.extra_rss_bytes).sum();
+    // Regions left out that THP would change: they cost memory or lose time there.
+    let costly_left_out = table
+        .iter()
+        .filter(|r| !chosen.iter().any(|c| c.start == r.start))
+        .any(|r| r.extra_rss_bytes > 0 || r.gain_s < 0.0);
     let nothing_to_choose = if negligible {
         Some(format!(
             "the regions that gain from huge pages gain {:.4} s together, under {:.0} % of the 4 KiB run's {:.3} s: nothing worth proposing",
@@ -115,9 +126,9 @@ pub fn propose(table: &[Region], full_extra: i64, t4: f64, withheld: bool, avail
         ))
     } else if gaining.is_empty() {
         Some("no region gains from huge pages in the simulation: nothing to propose".to_string())
-    } else if gaining.len() == 1 {
+    } else if gaining.len() == 1 && !costly_left_out {
         Some(format!(
-            "one region holds the whole gain ({}, {:.1} MiB): huge pages there are full THP for this program",
+            "one region holds the whole gain ({}, {:.1} MiB) and no other costs memory or time under THP: huge pages there are full THP for this program",
             gaining[0].name,
             gaining[0].bytes as f64 / (1u64 << 20) as f64
         ))
@@ -194,6 +205,8 @@ pub fn propose(table: &[Region], full_extra: i64, t4: f64, withheld: bool, avail
         predicted_speedup: (!withheld && t4 > kept).then(|| t4 / (t4 - kept)),
         speedup: None,
         rss: None,
+        measured: None,
+        not_measured: nothing_to_choose.clone(),
         nothing_to_choose,
         madvise,
         hugetlb_2m_pages: pages_2m,
@@ -292,6 +305,18 @@ mod tests {
         );
         assert!(p.glibc.contains("applies the proposal"), "{}", p.glibc);
         assert!(p.madvise[0].contains("512.0 MiB anonymous mapping"), "{}", p.madvise[0]);
+        // One region gains but another costs memory under THP (two_regions.c): the gaining
+        // one alone is a choice, not full THP.
+        let two = vec![
+            region(0x4000_0000, 64 << 20, 0.02, 0),
+            region(0x8000_0000, 512 << 20, -0.08, 509 << 20),
+        ];
+        let p = propose(&two, 509 << 20, 1.0, false, None);
+        assert_eq!(p.nothing_to_choose, None);
+        assert_eq!(p.not_measured, None);
+        assert_eq!(p.regions.len(), 1);
+        assert_eq!(p.regions[0].start, 0x4000_0000);
+        assert_eq!(p.extra_rss_share, Some(0.0));
         let none = propose(&[region(0x1000, 4096, 0.0, 0)], 0, 1.0, false, None);
         assert!(none.regions.is_empty() && none.nothing_to_choose.is_some());
         assert_eq!(none.predicted_speedup, Some(1.0));

@@ -227,7 +227,13 @@ fn run_linux(a: Args) -> Result<()> {
             (false, None) => "disagree".to_string(),
         }
     );
-    for m in &adv.page_sizes.thp_mappings {
+    // A madvised mapping under 2 MiB without huge pages cannot hold one: not listed.
+    for m in adv
+        .page_sizes
+        .thp_mappings
+        .iter()
+        .filter(|m| m.anon_huge > 0 || m.size >= 2 << 20)
+    {
         outln!(
             "  measured: {} of {:.1} MiB: {:.1} MiB huge{}",
             m.name,
@@ -371,7 +377,7 @@ fn print_regions(regions: &[mmulab_advise::regions::Region], note: Option<&str>)
         return;
     }
     let mib = |b: i64| b as f64 / (1u64 << 20) as f64;
-    outln!("where THP pays (by gain per MiB of extra memory; the gain split by each region's simulated walk saving, plus its fault time):");
+    outln!("where THP pays (by gain per MiB of extra memory; the gain split by each region's simulated walk saving, plus its fault time; gain % of the gaining regions' sum):");
     outln!(
         "  {:<28} {:>18} {:>9} {:>7} {:>9} {:>9} {:>9} {:>11}",
         "region",
@@ -384,6 +390,9 @@ fn print_regions(regions: &[mmulab_advise::regions::Region], note: Option<&str>)
         "faults Δ s"
     );
     let total: f64 = regions.iter().map(|r| r.gain_s).sum();
+    // `gain %`: of the gain of the regions that gain (the proposal's denominator), so a
+    // gaining region's share stays positive when losses elsewhere outweigh it.
+    let gains: f64 = regions.iter().map(|r| r.gain_s.max(0.0)).sum();
     // Regions with neither a gain (under 0.1 % of the total) nor 64 KiB of extra memory
     // are counted, not listed.
     let shown: Vec<_> = regions
@@ -400,11 +409,7 @@ fn print_regions(regions: &[mmulab_advise::regions::Region], note: Option<&str>)
             name,
             r.start.map_or("-".to_string(), |s| format!("{s:#x}")),
             mib(r.bytes as i64),
-            if total.abs() > 0.0 {
-                100.0 * r.gain_s / total
-            } else {
-                0.0
-            },
+            if gains > 0.0 { 100.0 * r.gain_s / gains } else { 0.0 },
             r.gain_s,
             mib(r.extra_rss_bytes),
             mib(r.bloat_bytes as i64),
@@ -449,7 +454,32 @@ fn print_proposal(p: &mmulab_advise::proposal::Proposal) {
     }
     outln!("  hugetlb: {}", p.hugetlb);
     outln!("  glibc: {}", p.glibc);
-    outln!("  not measured: advise does not yet run the program a third way with huge pages on these regions only");
+    match (&p.measured, &p.not_measured) {
+        (Some(m), _) => {
+            let mib_u = |b: u64| b as f64 / (1u64 << 20) as f64;
+            outln!(
+                "  measured ({} rounds of 4 KiB, proposal, full THP; {}): speed-up {:.3} (range {:.3}–{:.3}) against full THP's {:.3}{}; peak RSS {:.1} / {:.1} / {:.1} MiB{}",
+                m.runs,
+                m.mechanism.split(':').next().unwrap_or(&m.mechanism),
+                m.speedup,
+                m.low,
+                m.high,
+                m.thp_speedup,
+                m.gain_kept
+                    .map_or(String::new(), |k| format!(": {:.0} % of its gain", k * 100.0)),
+                mib_u(m.rss_4k),
+                mib_u(m.rss_proposal),
+                mib_u(m.rss_thp),
+                m.extra_rss_share
+                    .map_or(String::new(), |x| format!(" ({:.0} % of full THP's extra)", x * 100.0))
+            );
+            if m.anon_huge_min == 0 {
+                outln!("  warning: a proposal run got no huge page (AnonHugePages 0): the shim matched no allocation of the proposed sizes; apply the madvise calls in the program instead");
+            }
+        }
+        (None, Some(why)) if p.nothing_to_choose.is_none() => outln!("  not measured: {why}"),
+        _ => {}
+    }
 }
 
 /// The command as the plot's title shows it (its program's file name and arguments).
