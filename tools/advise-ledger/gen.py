@@ -87,6 +87,23 @@ def row_of(meta, adv):
         translation_share=adv.get("translation_share"),
         protocol=adv.get("protocol"),
     )
+    b = p.get("bloat") or {}
+    pr = adv.get("proposal") or {}
+    pm = pr.get("measured") or {}
+    r.update(
+        rss_4k=m.get("rss_4k"),
+        rss_thp=m.get("rss_thp"),
+        bloat_measured=b.get("measured_extra_bytes"),
+        bloat_predicted=b.get("predicted_extra_bytes"),
+        bloat_error_pct_of_rss=b.get("error_pct_of_rss"),
+        proposal_regions=len(pr.get("regions") or []),
+        proposal_speedup=pr.get("speedup"),
+        proposal_rss=pr.get("rss"),
+        proposal_thp_speedup=pm.get("thp_speedup"),
+        proposal_gain_kept=pm.get("gain_kept"),
+        proposal_extra_rss_share=pm.get("extra_rss_share"),
+        proposal_not_measured=pr.get("not_measured"),
+    )
     if not withheld:
         r["points_off"] = (p["speedup"] - m["speedup"]) * 100.0
         r["within_10"] = abs(r["points_off"]) <= 10.0
@@ -116,6 +133,36 @@ def cells(r):
         thp += " (none)"
     return [name, meas, pred, off, inside, mib(r["anon_huge_4k_max"]), thp, mib(r["simulated_huge_bytes"]), load]
 
+
+def memory_cells(r):
+    """The memory and proposal row (issue 50): RSS of each way, THP's extra RSS measured
+    and predicted, and the proposal measured (third way) or why not."""
+    def pct(x):
+        return "—" if x is None else "%.0f %%" % (x * 100)
+    err = r.get("bloat_error_pct_of_rss")
+    extra = "%s / %s%s" % (mib(r.get("bloat_measured")), mib(r.get("bloat_predicted")),
+                           "" if err is None else " (%+.1f %% of RSS)" % err)
+    if r.get("proposal_speedup") is not None:
+        prop = "%.3f (THP %.3f in the same rounds), %d region(s)" % (
+            r["proposal_speedup"], r["proposal_thp_speedup"], r["proposal_regions"])
+        kept, share = pct(r.get("proposal_gain_kept")), pct(r.get("proposal_extra_rss_share"))
+    else:
+        prop = "not run: %s" % (r.get("proposal_not_measured") or "?").replace("|", "\\|")[:120]
+        kept = share = "—"
+    return ["`%s`" % r["name"], mib(r.get("rss_4k")), mib(r.get("rss_thp")), extra, prop, kept, share,
+            mib(r.get("proposal_rss"))]
+
+
+MEM_HEAD = [
+    "program",
+    "peak RSS 4K",
+    "peak RSS THP",
+    "THP extra RSS measured / predicted",
+    "proposal speed-up",
+    "gain kept",
+    "extra RSS share",
+    "peak RSS proposal",
+]
 
 HEAD = [
     "program",
@@ -179,6 +226,27 @@ def render(out):
     md.append("%s (third-party: within 10 points %d/%d, inside %d/%d); measured gain ≥ 20 %%: %d (%s)."
               % (summary, sum(1 for r in third if r.get("within_10")), len(third),
                  sum(1 for r in third if r.get("inside")), len(third), len(gains), ", ".join(gains) or "none"))
+    ok = [r for r in counted if r["status"] == "ok"]
+    if ok:
+        md.append("")
+        md.append("Memory and the proposal (issue 50): THP's extra peak RSS, measured and predicted; the "
+                  "proposal (THP on the regions advise chose) run a third way beside 4 KiB and full THP.")
+        md.append("")
+        md.append("| " + " | ".join(MEM_HEAD) + " |")
+        md.append("|" + "---|" * len(MEM_HEAD))
+        for r in ok:
+            md.append("| " + " | ".join(memory_cells(r)) + " |")
+        big = [r for r in ok if (r.get("measured") or 0) >= 1.1]
+        ran = [r for r in big if r.get("proposal_gain_kept") is not None]
+        met = [r for r in ran if r["proposal_gain_kept"] >= 0.8 and (r.get("proposal_extra_rss_share") or 0) <= 0.5]
+        bl = [r for r in ok if r.get("bloat_predicted") is not None and r.get("bloat_measured")]
+        rel = sum(1 for r in bl if abs(r["bloat_predicted"] - r["bloat_measured"]) <= 0.1 * abs(r["bloat_measured"]))
+        of_rss = sum(1 for r in bl if abs(r.get("bloat_error_pct_of_rss") or 0) <= 10)
+        md.append("")
+        md.append("THP gain ≥ 10 %%: %d program(s); proposal measured on %d, of which %d keep ≥ 80 %% of the gain "
+                  "with ≤ 50 %% of the extra RSS. THP's extra RSS predicted within 10 %% of the measured extra: "
+                  "%d/%d (within 10 %% of the 4 KiB RSS: %d/%d)."
+                  % (len(big), len(ran), len(met), rel, len(bl), of_rss, len(bl)))
     md.append("")
     md.append("◆ expected to gain ≥ 20 % (large random-access work). Points off: predicted − measured, "
               "bold beyond 10; inside: the measured speed-up within the predicted 90 % interval. "
