@@ -287,6 +287,8 @@ mod tests {
             ns_per_4k: 1640.0,
             ns_per_2m: 177_000.0,
             thp_verified: true,
+            p99_ns_4k: None,
+            p99_ns_2m: None,
         });
         let thp = mismatch(&c, p, "amd-25-17-1-abc", Some("enabled=always defrag=madvise")).unwrap();
         assert!(thp.contains("enabled=always") && thp.contains("--calibrate"), "{thp}");

@@ -732,6 +732,16 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
         speedup.is_finite().then_some(&brief),
         page_sizes.thp_verified,
     );
+    let v = match verdict::faults_sentence(
+        fault_s,
+        if predicted.no_gain.is_some() { 0.0 } else { tr4 - trh },
+        t4_med,
+        faults.2,
+        fc.map_or((None, None), |c| (c.p99_ns_4k, c.p99_ns_2m)),
+    ) {
+        Some(f) if page_sizes.thp_verified != Some(false) => format!("{v}; {f}"),
+        _ => v,
+    };
     Ok(Advice {
         command: opts.command.clone(),
         measured,

@@ -250,6 +250,8 @@ mod tests {
             ns_per_4k: 1_000.0,
             ns_per_2m: 100_000.0,
             thp_verified: true,
+            p99_ns_4k: None,
+            p99_ns_2m: None,
         };
         let base = vec![region(0x1000_0000, 2, 100, 512, 0, 2 << 20, 2 << 20)];
         let huge = vec![region(0x1000_0000, 2, 100, 0, 1, 2 << 20, 2 << 20)];

@@ -40,25 +40,31 @@ pub fn install(dir: &Path) -> Result<PathBuf> {
 }
 
 /// The library's region list for `regions`: `heap` for `[heap]`, the size in bytes for an
-/// anonymous mapping; or why the shim cannot give THP to one of them.
-pub fn spec(regions: &[Chosen]) -> std::result::Result<String, String> {
+/// anonymous mapping; and the regions it leaves out, described (a file mapping, the stack,
+/// the outside entry: not an allocation the shim sees; under THP's `madvise` mode they
+/// keep the pages they had). Why not, when it leaves out every region.
+pub fn spec(regions: &[Chosen]) -> std::result::Result<(String, Vec<String>), String> {
     let mut out = Vec::new();
+    let mut left = Vec::new();
+    let mib = |r: &Chosen| (r.end - r.start) as f64 / (1u64 << 20) as f64;
     for r in regions {
         match r.name.as_str() {
             "[heap]" => out.push("heap".to_string()),
             "anonymous" => out.push((r.end - r.start).to_string()),
-            other => {
-                return Err(format!(
-                    "the proposal holds `{other}` ({:.1} MiB), which the preload shim cannot give THP (it madvises anonymous allocations and the brk heap only)",
-                    (r.end - r.start) as f64 / (1u64 << 20) as f64
-                ))
-            }
+            other => left.push(format!("{other} ({:.1} MiB)", mib(r))),
         }
     }
     if out.is_empty() {
-        return Err("the proposal holds no region".into());
+        return Err(if left.is_empty() {
+            "the proposal holds no region".into()
+        } else {
+            format!(
+                "the proposal holds no anonymous region or heap, which is all the preload shim can give THP (it madvises allocations): {}",
+                left.join(", ")
+            )
+        });
     }
-    Ok(out.join(","))
+    Ok((out.join(","), left))
 }
 
 /// Why a preload library cannot reach `prog` (a path or a name on PATH), or `None`. A
@@ -123,11 +129,15 @@ mod tests {
     }
 
     #[test]
-    fn anonymous_regions_go_by_size_the_heap_by_name_and_files_are_refused() {
-        let s = spec(&[chosen("anonymous", 64 << 20), chosen("[heap]", 8 << 20)]).unwrap();
+    fn anonymous_regions_go_by_size_the_heap_by_name_and_files_are_left_out() {
+        let (s, left) = spec(&[chosen("anonymous", 64 << 20), chosen("[heap]", 8 << 20)]).unwrap();
         assert_eq!(s, "67108864,heap");
-        let e = spec(&[chosen("anonymous", 64 << 20), chosen("/usr/lib/libx.so", 2 << 20)]).unwrap_err();
-        assert!(e.contains("/usr/lib/libx.so") && e.contains("2.0 MiB"), "{e}");
+        assert!(left.is_empty());
+        let (s, left) = spec(&[chosen("anonymous", 64 << 20), chosen("/usr/lib/libx.so", 2 << 20)]).unwrap();
+        assert_eq!(s, "67108864");
+        assert_eq!(left, vec!["/usr/lib/libx.so (2.0 MiB)".to_string()]);
+        let e = spec(&[chosen("[stack]", 1 << 20)]).unwrap_err();
+        assert!(e.contains("[stack] (1.0 MiB)"), "{e}");
         assert!(spec(&[]).is_err());
     }
 

@@ -21,6 +21,9 @@ pub struct ProposalMeasured {
     pub mechanism: String,
     /// The shim's region list (`MMULAB_THP_REGIONS`): sizes in bytes, `heap`.
     pub regions_env: String,
+    /// Proposed regions the shim leaves out (file mappings, the stack): they keep the
+    /// pages THP's `madvise` mode gives them without a madvise.
+    pub left_out: Vec<String>,
     /// Rounds of (4 KiB, proposal, full THP) runs.
     pub runs: usize,
     /// Median over the rounds of the 4 KiB run's CPU time over the proposal's.
@@ -64,7 +67,7 @@ pub fn measure(
     if let Some(why) = cmd.first().and_then(|p| shim::unreachable(p)) {
         return Ok(Err(why));
     }
-    let regions_env = match shim::spec(&proposal.regions) {
+    let (regions_env, left_out) = match shim::spec(&proposal.regions) {
         Ok(s) => s,
         Err(why) => return Ok(Err(why)),
     };
@@ -102,6 +105,7 @@ pub fn measure(
     Ok(Ok(ProposalMeasured {
         mechanism: "LD_PRELOAD shim: madvise(MADV_HUGEPAGE) on allocations of the proposed sizes and the brk heap (crates/advise/shim/thp_regions.c)".into(),
         regions_env,
+        left_out,
         runs: p.runs,
         speedup: p.speedup,
         low: p.low,

@@ -473,6 +473,12 @@ fn print_proposal(p: &mmulab_advise::proposal::Proposal) {
                 m.extra_rss_share
                     .map_or(String::new(), |x| format!(" ({:.0} % of full THP's extra)", x * 100.0))
             );
+            if !m.left_out.is_empty() {
+                outln!(
+                    "  the shim left out (not allocations it sees): {}",
+                    m.left_out.join(", ")
+                );
+            }
             if m.anon_huge_min == 0 {
                 outln!("  warning: a proposal run got no huge page (AnonHugePages 0): the shim matched no allocation of the proposed sizes; apply the madvise calls in the program instead");
             }
