@@ -10,6 +10,7 @@ cc -O2 -o "$out/hash_join" "$here/hash_join.c"
 cc -O2 -o "$out/gups" "$here/gups.c"
 cc -O2 -o "$out/sparse_touch" "$here/sparse_touch.c"
 cc -O2 -o "$out/two_regions" "$here/two_regions.c"
+cc -O2 -o "$out/alloc_loop" "$here/alloc_loop.c"
 cp "$here/dict_workload.py" "$here/sqlite_index.sql" "$out/"
 # 2^20 lines of 16 random hex digits (17 MiB) for sort and gzip.
 [ -f "$out/lines.txt" ] || od -An -tx8 -N $((8 << 20)) -v /dev/urandom | tr -s ' ' '\n' | sed '/^$/d' > "$out/lines.txt"

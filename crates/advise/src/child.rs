@@ -72,6 +72,9 @@ pub struct Run {
     pub rss_max: u64,
     /// smaps_rollup samples read while it ran.
     pub samples: u32,
+    /// Minor page faults of the child (`ru_minflt` from `wait4`): every first touch of
+    /// anonymous memory, a 2 MiB THP fault counting once.
+    pub minflt: u64,
     /// Per mapping, at the largest `AnonHugePages` seen: the mappings that held huge
     /// pages or were madvised, largest first (at most [`MAPPINGS_KEPT`]; from
     /// `/proc/PID/smaps`, read again whenever the total grew by 5 % or more).
@@ -378,6 +381,7 @@ pub fn run_env(cmd: &[String], way: Way, env: &[(String, String)]) -> Result<Run
         cpu_s: user_s + sys_s,
         user_s,
         sys_s,
+        minflt: ru.ru_minflt.max(0) as u64,
         wall_s,
         anon_huge_max,
         anon_max,

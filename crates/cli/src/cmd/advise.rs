@@ -247,10 +247,10 @@ fn run_linux(a: Args) -> Result<()> {
         adv.translation_share * 100.0,
         p.translation_s_4k - p.translation_s_thp,
         p.fault_s_saved,
-        if p.faults_from == "native" {
-            "from the native runs' peak memory (the recording saw fewer)"
-        } else {
-            "as simulated"
+        match p.faults_from {
+            "counted" => "counted in the native runs (minor faults)",
+            "native" => "from the native runs' peak memory (the recording saw fewer)",
+            _ => "as simulated",
         }
     );
     let b = &p.bloat;
@@ -271,10 +271,10 @@ fn run_linux(a: Args) -> Result<()> {
             "page faults: {:.3} s at 4 KiB, {:.3} s with THP (measured fault costs × the faults {})",
             p.fault_s.0,
             p.fault_s.1,
-            if p.faults_from == "native" {
-                "from the native runs' peak memory"
-            } else {
-                "simulated"
+            match p.faults_from {
+                "counted" => "counted in the native runs",
+                "native" => "from the native runs' peak memory",
+                _ => "simulated",
             }
         );
     }
