@@ -160,6 +160,47 @@ pub fn from_minflt(minflt_4k: u64, minflt_thp: u64, anon_huge_thp: u64) -> (u64,
     (minflt_4k, minflt_thp, huge.min(minflt_thp))
 }
 
+/// The fault counts a prediction prices and where they came from: `counted` (the native
+/// runs' minor faults, [`from_minflt`], medians of each way), which see memory freed
+/// and touched again (an allocation loop) that neither a recording nor a peak does;
+/// where none were counted, for a recording of part of the run (not `whole`), which
+/// sees few of its first touches, `native` ([`from_native`], the runs' peak memory) when
+/// that is more than the `simulated` counts; else those.
+pub fn choose(
+    runs: &[crate::child::Run],
+    thp: crate::child::Way,
+    whole: bool,
+    simulated: (u64, u64, u64),
+) -> ((u64, u64, u64), &'static str) {
+    let med = |w: crate::child::Way, f: fn(&crate::child::Run) -> u64| {
+        let mut v: Vec<u64> = runs.iter().filter(|x| x.way == w).map(f).collect();
+        v.sort_unstable();
+        match v.len() {
+            0 => 0,
+            n if n % 2 == 1 => v[n / 2],
+            n => (v[n / 2 - 1] + v[n / 2]) / 2,
+        }
+    };
+    let base = crate::child::Way::Base4k;
+    let counted = from_minflt(
+        med(base, |x| x.minflt),
+        med(thp, |x| x.minflt),
+        med(thp, |x| x.anon_huge_max),
+    );
+    let native = from_native(
+        med(base, |x| x.anon_max),
+        med(thp, |x| x.anon_max),
+        med(thp, |x| x.anon_huge_max),
+    );
+    if counted.0 > 0 {
+        (counted, "counted")
+    } else if !whole && native.0 > simulated.0 {
+        (native, "native")
+    } else {
+        (simulated, "simulated")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +213,33 @@ mod tests {
         assert_eq!(quantile(&mut v, 0.5), Some(50.0));
         assert_eq!(quantile(&mut [7.0], 0.99), Some(7.0));
         assert_eq!(quantile(&mut [], 0.99), None);
+    }
+
+    #[test]
+    fn counted_faults_come_first_then_peaks_for_part_of_a_run_then_the_simulation() {
+        use crate::child::{Run, Way};
+        let run = |way, minflt, anon_max, anon_huge_max| Run {
+            way,
+            cpu_s: 1.0,
+            user_s: 1.0,
+            sys_s: 0.0,
+            wall_s: 1.0,
+            anon_huge_max,
+            anon_max,
+            rss_max: anon_max,
+            samples: 1,
+            minflt,
+            huge_mappings: Vec::new(),
+        };
+        let thp = Way::GlibcHugetlbTunable;
+        // 64 MiB: 16,384 small faults, 32 huge under THP (peak 64 MiB huge).
+        let counted = [run(Way::Base4k, 16_384, 64 << 20, 0), run(thp, 32, 64 << 20, 64 << 20)];
+        assert_eq!(choose(&counted, thp, true, (10, 10, 0)), ((16_384, 32, 32), "counted"));
+        // No minor faults counted: a sampled recording that saw 10 takes the peaks.
+        let none: Vec<Run> = counted.iter().map(|r| Run { minflt: 0, ..r.clone() }).collect();
+        assert_eq!(choose(&none, thp, false, (10, 10, 0)), ((16_384, 32, 32), "native"));
+        // A whole recording keeps its own counts.
+        assert_eq!(choose(&none, thp, true, (10, 10, 0)), ((10, 10, 0), "simulated"));
     }
 
     #[test]

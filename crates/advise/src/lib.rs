@@ -604,42 +604,12 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
     let overlap = model.overlap(y4, x4[0]);
     let tr4 = model.translation_ns_per_ref(y4, &x4, x4[0]) * refs_total * 1e-9;
     let trh = model.translation_ns_per_ref(y4, &xh, x4[0]) * refs_total * 1e-9;
-    // Faults: as simulated for a whole recording; for sampled windows or a prefix, which
-    // see few of the run's first touches, from the native runs' peak memory when that is
-    // more (faults::from_native).
-    let med = |v: Vec<u64>| median(v.into_iter().map(|x| x as f64).collect()) as u64;
-    let native_faults = faults::from_native(
-        med(runs
-            .iter()
-            .filter(|x| x.way == Way::Base4k)
-            .map(|x| x.anon_max)
-            .collect()),
-        med(runs.iter().filter(|x| x.way == main_thp).map(|x| x.anon_max).collect()),
-        med(runs
-            .iter()
-            .filter(|x| x.way == main_thp)
-            .map(|x| x.anon_huge_max)
-            .collect()),
+    let (faults, faults_from) = faults::choose(
+        &runs,
+        main_thp,
+        rec.mode == "whole" || rec.mode == "given",
+        (sim.base.faults, sim.huge.faults, sim.huge.huge_pages),
     );
-    // Counted: the native runs' own minor faults (wait4), which see memory freed and
-    // touched again (an allocation loop) that neither a recording's VMA samples nor a
-    // peak do.
-    let counted = faults::from_minflt(
-        med(runs.iter().filter(|x| x.way == Way::Base4k).map(|x| x.minflt).collect()),
-        med(runs.iter().filter(|x| x.way == main_thp).map(|x| x.minflt).collect()),
-        med(runs
-            .iter()
-            .filter(|x| x.way == main_thp)
-            .map(|x| x.anon_huge_max)
-            .collect()),
-    );
-    let (faults, faults_from) = if counted.0 > 0 {
-        (counted, "counted")
-    } else if rec.mode != "whole" && rec.mode != "given" && native_faults.0 > sim.base.faults {
-        (native_faults, "native")
-    } else {
-        ((sim.base.faults, sim.huge.faults, sim.huge.huge_pages), "simulated")
-    };
     let fc = mc.fault_costs.as_ref();
     let fault_saved = fc.map_or(0.0, |c| c.saved_s(faults.0, faults.1, faults.2));
     let fault_s = (
