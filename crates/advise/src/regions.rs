@@ -153,8 +153,9 @@ fn rank(r: &Region) -> (u8, f64) {
 const NAMED: usize = 6;
 
 /// The plot of `advise --plot`: each region's predicted gain against the extra resident
-/// memory THP costs there, one dot per region; the first [`NAMED`] of the table (its
-/// order) named, the rest grey. Regions with neither gain nor extra memory are left out.
+/// memory THP costs there, one dot per region; the six that weigh most (share of the
+/// largest gain or loss plus share of the largest extra memory) named, the rest grey.
+/// Regions under 0.1 % of the largest gain and 64 KiB of memory are left out.
 pub fn figure(table: &[Region], title: &str) -> mmulab_plot::Figure {
     use mmulab_plot::{Axis, Color, Figure, Panel, Series, Style, PALETTE};
     let mib = |b: i64| b as f64 / (1u64 << 20) as f64;
