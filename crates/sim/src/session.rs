@@ -18,6 +18,7 @@ use crate::run::Progress;
 use crate::stats::Stats;
 use crate::SimError;
 use mmulab_trace::gpu::GpuSource;
+use mmulab_trace::user_space::{OutsideUser, UserOnly};
 use mmulab_trace::{TraceMeta, TraceSource};
 use std::io::Write;
 
@@ -49,6 +50,10 @@ pub struct SessionOptions<'a> {
     pub mem_trace: Option<(MemTraceFormat, Box<dyn Write + Send>)>,
     /// Called once per batch with the references so far and the source's progress.
     pub progress: Option<Progress<'a>>,
+    /// References at or above the end of the user address space
+    /// (`Format::user_va_end`): stop with the trace, index and address (default), or
+    /// drop and count them (`Stats::outside_user`).
+    pub outside_user: OutsideUser,
 }
 
 /// A run that stopped on an error: the error, and the statistics of the references
@@ -136,6 +141,7 @@ impl Session {
             regions,
             mem_trace,
             progress,
+            outside_user,
         } = opts;
         let m = &mut self.machine;
         let fail = |m: &Machine, error: SimError| {
@@ -170,7 +176,14 @@ impl Session {
             }
             m.set_series(interval, out);
         }
-        let res = run_roi(m, src, &roi, progress);
+        let (end, space) = m.spec().format.user_va_end();
+        let mut src = UserOnly::new(src, end, space.to_string(), outside_user);
+        let res = run_roi(m, &mut src, &roi, progress).map(|mut s| {
+            if outside_user == OutsideUser::Drop {
+                s.outside_user = Some(src.dropped());
+            }
+            s
+        });
         let streams = (|| {
             if writes_requests {
                 m.finish_mem_trace()?;

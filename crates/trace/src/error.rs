@@ -40,6 +40,20 @@ pub enum TraceError {
     /// A workload spec or format option is invalid.
     #[error("{0}")]
     Spec(String),
+    /// A reference lies outside the user address space (`user_space::UserOnly`).
+    #[error("{trace}: reference {index} (counted from 0) is at {addr:#x}, outside the {space} [0, {end:#x}): a kernel or non-canonical address that no user program can touch. Give `--outside-user drop` to drop and count such references, or cut them from the trace")]
+    OutsideUser {
+        /// The trace (its description).
+        trace: String,
+        /// The reference's index in the trace (references before it).
+        index: u64,
+        /// Its address.
+        addr: u64,
+        /// One past the last user address.
+        end: u64,
+        /// The address space's name.
+        space: String,
+    },
 }
 
 impl TraceError {
@@ -47,6 +61,7 @@ impl TraceError {
     pub fn refs_before(&self) -> Option<u64> {
         match self {
             TraceError::Corrupt { refs_before, .. } | TraceError::Event { refs_before, .. } => Some(*refs_before),
+            TraceError::OutsideUser { index, .. } => Some(*index),
             _ => None,
         }
     }

@@ -20,6 +20,7 @@ mod open;
 pub mod readahead;
 pub mod summary;
 pub mod units;
+pub mod user_space;
 pub mod workload;
 
 pub use error::TraceError;

@@ -127,6 +127,13 @@ pub struct Args {
     /// `[caches]` use a second thread, and not with --mem-trace.
     #[arg(long, value_name = "1|2", value_parser = clap::value_parser!(u8).range(1..=2))]
     pub sim_threads: Option<u8>,
+    /// References at or above the end of the user address space (a kernel or
+    /// non-canonical address; x86-64: 0x7ffffffff000 and up): `stop` (default) ends the
+    /// run with the trace, the reference's index and its address; `drop` leaves them out
+    /// and counts them (JSON `outside_user`; docs/output.md, "References outside the user
+    /// address space").
+    #[arg(long, value_name = "stop|drop", default_value = "stop", value_parser = mmulab_trace::user_space::OutsideUser::parse)]
+    pub outside_user: mmulab_trace::user_space::OutsideUser,
 }
 
 /// A count with decimal suffixes (`100M`), for --skip and --refs.
@@ -232,6 +239,8 @@ pub struct Extras<'a> {
     pub bloat: bool,
     /// Count per region (`--regions`).
     pub regions: bool,
+    /// References outside the user address space: stop or drop (`--outside-user`).
+    pub outside_user: mmulab_trace::user_space::OutsideUser,
 }
 
 /// [`simulate`] with an optional time series (`interval` references, JSON lines to a
@@ -252,6 +261,7 @@ pub fn simulate_with(
         mem_trace,
         bloat,
         regions,
+        outside_user,
     } = extras;
     // Checked before a file is created: a machine without caches gets no stream, and
     // an interval of 0 no time series.
@@ -268,6 +278,7 @@ pub fn simulate_with(
         meta,
         bloat,
         regions,
+        outside_user,
         ..Default::default()
     };
     let mut mem_trace_file = None;
@@ -394,6 +405,7 @@ fn run_to_end(a: Args) -> Result<()> {
             mem_trace,
             bloat: a.bloat,
             regions: a.regions,
+            outside_user: a.outside_user,
         },
         meta.as_ref(),
         &roi,

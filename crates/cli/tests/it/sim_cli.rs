@@ -561,3 +561,72 @@ fn regions_flag_counts_a_workload_outside_every_vma() {
     let text = String::from_utf8_lossy(&mmulab(&a).stdout).to_string();
     assert!(text.contains("regions:") && text.contains("outside VMAs"), "{text}");
 }
+
+/// References outside the user address space (issue 51, item 7). A din trace with a
+/// kernel address (reference 2) and one at 2^48 (reference 4, non-canonical on x86-64 and
+/// past AArch64's TTBR0): by default the run stops at reference 2, naming the file and the
+/// address, with the two references before it simulated; with `--outside-user drop` both
+/// are dropped and counted, and the statistics are exactly those of the trace without
+/// them. The bound is the machine's: on a 32-bit Cortex-A15 `0x800000000000` and
+/// `0x100000000` are outside, on the 64-bit default machine they are not.
+#[test]
+fn references_outside_user_space_stop_or_are_dropped_and_counted() {
+    let dir = std::env::temp_dir().join(format!("mmulab-outside-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mixed = dir.join("mixed.din");
+    let user = dir.join("user.din");
+    let wide = dir.join("wide.din");
+    std::fs::write(
+        &mixed,
+        "0 1000\n1 2000\n0 ffffffff81000000\n0 3000\n0 1000000000000\n0 4000\n",
+    )
+    .unwrap();
+    std::fs::write(&user, "0 1000\n1 2000\n0 3000\n0 4000\n").unwrap();
+    std::fs::write(&wide, "0 1000\n0 800000000000\n0 100000000\n0 2000\n").unwrap();
+    let (m, u, w) = (mixed.to_str().unwrap(), user.to_str().unwrap(), wide.to_str().unwrap());
+    let out = mmulab(&["sim", "-t", m, "--format", "din"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains(m)
+            && e.contains("reference 2 (counted from 0) is at 0xffffffff81000000")
+            && e.contains("--outside-user drop"),
+        "{e}"
+    );
+    // The two references before it were simulated: the partial statistics cover them.
+    assert!(
+        e.contains("statistics of the 2 references simulated before the error"),
+        "{e}"
+    );
+    let mut dropped = json_ok(&["sim", "-t", m, "--format", "din", "--outside-user", "drop", "--json"]);
+    assert_eq!(
+        dropped["outside_user"],
+        serde_json::json!({"dropped": 2, "first_index": 2, "first_addr": "0xffffffff81000000"})
+    );
+    let mut clean = json_ok(&["sim", "-t", u, "--format", "din", "--json"]);
+    for v in [&mut dropped, &mut clean] {
+        let o = v.as_object_mut().unwrap();
+        o.remove("outside_user");
+        o.remove("source");
+    }
+    assert_eq!(dropped, clean);
+    assert_eq!(clean["references"], 4);
+    let a15 = json_ok(&[
+        "sim",
+        "-m",
+        "cortex-a15",
+        "-t",
+        w,
+        "--format",
+        "din",
+        "--outside-user",
+        "drop",
+        "--json",
+    ]);
+    assert_eq!(a15["outside_user"]["dropped"], 2, "{a15}");
+    assert_eq!(a15["references"], 2);
+    let x86 = json_ok(&["sim", "-t", w, "--format", "din", "--outside-user", "drop", "--json"]);
+    assert_eq!(x86["outside_user"]["dropped"], 0, "{x86}");
+    assert_eq!(x86["references"], 4);
+    let _ = std::fs::remove_dir_all(&dir);
+}

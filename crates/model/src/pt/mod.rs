@@ -321,6 +321,34 @@ impl Format {
         top.shift + top.bits
     }
 
+    /// One past the last address a user program can touch, and what to call that range
+    /// in messages. A reference at or above it is a kernel or non-canonical address (the
+    /// trace reader stops at it or drops it, `--outside-user`).
+    ///
+    /// * 64-bit formats (x86-64, ARMv8): 2^48. AArch64's user space (TTBR0, 48-bit VA)
+    ///   ends there (`TASK_SIZE_64` is `1 << VA_BITS`, arch/arm64/include/asm/processor.h);
+    ///   x86-64's ends lower, at 2^47 − 4 KiB (`TASK_SIZE_MAX`,
+    ///   arch/x86/include/asm/page_64_types.h). A trace does not record its architecture,
+    ///   and AArch64 traces are replayed on x86-64 machines (the shared drmemtraces), so
+    ///   the bound is the wider one on every 64-bit machine: every kernel address of both
+    ///   (`0xffff…`) and every other non-canonical one lies above it; an x86-64 trace's
+    ///   reference in `[2^47, 2^48)` is not caught.
+    /// * ARMv7: the user/kernel split is a kernel build option (`VMSPLIT_3G`, 2G, 1G),
+    ///   not the architecture's, so the whole 32-bit space the tables map is taken.
+    /// * Stage-2 formats translate guest-physical addresses: the whole input range.
+    pub fn user_va_end(self) -> (u64, &'static str) {
+        match self {
+            Format::X86_64 | Format::Armv8_4K | Format::Armv8_16K | Format::Armv8_64K => (
+                1 << 48,
+                "user address space of a 64-bit trace (x86-64's lower half, AArch64's TTBR0)",
+            ),
+            Format::Armv7 | Format::Armv7Lpae => (1 << self.va_bits(), "32-bit virtual address space"),
+            Format::Aarch64S2_4K | Format::Aarch64S2_16K | Format::Aarch64S2_64K | Format::Ept => {
+                (1 << self.va_bits(), "stage-2 input address space")
+            }
+        }
+    }
+
     /// The raw leaf descriptor `raw` of `level` with its permission and state bits
     /// replaced by `attrs` (address and group membership kept).
     pub fn with_attrs(self, level: usize, raw: u64, attrs: Attrs) -> u64 {

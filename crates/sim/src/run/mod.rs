@@ -77,7 +77,16 @@ fn run_loop(
             break;
         }
         buf.clear();
-        let n = src.next_batch(&mut buf, BATCH)?;
+        let n = match src.next_batch(&mut buf, BATCH) {
+            Ok(n) => n,
+            // What the source delivered before the damage is simulated, so that the
+            // partial statistics cover the references the error says were read.
+            Err(e) => {
+                feed_batch(m, &buf, walk_heavy, pipe)?;
+                park(m, pipe);
+                return Err(e.into());
+            }
+        };
         if n == 0 {
             break;
         }
@@ -85,21 +94,7 @@ fn run_loop(
         if !m.bg.trace_vmas_seen && batches % 64 == 0 {
             m.take_trace_vmas(src);
         }
-        // When the previous batch walked often (more than one reference in 16), prefetch
-        // the page-table descriptors of the reference AHEAD positions ahead, so host cache
-        // misses on big simulated page tables overlap. Results are unaffected. Events
-        // (exits, unmaps) are applied between the runs of references they separate.
-        if buf.events.is_empty() {
-            feed_run(m, &buf.refs, walk_heavy, pipe)?;
-        } else {
-            buf.for_each_run(|x| match x {
-                Ok(run) => feed_run(m, run, walk_heavy, pipe),
-                Err(e) => {
-                    park(m, pipe);
-                    m.event(e)
-                }
-            })?;
-        }
+        feed_batch(m, &buf, walk_heavy, pipe)?;
         // The request stream (`sim --mem-trace`) is written out between batches.
         m.flush_mem_trace_if_full()?;
         let n = buf.refs.len();
@@ -121,6 +116,25 @@ fn run_loop(
         return Ok(s);
     }
     Ok(Stats::collect(m))
+}
+
+/// Feeds one batch: its references, and its events between the runs of references they
+/// separate. When the previous batch walked often (`walk_heavy`: more than one reference
+/// in 16), the page-table descriptors of the reference AHEAD positions ahead are
+/// prefetched, so host cache misses on big simulated page tables overlap; results are
+/// unaffected.
+fn feed_batch(m: &mut Machine, buf: &Batch, walk_heavy: bool, pipe: &mut Option<&mut Pipe>) -> Result<(), SimError> {
+    if buf.events.is_empty() {
+        feed_run(m, &buf.refs, walk_heavy, pipe)
+    } else {
+        buf.for_each_run(|x| match x {
+            Ok(run) => feed_run(m, run, walk_heavy, pipe),
+            Err(e) => {
+                park(m, pipe);
+                m.event(e)
+            }
+        })
+    }
 }
 
 /// How [`feed`] takes each reference of a run: one implementation per path, chosen by

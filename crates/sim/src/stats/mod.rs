@@ -123,6 +123,10 @@ pub struct Stats {
     pub warmup: Option<Box<Stats>>,
     /// Per-region counters, when counted (`SessionOptions::regions`); JSON `regions`.
     pub regions: Option<Vec<regions::RegionStats>>,
+    /// References outside the user address space that the reader dropped, when the run
+    /// dropped them (`SessionOptions::outside_user` = drop, `--outside-user drop`): over
+    /// the whole trace, skipped and warm-up references included. JSON `outside_user`.
+    pub outside_user: Option<mmulab_trace::user_space::Dropped>,
 }
 
 /// What every component of a machine implements to report its counters: it adds
@@ -175,6 +179,7 @@ impl Stats {
             roi: None,
             warmup: None,
             regions: None,
+            outside_user: None,
         }
     }
 
@@ -302,6 +307,13 @@ impl Stats {
         }
         if let Some(r) = &self.regions {
             v["regions"] = r.iter().map(regions::RegionStats::to_json).collect();
+        }
+        if let Some(d) = &self.outside_user {
+            v["outside_user"] = json!({
+                "dropped": d.count,
+                "first_index": d.first.map(|f| f.0),
+                "first_addr": d.first.map(|f| format!("{:#x}", f.1)),
+            });
         }
         v
     }

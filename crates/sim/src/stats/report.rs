@@ -102,6 +102,19 @@ pub fn single(stats: &Stats, title: &str) -> String {
             thousands(c.ifetches_untranslated)
         );
     }
+    if let Some(d) = &stats.outside_user {
+        let _ = write!(
+            out,
+            "note: {} references outside the user address space dropped (--outside-user drop), not simulated",
+            thousands(d.count)
+        );
+        match d.first {
+            Some((i, addr)) => {
+                let _ = writeln!(out, "; the first is reference {i} (from 0), at {addr:#x}");
+            }
+            None => out.push('\n'),
+        }
+    }
     out.push('\n');
     let mut t = Table::new(&[
         "TLB level",
