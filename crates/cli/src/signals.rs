@@ -81,6 +81,47 @@ pub fn stop_on_interrupt() {
     }
 }
 
+/// What [`end_on_interrupt`]'s handler writes before the process ends.
+static END_NOTE: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+extern "C" fn on_end_signal(sig: libc::c_int) {
+    // Only async-signal-safe calls: write(2) of static bytes, signal(2), raise(3).
+    let name: &[u8] = match sig {
+        libc::SIGINT => b"\nmmulab: interrupted by SIGINT: ",
+        _ => b"\nmmulab: interrupted by SIGTERM: ",
+    };
+    let note = END_NOTE.get().map_or(&b"nothing to report"[..], |n| n.as_bytes());
+    // SAFETY: write(2) of valid buffers, then the default action of the signal.
+    unsafe {
+        libc::write(2, name.as_ptr().cast(), name.len());
+        libc::write(2, note.as_ptr().cast(), note.len());
+        libc::write(2, b"\n".as_ptr().cast(), 1);
+        libc::signal(sig, libc::SIG_DFL);
+        libc::raise(sig);
+    }
+}
+
+/// For commands that measure this machine natively and report only at the end (`bench`,
+/// `probe`): SIGINT or SIGTERM ends the process at once, as by default (status 130 or
+/// 143), after saying on stderr `note` (why nothing is printed). Nothing is left to
+/// restore: these commands change no system setting.
+pub fn end_on_interrupt(note: &'static str) {
+    let _ = END_NOTE.set(note);
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: as in stop_on_interrupt.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN {
+                continue;
+            }
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_end_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
 /// The signal that asked the command to stop (SIGINT or SIGTERM), if one did.
 pub fn interrupted() -> Option<i32> {
     match SIGNAL.load(Ordering::Relaxed) {

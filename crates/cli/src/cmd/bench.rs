@@ -78,6 +78,8 @@ fn run_linux(a: Args) -> anyhow::Result<()> {
     } else {
         bench::latency::Order::parse(&a.order)?
     };
+    // A benchmark reports when its runs are done; Ctrl-C ends it, saying so.
+    crate::signals::end_on_interrupt("a benchmark reports only when its runs are done; nothing was measured to report");
     // The benchmarks have no progress callback: a line every few seconds says they run.
     let ticker = crate::progress::Ticker::start(&format!("bench {:?}", a.which), Box::new(|| None));
     let one = |p: Pages, seed: u64| -> mmulab_probe::Result<bench::BenchResult> {

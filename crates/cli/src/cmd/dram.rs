@@ -60,16 +60,30 @@ pub fn run(a: Args) -> Result<()> {
         bail!("give a request stream file, or --generate KIND");
     };
     let f = std::fs::File::open(&path).with_context(|| format!("cannot open request stream {}", path.display()))?;
-    let reqs = stream::read(BufReader::new(f), &path.display().to_string())?;
-    if reqs.is_empty() {
+    // Ctrl-C or SIGTERM ends the replay within 65,536 requests; what ran is reported,
+    // marked incomplete.
+    crate::signals::stop_on_interrupt();
+    let origin = path.display().to_string();
+    let (d, stopped) = stream::replay(BufReader::new(f), &origin, &spec, &mmulab_sim::stop_requested)?;
+    let stats = d.stats();
+    if stats.requests() == 0 && !stopped {
         bail!("{}: no requests", path.display());
     }
-    let d = stream::run(&spec, &reqs);
-    let v = summary(&path.display().to_string(), &spec, &d.stats());
+    let mut v = summary(&origin, &spec, &stats);
+    if stopped {
+        v["complete"] = Value::Bool(false);
+    }
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print_table(&v);
+        if stopped {
+            outln!(
+                "incomplete: interrupted by {} after {} requests; the figures above cover those only",
+                crate::signals::interrupted().map_or("a stop request", crate::signals::name),
+                stats.requests()
+            );
+        }
     }
     Ok(())
 }

@@ -114,6 +114,10 @@ fn run_linux(a: Args) -> anyhow::Result<()> {
     if let Some(p) = &a.plot {
         mmulab_plot::Format::of_path(p).map_err(|e| anyhow::anyhow!("--plot {e}"))?;
     }
+    // The probe reports when every phase has run; Ctrl-C ends it, saying so.
+    crate::signals::end_on_interrupt(
+        "the probe reports only when every phase has run; nothing was measured to report (--quick takes less time)",
+    );
     let mut target = mmulab_probe::target::native::NativeTarget::new(!a.no_counters);
     let mut line = crate::progress::ProgressLine::new("probe");
     let report = probe::run(&mut target, &cfg, &mut |phase, f| line.phase(phase, Some(f)));

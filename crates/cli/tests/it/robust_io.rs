@@ -467,3 +467,79 @@ fn a_full_stdout_or_stderr_is_an_error_never_a_panic() {
     let (code, _) = with_full(&["sim", "--workload", "no-such-workload"], "stderr");
     assert_eq!(code, Some(2));
 }
+
+/// `mmulab dram` on an endless request stream (a pipe the test keeps writing to): SIGINT
+/// ends the replay at its next check (every 65,536 requests) with the statistics of what
+/// ran, marked incomplete, and exit status 130 (issue 51, item 4). Before, the signal
+/// killed it with nothing printed.
+#[test]
+fn sigint_during_dram_reports_the_requests_so_far() {
+    use std::io::Write;
+    let mut child = mmulab()
+        .args(["dram", "/dev/stdin", "--profile", "ddr4-3200", "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let mut i = 0u64;
+        loop {
+            let mut chunk = String::new();
+            for _ in 0..4096 {
+                chunk.push_str(&format!("0x{:x} READ {i}\n", ((i * 0x9e37_79b9) % (1 << 30)) & !63));
+                i += 1;
+            }
+            if stdin.write_all(chunk.as_bytes()).is_err() {
+                return i;
+            }
+        }
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(&child, libc::SIGINT);
+    let t0 = Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(10), "slow to stop after the signal");
+    let written = writer.join().unwrap();
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(130), "{:?}: {err}", o.status);
+    let v: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("not one JSON object ({e}): {out}"));
+    assert_eq!(v["complete"], Value::Bool(false), "{out}");
+    let n = v["requests"].as_u64().unwrap();
+    assert!(
+        n > 0 && n % 65_536 == 0 && n <= written,
+        "requests {n} of {written} written"
+    );
+    assert_eq!(v["reads"].as_u64().unwrap(), n);
+    assert!(err.contains("interrupted by SIGINT"), "{err}");
+}
+
+/// `mmulab bench` measures natively and reports when its runs are done: SIGTERM ends it
+/// at once with status 143, saying on stderr that nothing was measured to report (issue
+/// 51, item 4; before, the signal ended it without a word).
+#[test]
+fn sigterm_during_bench_says_nothing_was_reported() {
+    let (status, out, err) = interrupt(
+        &[
+            "bench",
+            "gups",
+            "--size",
+            "64M",
+            "--compare",
+            "4k,thp",
+            "--repeats",
+            "50",
+        ],
+        Duration::from_millis(1000),
+        libc::SIGTERM,
+    );
+    assert_eq!(status.code(), None, "{status:?}: {err}");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("interrupted by SIGTERM: a benchmark reports only when its runs are done"),
+        "{err}"
+    );
+}

@@ -20,15 +20,52 @@ pub struct StreamReq {
 /// Reads a DRAMsim3 trace; `origin` names the input in errors. Blank lines and lines
 /// starting with `#` are skipped. Cycles must not decrease (DRAMsim3 issues in order).
 pub fn read(r: impl BufRead, origin: &str) -> Result<Vec<StreamReq>, ModelError> {
-    let mut out = Vec::new();
-    let mut last = 0u64;
-    for (i, line) in r.lines().enumerate() {
-        let n = i + 1;
-        let line = line.map_err(|e| ModelError::Config(format!("{origin} line {n}: {e}")))?;
-        let l = line.trim();
-        if l.is_empty() || l.starts_with('#') {
-            continue;
+    requests(r, origin).collect()
+}
+
+/// The requests of a DRAMsim3 trace one at a time, as [`read`] reads them (the same
+/// rules and errors), without holding the stream in memory.
+pub fn requests<R: BufRead>(r: R, origin: &str) -> Requests<R> {
+    Requests {
+        lines: r.lines(),
+        origin: origin.to_string(),
+        n: 0,
+        last: 0,
+    }
+}
+
+/// The iterator of [`requests`].
+pub struct Requests<R> {
+    lines: std::io::Lines<R>,
+    origin: String,
+    n: usize,
+    last: u64,
+}
+
+impl<R: BufRead> Iterator for Requests<R> {
+    type Item = Result<StreamReq, ModelError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let line = self.lines.next()?;
+            self.n += 1;
+            let (origin, n) = (&self.origin, self.n);
+            let line = match line {
+                Ok(l) => l,
+                Err(e) => return Some(Err(ModelError::Config(format!("{origin} line {n}: {e}")))),
+            };
+            let l = line.trim();
+            if l.is_empty() || l.starts_with('#') {
+                continue;
+            }
+            return Some(self.parse(l));
         }
+    }
+}
+
+impl<R> Requests<R> {
+    fn parse(&mut self, l: &str) -> Result<StreamReq, ModelError> {
+        let (origin, n) = (&self.origin, self.n);
         let bad = |what: &str| {
             ModelError::Config(format!(
                 "{origin} line {n}: {what} in \"{l}\"; expected `0xADDR READ|WRITE cycle` (DRAMsim3's trace format)"
@@ -50,13 +87,36 @@ pub fn read(r: impl BufRead, origin: &str) -> Result<Vec<StreamReq>, ModelError>
             _ => return Err(bad("kind is not READ or WRITE")),
         };
         let at: u64 = c.parse().map_err(|_| bad("bad cycle"))?;
-        if at < last {
-            return Err(bad(&format!("cycle {at} is before the previous line's {last}")));
+        if at < self.last {
+            return Err(bad(&format!("cycle {at} is before the previous line's {}", self.last)));
         }
-        last = at;
-        out.push(StreamReq { pa, write, at });
+        self.last = at;
+        Ok(StreamReq { pa, write, at })
     }
-    Ok(out)
+}
+
+/// Runs a DRAMsim3 trace through a fresh model of `spec` as it reads it (the stream is
+/// never held whole), asking `stop` every 65,536 requests whether to end early (Ctrl-C);
+/// the writes still buffered are drained either way. Returns the model and whether
+/// `stop` ended the replay.
+pub fn replay(
+    r: impl BufRead,
+    origin: &str,
+    spec: &DramSpec,
+    stop: &dyn Fn() -> bool,
+) -> Result<(Dram, bool), ModelError> {
+    let mut d = Dram::new(spec.clone(), spec.clock_mhz);
+    let mut stopped = false;
+    for (i, req) in requests(r, origin).enumerate() {
+        let r = req?;
+        d.access_dram(r.pa, r.write, r.at);
+        if (i + 1) % 65_536 == 0 && stop() {
+            stopped = true;
+            break;
+        }
+    }
+    d.drain_all();
+    Ok((d, stopped))
 }
 
 /// Writes `reqs` in DRAMsim3's trace format.
