@@ -1,0 +1,140 @@
+//! Reproducible results (issue 51, item 6): every JSON result says which mmulab made it
+//! (`mmulab`: version, git commit) and the fully resolved configuration it ran (`config`);
+//! `sim --print-config` prints that configuration, which given back builds the same
+//! machine; a workload written as a trace (`convert --workload`) simulates to the same
+//! statistics.
+
+use super::common::{err_at_root, json_at_root, mmulab_at_root};
+use serde_json::Value;
+use std::path::PathBuf;
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("mmulab-prov-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The statistics of a `sim --json` object: without what names the run rather than
+/// its results (provenance, configuration, the source's name).
+fn stats_only(mut v: Value) -> Value {
+    let m = v.as_object_mut().expect("an object");
+    for k in ["mmulab", "config", "source"] {
+        m.remove(k);
+    }
+    v
+}
+
+const WORKLOAD: &str = "gups:table=4MiB,refs=30k";
+
+/// `--print-config`'s TOML, given back with `--config` (no --machine), simulates to the
+/// same statistics, on a machine with data caches, one in a VM, one with NUMA nodes,
+/// one with a level removed and one with --set overrides.
+#[test]
+fn printed_config_given_back_simulates_to_identical_statistics() {
+    let dir = tmp("print");
+    let cases: [&[&str]; 5] = [
+        &["-m", "cortex-a76-pi5", "--set", "os.policy=thp"],
+        &["-m", "cortex-a53-kvm"],
+        &[
+            "-m",
+            "cortex-a72-pi4",
+            "--set",
+            "numa.fake=2",
+            "--set",
+            "numa.policy=interleave",
+        ],
+        &[
+            "-m",
+            "cortex-a15",
+            "--set",
+            "tlb.l2.entries=1024",
+            "--set",
+            "os.policy=reservation",
+        ],
+        &["--set", "os.policy=mthp", "--set", "machine.seed=7"],
+    ];
+    for (i, args) in cases.iter().enumerate() {
+        let out = mmulab_at_root(&[&["sim", "--print-config"], *args].concat());
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            !text.contains("name = \"cortex"),
+            "{args:?}: the machine is merged in, not named\n{text}"
+        );
+        let file = dir.join(format!("{i}.toml"));
+        std::fs::write(&file, &text).unwrap();
+        let f = file.to_str().unwrap();
+        let direct = json_at_root(&[&["sim", "--json", "-w", WORKLOAD], *args].concat());
+        let back = json_at_root(&["sim", "--json", "-w", WORKLOAD, "--config", f]);
+        assert!(direct["references"].as_u64().unwrap() > 0);
+        assert_eq!(
+            direct["config"], back["config"],
+            "{args:?}: the configuration read back differs"
+        );
+        assert_eq!(stats_only(direct), stats_only(back), "{args:?}\n{text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `sim --json` says which mmulab made it and the configuration it ran, `--set`
+/// overrides included; so does the object of a failed run.
+#[test]
+fn sim_json_carries_version_commit_and_the_resolved_config() {
+    let v = json_at_root(&[
+        "sim",
+        "--json",
+        "-m",
+        "cortex-a53",
+        "-w",
+        WORKLOAD,
+        "--set",
+        "tlb.l2.entries=768",
+        "--set",
+        "tlb.l2.ways=3",
+    ]);
+    assert_eq!(v["mmulab"]["version"], env!("CARGO_PKG_VERSION"));
+    let commit = &v["mmulab"]["commit"];
+    assert!(
+        commit.is_null()
+            || commit
+                .as_str()
+                .is_some_and(|c| c.len() == 40 && c.chars().all(|x| x.is_ascii_hexdigit())),
+        "{commit}"
+    );
+    assert!(v["mmulab"]["dirty"].is_boolean());
+    let tlb = v["config"]["tlb"].as_array().expect("config.tlb");
+    let l2 = tlb.iter().find(|t| t["name"] == "l2").expect("l2");
+    assert_eq!(l2["entries"], 768);
+    assert_eq!(l2["ways"], 3);
+    assert_eq!(v["config"]["machine"]["arch"], "aarch64");
+    assert_eq!(v["config"]["os"]["policy"], "base");
+    assert!(v["config"]["machine"].get("name").is_none());
+    // A run that fails still prints one object with the provenance and configuration.
+    let out = mmulab_at_root(&["sim", "--json", "-m", "cortex-a53", "-t", "no/such/trace.mlt"]);
+    assert!(!out.status.success());
+    let e: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(e["complete"], false);
+    assert_eq!(e["mmulab"]["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(e["config"]["machine"]["arch"], "aarch64");
+    // --print-config --json: the same two keys and nothing simulated.
+    let p = json_at_root(&[
+        "sim",
+        "--print-config",
+        "--json",
+        "-m",
+        "cortex-a53",
+        "--set",
+        "tlb.l2.entries=768",
+        "--set",
+        "tlb.l2.ways=3",
+    ]);
+    assert_eq!(p["config"], v["config"]);
+    assert!(p.get("counters").is_none());
+    // --print-config with a source would ignore it: refused.
+    err_at_root(&["sim", "--print-config", "-w", WORKLOAD]);
+}
