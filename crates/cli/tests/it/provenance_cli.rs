@@ -138,3 +138,44 @@ fn sim_json_carries_version_commit_and_the_resolved_config() {
     // --print-config with a source would ignore it: refused.
     err_at_root(&["sim", "--print-config", "-w", WORKLOAD]);
 }
+
+/// A workload written as a trace (`convert --workload SPEC OUT`) simulates to the
+/// statistics of the workload itself: its warm-up (GUPS's table initialisation) and
+/// VMAs travel in the .mlt.
+#[test]
+fn a_workload_written_as_a_trace_simulates_to_the_same_statistics() {
+    let dir = tmp("convert");
+    for (i, w) in ["gups:table=8MiB,refs=200k", "seq:size=4MiB"].iter().enumerate() {
+        let out = dir.join(format!("{i}.mlt"));
+        let o = out.to_str().unwrap();
+        let c = mmulab_at_root(&["convert", "--workload", w, o]);
+        assert!(c.status.success(), "{w}: {}", String::from_utf8_lossy(&c.stderr));
+        for machine in [
+            &["-m", "cortex-a76", "--set", "os.policy=thp"][..],
+            &["-m", "cortex-a15"][..],
+        ] {
+            let direct = json_at_root(&[&["sim", "--json", "-w", w], machine].concat());
+            let traced = json_at_root(&[&["sim", "--json", "-t", o], machine].concat());
+            assert!(direct["references"].as_u64().unwrap() > 0);
+            assert_eq!(stats_only(direct), stats_only(traced), "{w} on {machine:?}");
+        }
+    }
+    // The GUPS trace keeps its warm-up apart, as the workload does.
+    let traced = json_at_root(&["sim", "--json", "-t", dir.join("0.mlt").to_str().unwrap()]);
+    assert_eq!(traced["roi"]["warmup"], 1 << 20, "{}", traced["roi"]);
+    assert_eq!(traced["references"], 200_000);
+    // A text output cannot carry the warm-up: the note says which --warmup to give.
+    let din = dir.join("g.din");
+    let c = mmulab_at_root(&[
+        "convert",
+        "--workload",
+        "gups:table=8MiB,refs=1k",
+        din.to_str().unwrap(),
+    ]);
+    assert!(c.status.success());
+    assert!(String::from_utf8_lossy(&c.stderr).contains("--warmup 1048576"));
+    // An input beside --workload is refused, naming the usage.
+    let e = err_at_root(&["convert", "--workload", "seq:size=1MiB", "a.mlt", "b.mlt"]);
+    assert!(e.contains("--workload SPEC OUT"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
