@@ -179,3 +179,60 @@ fn a_workload_written_as_a_trace_simulates_to_the_same_statistics() {
     assert!(e.contains("--workload SPEC OUT"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every sweep row names its resolved configuration by `config_hash`, which the side
+/// file OUTPUT.configs.jsonl maps to the configuration `sim --print-config` prints for
+/// that point; the manifest says which mmulab wrote it.
+#[test]
+fn sweep_rows_hash_resolves_in_the_side_file() {
+    let dir = tmp("sweep");
+    std::fs::write(
+        dir.join("spec.toml"),
+        "[sweep]\nworkload = \"gups:table=4MiB,refs=5k\"\nmachine = \"cortex-a53\"\n[params]\n\"tlb.l2.entries\" = [256, 1024]\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mmulab"))
+        .current_dir(&dir)
+        .args(["sweep", "spec.toml", "-o", "r.csv", "--jobs", "1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let csv = std::fs::read_to_string(dir.join("r.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |n: &str| {
+        header
+            .iter()
+            .position(|h| *h == n)
+            .unwrap_or_else(|| panic!("no {n}: {header:?}"))
+    };
+    let side: Vec<Value> = std::fs::read_to_string(dir.join("r.csv.configs.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(side.len(), 2);
+    for line in csv.lines().skip(1) {
+        let cells: Vec<&str> = line.split(',').collect();
+        let (hash, entries) = (cells[col("config_hash")], cells[col("param.tlb.l2.entries")]);
+        assert_eq!(hash.len(), 16, "{line}");
+        let config = &side
+            .iter()
+            .find(|s| s["config_hash"] == hash)
+            .unwrap_or_else(|| panic!("{hash} is not in the side file"))["config"];
+        let printed = json_at_root(&[
+            "sim",
+            "--print-config",
+            "--json",
+            "-m",
+            "cortex-a53",
+            "--set",
+            &format!("tlb.l2.entries={entries}"),
+        ]);
+        assert_eq!(&printed["config"], config, "point with {entries} entries");
+    }
+    let manifest: Value = serde_json::from_slice(&std::fs::read(dir.join("r.csv.manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["mmulab"]["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(manifest["configs"], "r.csv.configs.jsonl");
+    assert_eq!(manifest["points"][0]["config_hash"].as_str().map(str::len), Some(16));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -14,6 +14,7 @@ fn row(index: usize, error: Option<&str>, stats: serde_json::Value) -> Row {
         error: error.map(String::from),
         seconds: 0.5,
         stats: flatten(&stats),
+        config_hash: String::new(),
         complete: true,
     }
 }
@@ -39,8 +40,16 @@ fn columns_are_the_union_typed_by_their_values() {
             .unwrap_or_else(|| panic!("no column {n}: {:?}", t.names))
     };
     assert_eq!(
-        &t.names[..6],
-        ["point", "index", "param.tlb.l2.entries", "status", "error", "seconds"]
+        &t.names[..7],
+        [
+            "point",
+            "index",
+            "config_hash",
+            "param.tlb.l2.entries",
+            "status",
+            "error",
+            "seconds"
+        ]
     );
     assert_eq!(t.kinds[col("references")], Kind::Int);
     // 1.5 and 2: the integer is widened, not the column cut to text.
@@ -55,7 +64,7 @@ fn columns_are_the_union_typed_by_their_values() {
     t.write_csv(&mut csv).unwrap();
     let csv = String::from_utf8(csv).unwrap();
     let second = csv.lines().nth(2).unwrap();
-    assert!(second.starts_with("id1,1,1024,error,bad config,0.5,,"), "{second}");
+    assert!(second.starts_with("id1,1,,1024,error,bad config,0.5,,"), "{second}");
 }
 
 #[test]
