@@ -236,3 +236,17 @@ fn sweep_rows_hash_resolves_in_the_side_file() {
     assert_eq!(manifest["points"][0]["config_hash"].as_str().map(str::len), Some(16));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `reproduce --json` says which mmulab made it and which experiment, with its options
+/// and, for an experiment file, its parameters.
+#[test]
+fn reproduce_json_carries_provenance_and_the_experiment() {
+    let v = json_at_root(&["reproduce", "v3d-capacity", "--json"]);
+    assert_eq!(v["mmulab"]["version"], env!("CARGO_PKG_VERSION"));
+    assert!(v["mmulab"]["dirty"].is_boolean());
+    assert_eq!(v["experiment"]["name"], "v3d-capacity");
+    assert_eq!(v["experiment"]["source"], "000");
+    assert!(v["experiment"]["file"].is_null());
+    assert_eq!(v["experiment"]["options"]["quick"], false);
+    assert!(v["rows"].is_array(), "the experiment's own keys stay");
+}
