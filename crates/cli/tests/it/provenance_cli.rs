@@ -146,22 +146,26 @@ fn sim_json_carries_version_commit_and_the_resolved_config() {
 fn a_workload_written_as_a_trace_simulates_to_the_same_statistics() {
     let dir = tmp("convert");
     for (i, w) in ["gups:table=8MiB,refs=200k", "seq:size=4MiB"].iter().enumerate() {
-        let out = dir.join(format!("{i}.mlt"));
-        let o = out.to_str().unwrap();
-        let c = mmulab_at_root(&["convert", "--workload", w, o]);
-        assert!(c.status.success(), "{w}: {}", String::from_utf8_lossy(&c.stderr));
-        for machine in [
+        // The workload is laid out for the machine's address width (cortex-a15: 32 bits).
+        for (j, machine) in [
             &["-m", "cortex-a76", "--set", "os.policy=thp"][..],
             &["-m", "cortex-a15"][..],
-        ] {
-            let direct = json_at_root(&[&["sim", "--json", "-w", w], machine].concat());
-            let traced = json_at_root(&[&["sim", "--json", "-t", o], machine].concat());
+        ]
+        .iter()
+        .enumerate()
+        {
+            let out = dir.join(format!("{i}-{j}.mlt"));
+            let o = out.to_str().unwrap();
+            let c = mmulab_at_root(&["convert", "--workload", w, o, "-m", machine[1]]);
+            assert!(c.status.success(), "{w}: {}", String::from_utf8_lossy(&c.stderr));
+            let direct = json_at_root(&[&["sim", "--json", "-w", w], *machine].concat());
+            let traced = json_at_root(&[&["sim", "--json", "-t", o], *machine].concat());
             assert!(direct["references"].as_u64().unwrap() > 0);
             assert_eq!(stats_only(direct), stats_only(traced), "{w} on {machine:?}");
         }
     }
     // The GUPS trace keeps its warm-up apart, as the workload does.
-    let traced = json_at_root(&["sim", "--json", "-t", dir.join("0.mlt").to_str().unwrap()]);
+    let traced = json_at_root(&["sim", "--json", "-t", dir.join("0-0.mlt").to_str().unwrap()]);
     assert_eq!(traced["roi"]["warmup"], 1 << 20, "{}", traced["roi"]);
     assert_eq!(traced["references"], 200_000);
     // A text output cannot carry the warm-up: the note says which --warmup to give.
