@@ -64,20 +64,19 @@ impl TraceMeta {
         if let Some(n) = self.markers.get(marker::WARMUP_REFS) {
             return Some(*n);
         }
-        self.sections
-            .iter()
-            .filter(|(n, _)| n == "markers")
-            .flat_map(|(_, b)| {
-                String::from_utf8_lossy(b)
-                    .lines()
-                    .map(str::to_string)
-                    .collect::<Vec<_>>()
-            })
-            .filter_map(|l| {
-                let (k, v) = l.split_once(' ')?;
-                (k == marker::WARMUP_REFS).then(|| v.trim().parse().ok()).flatten()
-            })
-            .last()
+        // The last value of the last `markers` section that has one, as the reader's
+        // markers keep the last value seen.
+        let mut found = None;
+        for (_, body) in self.sections.iter().filter(|(n, _)| n == "markers") {
+            for line in String::from_utf8_lossy(body).lines() {
+                if let Some((k, v)) = line.split_once(' ') {
+                    if k == marker::WARMUP_REFS {
+                        found = v.trim().parse().ok().or(found);
+                    }
+                }
+            }
+        }
+        found
     }
 
     /// The VMAs of the last sample in the `vmas` section, if any (see [`parse_vma_samples`]).
