@@ -69,11 +69,12 @@ fn columns_are_the_union_typed_by_their_values() {
 
 #[test]
 fn parquet_reads_back_value_for_value() {
-    let a = row(
+    let mut a = row(
         0,
         None,
         json!({"references": 10, "cycles": {"per_reference": 1.5}, "name": "l2"}),
     );
+    a.config_hash = "0123456789abcdef".into();
     let b = row(1, Some("x, \"quoted\""), json!({}));
     let t = Table::of(&[&a, &b]);
     let path = std::env::temp_dir().join(format!("mmulab-sweep-table-{}.parquet", std::process::id()));
@@ -87,11 +88,11 @@ fn parquet_reads_back_value_for_value() {
         .collect();
     assert_eq!(
         rows[0],
-        "{point: \"id0\", index: 0, param.tlb.l2.entries: 512, status: \"ok\", error: null, seconds: 0.5, references: 10, cycles.per_reference: 1.5, name: \"l2\"}"
+        "{point: \"id0\", index: 0, config_hash: \"0123456789abcdef\", param.tlb.l2.entries: 512, status: \"ok\", error: null, seconds: 0.5, references: 10, cycles.per_reference: 1.5, name: \"l2\"}"
     );
     assert_eq!(
         rows[1],
-        "{point: \"id1\", index: 1, param.tlb.l2.entries: 1024, status: \"error\", error: \"x, \"quoted\"\", seconds: 0.5, references: null, cycles.per_reference: null, name: null}"
+        "{point: \"id1\", index: 1, config_hash: null, param.tlb.l2.entries: 1024, status: \"error\", error: \"x, \"quoted\"\", seconds: 0.5, references: null, cycles.per_reference: null, name: null}"
     );
     let _ = std::fs::remove_file(&path);
 }
