@@ -7,6 +7,7 @@ mod cmd;
 mod lazy;
 mod output;
 mod progress;
+mod provenance;
 mod signals;
 
 use clap::{Parser, Subcommand};

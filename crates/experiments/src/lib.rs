@@ -127,6 +127,51 @@ impl Options {
     }
 }
 
+/// The JSON object `mmulab reproduce --json` prints: the experiment's own `json` with,
+/// at its top level, `mmulab` (`provenance`: the version and git commit of the binary)
+/// and `experiment`: its `name`, the `source` document it reproduces, the experiment
+/// `file` (null when built in), the `options` given, and `config`, the experiment file's
+/// parameters as JSON (null when built in: the built-in parameters are those of the
+/// version and commit in `mmulab`). An experiment whose JSON is an array (freebsd) has
+/// it under `rows`.
+pub fn with_provenance(
+    json: serde_json::Value,
+    e: &dyn Experiment,
+    input: &Input,
+    provenance: serde_json::Value,
+) -> serde_json::Value {
+    let (file, config) = match input.source {
+        Source::BuiltIn => (serde_json::Value::Null, serde_json::Value::Null),
+        Source::File { path, text } => (
+            path.display().to_string().into(),
+            toml::from_str::<toml::Table>(text)
+                .ok()
+                .and_then(|t| serde_json::to_value(t).ok())
+                .unwrap_or(serde_json::Value::Null),
+        ),
+    };
+    let o = input.options;
+    let experiment = serde_json::json!({
+        "name": e.name(),
+        "source": e.source(),
+        "file": file,
+        "options": {
+            "sensitivity": o.sensitivity,
+            "quick": o.quick,
+            "eager_split_chunk_size": o.eager_split_chunk_size,
+            "plot": input.figure,
+        },
+        "config": config,
+    });
+    let mut v = match json {
+        serde_json::Value::Object(m) => serde_json::Value::Object(m),
+        other => serde_json::json!({ "rows": other }),
+    };
+    v["mmulab"] = provenance;
+    v["experiment"] = experiment;
+    v
+}
+
 /// Where an experiment's parameters come from.
 #[derive(Clone, Copy, Debug)]
 pub enum Source<'a> {

@@ -54,6 +54,7 @@ fn one_point(
     Ok(Point {
         index: 0,
         id: String::new(),
+        config_hash: String::new(),
         params: Vec::new(),
         machine,
         config: None,

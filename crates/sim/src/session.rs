@@ -176,6 +176,14 @@ impl Session {
             }
             m.set_series(interval, out);
         }
+        // A trace that declares its workload's warm-up (`convert --workload`) gets it
+        // under `--warmup auto`, as the workload would.
+        let mut roi = roi;
+        if let (crate::run::roi::Warmup::Auto, Some(n)) = (&roi.warmup, meta.and_then(|m| m.warmup_refs())) {
+            if src.warmup_refs() == 0 {
+                roi.warmup = crate::run::roi::Warmup::Refs(n.saturating_sub(roi.skip));
+            }
+        }
         let (end, space) = m.spec().format.user_va_end();
         let mut src = UserOnly::new(src, end, space.to_string(), outside_user);
         let res = run_roi(m, &mut src, &roi, progress).map(|mut s| {

@@ -52,6 +52,11 @@ pub struct Point {
     /// Hex blake3 of (resolved config, trace content id, mmulab version); empty until
     /// [`identify`].
     pub id: String,
+    /// The hash of the point's fully resolved machine configuration
+    /// ([`mmulab_sim::config::resolved::config_hash`]: FNV-1a 64 of its canonical JSON);
+    /// empty until [`identify`], and for a point whose config does not resolve.
+    #[serde(default)]
+    pub config_hash: String,
     /// The parameter values of this point, in spec order.
     pub params: Vec<(String, serde_json::Value)>,
     /// Base machine (catalog name or file), if any.
@@ -75,6 +80,10 @@ pub struct Point {
 pub struct Row {
     /// The point's id.
     pub id: String,
+    /// The hash of the point's resolved configuration ([`Point::config_hash`]); the
+    /// sweep's side file `OUTPUT.configs.jsonl` maps it to the configuration.
+    #[serde(default)]
+    pub config_hash: String,
     /// The point's index.
     pub index: usize,
     /// The parameter values.
@@ -92,10 +101,15 @@ pub struct Row {
 impl Point {
     /// The validated machine of this point, exactly as `mmulab sim` builds it.
     pub fn spec(&self) -> Result<config::MachineSpec, SweepError> {
-        let r = match (&self.config_toml, &self.machine) {
-            (Some(text), machine) => inline(text, machine.as_deref(), &self.sets),
-            (None, Some(m)) => config::load_machine(m, self.config.as_deref(), &self.sets),
-            (None, None) => config::load(self.config.as_deref(), &self.sets),
+        self.resolved().map(|r| r.spec)
+    }
+
+    /// The machine of this point with its fully resolved configuration
+    /// ([`config::Resolved`]: what `mmulab sim --print-config` prints for it).
+    pub fn resolved(&self) -> Result<config::Resolved, SweepError> {
+        let r = match &self.config_toml {
+            Some(text) => inline(text, self.machine.as_deref(), &self.sets),
+            None => config::resolve(self.machine.as_deref(), self.config.as_deref(), &self.sets),
         };
         r.map_err(|e| SweepError::Point(e.to_string()))
     }
@@ -105,6 +119,7 @@ impl Point {
         let start = Instant::now();
         let mut row = Row {
             id: self.id.clone(),
+            config_hash: self.config_hash.clone(),
             index: self.index,
             params: self.params.clone(),
             error: None,
@@ -159,7 +174,7 @@ impl Point {
 
 /// A config given as TOML text, with a machine under it as `--machine` puts one
 /// (`config::load_machine`'s rule: the text's own `[machine] name` is replaced).
-fn inline(text: &str, machine: Option<&str>, sets: &[String]) -> Result<config::MachineSpec, mmulab_sim::SimError> {
+fn inline(text: &str, machine: Option<&str>, sets: &[String]) -> Result<config::Resolved, mmulab_sim::SimError> {
     let mut table: toml::Table = toml::from_str(text)
         .map_err(|e| mmulab_sim::SimError::Config(format!("config: {}", e.to_string().trim_end())))?;
     if let Some(m) = machine {
@@ -174,7 +189,7 @@ fn inline(text: &str, machine: Option<&str>, sets: &[String]) -> Result<config::
         }
     }
     // `from_table` names a config without a path "built-in default config".
-    config::from_table(table, None, sets).map_err(|e| {
+    config::resolve_table(table, None, sets).map_err(|e| {
         mmulab_sim::SimError::Config(e.to_string().replacen("built-in default config", "the config given", 1))
     })
 }
@@ -199,8 +214,11 @@ pub fn identify(points: &mut [Point]) -> Result<(usize, Option<String>), SweepEr
             }
             Source::Workload(w) => format!("workload:{w}"),
         };
-        let resolved = match p.spec() {
-            Ok(s) => format!("{s:?}"),
+        let resolved = match p.resolved() {
+            Ok(r) => {
+                p.config_hash = r.hash();
+                format!("{:?}", r.spec)
+            }
             Err(e) => {
                 bad += 1;
                 first.get_or_insert(e.to_string());
@@ -223,6 +241,25 @@ pub fn identify(points: &mut [Point]) -> Result<(usize, Option<String>), SweepEr
         p.id = h.finalize().to_hex()[..32].to_string();
     }
     Ok((bad, first))
+}
+
+/// The side file of a sweep's results (`OUTPUT.configs.jsonl`, docs/sweep.md): one JSON
+/// line `{"config_hash": "…", "config": {…}}` per distinct resolved configuration of
+/// `points`, in the order of the first point that has it; a results row's `config_hash`
+/// names its line. Points whose config does not resolve have none.
+pub fn configs_jsonl(points: &[Point]) -> String {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = String::new();
+    for p in points {
+        let Ok(r) = p.resolved() else { continue };
+        let hash = r.hash();
+        if seen.insert(hash.clone()) {
+            let line = serde_json::json!({ "config_hash": hash, "config": r.to_json() });
+            out.push_str(&line.to_string());
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// blake3 of a file's bytes, or of a directory's files (names and bytes, in name order).

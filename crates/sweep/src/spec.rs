@@ -252,6 +252,7 @@ impl Spec {
             let mut p = Point {
                 index,
                 id: String::new(),
+                config_hash: String::new(),
                 params: Vec::new(),
                 machine: s("machine")?.map(|m| self.machine(&m)),
                 config: s("config")?.map(|c| self.dir.join(c)),

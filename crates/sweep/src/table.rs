@@ -1,4 +1,4 @@
-//! Result rows as a table: the columns (`point`, `index`, one `param.KEY` per parameter,
+//! Result rows as a table: the columns (`point`, `index`, `config_hash`, one `param.KEY` per parameter,
 //! `status`, `error`, `seconds`, then every statistic of `mmulab sim --json` flattened
 //! with dots), each typed from its values, written as Parquet or CSV.
 
@@ -78,7 +78,7 @@ impl Table {
     /// Lays `rows` (in the order given) out as columns: the union of every row's keys in
     /// order of first appearance.
     pub fn of(rows: &[&Row]) -> Table {
-        let mut names: Vec<String> = vec!["point".into(), "index".into()];
+        let mut names: Vec<String> = vec!["point".into(), "index".into(), "config_hash".into()];
         let mut seen: std::collections::HashMap<String, usize> =
             names.iter().enumerate().map(|(i, n)| (n.clone(), i)).collect();
         let mut records = Vec::new();
@@ -86,6 +86,13 @@ impl Table {
             let mut rec: Vec<(String, Value)> = vec![
                 ("point".into(), Value::String(r.id.clone())),
                 ("index".into(), Value::from(r.index)),
+                (
+                    "config_hash".into(),
+                    match r.config_hash.as_str() {
+                        "" => Value::Null,
+                        h => Value::String(h.into()),
+                    },
+                ),
             ];
             rec.extend(r.params.iter().map(|(k, v)| (format!("param.{k}"), scalar(v))));
             rec.push((

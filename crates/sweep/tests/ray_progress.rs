@@ -22,6 +22,7 @@ fn row_line(index: usize, references: Option<u64>) -> String {
         error: references.is_none().then(|| "failed".to_string()),
         seconds: 0.0,
         stats,
+        config_hash: String::new(),
         complete: true,
     };
     serde_json::to_string(&row).unwrap()

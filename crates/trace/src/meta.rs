@@ -16,6 +16,11 @@ pub mod marker {
     pub const CACHE_LINE_SIZE: &str = "cache_line_size";
     /// The trace format's own version number.
     pub const VERSION: &str = "version";
+    /// References at the trace's start that are its workload's own warm-up (GUPS's
+    /// `Table[i] = i`), as [`crate::TraceSource::warmup_refs`] says of the workload;
+    /// written by `mmulab convert --workload` so that `sim --warmup auto` simulates the
+    /// trace as it simulates the workload.
+    pub const WARMUP_REFS: &str = "warmup_refs";
 }
 
 /// Facts a trace states about itself, as far as it has been read.
@@ -50,6 +55,28 @@ impl TraceMeta {
     /// The first section called `name`.
     pub fn section(&self, name: &str) -> Option<&[u8]> {
         self.sections.iter().find(|(n, _)| n == name).map(|(_, b)| b.as_slice())
+    }
+
+    /// The warm-up the trace declares ([`marker::WARMUP_REFS`]): from its markers, or
+    /// from a `markers` section not parsed yet (metadata read up front, as
+    /// `mmulab_sim::trace_file_meta` reads it).
+    pub fn warmup_refs(&self) -> Option<u64> {
+        if let Some(n) = self.markers.get(marker::WARMUP_REFS) {
+            return Some(*n);
+        }
+        // The last value of the last `markers` section that has one, as the reader's
+        // markers keep the last value seen.
+        let mut found = None;
+        for (_, body) in self.sections.iter().filter(|(n, _)| n == "markers") {
+            for line in String::from_utf8_lossy(body).lines() {
+                if let Some((k, v)) = line.split_once(' ') {
+                    if k == marker::WARMUP_REFS {
+                        found = v.trim().parse().ok().or(found);
+                    }
+                }
+            }
+        }
+        found
     }
 
     /// The VMAs of the last sample in the `vmas` section, if any (see [`parse_vma_samples`]).

@@ -1,6 +1,11 @@
 //! `mmulab convert IN OUT`: re-encode a trace. The input is any format mmulab reads; the
 //! output is `.mlt` (lossless, compact), `din` or `lackey` text (lossy: din keeps kind and
 //! address, lackey kind, address and size; neither keeps core or address space).
+//! `mmulab convert --workload SPEC OUT` writes a synthetic workload as a trace instead:
+//! an `.mlt` output also carries the workload's VMAs and its warm-up (a `warmup_refs`
+//! marker, written before the references), so that `sim --trace OUT` gives the
+//! statistics `sim --workload SPEC` gives; text outputs cannot carry them (a note says
+//! which `--warmup N` to give).
 //!
 //! Contract: streaming (constant memory); the markers and metadata sections the input
 //! carries (page size, VMAs, …) are written into an `.mlt` output. A damaged input is an
@@ -55,14 +60,30 @@ impl ReadOpts {
     }
 }
 
-/// Convert a trace between formats (output format from OUT's extension).
+/// Convert a trace between formats (output format from OUT's extension), or write a
+/// synthetic workload as a trace (`convert --workload SPEC OUT`).
 #[derive(clap::Args)]
 pub struct Args {
-    /// Input trace (file, or drmemtrace directory).
-    pub input: PathBuf,
+    /// Input trace (file, or drmemtrace directory); with --workload, leave it out and
+    /// give only OUTPUT.
+    #[arg(value_name = "INPUT")]
+    pub input: Option<PathBuf>,
     /// Output file; `.mlt`, `.din` or `.lackey` picks the format unless --to is given;
     /// `-` writes to stdout (give --to).
-    pub output: PathBuf,
+    #[arg(value_name = "OUTPUT")]
+    pub output: Option<PathBuf>,
+    /// Write this synthetic workload (docs/workloads.md, e.g. `gups:table=1GiB,refs=100M`)
+    /// as a trace instead of converting one: `convert --workload SPEC OUT`. An `.mlt`
+    /// output carries the workload's VMAs and warm-up, so `sim --trace OUT` simulates to
+    /// the statistics of `sim --workload SPEC` (on a machine with the same address width
+    /// as --machine).
+    #[arg(long, value_name = "SPEC")]
+    pub workload: Option<String>,
+    /// With --workload: the machine whose virtual-address width lays the workload out
+    /// (a catalog name or machine TOML file, as `sim --machine`; default: the built-in
+    /// machine).
+    #[arg(long, short = 'm', value_name = "NAME_OR_FILE", requires = "workload")]
+    pub machine: Option<String>,
     #[command(flatten)]
     pub read: ReadOpts,
     /// Output format: mlt, din or lackey (default: from OUT's extension).
@@ -83,12 +104,11 @@ enum OutFormat {
     Lackey,
 }
 
-fn out_format(a: &Args) -> Result<OutFormat> {
+fn out_format(a: &Args, output: &Path) -> Result<OutFormat> {
     let name = match &a.to {
         Some(t) => t.clone(),
         None => {
-            let n = a
-                .output
+            let n = output
                 .file_name()
                 .map(|n| n.to_string_lossy().to_lowercase())
                 .unwrap_or_default();
@@ -157,31 +177,85 @@ pub fn markers_text(meta: &TraceMeta) -> String {
     meta.markers.iter().map(|(k, v)| format!("{k} {v}\n")).collect()
 }
 
+/// What `convert` reads: a trace file, or a workload (`--workload`).
+struct Input {
+    src: Box<dyn TraceSource + Send>,
+    /// The input's name in messages and the `source` section.
+    name: String,
+    /// The trace file, if the input is one.
+    path: Option<PathBuf>,
+}
+
+/// The input and output the arguments name (`INPUT OUTPUT`, or `--workload SPEC OUTPUT`).
+fn input_output(a: &Args) -> Result<(Input, PathBuf)> {
+    match (&a.workload, &a.input, &a.output) {
+        (Some(spec), Some(out), None) => {
+            if a.read.from != "auto" || a.read.prefetches || a.salvage {
+                bail!("--from, --prefetches and --salvage apply to a trace read, not to --workload (drop them)");
+            }
+            let machine = a.machine.as_deref().unwrap_or("default");
+            let spec_m =
+                mmulab_sim::config::load_machine(machine, None, &[]).with_context(|| format!("--machine {machine}"))?;
+            let src = super::sim::source(None, "auto", Some(spec), spec_m.format.va_bits())?;
+            let name = format!("workload {spec}");
+            Ok((Input { src, name, path: None }, out.clone()))
+        }
+        (Some(_), _, _) => {
+            bail!("give --workload SPEC and one OUTPUT path (no INPUT): mmulab convert --workload SPEC OUT")
+        }
+        (None, Some(input), Some(out)) => {
+            let opts = a.read.options()?;
+            let src = open_trace_with(input, &opts)?;
+            if input.canonicalize().ok() == out.canonicalize().ok() && out.exists() {
+                bail!("{}: input and output are the same file", out.display());
+            }
+            let name = input.display().to_string();
+            Ok((
+                Input {
+                    src,
+                    name,
+                    path: Some(input.clone()),
+                },
+                out.clone(),
+            ))
+        }
+        (None, _, _) => bail!("give INPUT and OUTPUT (mmulab convert IN OUT), or --workload SPEC OUT"),
+    }
+}
+
 pub fn run(a: Args) -> Result<()> {
     crate::signals::stop_on_interrupt();
-    let to = out_format(&a)?;
-    let opts = a.read.options()?;
-    let mut src = open_trace_with(&a.input, &opts)?;
-    if a.input.canonicalize().ok() == a.output.canonicalize().ok() && a.output.exists() {
-        bail!("{}: input and output are the same file", a.output.display());
-    }
-    let output = OutputFile::new(&a.output)?;
+    let (input, out_path) = input_output(&a)?;
+    let to = out_format(&a, &out_path)?;
+    let Input { mut src, name, path } = input;
+    let warmup = src.warmup_refs();
+    let output = OutputFile::new(&out_path)?;
     let out = BufWriter::with_capacity(1 << 20, Counted::new(output.open()?));
     let mut sink = match to {
-        OutFormat::Mlt => Sink::Mlt(Box::new(MltWriter::new(out, a.level)?)),
+        OutFormat::Mlt => {
+            let mut w = MltWriter::new(out, a.level)?;
+            // Before the references, so that a reader knows it from the start.
+            if warmup > 0 {
+                w.section(
+                    "markers",
+                    format!("{} {warmup}\n", mmulab_trace::meta::marker::WARMUP_REFS).as_bytes(),
+                )?;
+            }
+            Sink::Mlt(Box::new(w))
+        }
         t => Sink::Text(out, t),
     };
     let t0 = Instant::now();
-    let (n, end) = pump(&mut *src, &mut sink, &a.input);
+    let (n, end) = pump(&mut *src, &mut sink, &name);
     // What happens to OUT: a temporary file is dropped (removed) unless committed below;
     // stdout or a special file keeps what was written.
     let kept = if output.in_place() {
         format!(
             "{} is incomplete: written in place, it holds the {n} references read before the stop",
-            a.output.display()
+            out_path.display()
         )
     } else {
-        format!("{} was not written", a.output.display())
+        format!("{} was not written", out_path.display())
     };
     let err = match end {
         End::Done => None,
@@ -192,35 +266,39 @@ pub fn run(a: Args) -> Result<()> {
             )))
         }
         End::Output(e) => {
-            return Err(anyhow::Error::new(e).context(format!("cannot write {}; {kept}", a.output.display())))
+            return Err(anyhow::Error::new(e).context(format!("cannot write {}; {kept}", out_path.display())))
         }
         End::Interrupted => {
             errln!("mmulab convert: interrupted after {n} references; {kept}");
             return Ok(());
         }
     };
-    let bytes = finish(sink, &*src, &a, err.as_ref(), to).with_context(|| format!("writing {}", a.output.display()))?;
+    let bytes =
+        finish(sink, &*src, &name, err.as_ref(), to).with_context(|| format!("writing {}", out_path.display()))?;
     output.commit()?;
     let elapsed = t0.elapsed().as_secs_f64();
-    let in_bytes = dir_or_file_size(&a.input);
+    let in_bytes = path
+        .as_deref()
+        .map_or(String::new(), |p| format!(" ({} bytes)", dir_or_file_size(p)));
     errln!(
-        "mmulab convert: {n} references from {} ({} bytes) to {} ({bytes} bytes, {:.2} bytes/reference) in {elapsed:.2} s ({:.1} M refs/s)",
-        a.input.display(),
-        in_bytes,
-        a.output.display(),
+        "mmulab convert: {n} references from {name}{in_bytes} to {} ({bytes} bytes, {:.2} bytes/reference) in {elapsed:.2} s ({:.1} M refs/s)",
+        out_path.display(),
         bytes as f64 / n.max(1) as f64,
         n as f64 / elapsed.max(1e-9) / 1e6
     );
     if to != OutFormat::Mlt {
         errln!("mmulab convert: note: {to:?} text keeps neither core nor address space (use .mlt for a lossless copy)");
+        if warmup > 0 {
+            errln!("mmulab convert: note: {to:?} text cannot say the workload's warm-up: simulate it with `mmulab sim --trace {} --warmup {warmup}` (an .mlt output carries it)", out_path.display());
+        }
     }
     Ok(())
 }
 
 /// Copies every reference until the input ends, fails, or Ctrl-C; returns the count
 /// and why it ended.
-fn pump(src: &mut dyn TraceSource, sink: &mut Sink, input: &Path) -> (u64, End) {
-    let mut p = ProgressLine::new(&format!("convert {}", input.display()));
+fn pump(src: &mut dyn TraceSource, sink: &mut Sink, input: &str) -> (u64, End) {
+    let mut p = ProgressLine::new(&format!("convert {input}"));
     let mut buf = Batch::with_capacity(1 << 16);
     let mut n = 0u64;
     let end = loop {
@@ -244,11 +322,11 @@ fn pump(src: &mut dyn TraceSource, sink: &mut Sink, input: &Path) -> (u64, End) 
 }
 
 /// Writes the metadata and closes the output; returns its size in bytes.
-fn finish(sink: Sink, src: &dyn TraceSource, a: &Args, err: Option<&TraceError>, to: OutFormat) -> Result<u64> {
+fn finish(sink: Sink, src: &dyn TraceSource, input: &str, err: Option<&TraceError>, to: OutFormat) -> Result<u64> {
     match sink {
         Sink::Mlt(mut w) => {
             let meta = src.meta().unwrap_or_default();
-            let mut source = format!("mmulab convert from {} ({})\n", a.input.display(), src.describe());
+            let mut source = format!("mmulab convert from {input} ({})\n", src.describe());
             if let Some(e) = err {
                 source.push_str(&format!("salvaged: the input was damaged: {e}\n"));
             }

@@ -22,7 +22,10 @@ pub struct Args {
     /// Draw the result to FILE (.svg or .png).
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
-    /// Print one JSON object instead of the table.
+    /// Print one JSON object instead of the table. It carries `mmulab` (the version and
+    /// git commit of this binary) and `experiment` (name, source, file, options, the
+    /// file's parameters); an experiment whose results are a list has them under `rows`
+    /// (docs/output.md, "Provenance").
     #[arg(long)]
     pub json: bool,
     /// `freebsd` only: vary each parameter that sets the seed rows' magnitude ×½ and ×2
@@ -96,7 +99,8 @@ pub fn run(a: Args) -> Result<()> {
         crate::output::write_with(p, |path| f.write(path))?;
     }
     if a.json {
-        outln!("{}", serde_json::to_string(&out.json)?);
+        let v = experiments::with_provenance(out.json, e, &input, crate::provenance::json());
+        outln!("{}", serde_json::to_string(&v)?);
     } else {
         out!("{}", out.table);
         if let Some(refs) = out.incomplete {

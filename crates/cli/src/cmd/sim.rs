@@ -23,7 +23,7 @@ pub struct Args {
         long,
         short,
         conflicts_with = "workload",
-        required_unless_present_any = ["workload", "gpu_workload", "gpu_trace"]
+        required_unless_present_any = ["workload", "gpu_workload", "gpu_trace", "print_config"]
     )]
     pub trace: Option<PathBuf>,
     /// Trace format: din, lackey, mlt, drmemtrace, champsim, cloudsuite or auto (detected
@@ -45,9 +45,18 @@ pub struct Args {
     /// Synthetic workload spec, e.g. `gups:table=1GiB,refs=100M` (docs/workloads.md).
     #[arg(long, short)]
     pub workload: Option<String>,
-    /// Print one JSON object on stdout instead of tables.
+    /// Print one JSON object on stdout instead of tables. It carries `mmulab` (the version
+    /// and git commit of this binary) and `config` (the fully resolved machine
+    /// configuration) beside the statistics (docs/output.md, "Provenance").
     #[arg(long)]
     pub json: bool,
+    /// Print the fully resolved machine configuration (the machine merged in, --config
+    /// and --set applied, every default written out) as TOML and exit without
+    /// simulating; with --json, as JSON (`{"mmulab": …, "config": …}`). Given back with
+    /// `--config FILE` (and no --machine) it builds the same machine (docs/config.md,
+    /// "The resolved configuration").
+    #[arg(long, conflicts_with_all = ["trace", "workload", "gpu_workload", "gpu_trace"])]
+    pub print_config: bool,
     /// Override a config key: `--set os.policy=fixed --set os.page_size=2M`,
     /// `--set tlb.l2.entries=1536`. Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -189,6 +198,19 @@ fn read_options(a: &Args) -> Result<TraceOptions> {
         interleave: a.interleave.clone().unwrap_or_else(|| "timestamp".into()),
     }
     .options()
+}
+
+/// The resolved configuration of this run as JSON, once known: the failure object of
+/// `sim --json` carries it too.
+static RESOLVED: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+
+/// The keys every `sim --json` object carries beside the statistics: `mmulab`
+/// (provenance) and, once the machine resolved, `config`.
+pub fn add_provenance(v: &mut serde_json::Value, config: Option<&serde_json::Value>) {
+    v["mmulab"] = crate::provenance::json();
+    if let Some(c) = config {
+        v["config"] = c.clone();
+    }
 }
 
 /// `--sim-threads` of this process (0: not given).
@@ -339,6 +361,7 @@ pub fn run(a: Args) -> Result<()> {
         };
         v["complete"] = serde_json::Value::Bool(false);
         v["error"] = serde_json::json!({ "message": format!("{e:#}") });
+        add_provenance(&mut v, RESOLVED.get());
         outln!("{}", serde_json::to_string(&v)?);
     }
     result
@@ -348,11 +371,22 @@ fn run_to_end(a: Args) -> Result<()> {
     if a.gpu_workload.is_some() || a.gpu_trace.is_some() {
         return super::sim_gpu::run(&a);
     }
-    let spec = match &a.machine {
-        Some(m) => config::load_machine(m, a.config.as_deref(), &a.sets),
-        None => config::load(a.config.as_deref(), &a.sets),
+    let resolved =
+        config::resolve(a.machine.as_deref(), a.config.as_deref(), &a.sets).context("invalid machine config")?;
+    let config_json = resolved.to_json();
+    let _ = RESOLVED.set(config_json.clone());
+    if a.print_config {
+        if a.json {
+            let mut v = serde_json::json!({});
+            add_provenance(&mut v, Some(&config_json));
+            outln!("{}", serde_json::to_string_pretty(&v)?);
+        } else {
+            outln!("# {}", crate::provenance::line());
+            out!("{}", resolved.to_toml());
+        }
+        return Ok(());
     }
-    .context("invalid machine config")?;
+    let spec = resolved.spec;
     for n in spec.notes() {
         errln!("mmulab: note: {n}");
     }
@@ -422,6 +456,7 @@ fn run_to_end(a: Args) -> Result<()> {
     if a.json {
         let mut v = stats.to_json();
         v["source"] = serde_json::Value::String(what);
+        add_provenance(&mut v, Some(&config_json));
         outln!("{}", serde_json::to_string(&v)?);
     } else {
         out!("{}", report::single(&stats, &title));

@@ -13,7 +13,9 @@ pub fn run(a: &Args) -> Result<()> {
     let gpu = a.gpu.as_deref().context("give --gpu PROFILE")?;
     let profile = load_profile(gpu, a.gpu_pages.as_deref())?;
     let machine = a.machine.clone().unwrap_or_else(|| profile.cpu.clone());
-    let spec = config::load_machine(&machine, a.config.as_deref(), &a.sets).context("invalid machine config")?;
+    let resolved = config::resolve(Some(&machine), a.config.as_deref(), &a.sets).context("invalid machine config")?;
+    let config_json = resolved.to_json();
+    let spec = resolved.spec;
     let mut src: Box<dyn GpuSource> = match (&a.gpu_workload, &a.gpu_trace) {
         (Some(w), _) => Box::new(GpuWorkload::parse(w)?),
         (None, Some(p)) => Box::new(TextReader::open(p)?),
@@ -26,6 +28,7 @@ pub fn run(a: &Args) -> Result<()> {
     if a.json {
         let mut v = m.stats().to_json();
         v["source"] = serde_json::Value::String(what);
+        super::sim::add_provenance(&mut v, Some(&config_json));
         outln!("{}", serde_json::to_string(&v)?);
         return Ok(());
     }

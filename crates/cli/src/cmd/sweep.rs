@@ -214,6 +214,7 @@ fn preflight(output: &Path, journal_path: &Path) -> Result<()> {
         "{}.manifest.json",
         output.display()
     )))?);
+    drop(OutputFile::new(&configs_path(output))?);
     let existed = std::fs::symlink_metadata(journal_path).is_ok();
     journal::Journal::new(journal_path)
         .open()
@@ -245,9 +246,18 @@ fn write_results(output: &Path, kind: Kind, rows: &[Row]) -> Result<()> {
     out.commit()
 }
 
-/// Writes OUTPUT.manifest.json: every point of the spec with its id, parameters and
-/// status (`ok`, `error` or `pending`).
+/// The side file beside the results: OUTPUT.configs.jsonl.
+fn configs_path(output: &Path) -> PathBuf {
+    PathBuf::from(format!("{}.configs.jsonl", output.display()))
+}
+
+/// Writes OUTPUT.manifest.json: which mmulab wrote it (`mmulab`: version, git commit)
+/// and every point of the spec with its id, configuration hash, parameters and status
+/// (`ok`, `error` or `pending`); and OUTPUT.configs.jsonl, each resolved configuration
+/// by its hash (mmulab_sweep::point::configs_jsonl).
 fn write_manifest(output: &Path, plan: &Plan, rows: &[Row]) -> Result<()> {
+    let configs = configs_path(output);
+    crate::output::write(&configs, mmulab_sweep::point::configs_jsonl(&plan.points).as_bytes())?;
     let by_id: std::collections::HashMap<&str, &Row> = rows.iter().map(|r| (r.id.as_str(), r)).collect();
     let points: Vec<serde_json::Value> = plan
         .points
@@ -260,13 +270,15 @@ fn write_manifest(output: &Path, plan: &Plan, rows: &[Row]) -> Result<()> {
             };
             serde_json::json!({
                 "id": p.id,
+                "config_hash": if p.config_hash.is_empty() { serde_json::Value::Null } else { p.config_hash.clone().into() },
                 "index": p.index,
                 "params": p.params.iter().cloned().collect::<serde_json::Map<_, _>>(),
                 "status": status,
             })
         })
         .collect();
-    let v = serde_json::json!({ "mmulab": env!("CARGO_PKG_VERSION"), "points": points });
+    let configs_name = configs.file_name().map(|n| n.to_string_lossy().to_string());
+    let v = serde_json::json!({ "mmulab": crate::provenance::json(), "configs": configs_name, "points": points });
     let path = PathBuf::from(format!("{}.manifest.json", output.display()));
     crate::output::write(&path, format!("{}\n", serde_json::to_string_pretty(&v)?).as_bytes())
 }

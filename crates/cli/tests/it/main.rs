@@ -20,6 +20,7 @@ mod numa_cli;
 mod pinned_results;
 mod pipes_cli;
 mod probe_bench;
+mod provenance_cli;
 mod reproduce_freebsd;
 mod reproduce_help;
 mod reproduce_kvm_split;

@@ -84,7 +84,11 @@ fn reproduce_prints_the_seed_table_and_draws_coverage() {
     let (ok, out, _) = mmulab(&["reproduce", file.to_str().unwrap(), "--json"]);
     assert!(ok);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v.as_array().unwrap().len(), 4);
+    assert_eq!(v["rows"].as_array().unwrap().len(), 4);
+    // Which mmulab and which experiment file made it (issue 51, item 6).
+    assert_eq!(v["mmulab"]["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(v["experiment"]["name"], "freebsd");
+    assert!(v["experiment"]["config"].is_object(), "{}", v["experiment"]);
     // Bad experiment files name the file.
     std::fs::write(
         &file,

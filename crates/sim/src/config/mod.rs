@@ -8,6 +8,7 @@ pub mod gpu;
 pub mod limits;
 pub(crate) mod numa;
 pub(crate) mod os;
+pub mod resolved;
 pub mod vm;
 
 use self::limits::sets_machine_name;
@@ -21,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 pub use self::os::{key_policies, OsSection, OsSpec, POLICIES};
+pub use self::resolved::Resolved;
 
 /// The built-in default machine (machines/default.toml).
 pub const DEFAULT_TOML: &str = include_str!("../../../../machines/default.toml");
@@ -354,23 +356,33 @@ pub fn apply_set(root: &mut toml::Table, assignment: &str) -> Result<(), SimErro
 
 /// Loads a config from `path` (or the built-in default), applies `sets`, validates.
 pub fn load(path: Option<&Path>, sets: &[String]) -> Result<MachineSpec, SimError> {
-    let text = match path {
-        Some(p) => std::fs::read_to_string(p)
-            .map_err(|e| SimError::Config(format!("cannot read config {}: {e}", p.display())))?,
-        // `--set machine.name=X` without a file: machine X, as `--machine X` (the
-        // built-in default's keys laid over X would hide it).
-        None if sets.iter().any(|s| sets_machine_name(s)) => {
-            return from_table(toml::Table::new(), None, sets);
-        }
-        None => DEFAULT_TOML.to_string(),
-    };
-    from_toml(&text, path, sets)
+    resolve(None, path, sets).map(|r| r.spec)
 }
 
 /// Loads a machine by catalog name or path (`--machine`), optionally with a config
 /// file laid over it (`--config`; its own `[machine] name` is replaced), applies `sets`,
 /// validates.
 pub fn load_machine(machine: &str, path: Option<&Path>, sets: &[String]) -> Result<MachineSpec, SimError> {
+    resolve(Some(machine), path, sets).map(|r| r.spec)
+}
+
+/// [`load_machine`] when `machine` is given, else [`load`], keeping the resolved
+/// configuration beside the machine ([`Resolved`]): what `mmulab sim --print-config`
+/// prints and `sim --json` reports.
+pub fn resolve(machine: Option<&str>, path: Option<&Path>, sets: &[String]) -> Result<Resolved, SimError> {
+    let Some(machine) = machine else {
+        let text = match path {
+            Some(p) => std::fs::read_to_string(p)
+                .map_err(|e| SimError::Config(format!("cannot read config {}: {e}", p.display())))?,
+            // `--set machine.name=X` without a file: machine X, as `--machine X` (the
+            // built-in default's keys laid over X would hide it).
+            None if sets.iter().any(|s| sets_machine_name(s)) => {
+                return resolve_table(toml::Table::new(), None, sets);
+            }
+            None => DEFAULT_TOML.to_string(),
+        };
+        return resolve_toml(&text, path, sets);
+    };
     let mut table = match path {
         Some(p) => {
             let text = std::fs::read_to_string(p)
@@ -389,20 +401,30 @@ pub fn load_machine(machine: &str, path: Option<&Path>, sets: &[String]) -> Resu
         }
         _ => return Err(SimError::Config(format!("{}: `machine` must be a table", origin(path)))),
     }
-    from_table(table, path, sets)
+    resolve_table(table, path, sets)
 }
 
 /// Parses config text (`path` only names it in errors), applies `sets`, validates.
 pub fn from_toml(text: &str, path: Option<&Path>, sets: &[String]) -> Result<MachineSpec, SimError> {
+    resolve_toml(text, path, sets).map(|r| r.spec)
+}
+
+/// [`from_toml`], keeping the resolved configuration.
+pub fn resolve_toml(text: &str, path: Option<&Path>, sets: &[String]) -> Result<Resolved, SimError> {
     let src = origin(path);
     let table: toml::Table =
         toml::from_str(text).map_err(|e| SimError::Config(format!("{src}: {}", e.to_string().trim_end())))?;
-    from_table(table, path, sets)
+    resolve_table(table, path, sets)
 }
 
 /// Resolves a parsed config's `[machine] name` (merging the named machine under it),
 /// applies `sets`, validates.
 pub fn from_table(table: toml::Table, path: Option<&Path>, sets: &[String]) -> Result<MachineSpec, SimError> {
+    resolve_table(table, path, sets).map(|r| r.spec)
+}
+
+/// [`from_table`], keeping the resolved configuration.
+pub fn resolve_table(table: toml::Table, path: Option<&Path>, sets: &[String]) -> Result<Resolved, SimError> {
     // `--set machine.name=…` chooses the machine to start from, so it applies before the
     // named machine is merged in (after, it would be a key nobody reads); the other
     // overrides apply to the merged result.
@@ -428,8 +450,10 @@ pub fn from_table(table: toml::Table, path: Option<&Path>, sets: &[String]) -> R
     } else {
         " (after --set overrides)"
     };
-    let config = parse(table).map_err(|e| SimError::Config(format!("{src}{how}: {e}")))?;
-    validate(config).map_err(|e| SimError::Config(format!("{src}: {e}")))
+    let config = parse(table.clone()).map_err(|e| SimError::Config(format!("{src}{how}: {e}")))?;
+    let resolved = self::resolved::table(&config, &table).map_err(|e| SimError::Config(format!("{src}: {e}")))?;
+    let spec = validate(config).map_err(|e| SimError::Config(format!("{src}: {e}")))?;
+    Ok(Resolved { config: resolved, spec })
 }
 
 /// Parses a merged config table (its machine named, `--set` applied): `[os]` by

@@ -289,6 +289,57 @@ pub(crate) fn take(table: &mut toml::Table) -> Result<OsSection, String> {
     })
 }
 
+/// `[os]` for `os` with every default written out (the resolved configuration,
+/// config/resolved.rs); the reservation policy's section is copied from `written` (the
+/// merged config's `[os]`), since its default `mid_size` has no spelling.
+pub(crate) fn to_table(os: &OsSection, written: &toml::Table) -> toml::Table {
+    fn put<T: serde::Serialize>(t: &mut toml::Table, key: &str, v: &T) {
+        if let Ok(v) = toml::Value::try_from(v) {
+            t.insert(key.into(), v);
+        }
+    }
+    let mut t = toml::Table::new();
+    put(&mut t, "policy", &os.policy.name());
+    put(&mut t, "fault_latency", &os.fault_latency);
+    put(&mut t, "tick_interval", &os.tick_interval);
+    put(
+        &mut t,
+        "background_charge",
+        &if os.charge_app { "application" } else { "kernel" },
+    );
+    let takes_zero_page = key_policies("os.zero_page").is_some_and(|ps| ps.contains(&os.policy.name()));
+    if takes_zero_page {
+        put(&mut t, "zero_page", &os.zero_page);
+    }
+    match &os.policy {
+        OsSpec::Base { reclaim } => put(&mut t, "reclaim", reclaim),
+        OsSpec::Fixed(size) => put(&mut t, "page_size", size),
+        OsSpec::Reservation(_) => {
+            if let Some(r) = written.get("reservation") {
+                t.insert("reservation".into(), r.clone());
+            }
+        }
+        OsSpec::Thp {
+            thp,
+            khugepaged,
+            reclaim,
+        } => {
+            put(&mut t, "thp", thp);
+            put(&mut t, "khugepaged", khugepaged);
+            put(&mut t, "reclaim", reclaim);
+        }
+        OsSpec::Khugepaged { khugepaged, reclaim } => {
+            put(&mut t, "khugepaged", khugepaged);
+            put(&mut t, "reclaim", reclaim);
+        }
+        OsSpec::Mthp { mthp, reclaim } => {
+            put(&mut t, "mthp", mthp);
+            put(&mut t, "reclaim", reclaim);
+        }
+    }
+    t
+}
+
 /// Checks the ranges of the reclaim settings (`[os.reclaim]`).
 /// `HPAGE_PMD_NR` on `format` (base pages per THP), 512 where Linux has no THP.
 fn pmd_nr(format: Format) -> u64 {

@@ -24,6 +24,7 @@ fn row(index: usize, extra: bool) -> Row {
         error: None,
         seconds: 0.25,
         stats,
+        config_hash: String::new(),
         complete: true,
     }
 }

@@ -14,6 +14,7 @@ fn row(index: usize, error: Option<&str>, stats: serde_json::Value) -> Row {
         error: error.map(String::from),
         seconds: 0.5,
         stats: flatten(&stats),
+        config_hash: String::new(),
         complete: true,
     }
 }
@@ -39,8 +40,16 @@ fn columns_are_the_union_typed_by_their_values() {
             .unwrap_or_else(|| panic!("no column {n}: {:?}", t.names))
     };
     assert_eq!(
-        &t.names[..6],
-        ["point", "index", "param.tlb.l2.entries", "status", "error", "seconds"]
+        &t.names[..7],
+        [
+            "point",
+            "index",
+            "config_hash",
+            "param.tlb.l2.entries",
+            "status",
+            "error",
+            "seconds"
+        ]
     );
     assert_eq!(t.kinds[col("references")], Kind::Int);
     // 1.5 and 2: the integer is widened, not the column cut to text.
@@ -55,16 +64,17 @@ fn columns_are_the_union_typed_by_their_values() {
     t.write_csv(&mut csv).unwrap();
     let csv = String::from_utf8(csv).unwrap();
     let second = csv.lines().nth(2).unwrap();
-    assert!(second.starts_with("id1,1,1024,error,bad config,0.5,,"), "{second}");
+    assert!(second.starts_with("id1,1,,1024,error,bad config,0.5,,"), "{second}");
 }
 
 #[test]
 fn parquet_reads_back_value_for_value() {
-    let a = row(
+    let mut a = row(
         0,
         None,
         json!({"references": 10, "cycles": {"per_reference": 1.5}, "name": "l2"}),
     );
+    a.config_hash = "0123456789abcdef".into();
     let b = row(1, Some("x, \"quoted\""), json!({}));
     let t = Table::of(&[&a, &b]);
     let path = std::env::temp_dir().join(format!("mmulab-sweep-table-{}.parquet", std::process::id()));
@@ -78,11 +88,11 @@ fn parquet_reads_back_value_for_value() {
         .collect();
     assert_eq!(
         rows[0],
-        "{point: \"id0\", index: 0, param.tlb.l2.entries: 512, status: \"ok\", error: null, seconds: 0.5, references: 10, cycles.per_reference: 1.5, name: \"l2\"}"
+        "{point: \"id0\", index: 0, config_hash: \"0123456789abcdef\", param.tlb.l2.entries: 512, status: \"ok\", error: null, seconds: 0.5, references: 10, cycles.per_reference: 1.5, name: \"l2\"}"
     );
     assert_eq!(
         rows[1],
-        "{point: \"id1\", index: 1, param.tlb.l2.entries: 1024, status: \"error\", error: \"x, \"quoted\"\", seconds: 0.5, references: null, cycles.per_reference: null, name: null}"
+        "{point: \"id1\", index: 1, config_hash: null, param.tlb.l2.entries: 1024, status: \"error\", error: \"x, \"quoted\"\", seconds: 0.5, references: null, cycles.per_reference: null, name: null}"
     );
     let _ = std::fs::remove_file(&path);
 }
