@@ -44,16 +44,45 @@ impl Curve {
     }
 }
 
+/// The miss-ratio axis for `ratios`, so that any curve is readable: from 0 to a little
+/// above the highest ratio (at most 100 %), or a log axis when the positive ratios span
+/// more than a factor of 100 (a curve that falls from 90 % to 0.01 % would otherwise lie
+/// flat on the bottom for most of its length).
+pub fn ratio_axis(ratios: impl Iterator<Item = f64>) -> Axis {
+    let v: Vec<f64> = ratios.filter(|r| r.is_finite() && *r >= 0.0).collect();
+    let hi = v.iter().copied().fold(0.0, f64::max);
+    let lo = v.iter().copied().filter(|&r| r > 0.0).fold(f64::INFINITY, f64::min);
+    if hi <= 0.0 {
+        return Axis::linear("miss ratio").range(0.0, 1.0).percent();
+    }
+    if hi / lo > 100.0 {
+        return Axis::log("miss ratio (log)")
+            .range(lo / 1.5, (hi * 1.5).min(1.0))
+            .percent();
+    }
+    Axis::linear("miss ratio").range(0.0, (hi * 1.1).min(1.0)).percent()
+}
+
 /// The curves on one panel: miss ratio over TLB entries (log scale).
 pub fn figure(c: &Curve, title: &str) -> Figure {
     let max = c.curve.len().max(2) as f64;
+    let all = c
+        .curve
+        .iter()
+        .chain(c.sampled.iter().flat_map(|s| s.curve.iter()))
+        .map(|p| p.miss_ratio)
+        .chain(
+            c.set_associative
+                .iter()
+                .flat_map(|s| s.curve.iter().map(|p| p.miss_ratio)),
+        );
     let mut p = Panel::new(
         format!(
             "level {} · {} pages · {} references",
             c.level, c.page_size, c.references
         ),
         Axis::log("TLB entries").range(1.0, max),
-        Axis::linear("miss ratio").range(0.0, 1.0).percent(),
+        ratio_axis(all),
     );
     let fa = c.curve.iter().map(|p| (p.entries as f64, p.miss_ratio)).collect();
     p.series
@@ -77,4 +106,28 @@ pub fn figure(c: &Curve, title: &str) -> Figure {
         ));
     }
     Figure::new(title, (720, 480), vec![p])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mmulab_plot::Scale;
+
+    #[test]
+    fn the_ratio_axis_fits_the_curve() {
+        // Ratios between 0.1 % and 0.4 %: 0 to 0.44 % (a 0-100 % axis drew them flat).
+        let a = ratio_axis([0.004, 0.002, 0.001].into_iter());
+        assert_eq!(a.scale, Scale::Linear);
+        let (lo, hi) = a.range.unwrap();
+        assert_eq!(lo, 0.0);
+        assert!((hi - 0.0044).abs() < 1e-12, "{hi}");
+        // 90 % down to 0.01 %: a span of 9000, a log axis from 0.0067 % to 100 %.
+        let a = ratio_axis([0.9, 0.1, 0.0001, 0.0].into_iter());
+        assert_eq!(a.scale, Scale::Log);
+        let (lo, hi) = a.range.unwrap();
+        assert!((lo - 0.0001 / 1.5).abs() < 1e-15 && hi == 1.0, "{lo} {hi}");
+        // All zero (or none): the plain 0-100 % axis.
+        assert_eq!(ratio_axis([0.0].into_iter()).range, Some((0.0, 1.0)));
+        assert_eq!(ratio_axis(std::iter::empty()).range, Some((0.0, 1.0)));
+    }
 }

@@ -11,6 +11,7 @@
 //! extension, a missing font or a failed write is a [`PlotError`] naming the file.
 #![deny(missing_docs)]
 
+mod legend;
 mod render;
 
 use std::path::{Path, PathBuf};
@@ -119,7 +120,8 @@ pub struct Panel {
     pub x: Axis,
     /// The vertical axis.
     pub y: Axis,
-    /// What is drawn, in order; the legend (upper left) lists those with a name.
+    /// What is drawn, in order; the legend lists those with a name, in the corner its box
+    /// covers the least of the data (upper left on a tie).
     pub series: Vec<Series>,
     /// Vertical lines with a label (e.g. the probe's knees).
     pub marks: Vec<Mark>,

@@ -162,7 +162,7 @@ fn number(v: f64) -> String {
 fn tick_label(t: &Ticks, v: f64) -> String {
     match t {
         Ticks::Numbers => number(v),
-        Ticks::Percent => format!("{:.0}%", v * 100.0),
+        Ticks::Percent => percent(v),
         Ticks::Categories(names) => {
             let i = v.round();
             if (v - i).abs() < 0.05 && i >= 0.0 {
@@ -172,6 +172,22 @@ fn tick_label(t: &Ticks, v: f64) -> String {
             }
         }
     }
+}
+
+/// A share as a percentage with the digits a small one needs: 50%, 2.5%, 0.012%.
+fn percent(v: f64) -> String {
+    let p = v * 100.0;
+    let a = p.abs();
+    let digits = match a {
+        _ if a == 0.0 || a >= 10.0 => 0,
+        _ if a >= 1.0 => 1,
+        _ => (2.0 - a.log10().floor()).min(6.0) as usize,
+    };
+    let mut t = format!("{p:.digits$}");
+    while t.contains('.') && (t.ends_with('0') || t.ends_with('.')) {
+        t.pop();
+    }
+    t + "%"
 }
 
 /// A point a share `t` (0 to 1) of the way from `lo` to `hi` on a scale.
@@ -289,9 +305,16 @@ where
             .map_err(e)?;
     }
     if p.series.iter().any(|s| !s.name.is_empty()) {
+        let (w, h) = chart.plotting_area().dim_in_pixel();
+        let position = match crate::legend::corner(p, (xs.start, xs.end), (ys.start, ys.end), (w, h)) {
+            crate::legend::Corner::UpperLeft => SeriesLabelPosition::UpperLeft,
+            crate::legend::Corner::UpperRight => SeriesLabelPosition::UpperRight,
+            crate::legend::Corner::LowerRight => SeriesLabelPosition::LowerRight,
+            crate::legend::Corner::LowerLeft => SeriesLabelPosition::LowerLeft,
+        };
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
+            .position(position)
             .border_style(BLACK)
             .background_style(WHITE.mix(0.85))
             .draw()
