@@ -4,7 +4,7 @@
 //! Every simulation runs with the GIL released.
 
 use mmulab_sweep::{Executor, Point, Pool, Source, Spec, Table};
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -27,8 +27,54 @@ fn sim(
 ) -> PyResult<String> {
     let point = one_point(config_toml, machine, sets, workload, trace, format)?;
     point.spec().map_err(value_err)?;
-    let v = py.allow_threads(|| point.simulate()).map_err(PyRuntimeError::new_err)?;
-    Ok(v.to_string())
+    let (v, interrupted) = interruptible(py, || point.simulate())?;
+    let v = v.map_err(PyRuntimeError::new_err)?;
+    match interrupted {
+        None => Ok(v.to_string()),
+        // Ctrl-C: the statistics of what ran travel with the KeyboardInterrupt (the
+        // Python side attaches them as `e.stats`).
+        Some(e) if e.is_instance_of::<PyKeyboardInterrupt>(py) => Err(PyKeyboardInterrupt::new_err((
+            "interrupted; the statistics of the references simulated are attached as .stats (complete: false)",
+            v.to_string(),
+        ))),
+        Some(e) => Err(e),
+    }
+}
+
+/// Runs `f` with the GIL released on a thread of its own while this thread looks for
+/// Python signals every 100 ms. A signal handler that raises (Ctrl-C's
+/// `KeyboardInterrupt`) asks the run to stop at its next batch
+/// (`mmulab_sim::request_stop`); `f`'s result, the statistics of what ran, comes back with
+/// that error, and the stop request is withdrawn for later runs. Without this a run held
+/// Ctrl-C until it ended and then lost its result.
+fn interruptible<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> PyResult<(T, Option<PyErr>)> {
+    std::thread::scope(|s| {
+        let h = std::thread::Builder::new()
+            .name("mmulab-sim".into())
+            .stack_size(64 << 20)
+            .spawn_scoped(s, f)
+            .map_err(|e| PyRuntimeError::new_err(format!("cannot start the simulation thread: {e}")))?;
+        let mut raised = None;
+        while !h.is_finished() {
+            py.allow_threads(|| {
+                let t0 = std::time::Instant::now();
+                while !h.is_finished() && t0.elapsed() < std::time::Duration::from_millis(100) {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+            });
+            if raised.is_none() {
+                if let Err(e) = py.check_signals() {
+                    raised = Some(e);
+                    mmulab_sim::request_stop();
+                }
+            }
+        }
+        let v = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        if raised.is_some() {
+            mmulab_sim::clear_stop();
+        }
+        Ok((v, raised))
+    })
 }
 
 /// A point for one run: `config_toml` (or the built-in default machine) with `machine`

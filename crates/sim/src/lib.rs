@@ -45,6 +45,6 @@ pub use stats::cache::CacheReport;
 pub use stats::nested::{NestedStats, WalkCacheSplit};
 pub use stats::report;
 pub use stats::{Counters, LevelStats, Report, RoiInfo, Stats};
-pub use stop::{references_simulated, request_stop, stop_requested};
+pub use stop::{clear_stop, references_simulated, request_stop, stop_requested};
 pub use system::{System, TraceVma};
 pub use translator::{Nested, Stage1};

@@ -16,6 +16,13 @@ pub fn request_stop() {
     STOP.store(true, Ordering::Relaxed);
 }
 
+/// Withdraws a stop request, so that later runs go to their ends: for an embedder whose
+/// process outlives an interrupted run (the Python package after a `KeyboardInterrupt`).
+/// The CLI never calls it: a stopped command ends.
+pub fn clear_stop() {
+    STOP.store(false, Ordering::Relaxed);
+}
+
 /// True once [`request_stop`] was called.
 pub fn stop_requested() -> bool {
     STOP.load(Ordering::Relaxed)

@@ -55,8 +55,18 @@ def sim(config=None, *, machine=None, workload=None, trace=None, set=None, forma
     catalog name or machine file) or, with neither, the built-in default machine.
     workload (e.g. ``"gups:table=64MiB,refs=1M"``) or trace (a path): exactly one.
     set: overrides as ``--set`` takes them, a list of ``"key=value"`` or a dict.
+
+    Ctrl-C (KeyboardInterrupt) stops the run within a second, at its next batch; the
+    exception carries the statistics of the references simulated as ``e.stats``
+    (``"complete": False``).
     """
-    out = _native.sim(*_run_args(config, machine, workload, trace, set, format))
+    try:
+        out = _native.sim(*_run_args(config, machine, workload, trace, set, format))
+    except KeyboardInterrupt as e:
+        if len(e.args) == 2 and isinstance(e.args[1], str):
+            e.stats = json.loads(e.args[1])
+            e.args = (e.args[0],)
+        raise
     return json.loads(out)
 
 
