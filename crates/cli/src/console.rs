@@ -31,6 +31,19 @@ pub fn out(args: fmt::Arguments) {
     write_to("stdout", &STDOUT_DEAD, args, &mut std::io::stdout().lock());
 }
 
+/// Writes to stdout through `f`, buffered (a large output, a 16 M-point curve as JSON,
+/// streamed rather than formatted whole first); a failure is remembered as `out`'s are.
+pub fn out_with(f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) {
+    if STDOUT_DEAD.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    if let Err(e) = f(&mut w).and_then(|_| w.flush()) {
+        STDOUT_DEAD.store(true, Ordering::Relaxed);
+        let _ = FAILED.set(("stdout", e.to_string()));
+    }
+}
+
 /// Writes `args` to stderr (see the module comment).
 pub fn err(args: fmt::Arguments) {
     write_to("stderr", &STDERR_DEAD, args, &mut std::io::stderr().lock());

@@ -192,6 +192,18 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     out.commit()
 }
 
+/// Writes to `path` through `f` and a buffer, as it is formatted, through an
+/// [`OutputFile`] (all or nothing for a regular file).
+pub fn write_stream(path: &Path, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+    let out = OutputFile::new(path)?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, out.open()?);
+    f(&mut w)
+        .and_then(|_| w.flush())
+        .with_context(|| format!("writing {}", path.display()))?;
+    drop(w);
+    out.commit()
+}
+
 /// Runs `draw` on the path of an [`OutputFile`] for `path` (a library that writes a
 /// plot to a path it is given) and commits the result only if `draw` succeeded.
 pub fn write_with<E>(path: &Path, draw: impl FnOnce(&Path) -> Result<(), E>) -> Result<()>

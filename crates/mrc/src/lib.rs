@@ -142,6 +142,32 @@ impl MrcOptions {
         })
     }
 
+    /// Host memory the curves of these options take: per core, the histograms (8 bytes
+    /// an entry), a stack-distance structure bounded by the largest size (at most 64
+    /// bytes a kept key: its hash-map entry and two slots of the tree window, stack.rs)
+    /// and each set count's stacks (8 bytes a way); and the curves handed back (24 bytes
+    /// a point, more for set-associative points).
+    pub fn host_need(&self) -> mmulab_base::host_memory::Need {
+        let n = self.max_entries as u64;
+        let cores = self.cores.max(1) as u64;
+        let shards = self.sample.is_some() as u64;
+        let sets = self.sets.len() as u64;
+        let per_core = n
+            .saturating_mul(8 * (1 + shards) + 64 * (1 + shards))
+            .saturating_add(n.saturating_mul(16).saturating_mul(sets));
+        let mut need = mmulab_base::host_memory::Need::new();
+        need.add(
+            format!("--max-entries {n}: {cores} core(s)' stacks and histograms"),
+            cores.saturating_mul(per_core),
+        );
+        need.add(
+            format!("--max-entries {n}: the curves"),
+            n.saturating_mul(24 * (1 + shards) + 32 * sets),
+        );
+        need.add("program and buffers (assumed)", 32 << 20);
+        need
+    }
+
     fn check(&self) -> Result<(), MrcError> {
         let n = self.max_entries;
         if n == 0 || n > 1 << 24 {
@@ -348,6 +374,12 @@ fn ratio(m: u64, refs: u64) -> f64 {
 /// `complete: false`) when `mmulab_sim::request_stop` was called (Ctrl-C).
 pub fn curve(src: &mut dyn TraceSource, opts: &MrcOptions) -> Result<Curve, MrcError> {
     opts.check()?;
+    opts.host_need()
+        .check(
+            "this curve",
+            "lower --max-entries, the --sets counts or the machine's cores",
+        )
+        .map_err(MrcError::Options)?;
     let shift = opts.page_size.shift();
     let class = opts.page_size as u64;
     let cores = opts.cores.max(1);

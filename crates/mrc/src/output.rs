@@ -2,7 +2,7 @@
 
 use crate::Curve;
 use mmulab_plot::{Axis, Color, Figure, Panel, Series, Style};
-use std::fmt::Write as _;
+use std::io::Write;
 
 const COLOURS: [Color; 6] = [
     Color(0x1f, 0x77, 0xb4),
@@ -18,29 +18,37 @@ impl Curve {
     /// `fully_associative` (sets 1, ways = entries), `set_associative` or `sampled`
     /// (the SHARDS estimate of the fully associative curve).
     pub fn csv(&self) -> String {
-        let mut s = String::from("kind,sets,ways,entries,misses,miss_ratio\n");
+        let mut v = Vec::new();
+        self.write_csv(&mut v).expect("writing to memory");
+        String::from_utf8(v).expect("the CSV is ASCII")
+    }
+
+    /// [`Curve::csv`] written to `w` as it is formatted (a 16 M-point curve is never
+    /// held as text).
+    pub fn write_csv(&self, mut w: impl Write) -> std::io::Result<()> {
+        writeln!(w, "kind,sets,ways,entries,misses,miss_ratio")?;
         for p in &self.curve {
-            let _ = writeln!(
-                s,
+            writeln!(
+                w,
                 "fully_associative,1,{0},{0},{1},{2}",
                 p.entries, p.misses, p.miss_ratio
-            );
+            )?;
         }
         for c in &self.set_associative {
             for p in &c.curve {
-                let _ = writeln!(
-                    s,
+                writeln!(
+                    w,
                     "set_associative,{},{},{},{},{}",
                     c.sets, p.ways, p.entries, p.misses, p.miss_ratio
-                );
+                )?;
             }
         }
         if let Some(sm) = &self.sampled {
             for p in &sm.curve {
-                let _ = writeln!(s, "sampled,1,{0},{0},{1},{2}", p.entries, p.misses, p.miss_ratio);
+                writeln!(w, "sampled,1,{0},{0},{1},{2}", p.entries, p.misses, p.miss_ratio)?;
             }
         }
-        s
+        w.flush()
     }
 }
 

@@ -19,7 +19,7 @@ pub mod meta;
 mod open;
 pub mod readahead;
 pub mod summary;
-pub mod units;
+pub use mmulab_base::units;
 pub mod user_space;
 pub mod workload;
 

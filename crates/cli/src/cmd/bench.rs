@@ -73,6 +73,11 @@ pub fn run(a: Args) -> anyhow::Result<()> {
 fn run_linux(a: Args) -> anyhow::Result<()> {
     use mmulab_probe::bench::{self, compare, parse_size, Pages};
     let size = parse_size(&a.size)?;
+    let pages: Vec<Pages> = match &a.compare {
+        Some(list) => list.split(',').map(Pages::parse).collect::<Result<_, _>>()?,
+        None => vec![Pages::parse(&a.pages)?],
+    };
+    check_host(size, &pages)?;
     let order = if a.sequential {
         bench::latency::Order::Sequential
     } else {
@@ -100,7 +105,6 @@ fn run_linux(a: Args) -> anyhow::Result<()> {
         }
     };
     if let Some(list) = &a.compare {
-        let pages = list.split(',').map(Pages::parse).collect::<Result<Vec<_>, _>>()?;
         if pages.len() < 2 {
             bail!("--compare {list}: give two or more page sizes, e.g. 4k,thp");
         }
@@ -204,4 +208,20 @@ fn print_one(r: &mmulab_probe::bench::BenchResult) {
         let c: Vec<String> = r.counters.iter().map(|(n, v)| format!("{n} {v:.4}/op")).collect();
         outln!("  counters: {}", c.join(", "));
     }
+}
+
+/// Refuses a benchmark whose buffer the host cannot hold before it is mapped: a mapping
+/// larger than the available memory succeeds (overcommit) and the OOM killer ends the
+/// run when it is touched. hugetlbfs pages come from their pool (its own error), not
+/// from the available memory.
+#[cfg(target_os = "linux")]
+fn check_host(size: usize, pages: &[mmulab_probe::bench::Pages]) -> anyhow::Result<()> {
+    use mmulab_probe::bench::Pages;
+    if pages.iter().all(|p| matches!(p, Pages::Hugetlb | Pages::Hugetlb1G)) {
+        return Ok(());
+    }
+    let mut need = mmulab_base::host_memory::Need::new();
+    need.add(format!("--size {size} bytes: the benchmark's buffer"), size as u64);
+    need.add("program and buffers (assumed)", 32 << 20);
+    need.check("this benchmark", "lower --size").map_err(anyhow::Error::msg)
 }

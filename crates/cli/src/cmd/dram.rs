@@ -49,16 +49,32 @@ pub struct Args {
 pub fn run(a: Args) -> Result<()> {
     let spec = profile::load(&a.profile)?;
     if let Some(kind) = &a.generate {
+        // Written as generated: any --requests fits in memory.
         let reqs = stream::generate(kind, &spec, a.requests, a.gap, a.write_every, a.seed)?;
         let out = std::io::stdout().lock();
         let mut w = std::io::BufWriter::new(out);
-        stream::write(&mut w, &reqs)?;
+        stream::write(&mut w, reqs)?;
         w.flush()?;
         return Ok(());
     }
     let Some(path) = a.stream else {
         bail!("give a request stream file, or --generate KIND");
     };
+    // The model's banks, ranks and queues scale with the profile's geometry: checked
+    // against the host before they are allocated.
+    let mut need = mmulab_base::host_memory::Need::new();
+    need.add(
+        format!(
+            "{} channel(s) × {} rank(s) × {} bank group(s) × {} bank(s)",
+            spec.channels, spec.ranks, spec.bank_groups, spec.banks_per_group
+        ),
+        spec.host_bytes(),
+    );
+    need.check(
+        &format!("DRAM profile {}", a.profile),
+        "lower its channels, ranks, bank_groups or banks_per_group",
+    )
+    .map_err(anyhow::Error::msg)?;
     let f = std::fs::File::open(&path).with_context(|| format!("cannot open request stream {}", path.display()))?;
     // Ctrl-C or SIGTERM ends the replay within 65,536 requests; what ran is reported,
     // marked incomplete.

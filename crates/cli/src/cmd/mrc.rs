@@ -108,16 +108,29 @@ pub fn run(a: Args) -> Result<()> {
     drop(ticker);
     let c = c?;
     if let Some(p) = &a.csv {
-        crate::output::write(p, c.csv().as_bytes())?;
+        crate::output::write_stream(p, |w| c.write_csv(w))?;
     }
     if let Some(p) = &a.plot {
         let f = mmulab_mrc::figure(&c, &format!("mmulab mrc: {what}"));
         crate::output::write_with(p, |path| f.write(path))?;
     }
     if a.json {
-        let mut v = serde_json::to_value(&c)?;
-        v["source"] = serde_json::Value::String(what);
-        outln!("{}", serde_json::to_string(&v)?);
+        // Serialized straight to stdout: a 16 M-point curve as a JSON value tree took
+        // 24 GB.
+        #[derive(serde::Serialize)]
+        struct Out<'a> {
+            #[serde(flatten)]
+            curve: &'a mmulab_mrc::Curve,
+            source: &'a str,
+        }
+        let out = Out {
+            curve: &c,
+            source: &what,
+        };
+        crate::console::out_with(|w| {
+            serde_json::to_writer(&mut *w, &out)?;
+            w.write_all(b"\n")
+        });
         return Ok(());
     }
     outln!(

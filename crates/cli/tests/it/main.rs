@@ -12,6 +12,7 @@ mod docs_run;
 mod dram_multicore;
 mod dram_sim;
 mod gpu_cli;
+mod host_memory_cli;
 mod machines_cli;
 mod mem_trace_cli;
 mod mrc_cli;

@@ -95,6 +95,29 @@ pub struct CacheSpec {
     pub memory_latency: u32,
 }
 
+impl CacheSpec {
+    /// Host bytes the hierarchy takes for `cores` cores, by level: `(name, copies,
+    /// bytes)`. Under LRU a copy holds one tag word per line (at most 8 bytes, sets.rs);
+    /// under another policy also its replacement state (at most 8 bytes a line, ways.rs
+    /// and replacement/) and per-set marks and ends (16 bytes a set). Upper bounds,
+    /// counted in 64 bits, saturating.
+    pub fn host_bytes(&self, cores: usize) -> Vec<(String, u64, u64)> {
+        self.levels
+            .iter()
+            .map(|l| {
+                let copies = if l.shared { 1 } else { cores.max(1) as u64 };
+                let lines = l.size / (l.line.max(1) as u64);
+                let sets = lines / (l.ways.max(1) as u64);
+                let one = match l.replacement {
+                    Policy::Lru => lines.saturating_mul(8),
+                    _ => lines.saturating_mul(16).saturating_add(sets.saturating_mul(16)),
+                };
+                (l.name.clone(), copies, copies.saturating_mul(one))
+            })
+            .collect()
+    }
+}
+
 /// Counters of one level, summed over its copies.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LevelCounts {

@@ -352,3 +352,28 @@ impl DramConfig {
         })
     }
 }
+
+impl DramSpec {
+    /// Host bytes a [`super::Dram`] of this profile allocates: a record per bank, bank
+    /// group, rank and channel (their sizes as compiled), each channel's write queue, and
+    /// the latency table. Counted in 64 bits (saturating) so that a geometry whose counts
+    /// multiply past 32 bits is refused by the host-memory check, not wrapped.
+    pub fn host_bytes(&self) -> u64 {
+        use std::mem::size_of;
+        let ch = self.channels as u64;
+        let ranks = ch.saturating_mul(self.ranks as u64);
+        let groups = ranks.saturating_mul(self.bank_groups as u64);
+        let banks = groups.saturating_mul(self.banks_per_group as u64);
+        let per = |n: u64, bytes: usize| n.saturating_mul(bytes as u64);
+        [
+            per(banks, size_of::<super::Bank>()),
+            per(groups, size_of::<super::Group>()),
+            per(ranks, size_of::<super::Rank>()),
+            per(ch, size_of::<super::Channel>() + size_of::<Vec<(u64, u64)>>()),
+            per(ch.saturating_mul(self.write_queue as u64), size_of::<(u64, u64)>()),
+            per(super::LAT_TABLE as u64, 4),
+        ]
+        .iter()
+        .fold(0u64, |a, &b| a.saturating_add(b))
+    }
+}

@@ -119,9 +119,13 @@ pub fn replay(
     Ok((d, stopped))
 }
 
-/// Writes `reqs` in DRAMsim3's trace format.
-pub fn write(mut w: impl Write, reqs: &[StreamReq]) -> std::io::Result<()> {
+/// Writes `reqs` (a slice, or [`generate`]'s stream) in DRAMsim3's trace format.
+pub fn write<R: std::borrow::Borrow<StreamReq>>(
+    mut w: impl Write,
+    reqs: impl IntoIterator<Item = R>,
+) -> std::io::Result<()> {
     for r in reqs {
+        let r = r.borrow();
         let k = if r.write { "WRITE" } else { "READ" };
         writeln!(w, "0x{:x} {k} {}", r.pa, r.at)?;
     }
@@ -135,7 +139,8 @@ pub const GENERATORS: [&str; 3] = ["seq", "random", "two-rank"];
 /// `write_every`-th a write (0: none). `seq`: consecutive bursts from address 0;
 /// `random`: uniform bursts over the capacity (xorshift, `seed`); `two-rank`: two
 /// sequential streams, one in each half of memory (with the top bit as rank: one per
-/// rank), taken in turn.
+/// rank), taken in turn. Generated as it is read (a stream of 10^12 requests takes no
+/// memory); an unknown kind, or a last arrival past 2^64 cycles, is an error up front.
 pub fn generate(
     kind: &str,
     spec: &DramSpec,
@@ -143,35 +148,49 @@ pub fn generate(
     gap: u64,
     write_every: u64,
     seed: u64,
-) -> Result<Vec<StreamReq>, ModelError> {
+) -> Result<impl Iterator<Item = StreamReq>, ModelError> {
+    #[derive(Clone, Copy)]
+    enum Kind {
+        Seq,
+        Random,
+        TwoRank,
+    }
+    let k = match kind {
+        "seq" => Kind::Seq,
+        "random" => Kind::Random,
+        "two-rank" => Kind::TwoRank,
+        _ => {
+            return Err(ModelError::Config(format!(
+                "unknown stream generator \"{kind}\"; known: {}",
+                GENERATORS.join(", ")
+            )))
+        }
+    };
+    if n.saturating_sub(1).checked_mul(gap).is_none() {
+        return Err(ModelError::Config(format!(
+            "{n} requests {gap} cycles apart end past 2^64 DRAM cycles; lower the requests or the gap"
+        )));
+    }
     let bb = spec.burst_bytes;
     let lines = spec.capacity / bb;
     let mut x = seed | 1;
-    let mut out = Vec::with_capacity(n as usize);
-    for i in 0..n {
-        let line = match kind {
-            "seq" => i % lines,
-            "random" => {
+    Ok((0..n).map(move |i| {
+        let line = match k {
+            Kind::Seq => i % lines,
+            Kind::Random => {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
                 x % lines
             }
-            "two-rank" => (i / 2) % (lines / 2) + (i % 2) * (lines / 2),
-            _ => {
-                return Err(ModelError::Config(format!(
-                    "unknown stream generator \"{kind}\"; known: {}",
-                    GENERATORS.join(", ")
-                )))
-            }
+            Kind::TwoRank => (i / 2) % (lines / 2).max(1) + (i % 2) * (lines / 2),
         };
-        out.push(StreamReq {
+        StreamReq {
             pa: line * bb,
             write: write_every > 0 && (i + 1) % write_every == 0,
             at: i * gap,
-        });
-    }
-    Ok(out)
+        }
+    }))
 }
 
 /// Runs `reqs` through a fresh model of `spec` (DRAM cycles throughout); the writes

@@ -325,7 +325,7 @@ fn bad_profiles_name_the_key() {
 #[test]
 fn streams_read_write_and_reject_damage() {
     let s = spec_with("").unwrap();
-    let g = stream::generate("two-rank", &s, 4, 3, 2, 1).unwrap();
+    let g: Vec<_> = stream::generate("two-rank", &s, 4, 3, 2, 1).unwrap().collect();
     let mut buf = Vec::new();
     stream::write(&mut buf, &g).unwrap();
     let text = String::from_utf8(buf).unwrap();

@@ -32,7 +32,7 @@ pub const MAX_OS_CYCLES: u64 = 10_000_000;
 
 /// The environment variable that states the host memory mmulab may use (a size such as
 /// `64GiB`), replacing `MemAvailable` of /proc/meminfo in [`check_host`].
-pub const HOST_MEMORY_ENV: &str = "MMULAB_HOST_MEMORY";
+pub const HOST_MEMORY_ENV: &str = mmulab_base::host_memory::ENV;
 
 /// Host bytes per simulated 4 KiB frame: page-table store index + reverse map.
 const BYTES_PER_FRAME: u64 = 16;
@@ -98,144 +98,127 @@ pub(crate) fn check_config(config: &Config, format: Format) -> Result<u64, Strin
     Ok(memory_bytes)
 }
 
-/// What a machine needs of host memory, by part.
-#[derive(Clone, Debug)]
-pub struct HostNeed {
-    /// Total bytes.
-    pub total: u64,
-    /// (part, bytes) for the message.
-    pub parts: Vec<(String, u64)>,
-}
+/// What a machine needs of host memory, by part ([`mmulab_base::host_memory::Need`]).
+pub type HostNeed = mmulab_base::host_memory::Need;
 
 /// Host bytes of one set-associative array of `entries` in sets of `ways` (entries,
 /// per-set fingerprints padded to 16 lanes, LRU links, replacement state).
 fn array_bytes(entries: u64, ways: u64) -> u64 {
     let sets = entries / ways.max(1);
     let stride = ways.div_ceil(16) * 16;
-    entries * (16 + 8 + 8) + sets * (stride * 2 + 8 + 8) + 4096 * 2
+    entries
+        .saturating_mul(16 + 8 + 8)
+        .saturating_add(sets.saturating_mul(stride.saturating_mul(2) + 8 + 8))
+        .saturating_add(4096 * 2)
 }
 
 /// Bytes of one core's walk memo (translator/host.rs: 4096 entries of 24 bytes; a test
 /// there checks the two agree).
 pub(crate) const WALK_MEMO_BYTES: u64 = 96 * 1024;
 
-/// Estimates the host memory a machine built from `spec` needs before it runs.
+/// Estimates the host memory a machine built from `spec` needs before it runs: its
+/// frames, TLBs, walk caches and memos × cores, data caches (each private level ×
+/// cores), and DRAM model.
 pub fn host_need(spec: &MachineSpec) -> HostNeed {
     let frames = spec.memory_bytes / 4096;
-    let mut parts = vec![(
+    let mut need = HostNeed::new();
+    need.add(
         format!(
             "memory.size = {}: {frames} frames × {BYTES_PER_FRAME} bytes",
             spec.memory_size
         ),
         frames * BYTES_PER_FRAME,
-    )];
+    );
     if spec.age.is_some() {
-        parts.push((
+        need.add(
             format!("memory.age: {frames} frames × {AGE_BYTES_PER_FRAME} bytes"),
             frames * AGE_BYTES_PER_FRAME,
-        ));
+        );
     }
     let cores = spec.cores as u64;
     let tlb: u64 = spec
         .tlbs
         .iter()
         .map(|t| array_bytes(t.entries as u64, t.ways as u64))
-        .sum();
+        .fold(0u64, u64::saturating_add);
     let entries: usize = spec.tlbs.iter().map(|t| t.entries).sum();
-    parts.push((
+    need.add(
         format!("TLBs: {cores} core(s) × {entries} entries"),
         cores.saturating_mul(tlb),
-    ));
+    );
     let pwc: u64 = spec
         .pwc_entries
         .iter()
         .filter(|&&e| e > 0)
         .map(|&e| array_bytes(e as u64, e as u64) + 256 * 4)
-        .sum();
+        .fold(0u64, u64::saturating_add);
     if pwc > 0 {
-        parts.push((format!("page-walk caches: {cores} core(s)"), cores.saturating_mul(pwc)));
+        need.add(format!("page-walk caches: {cores} core(s)"), cores.saturating_mul(pwc));
     }
     // Each core's translator keeps a walk memo (host.rs: 4096 entries of 24 bytes).
-    parts.push((
+    need.add(
         format!("walk memos: {cores} core(s) × 96 KiB"),
         cores.saturating_mul(WALK_MEMO_BYTES),
-    ));
-    parts.push(("program and buffers (assumed)".into(), BASE_BYTES));
-    HostNeed {
-        total: parts.iter().fold(0u64, |a, p| a.saturating_add(p.1)),
-        parts,
+    );
+    if let Some(c) = &spec.caches {
+        for (name, copies, bytes) in c.host_bytes(spec.cores) {
+            need.add(
+                format!("caches.{name}: {copies} cop{}", if copies == 1 { "y" } else { "ies" }),
+                bytes,
+            );
+        }
     }
+    if let Some(d) = &spec.dram {
+        need.add(
+            format!(
+                "dram profile {}: {} channel(s) × {} rank(s) × {} bank(s)",
+                d.name,
+                d.channels,
+                d.ranks,
+                d.bank_groups as u64 * d.banks_per_group as u64
+            ),
+            d.host_bytes(),
+        );
+    }
+    need.add("program and buffers (assumed)", BASE_BYTES);
+    need
 }
 
-/// The host memory mmulab may use and where the figure comes from: `MMULAB_HOST_MEMORY`
-/// if set, else `MemAvailable` of /proc/meminfo; `None` if neither is known.
+/// Host memory a GPU's MMU of `mmu` needs: its TLB (an array like a CPU TLB's) and its
+/// PTE cache (one 8-byte key a line, a vector of its ways a set).
+pub fn gpu_need(profile: &str, mmu: &mmulab_model::gpu::mmu::MmuSpec) -> HostNeed {
+    let mut need = HostNeed::new();
+    need.add(
+        format!("GPU profile {profile}: mmu.tlb_entries = {}", mmu.tlb_entries),
+        array_bytes(mmu.tlb_entries as u64, mmu.tlb_ways as u64),
+    );
+    let sets = (mmu.ptec_lines / mmu.ptec_ways.max(1)).max(1) as u64;
+    need.add(
+        format!("GPU profile {profile}: mmu.ptec_lines = {}", mmu.ptec_lines),
+        (mmu.ptec_lines as u64)
+            .saturating_mul(8)
+            .saturating_add(sets.saturating_mul(24)),
+    );
+    need
+}
+
+/// The host memory mmulab may use and where the figure comes from
+/// ([`mmulab_base::host_memory::available`]); `None` if it is not known.
 pub fn host_available() -> Result<Option<(u64, String)>, SimError> {
-    if let Ok(v) = std::env::var(HOST_MEMORY_ENV) {
-        let bytes = parse_size(&v)
-            .map_err(|e| SimError::Config(format!("{HOST_MEMORY_ENV} = '{v}': {e} (give a size such as 64GiB)")))?;
-        return Ok(Some((bytes, format!("{HOST_MEMORY_ENV}={v}"))));
-    }
-    let Ok(text) = std::fs::read_to_string("/proc/meminfo") else {
-        return Ok(None);
-    };
-    let kib = text
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
-    let avail = kib.map(|k| (k * 1024, "MemAvailable in /proc/meminfo".to_string()));
-    // A process limited in address space (ulimit -v, a test harness) has less than the
-    // host's free memory: the smaller figure holds.
-    Ok(match (avail, address_space_limit()) {
-        (Some((a, _)), Some(l)) if l < a => Some((l, "the process's address-space limit (ulimit -v)".into())),
-        (None, Some(l)) => Some((l, "the process's address-space limit (ulimit -v)".into())),
-        (a, _) => a,
-    })
-}
-
-/// The soft `RLIMIT_AS` of this process, if finite.
-fn address_space_limit() -> Option<u64> {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes the struct it is given and nothing else.
-    let ok = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut r) } == 0;
-    (ok && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur)
+    mmulab_base::host_memory::available()
+        .map(|a| a.map(|a| (a.bytes, a.source)))
+        .map_err(SimError::Config)
 }
 
 /// Refuses a machine whose estimated host memory ([`host_need`]) exceeds what the host
-/// has ([`host_available`]), with both figures and the parts that scale.
+/// has, with both figures and the parts that scale.
 pub fn check_host(spec: &MachineSpec) -> Result<(), SimError> {
-    let need = host_need(spec);
-    let Some((have, source)) = host_available()? else {
-        return Ok(());
-    };
-    if need.total <= have {
-        return Ok(());
-    }
-    let mut parts: Vec<&(String, u64)> = need.parts.iter().filter(|p| p.1 >= 1 << 20).collect();
-    parts.sort_by_key(|p| std::cmp::Reverse(p.1));
-    let parts: Vec<String> = parts
-        .iter()
-        .map(|(what, b)| format!("{} for {what}", gib(*b)))
-        .collect();
-    Err(SimError::Config(format!(
-        "this machine needs about {} of host memory ({}), but the host has {} available ({source}); \
-         lower memory.size, machine.cores or the TLB/walk-cache entries, or set {HOST_MEMORY_ENV}=SIZE to state \
-         the memory mmulab may use (docs/config.md)",
-        gib(need.total),
-        parts.join(", "),
-        gib(have)
-    )))
-}
-
-/// Bytes as GiB with one decimal (MiB below 1 GiB).
-fn gib(b: u64) -> String {
-    if b >= 1 << 30 {
-        format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
-    } else {
-        format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
-    }
+    host_need(spec)
+        .check(
+            "this machine",
+            "lower memory.size, machine.cores, the TLB/walk-cache entries or the data caches' sizes",
+        )
+        .map_err(SimError::Config)
 }
 
 #[cfg(test)]
@@ -250,9 +233,9 @@ mod tests {
         // 1 TiB / 4 KiB = 2^28 frames × 16 bytes = 4 GiB.
         assert_eq!(need.parts[0].1, 4 << 30);
         assert!(
-            need.total > 4 << 30 && need.total < (4 << 30) + (64 << 20),
+            need.total() > 4 << 30 && need.total() < (4 << 30) + (64 << 20),
             "{}",
-            need.total
+            need.total()
         );
     }
 }

@@ -16,6 +16,14 @@ impl Machine {
     /// Attaches a GPU of `profile` beside the cores; returns its index. Its scratch page
     /// and every BO's memory come from the machine's physical memory.
     pub fn attach_gpu(&mut self, profile: &GpuProfile) -> Result<usize, SimError> {
+        // The machine was checked when it was built; with the GPU's MMU it must still fit.
+        let mut need = crate::config::limits::host_need(&self.spec);
+        need.extend(crate::config::limits::gpu_need(&profile.name, &profile.mmu));
+        need.check(
+            "this machine with its GPU",
+            "lower the GPU profile's [mmu] tlb_entries or ptec_lines (docs/gpu.md)",
+        )
+        .map_err(SimError::Config)?;
         let gpu = Gpu::new(profile.driver, profile.mmu, &mut self.sys.mem)
             .map_err(|e| SimError::Gpu(format!("GPU profile {}: {e}", profile.name)))?;
         self.req.gpus.push(Device {

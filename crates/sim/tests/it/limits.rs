@@ -63,8 +63,8 @@ fn host_need_scales_with_memory_cores_and_entries() {
     // 4096 cores × a 16M-entry L2: at least 4096 × 16M × 16 bytes of entries (1 TiB).
     let spec = load(None, &sets(&["machine.cores=4096", "tlb.l2.entries=16777216"])).unwrap();
     let need = limits::host_need(&spec);
-    assert!(need.total >= 4096 * (16 << 20) * 16, "{}", need.total);
+    assert!(need.total() >= 4096 * (16 << 20) * 16, "{}", need.total());
     // The default machine needs little: 16 GiB → 64 MiB of frames, small TLBs.
     let need = limits::host_need(&load(None, &[]).unwrap());
-    assert!(need.total < 128 << 20, "{}", need.total);
+    assert!(need.total() < 128 << 20, "{}", need.total());
 }
