@@ -149,6 +149,23 @@ pub type Poll = Box<dyn Fn() -> Option<(u64, Option<(u64, u64)>)> + Send>;
 impl Ticker {
     /// Starts a ticker labelled `label`.
     pub fn start(label: &str, poll: Poll) -> Ticker {
+        Ticker::spawn(label, move |line| match poll() {
+            Some((refs, frac)) => line.update(refs, frac),
+            None => line.phase("running", None),
+        })
+    }
+
+    /// Starts a ticker for a phase without references (planning, say): `poll` gives
+    /// (done, total) in the phase's own unit, shown as `phase N of M` and a percentage.
+    pub fn phase(label: &str, phase: &'static str, poll: Box<dyn Fn() -> (u64, u64) + Send>) -> Ticker {
+        Ticker::spawn(label, move |line| {
+            let (done, total) = poll();
+            let share = (total > 0).then(|| done as f64 / total as f64);
+            line.phase(&format!("{phase} {done} of {total}"), share);
+        })
+    }
+
+    fn spawn(label: &str, mut tick: impl FnMut(&mut ProgressLine) + Send + 'static) -> Ticker {
         let stop = Arc::new(AtomicBool::new(false));
         let mut line = ProgressLine::new(label);
         if line.mode == Mode::Off {
@@ -160,10 +177,7 @@ impl Ticker {
             .spawn(move || {
                 while !flag.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(100));
-                    match poll() {
-                        Some((refs, frac)) => line.update(refs, frac),
-                        None => line.phase("running", None),
-                    }
+                    tick(&mut line);
                 }
                 line.finish();
             })

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// What a point reads.
@@ -199,48 +200,92 @@ fn inline(text: &str, machine: Option<&str>, sets: &[String]) -> Result<config::
 /// workload's spec), the reader options and the mmulab version. A point whose config
 /// does not resolve is keyed by its parameters instead (it will fail when run, with the
 /// same message). Returns the number of points whose config does not resolve and the
-/// first such error.
+/// first such error. Runs on every core ([`identify_with`]).
 pub fn identify(points: &mut [Point]) -> Result<(usize, Option<String>), SweepError> {
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    identify_with(points, jobs, &AtomicUsize::new(0))
+}
+
+/// [`identify`] on `jobs` threads (resolving a config is the cost: about 0.2 ms a
+/// point), adding each identified point to `done` as it goes (a progress line reads it).
+/// The ids and the first error are the same for any `jobs`.
+pub fn identify_with(
+    points: &mut [Point],
+    jobs: usize,
+    done: &AtomicUsize,
+) -> Result<(usize, Option<String>), SweepError> {
+    // Each trace is hashed once, before the points are shared out.
     let mut content: HashMap<PathBuf, String> = HashMap::new();
-    let mut bad = 0;
-    let mut first = None;
-    for p in points.iter_mut() {
-        let source = match &p.source {
-            Source::Trace(path) => {
-                if !content.contains_key(path) {
-                    content.insert(path.clone(), content_id(path)?);
-                }
-                format!("trace:{}", content[path])
+    for p in points.iter() {
+        if let Source::Trace(path) = &p.source {
+            if !content.contains_key(path) {
+                content.insert(path.clone(), content_id(path)?);
             }
-            Source::Workload(w) => format!("workload:{w}"),
-        };
-        let resolved = match p.resolved() {
-            Ok(r) => {
-                p.config_hash = r.hash();
-                format!("{:?}", r.spec)
-            }
-            Err(e) => {
-                bad += 1;
-                first.get_or_insert(e.to_string());
-                format!(
-                    "unresolved:{:?}|{:?}|{:?}|{:?}",
-                    p.machine, p.config, p.config_toml, p.sets
-                )
-            }
-        };
-        let mut h = blake3::Hasher::new();
-        for part in [
-            resolved.as_str(),
-            source.as_str(),
-            &format!("{:?}", p.read),
-            env!("CARGO_PKG_VERSION"),
-        ] {
-            h.update(&(part.len() as u64).to_le_bytes());
-            h.update(part.as_bytes());
         }
-        p.id = h.finalize().to_hex()[..32].to_string();
     }
+    let chunk = points.len().div_ceil(jobs.max(1)).max(1);
+    let results: Vec<(usize, Option<(usize, String)>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = points
+            .chunks_mut(chunk)
+            .map(|part| {
+                let content = &content;
+                s.spawn(move || {
+                    let mut bad = 0;
+                    let mut first = None;
+                    for p in part.iter_mut() {
+                        if let Err(e) = identify_one(p, content) {
+                            bad += 1;
+                            first.get_or_insert((p.index, e));
+                        }
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                    (bad, first)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("identify thread"))
+            .collect()
+    });
+    let bad = results.iter().map(|r| r.0).sum();
+    let first = results.into_iter().filter_map(|r| r.1).min_by_key(|f| f.0).map(|f| f.1);
     Ok((bad, first))
+}
+
+/// Sets `p.id` (and `p.config_hash` when its config resolves); the resolution error, if
+/// any.
+fn identify_one(p: &mut Point, content: &HashMap<PathBuf, String>) -> Result<(), String> {
+    let source = match &p.source {
+        Source::Trace(path) => format!("trace:{}", content[path]),
+        Source::Workload(w) => format!("workload:{w}"),
+    };
+    let mut error = None;
+    let resolved = match p.resolved() {
+        Ok(r) => {
+            p.config_hash = r.hash();
+            format!("{:?}", r.spec)
+        }
+        Err(e) => {
+            error = Some(e.to_string());
+            format!(
+                "unresolved:{:?}|{:?}|{:?}|{:?}",
+                p.machine, p.config, p.config_toml, p.sets
+            )
+        }
+    };
+    let mut h = blake3::Hasher::new();
+    for part in [
+        resolved.as_str(),
+        source.as_str(),
+        &format!("{:?}", p.read),
+        env!("CARGO_PKG_VERSION"),
+    ] {
+        h.update(&(part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    p.id = h.finalize().to_hex()[..32].to_string();
+    error.map_or(Ok(()), Err)
 }
 
 /// The side file of a sweep's results (`OUTPUT.configs.jsonl`, docs/sweep.md): one JSON

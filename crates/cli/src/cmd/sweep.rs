@@ -83,8 +83,31 @@ pub fn run(a: Args) -> Result<()> {
     }
     let journal_path = PathBuf::from(format!("{}.journal", output.display()));
     let previous = journal::read(&journal_path)?;
-    let plan = Plan::new(&spec, &previous)?;
-    let total = plan.points.len();
+    let jobs = match a.jobs {
+        Some(0) => bail!("--jobs must be at least 1"),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    // The count comes from the spec before anything is resolved; identifying the points
+    // (resolving each config: about 0.2 ms a point) runs on the pool's threads with a
+    // progress line.
+    let total = spec.len();
+    errln!(
+        "mmulab: sweep {}: {total} point{} to plan ({} in its journal)",
+        a.spec.display(),
+        if total == 1 { "" } else { "s" },
+        previous.len()
+    );
+    let identified = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = identified.clone();
+    let ticker = Ticker::phase(
+        &format!("sweep {}", a.spec.display()),
+        "planning: points identified",
+        Box::new(move || (seen.load(Ordering::Relaxed) as u64, total as u64)),
+    );
+    let plan = Plan::build(&spec, &previous, jobs, &identified);
+    drop(ticker);
+    let plan = plan?;
     errln!(
         "mmulab: sweep {}: {total} point{}: {} finished before (skipped), {} failed before (re-run), {} new",
         a.spec.display(),
@@ -99,7 +122,6 @@ pub fn run(a: Args) -> Result<()> {
             address: a.address.clone(),
         }),
         _ => Box::new(match a.jobs {
-            Some(0) => bail!("--jobs must be at least 1"),
             Some(n) => Pool { jobs: n },
             None => Pool::all_cores(),
         }),

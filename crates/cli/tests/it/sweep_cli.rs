@@ -368,3 +368,35 @@ fn a_fully_journaled_sweep_still_writes_its_own_results() {
     assert_eq!(m["points"].as_array().unwrap().len(), 1);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn a_sweep_says_its_count_first_and_is_refused_when_the_host_cannot_hold_it() {
+    // 1000 × 1000 points at 40 KiB each (the plan's assumed cost of a point and its row)
+    // = 38.1 GiB: refused at once on a host stated to have 4 GiB, the count said first,
+    // nothing written. (It planned for minutes, then ran out of memory.)
+    let values: Vec<String> = (1..=1000).map(|v| v.to_string()).collect();
+    let d = spec_dir(
+        "huge",
+        &format!(
+            "{SMALL}[params]\n\"os.fault_latency\" = [{0}]\n\"machine.seed\" = [{0}]\n",
+            values.join(",")
+        ),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_mmulab"))
+        .current_dir(&d)
+        .env("MMULAB_PROGRESS", "off")
+        .env("MMULAB_HOST_MEMORY", "4GiB")
+        .args(["sweep", "spec.toml", "-o", "h.csv"])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    let first = e.lines().next().unwrap_or_default();
+    assert!(first.contains("1000000 points to plan (0 in its journal)"), "{e}");
+    assert!(
+        e.contains("38.1 GiB for 1000000 points") && e.contains("4.0 GiB available"),
+        "{e}"
+    );
+    assert!(!d.join("h.csv").exists() && !d.join("h.csv.journal").exists());
+    let _ = std::fs::remove_dir_all(&d);
+}
