@@ -24,7 +24,15 @@
 //! `mmulab sim` subprocesses (mutated config files and `--set` values) catch what only the
 //! binary does (exit codes, clap, aborts outside the library).
 //!
-//! Budget: `BUDGET_IN_PROCESS` + `BUDGET_CLI` (about 60 s); cases run in their fixed order
+//! Then the newer commands through the binary (`commands`, cases in
+//! fuzz_inputs/commands.rs, issue 51 item 9): sweep specs and output paths (missing,
+//! a directory, read-only, a wrong extension), sweep journals damaged after a clean run
+//! (their results must equal the clean run's: a `bad` outcome otherwise), GPU profiles
+//! and traces, DRAM profiles and streams, `[vm]`/`[caches]`/`[numa]`/`[dram]` values;
+//! any of them may write stdout to /dev/full.
+//!
+//! Budget: `BUDGET_IN_PROCESS` + `BUDGET_CLI` + `BUDGET_COMMANDS` (about 85 s;
+//! `MMULAB_FUZZ_CMD_SECS` sets the last); cases run in their fixed order
 //! until all are done or the budget is spent (a case started in time may overrun it by at
 //! most `CASE_TIMEOUT`; in practice the test takes 50–55 s here). `MMULAB_FUZZ_SEED` and `MMULAB_FUZZ_SECS`
 //! (seconds for the in-process part) override them for longer local runs;
@@ -55,6 +63,8 @@ const REF_CAP: u64 = 20_000;
 const CASE_TIMEOUT: Duration = Duration::from_secs(20);
 const BUDGET_IN_PROCESS: Duration = Duration::from_secs(45);
 const BUDGET_CLI: Duration = Duration::from_secs(15);
+/// The newer commands' cases (`commands`): every kind runs several times in it.
+const BUDGET_COMMANDS: Duration = Duration::from_secs(25);
 /// Address space of a worker. A legitimate 10^8-page chase takes 0.8 GB of host memory
 /// for its cycle (two u32 arrays) on top of the worker's own mappings (thread stacks,
 /// malloc arenas, what earlier cases left mapped); at 2 GiB one such case aborted in CI
@@ -333,42 +343,147 @@ fn cli(seed: u64, budget: Duration, tally: &mut Tally) {
             Case::Workload { .. } => continue,
         }
         let desc = format!("cli-{}", c.describe());
-        let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-        let t = Instant::now();
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break Some(s);
-            }
-            if t.elapsed() > CASE_TIMEOUT {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        let mut stderr = String::new();
-        let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr);
-        let outcome = match status.map(|s| s.code()) {
-            None => format!("hang:no exit in {} s", CASE_TIMEOUT.as_secs()),
-            Some(Some(0)) => "ok".into(),
-            Some(Some(2)) if stderr.contains("mmulab: error:") && !stderr.contains("panicked") => {
-                if std::env::var("MMULAB_FUZZ_DEBUG").is_ok() {
-                    eprintln!("{desc}\n  {}", stderr.trim());
-                }
-                "rejected:cli".into()
-            }
-            Some(Some(2)) if stderr.starts_with("error:") => "rejected:cli-usage".into(),
-            Some(Some(101)) | Some(Some(_)) if stderr.contains("panicked") => {
-                format!(
-                    "panic:{}",
-                    stderr.lines().find(|l| l.contains("panicked")).unwrap_or("")
-                )
-            }
-            Some(code) => format!("abort:exit {code:?}: {}", stderr.lines().last().unwrap_or("")),
-        };
+        cmd.stdout(Stdio::null());
+        let outcome = run_classified(cmd, &desc).0;
         tally.record(desc, &outcome);
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs `cmd` (stderr piped, stdout as set) with the case timeout; its outcome (`ok`,
+/// `rejected:…`, `panic:…`, `abort:…` or `hang:…`) and its stderr.
+fn run_classified(mut cmd: Command, desc: &str) -> (String, String) {
+    if cmd.get_envs().all(|(k, _)| k != "MMULAB_PROGRESS") {
+        cmd.env("MMULAB_PROGRESS", "off");
+    }
+    let mut child = match cmd.stderr(Stdio::piped()).spawn() {
+        Ok(c) => c,
+        // An argument no program can be given (a NUL byte): not a case mmulab can see.
+        Err(e) => return ("rejected:unspawnable".into(), format!("{desc}: {e}")),
+    };
+    // stderr is read on a thread: a command that writes much would block on a full pipe.
+    let mut pipe = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut text);
+        text
+    });
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if t.elapsed() > CASE_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let stderr = reader.join().unwrap_or_default();
+    let outcome = match status.map(|s| s.code()) {
+        None => format!("hang:no exit in {} s", CASE_TIMEOUT.as_secs()),
+        Some(Some(0)) => "ok".into(),
+        Some(Some(1 | 2)) if stderr.contains("mmulab: error:") && !stderr.contains("panicked") => {
+            if std::env::var("MMULAB_FUZZ_DEBUG").is_ok() {
+                eprintln!("{desc}\n  {}", stderr.trim());
+            }
+            "rejected:cli".into()
+        }
+        Some(Some(2)) if stderr.starts_with("error:") => "rejected:cli-usage".into(),
+        Some(_) if stderr.contains("panicked") => {
+            format!(
+                "panic:{}",
+                stderr.lines().find(|l| l.contains("panicked")).unwrap_or("")
+            )
+        }
+        Some(code) => format!("abort:exit {code:?}: {}", stderr.lines().last().unwrap_or("")),
+    };
+    (outcome, stderr)
+}
+
+/// A sweep's CSV results without the column that changes from run to run (`seconds`).
+fn results_without_time(path: &std::path::Path) -> Option<Vec<String>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next()?.split(',').collect();
+    let drop = head.iter().position(|c| *c == "seconds")?;
+    Some(
+        text.lines()
+            .map(|l| {
+                l.split(',')
+                    .enumerate()
+                    .filter(|(i, _)| *i != drop)
+                    .map(|(_, c)| c)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .collect(),
+    )
+}
+
+/// The newer commands through the binary (fuzz_inputs/commands.rs): sweep specs, output
+/// paths and journals, GPU profiles and traces, DRAM profiles and streams, `[vm]`,
+/// `[caches]`, `[numa]` and `[dram]` values, stdout on /dev/full. A damaged journal must
+/// give the clean run's results (anything else is `bad`: a silent wrong result).
+fn commands(seed: u64, budget: Duration, tally: &mut Tally) -> u64 {
+    use fuzz_inputs::commands::{case as cmd_case, damage_journal, SWEEP};
+    let start = Instant::now();
+    let root = std::env::temp_dir().join(format!("mmulab-fuzz-cmd-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_mmulab"));
+    // The clean run every journal case is compared with.
+    let clean = root.join("clean");
+    std::fs::create_dir_all(&clean).unwrap();
+    std::fs::write(clean.join("spec.toml"), SWEEP).unwrap();
+    let mut cmd = limited(bin);
+    cmd.current_dir(&clean)
+        .args(["sweep", "spec.toml", "-o", "r.csv", "--json"])
+        .stdout(Stdio::null());
+    let (o, e) = run_classified(cmd, "clean sweep");
+    assert_eq!(o, "ok", "the clean sweep of the journal cases failed: {e}");
+    let journal = std::fs::read_to_string(clean.join("r.csv.journal")).unwrap();
+    let expected = results_without_time(&clean.join("r.csv")).unwrap();
+    let mut n = 0;
+    while start.elapsed() < budget {
+        let c = cmd_case(seed, n);
+        let dir = root.join(format!("case{n}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, bytes) in &c.files {
+            std::fs::write(dir.join(name), bytes).unwrap();
+        }
+        for d in &c.dirs {
+            std::fs::create_dir_all(dir.join(d)).unwrap();
+        }
+        let mut desc = format!("cmd-{}", c.desc);
+        if c.journal {
+            let (bytes, what) = damage_journal(seed, n, &journal);
+            std::fs::write(dir.join("r.csv.journal"), bytes).unwrap();
+            desc = format!("cmd-{what}");
+        }
+        let mut cmd = limited(bin);
+        cmd.current_dir(&dir).args(&c.args);
+        if c.full {
+            cmd.stdout(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap());
+            desc += " >/dev/full";
+        } else {
+            cmd.stdout(Stdio::null());
+        }
+        let (mut outcome, _) = run_classified(cmd, &desc);
+        if c.journal {
+            let got = results_without_time(&dir.join("r.csv"));
+            if outcome != "ok" {
+                outcome = format!("bad:a damaged journal made the sweep fail ({outcome})");
+            } else if got.as_ref() != Some(&expected) {
+                outcome = "bad:a damaged journal changed the results".into();
+            }
+        }
+        tally.record(desc, &outcome);
+        let _ = std::fs::remove_dir_all(&dir);
+        n += 1;
+    }
+    let _ = std::fs::remove_dir_all(&root);
+    n
 }
 
 #[test]
@@ -439,6 +554,12 @@ fn fuzz_configs_sets_and_workloads() {
     in_process(seed, budget, &mut tally);
     let in_proc = tally.cases;
     cli(seed, BUDGET_CLI, &mut tally);
+    let cmd_budget = std::env::var("MMULAB_FUZZ_CMD_SECS").map_or(BUDGET_COMMANDS, |s| {
+        Duration::from_secs(s.parse().expect("MMULAB_FUZZ_CMD_SECS: seconds"))
+    });
+    let before = tally.cases;
+    let cmd_cases = commands(seed, cmd_budget, &mut tally);
+    assert_eq!(tally.cases - before, cmd_cases);
     for f in tally.known.iter().chain(&tally.findings) {
         println!("{f}");
     }
@@ -457,6 +578,8 @@ fn fuzz_configs_sets_and_workloads() {
         tally.findings.len()
     );
     assert!(in_proc >= 300, "only {in_proc} in-process cases ran in the budget");
+    // Seven kinds in turn: at least three rounds.
+    assert!(cmd_cases >= 21, "only {cmd_cases} command cases ran in the budget");
     assert!(
         tally.by_kind.contains_key("ok"),
         "no case ran to the end: the harness is broken"

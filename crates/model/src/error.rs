@@ -5,6 +5,10 @@ pub enum ModelError {
     /// A configuration value the model cannot honour.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// Input the model cannot use (a DRAM request stream's line, naming the file and
+    /// line; a stream generator's options).
+    #[error("{0}")]
+    Input(String),
     /// Simulated physical memory ran out.
     #[error("out of simulated physical memory: {0}")]
     OutOfMemory(String),

@@ -4,6 +4,8 @@
 
 use mmulab_sim::catalog;
 
+pub mod commands;
+
 pub struct Rng(u64);
 
 impl Rng {

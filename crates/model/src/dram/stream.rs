@@ -52,7 +52,7 @@ impl<R: BufRead> Iterator for Requests<R> {
             let (origin, n) = (&self.origin, self.n);
             let line = match line {
                 Ok(l) => l,
-                Err(e) => return Some(Err(ModelError::Config(format!("{origin} line {n}: {e}")))),
+                Err(e) => return Some(Err(ModelError::Input(format!("cannot read {origin} line {n}: {e}")))),
             };
             let l = line.trim();
             if l.is_empty() || l.starts_with('#') {
@@ -67,7 +67,7 @@ impl<R> Requests<R> {
     fn parse(&mut self, l: &str) -> Result<StreamReq, ModelError> {
         let (origin, n) = (&self.origin, self.n);
         let bad = |what: &str| {
-            ModelError::Config(format!(
+            ModelError::Input(format!(
                 "{origin} line {n}: {what} in \"{l}\"; expected `0xADDR READ|WRITE cycle` (DRAMsim3's trace format)"
             ))
         };
@@ -160,14 +160,14 @@ pub fn generate(
         "random" => Kind::Random,
         "two-rank" => Kind::TwoRank,
         _ => {
-            return Err(ModelError::Config(format!(
-                "unknown stream generator \"{kind}\"; known: {}",
+            return Err(ModelError::Input(format!(
+                "--generate {kind}: unknown stream generator; known: {}",
                 GENERATORS.join(", ")
             )))
         }
     };
     if n.saturating_sub(1).checked_mul(gap).is_none() {
-        return Err(ModelError::Config(format!(
+        return Err(ModelError::Input(format!(
             "{n} requests {gap} cycles apart end past 2^64 DRAM cycles; lower the requests or the gap"
         )));
     }

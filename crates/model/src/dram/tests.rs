@@ -335,6 +335,8 @@ fn streams_read_write_and_reject_damage() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("s.trace line 2") && e.contains("READ or WRITE"), "{e}");
+    // A stream is input, not configuration (issue 51: it was "invalid configuration").
+    assert!(e.starts_with("s.trace line 2"), "{e}");
     let e = stream::read("0x0 READ 5\n0x40 READ 1\n".as_bytes(), "s")
         .unwrap_err()
         .to_string();
