@@ -70,6 +70,12 @@ pub fn run(a: Args) -> Result<()> {
         ),
         spec.host_bytes(),
     );
+    // The report lists every bank's requests: a count, its JSON value and its text.
+    need.add(
+        format!("the report's per-bank counts: {} bank(s)", spec.banks()),
+        spec.report_bytes(std::mem::size_of::<serde_json::Value>()),
+    );
+    need.add("program and buffers (assumed)", 32 << 20);
     need.check(
         &format!("DRAM profile {}", a.profile),
         "lower its channels, ranks, bank_groups or banks_per_group",

@@ -111,6 +111,22 @@ fn dram_profile_geometry_beyond_host_is_refused() {
         Some("8GiB"),
     );
     refused(&o, &["1073741824 rank(s)", "8.0 GiB available", "ranks"]);
+    // 2 ranks × 262144 groups × 4 banks = 2097152 banks: the model fits a host of
+    // 1000 MiB, but the report's per-bank counts (8 bytes, a 72-byte JSON value and
+    // about 24 bytes of text each: 208 MiB) do not (the fuzzer's abort, 2026-12-06).
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../machines/dram/ddr4-3200.toml"
+    ))
+    .unwrap()
+    .replace("bank_groups = 4", "bank_groups = 262144");
+    let wide = tmp("wide-dram.toml");
+    std::fs::write(&wide, text).unwrap();
+    let o = mmulab(
+        &["dram", s.to_str().unwrap(), "--profile", wide.to_str().unwrap()],
+        Some("1000MiB"),
+    );
+    refused(&o, &["208.0 MiB for the report's per-bank counts: 2097152 bank(s)"]);
     // The shipped profile replays the same stream on a small host.
     let o = mmulab(&["dram", s.to_str().unwrap(), "--profile", "ddr4-3200"], Some("256MiB"));
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

@@ -354,6 +354,20 @@ impl DramConfig {
 }
 
 impl DramSpec {
+    /// Banks in all: channels × ranks × bank groups × banks a group, saturating.
+    pub fn banks(&self) -> u64 {
+        (self.channels as u64)
+            .saturating_mul(self.ranks as u64)
+            .saturating_mul(self.bank_groups as u64)
+            .saturating_mul(self.banks_per_group as u64)
+    }
+
+    /// Host bytes of a report that lists every bank's requests (a count, its JSON value
+    /// of `value_bytes` and about 24 bytes of text), saturating.
+    pub fn report_bytes(&self, value_bytes: usize) -> u64 {
+        self.banks().saturating_mul(8 + value_bytes as u64 + 24)
+    }
+
     /// Host bytes a [`super::Dram`] of this profile allocates: a record per bank, bank
     /// group, rank and channel (their sizes as compiled), each channel's write queue, and
     /// the latency table. Counted in 64 bits (saturating) so that a geometry whose counts

@@ -179,6 +179,11 @@ pub fn host_need(spec: &MachineSpec) -> HostNeed {
             ),
             d.host_bytes(),
         );
+        // The statistics list every bank's requests (stats/cache.rs).
+        need.add(
+            format!("dram profile {}: the per-bank counts of the statistics", d.name),
+            d.report_bytes(std::mem::size_of::<serde_json::Value>()),
+        );
     }
     need.add("program and buffers (assumed)", BASE_BYTES);
     need
