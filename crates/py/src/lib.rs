@@ -29,16 +29,14 @@ fn sim(
     point.spec().map_err(value_err)?;
     let (v, interrupted) = interruptible(py, || point.simulate())?;
     let v = v.map_err(PyRuntimeError::new_err)?;
-    match interrupted {
-        None => Ok(v.to_string()),
-        // Ctrl-C: the statistics of what ran travel with the KeyboardInterrupt (the
-        // Python side attaches them as `e.stats`).
-        Some(e) if e.is_instance_of::<PyKeyboardInterrupt>(py) => Err(PyKeyboardInterrupt::new_err((
-            "interrupted; the statistics of the references simulated are attached as .stats (complete: false)",
-            v.to_string(),
-        ))),
-        Some(e) => Err(e),
-    }
+    // Ctrl-C: the statistics of what ran travel with the KeyboardInterrupt (the Python
+    // side attaches them as `e.stats`).
+    with_partial(
+        py,
+        v.to_string(),
+        interrupted,
+        "the statistics of the references simulated are attached as .stats (complete: false)",
+    )
 }
 
 /// Runs `f` with the GIL released on a thread of its own while this thread looks for
@@ -144,15 +142,32 @@ fn mrc(
     let mut o = mmulab_mrc::MrcOptions::for_level(&spec, level.as_deref(), page, max_entries).map_err(value_err)?;
     o.sets = set_counts;
     o.sample = sample;
-    // Opened and read with the GIL released (a trace source is not `Send`: it lives and
-    // ends inside the closure).
-    let c = py
-        .allow_threads(|| {
-            let (mut src, _) = point.open(&spec)?;
-            mmulab_mrc::curve(src.as_mut(), &o).map_err(|e| e.to_string())
-        })
-        .map_err(PyRuntimeError::new_err)?;
-    serde_json::to_string(&c).map_err(value_err)
+    // Opened and read on the run's thread (a trace source is not `Send`: it lives and
+    // ends inside the closure); Ctrl-C stops it at its next batch.
+    let (c, interrupted) = interruptible(py, || {
+        let (mut src, _) = point.open(&spec)?;
+        mmulab_mrc::curve(src.as_mut(), &o).map_err(|e| e.to_string())
+    })?;
+    let c = c.map_err(PyRuntimeError::new_err)?;
+    let json = serde_json::to_string(&c).map_err(value_err)?;
+    with_partial(
+        py,
+        json,
+        interrupted,
+        "the curves of the references read are attached as .curves (complete: false)",
+    )
+}
+
+/// The result of a run `interruptible` gave back: `json`, or, after Ctrl-C, a
+/// `KeyboardInterrupt` carrying it (`(message, json)`; the Python side attaches it).
+fn with_partial(py: Python<'_>, json: String, interrupted: Option<PyErr>, what: &str) -> PyResult<String> {
+    match interrupted {
+        None => Ok(json),
+        Some(e) if e.is_instance_of::<PyKeyboardInterrupt>(py) => {
+            Err(PyKeyboardInterrupt::new_err((format!("interrupted; {what}"), json)))
+        }
+        Some(e) => Err(e),
+    }
 }
 
 /// Parses a spec (TOML text; relative paths from `base_dir`) into its points, identified.
@@ -198,9 +213,18 @@ fn sweep(py: Python<'_>, spec_toml: &str, base_dir: &str, jobs: Option<usize>) -
         None => Pool::all_cores(),
     };
     let mut rows = Vec::with_capacity(points.len());
-    py.allow_threads(|| pool.run(&points, &mut |r| rows.push(r)))
-        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-    serde_json::to_string(&rows).map_err(value_err)
+    // Ctrl-C stops the running points at their next batch; the finished ones come back
+    // with the KeyboardInterrupt (a stopped point is not a result: it is left out).
+    let (res, interrupted) = interruptible(py, || pool.run(&points, &mut |r| rows.push(r)))?;
+    res.map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    rows.retain(|r| r.complete);
+    let json = serde_json::to_string(&rows).map_err(value_err)?;
+    with_partial(
+        py,
+        json,
+        interrupted,
+        "the rows of the points that finished are attached as .rows (a DataFrame)",
+    )
 }
 
 /// The machine catalog: JSON `[{"name", "description"}]`.

@@ -8,6 +8,7 @@ The CLI tests use target/release/mmulab (or $MMULAB_BIN); Ray tests need Ray.
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 import threading
@@ -174,6 +175,43 @@ def test_ctrl_c_stops_a_run_within_a_second_with_its_partial_statistics():
     # The stop request is withdrawn: the next run goes to its end.
     after = mmulab.sim(workload="gups:table=8MiB,refs=10k")
     assert "complete" not in after and after["references"] == 10_000
+
+
+def _interrupt_after(seconds, call):
+    """Runs ``call`` with SIGINT sent to this process ``seconds`` in; returns the
+    KeyboardInterrupt it raised and how long after the signal it came."""
+    timer = threading.Timer(seconds, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.perf_counter()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt) as info:
+            call()
+    finally:
+        timer.cancel()
+    return info.value, time.perf_counter() - start - seconds
+
+
+def test_ctrl_c_stops_mrc_with_the_partial_curves():
+    e, late = _interrupt_after(1.0, lambda: mmulab.mrc(workload="gups:table=8MiB,refs=2000M", max_entries=64))
+    assert late < 1.0, f"KeyboardInterrupt came {late:.2f} s after the signal"
+    assert e.curves["complete"] is False
+    assert 0 < e.curves["references"] < 2_000_000_000
+    assert len(e.curves["curve"]) == 64
+    # The stop request is withdrawn: the next pass goes to its end.
+    after = mmulab.mrc(workload="gups:table=8MiB,refs=10k", max_entries=8)
+    assert after["complete"] is True
+
+
+def test_ctrl_c_stops_a_sweep_with_the_finished_rows():
+    # One thread, two points in order: the first (10k references) finishes, the second
+    # (2G) is stopped and left out.
+    spec = {
+        "sweep": {"mode": "zip"},
+        "params": {"workload": ["gups:table=8MiB,refs=10k", "gups:table=8MiB,refs=2000M"]},
+    }
+    e, late = _interrupt_after(1.5, lambda: mmulab.sweep(spec, jobs=1))
+    assert late < 1.0, f"KeyboardInterrupt came {late:.2f} s after the signal"
+    assert list(e.rows["references"]) == [10_000]
 
 
 def _ray_available():

@@ -60,14 +60,27 @@ def sim(config=None, *, machine=None, workload=None, trace=None, set=None, forma
     exception carries the statistics of the references simulated as ``e.stats``
     (``"complete": False``).
     """
-    try:
+    with _partial("stats", json.loads):
         out = _native.sim(*_run_args(config, machine, workload, trace, set, format))
-    except KeyboardInterrupt as e:
-        if len(e.args) == 2 and isinstance(e.args[1], str):
-            e.stats = json.loads(e.args[1])
-            e.args = (e.args[0],)
-        raise
     return json.loads(out)
+
+
+class _partial:
+    """Attaches what an interrupted run finished to its KeyboardInterrupt as ``e.NAME``
+    (the native call raises it as ``(message, json)``)."""
+
+    def __init__(self, name, convert):
+        self.name, self.convert = name, convert
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, e, tb):
+        if kind is not None and issubclass(kind, KeyboardInterrupt):
+            if len(e.args) == 2 and isinstance(e.args[1], str):
+                setattr(e, self.name, self.convert(e.args[1]))
+                e.args = (e.args[0],)
+        return False
 
 
 def mrc(
@@ -92,15 +105,19 @@ def mrc(
     config, machine, workload, trace, set, format: as for ``sim``. level: the TLB level
     (default: the one data references enter). page_size: the size every reference is
     translated at (default: the one size the OS policy maps).
+
+    Ctrl-C (KeyboardInterrupt) stops the pass within a second; the exception carries
+    the curves of the references read as ``e.curves`` (``"complete": False``).
     """
-    out = _native.mrc(
-        *_run_args(config, machine, workload, trace, set, format),
-        level,
-        page_size,
-        max_entries,
-        list(sets),
-        sample,
-    )
+    with _partial("curves", json.loads):
+        out = _native.mrc(
+            *_run_args(config, machine, workload, trace, set, format),
+            level,
+            page_size,
+            max_entries,
+            list(sets),
+            sample,
+        )
     return json.loads(out)
 
 
@@ -132,10 +149,16 @@ def sweep(spec, *, jobs=None, executor="local", address=None):
     from its directory; for a dict or text, from the current directory).
     executor: ``"local"`` (threads, ``jobs`` of them, default every core) or ``"ray"``
     (each point a Ray task on the cluster at ``address``, or a local one).
+
+    Ctrl-C (KeyboardInterrupt) with the local executor stops the running points within a
+    second; the exception carries the rows of the points that finished as ``e.rows`` (a
+    DataFrame).
     """
     text, base = _spec(spec)
     if executor == "local":
-        return _frame(_native.sweep(text, base, jobs))
+        with _partial("rows", _frame):
+            out = _native.sweep(text, base, jobs)
+        return _frame(out)
     if executor == "ray":
         from . import sweep_ray
 
