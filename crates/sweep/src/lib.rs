@@ -48,10 +48,11 @@ pub struct Plan {
     pub rerun_failed: usize,
 }
 
-/// Host bytes a sweep holds for each point until it ends: the point (about 2 KB,
-/// measured: 213 MB for 10^5 points planned) and its row of statistics, kept for the
-/// results file and the summary (35–37 KB measured at 124 columns on `skylake`: 1.07 GB
-/// peak for 3 x 10^4 points to CSV, 1.13 GB to Parquet); 40 KB assumed.
+/// Host bytes a sweep holds for each point until it ends: the point (about 2 KiB,
+/// measured: 209 MiB for 10^5 points planned) and its row of statistics, kept for the
+/// results file and the summary (about 35 KiB measured at 124 columns on `skylake`: 354 MiB
+/// peak for 10^4 points to CSV, 1.02 GiB for 3 x 10^4, 1.07 GiB to Parquet); 40 KiB
+/// assumed.
 pub const HOST_BYTES_PER_POINT: u64 = 40 << 10;
 
 /// What a sweep of `points` points needs of host memory ([`HOST_BYTES_PER_POINT`]).
