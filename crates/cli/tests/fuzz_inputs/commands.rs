@@ -4,7 +4,7 @@
 //! `[numa]` and `[dram]` values. Any case may send stdout to /dev/full. Case `i` depends
 //! only on the seed and `i`.
 
-use super::{at, leaves, odd_value, show, Rng, Seg, NUMBERS, ODD_STRINGS, SMALL};
+use super::{generic, leaves, odd_value, Rng, NUMBERS, ODD_STRINGS, SMALL};
 
 /// One command to run in a fresh directory holding `files`.
 pub struct CmdCase {
@@ -131,31 +131,7 @@ fn mutate(root: &mut toml::Value, r: &mut Rng, keys: &[&str]) -> String {
         }
         let p = r.pick(&paths).clone();
         match r.below(5) {
-            0 => {
-                let (parent, last) = p.split_at(p.len() - 1);
-                if let Some(v) = at(root, parent) {
-                    match (v, &last[0]) {
-                        (toml::Value::Table(t), Seg::Key(k)) => drop(t.remove(k)),
-                        (toml::Value::Array(a), Seg::Index(i)) => drop(a.remove(*i)),
-                        _ => {}
-                    }
-                }
-                did.push(format!("delete {}", show(&p)));
-            }
-            1 => {
-                let v = odd_value(r);
-                did.push(format!("{} = {v}", show(&p)));
-                if let Some(slot) = at(root, &p) {
-                    *slot = v;
-                }
-            }
-            2 => {
-                let (parent, _) = p.split_at(p.len() - 1);
-                if let Some(toml::Value::Table(t)) = at(root, parent) {
-                    t.insert("unknown_key".into(), odd_value(r));
-                }
-                did.push(format!("unknown key under {}", show(parent)));
-            }
+            k @ 0..=2 => did.push(generic(root, &p, k as u8, r)),
             _ => {
                 let key = *r.pick(keys);
                 let v = if r.chance(60) {
@@ -175,6 +151,33 @@ fn toml_text(root: &toml::Value) -> Vec<u8> {
     toml::to_string(root).unwrap_or_default().into_bytes()
 }
 
+/// Line `i` dropped (`kind` 0), duplicated (1) or swapped with another (2); what was done.
+fn edit_line(lines: &mut Vec<String>, i: usize, kind: usize, r: &mut Rng) -> String {
+    match kind {
+        0 => {
+            lines.remove(i);
+            format!("drop line {i}")
+        }
+        1 => {
+            let l = lines[i].clone();
+            lines.insert(i, l);
+            format!("duplicate line {i}")
+        }
+        _ => {
+            let j = r.below(lines.len());
+            lines.swap(i, j);
+            format!("swap lines {i} {j}")
+        }
+    }
+}
+
+/// One of `garbage` inserted at line `i`; what was done.
+fn insert_garbage(lines: &mut Vec<String>, i: usize, garbage: &[&str], r: &mut Rng) -> String {
+    let g = *r.pick(garbage);
+    lines.insert(i, g.to_string());
+    format!("insert {g:?} at line {i}")
+}
+
 /// Mutates text line by line: lines dropped, duplicated, swapped, tokens replaced by odd
 /// strings or numbers, garbage lines, a torn end.
 fn mutate_lines(text: &str, r: &mut Rng) -> (Vec<u8>, String) {
@@ -186,20 +189,7 @@ fn mutate_lines(text: &str, r: &mut Rng) -> (Vec<u8>, String) {
         }
         let i = r.below(lines.len());
         match r.below(7) {
-            0 => {
-                lines.remove(i);
-                did.push(format!("drop line {i}"));
-            }
-            1 => {
-                let l = lines[i].clone();
-                lines.insert(i, l);
-                did.push(format!("duplicate line {i}"));
-            }
-            2 => {
-                let j = r.below(lines.len());
-                lines.swap(i, j);
-                did.push(format!("swap lines {i} {j}"));
-            }
+            k @ 0..=2 => did.push(edit_line(&mut lines, i, k, r)),
             3 | 4 => {
                 let mut toks: Vec<String> = lines[i].split(' ').map(String::from).collect();
                 let t = r.below(toks.len());
@@ -212,11 +202,12 @@ fn mutate_lines(text: &str, r: &mut Rng) -> (Vec<u8>, String) {
                 toks[t] = v;
                 lines[i] = toks.join(" ");
             }
-            5 => {
-                let g = *r.pick(&["\u{0}\u{1}\u{ff}", "{\"id\":", "garbage", "   ", "#", "0x"]);
-                lines.insert(i, g.to_string());
-                did.push(format!("insert {g:?} at line {i}"));
-            }
+            5 => did.push(insert_garbage(
+                &mut lines,
+                i,
+                &["\u{0}\u{1}\u{ff}", "{\"id\":", "garbage", "   ", "#", "0x"],
+                r,
+            )),
             _ => {
                 let mut all = lines.join("\n").into_bytes();
                 let cut = r.below(all.len().max(1));
@@ -399,25 +390,13 @@ pub fn damage_journal(seed: u64, i: u64, text: &str) -> (Vec<u8>, String) {
         }
         let i = r.below(lines.len());
         match r.below(5) {
-            0 => {
-                lines.remove(i);
-                did.push(format!("drop line {i}"));
-            }
-            1 => {
-                let l = lines[i].clone();
-                lines.insert(i, l);
-                did.push(format!("duplicate line {i}"));
-            }
-            2 => {
-                let j = r.below(lines.len());
-                lines.swap(i, j);
-                did.push(format!("swap lines {i} {j}"));
-            }
-            3 => {
-                let g = *r.pick(&["\u{0}\u{1}", "{\"id\":", "garbage", "", "[]", "{}", "null"]);
-                lines.insert(i, g.to_string());
-                did.push(format!("insert {g:?} at line {i}"));
-            }
+            k @ 0..=2 => did.push(edit_line(&mut lines, i, k, &mut r)),
+            3 => did.push(insert_garbage(
+                &mut lines,
+                i,
+                &["\u{0}\u{1}", "{\"id\":", "garbage", "", "[]", "{}", "null"],
+                &mut r,
+            )),
             _ => {
                 let cut = r.below(lines[i].len().max(1));
                 lines[i].truncate(cut);

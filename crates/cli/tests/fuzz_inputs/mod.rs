@@ -239,6 +239,38 @@ pub fn set_path(root: &mut toml::Value, dotted: &str, v: toml::Value) {
 }
 
 /// Mutates a machine's TOML; returns the description of what was done.
+/// One generic mutation at `p`: `kind` 0 deletes it, 1 gives it an odd value, 2 adds an
+/// unknown key beside it. Returns what it did.
+pub fn generic(root: &mut toml::Value, p: &[Seg], kind: u8, r: &mut Rng) -> String {
+    let (parent, last) = p.split_at(p.len() - 1);
+    match kind {
+        0 => {
+            if let Some(v) = at(root, parent) {
+                match (v, &last[0]) {
+                    (toml::Value::Table(t), Seg::Key(k)) => drop(t.remove(k)),
+                    (toml::Value::Array(a), Seg::Index(i)) => drop(a.remove(*i)),
+                    _ => {}
+                }
+            }
+            format!("delete {}", show(p))
+        }
+        1 => {
+            let v = odd_value(r);
+            let did = format!("{} = {v}", show(p));
+            if let Some(slot) = at(root, p) {
+                *slot = v;
+            }
+            did
+        }
+        _ => {
+            if let Some(toml::Value::Table(t)) = at(root, parent) {
+                t.insert("unknown_key".into(), odd_value(r));
+            }
+            format!("unknown key under {}", show(parent))
+        }
+    }
+}
+
 pub fn mutate(root: &mut toml::Value, r: &mut Rng) -> String {
     let mut did = Vec::new();
     let n = *r.pick(&[1, 1, 1, 2, 2, 3]);
@@ -247,31 +279,9 @@ pub fn mutate(root: &mut toml::Value, r: &mut Rng) -> String {
         leaves(root, &mut Vec::new(), &mut paths);
         let p = r.pick(&paths).clone();
         match r.below(6) {
-            0 => {
-                let (parent, last) = p.split_at(p.len() - 1);
-                if let Some(v) = at(root, parent) {
-                    match (v, &last[0]) {
-                        (toml::Value::Table(t), Seg::Key(k)) => drop(t.remove(k)),
-                        (toml::Value::Array(a), Seg::Index(i)) => drop(a.remove(*i)),
-                        _ => {}
-                    }
-                }
-                did.push(format!("delete {}", show(&p)));
-            }
-            1 | 2 => {
-                let v = odd_value(r);
-                did.push(format!("{} = {v}", show(&p)));
-                if let Some(slot) = at(root, &p) {
-                    *slot = v;
-                }
-            }
-            3 => {
-                let (parent, _) = p.split_at(p.len() - 1);
-                if let Some(toml::Value::Table(t)) = at(root, parent) {
-                    t.insert("unknown_key".into(), odd_value(r));
-                }
-                did.push(format!("unknown key under {}", show(parent)));
-            }
+            0 => did.push(generic(root, &p, 0, r)),
+            1 | 2 => did.push(generic(root, &p, 1, r)),
+            3 => did.push(generic(root, &p, 2, r)),
             _ if r.chance(10) => {
                 // Many cores times a large level: host memory grows with the product. (Sizes
                 // either fit easily or far exceed the worker's limit, so a case is quick.)

@@ -30,10 +30,6 @@ pub const MAX_LATENCY: u32 = 1_000_000;
 /// totals of long runs stay in 64 bits.
 pub const MAX_OS_CYCLES: u64 = 10_000_000;
 
-/// The environment variable that states the host memory mmulab may use (a size such as
-/// `64GiB`), replacing `MemAvailable` of /proc/meminfo in [`check_host`].
-pub const HOST_MEMORY_ENV: &str = mmulab_base::host_memory::ENV;
-
 /// Host bytes per simulated 4 KiB frame: page-table store index + reverse map.
 const BYTES_PER_FRAME: u64 = 16;
 /// Host bytes per frame while `memory.age` pins frames (a list of every frame + a flag).
@@ -205,14 +201,6 @@ pub fn gpu_need(profile: &str, mmu: &mmulab_model::gpu::mmu::MmuSpec) -> HostNee
             .saturating_add(sets.saturating_mul(24)),
     );
     need
-}
-
-/// The host memory mmulab may use and where the figure comes from
-/// ([`mmulab_base::host_memory::available`]); `None` if it is not known.
-pub fn host_available() -> Result<Option<(u64, String)>, SimError> {
-    mmulab_base::host_memory::available()
-        .map(|a| a.map(|a| (a.bytes, a.source)))
-        .map_err(SimError::Config)
 }
 
 /// Refuses a machine whose estimated host memory ([`host_need`]) exceeds what the host
