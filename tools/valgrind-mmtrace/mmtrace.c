@@ -10,6 +10,14 @@
    trailer record: u64 the number of references the program made (recorded or not), u32
    0xFFFFFFFF, u32 0xFFFFFFFF.
 
+   Sampled (--sample-on/--sample-period), the references between windows are not recorded,
+   but the first read and the first write of each 4 KiB page among them are, as touch
+   records: u64 the page's address, u32 0, u32 2 (first read) or 3 (first write). The
+   simulator faults those pages in as the program did (mmulab_trace::Event::Touch), so
+   that a window finds the memory the program built between windows. The pages seen so far
+   are kept as two bits per page (read, written) in a two-level table over the 48-bit
+   address space: 64 KiB for each GiB of address space touched.
+
    Options: --out-fd=N (required: where the records go), --sample-on=N --sample-period=P
    (record the first N references of every P; default: all). Instruction fetches are not
    recorded (mmulab advise simulates the data TLB).
@@ -27,6 +35,7 @@
 #include "pub_tool_options.h"
 #include "pub_tool_machine.h"
 #include "pub_tool_libcproc.h"
+#include "pub_tool_mallocfree.h"
 
 #define BUF_RECS 65536 /* 1 MiB of records */
 
@@ -45,6 +54,40 @@ static ULong countdown = 0;
 static Bool recording = False;
 static Bool write_failed = False;
 static ULong forks = 0;
+
+/* Pages seen (sampled recordings only): page number = address >> 12, below 2^36 (48-bit
+   addresses); the top table is indexed by its high 18 bits, each leaf holds two bits for
+   each of the 2^18 pages of its GiB (bit 0 read, bit 1 written). */
+#define LEAF_BITS 18
+static UChar *seen[1u << (36 - LEAF_BITS)];
+static ULong last_page = ~0ULL;
+static UInt last_bits = 0;
+
+/* Marks a reference of `kind` (0 load, 1 store) to the page of `a`; returns 2 (first
+   read) or 3 (first write) when it is the page's first of its kind, else 0. A write
+   counts as a read too (a page written is mapped for both). */
+static UInt first_touch(Addr a, UInt kind)
+{
+   ULong page = (ULong)a >> 12;
+   UInt want = kind ? 3u : 1u;
+   if (page == last_page && (last_bits & want) == want)
+      return 0;
+   if (page >> 36)
+      return 0;
+   UChar **leaf = &seen[page >> LEAF_BITS];
+   if (*leaf == NULL)
+      *leaf = VG_(calloc)("mmtrace.seen", 1, 1u << (LEAF_BITS - 2));
+   ULong i = page & ((1u << LEAF_BITS) - 1);
+   UChar *b = &(*leaf)[i >> 2];
+   UInt shift = (UInt)(i & 3) * 2;
+   UInt had = ((UInt)*b >> shift) & 3u;
+   *b = (UChar)(*b | (want << shift));
+   last_page = page;
+   last_bits = had | want;
+   if ((had & want) == want)
+      return 0;
+   return kind ? 3u : 2u;
+}
 
 /* fork(): Valgrind keeps instrumenting the child, which inherits the output descriptor.
    The child writes nothing (its references are another address space's and would be
@@ -77,13 +120,22 @@ static VG_REGPARM(2) void mt_ref(Addr a, HWord size_kind)
 {
    total++;
    if (sample_period > 0) {
+      UInt touch = first_touch(a, (UInt)(size_kind >> 16));
       if (countdown == 0) {
          recording = !recording;
          countdown = recording ? (ULong)sample_on : (ULong)(sample_period - sample_on);
       }
       countdown--;
-      if (!recording)
+      if (!recording) {
+         if (touch) {
+            buf[nbuf].addr = (ULong)a & ~0xFFFULL;
+            buf[nbuf].size = 0;
+            buf[nbuf].kind = touch;
+            if (++nbuf == BUF_RECS)
+               flush();
+         }
          return;
+      }
    }
    buf[nbuf].addr = (ULong)a;
    buf[nbuf].size = (UInt)(size_kind & 0xFFFF);

@@ -99,7 +99,9 @@ pub struct HugeAgreement {
 
 /// Compares the simulated THP run's huge pages with the measured peak. `sampled`: the
 /// recording holds only windows or a prefix, whose references touch part of the memory
-/// (a 2 MiB range nobody touched in a window is not faulted in the simulation).
+/// (a 2 MiB range nobody touched in a window is not faulted in the simulation), and no
+/// touches between its windows (an mmtrace sampled recording has them: its simulated runs
+/// fault in what the whole run touched, so a shortfall is not the sampling's).
 pub fn huge_agreement(measured_peak: u64, simulated: u64, sampled: bool) -> HugeAgreement {
     let ratio = (measured_peak > 0).then(|| simulated as f64 / measured_peak as f64);
     let agree = match ratio {

@@ -500,7 +500,7 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
     let huge_pages = forecast::huge_agreement(
         page_sizes.thp_anon_huge_peak,
         sim.huge_mapped_bytes,
-        rec.mode == "sampled" || rec.mode == "prefix",
+        rec.mode == "prefix" || (rec.mode == "sampled" && !rec.touches),
     );
     let share = (tr4 / t4_med).min(1.0);
     let region_table = regions::table(

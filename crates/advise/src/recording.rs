@@ -82,6 +82,10 @@ pub struct RecordingInfo {
     /// the first process alone (a child is another address space; no recorder merges
     /// it); the measured CPU times include the children's.
     pub forks: Option<u64>,
+    /// The trace carries the pages first touched between its windows (mmtrace sampled:
+    /// `mmulab_trace::Event::Touch`), so the simulated runs fault in the memory the
+    /// whole run did, not only what the windows touched.
+    pub touches: bool,
 }
 
 impl RecordingInfo {
@@ -260,6 +264,7 @@ pub fn record(
                 windows: None,
                 steps: None,
                 forks: None,
+                touches: false,
             },
         ));
     }
@@ -300,7 +305,10 @@ pub fn record(
         (true, _) => ("prefix", format!("{name}, prefix of {} {data}", r.references)),
         (false, Some(s)) => (
             "sampled",
-            format!("{name}, sampled: the first {} of every {} {data}", s.on, s.period),
+            format!(
+                "{name}, sampled: the first {} of every {} {data}, and the first read and write of each page between them",
+                s.on, s.period
+            ),
         ),
         (false, None) => ("whole", format!("{name}, whole run ({data})")),
     };
@@ -324,6 +332,7 @@ pub fn record(
             windows: None,
             steps: None,
             forks: r.forks,
+            touches: mode == "sampled" && name == "mmtrace",
         },
     ))
 }
@@ -355,6 +364,7 @@ mod tests {
             windows: None,
             steps: None,
             forks: None,
+            touches: false,
         }
     }
 

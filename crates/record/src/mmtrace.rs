@@ -72,6 +72,14 @@ impl Sampling {
 pub enum Record {
     /// A reference.
     Ref(MemRef),
+    /// A page first read (`write` false) or written between the windows of a sampled
+    /// recording: not a reference (mmulab_trace::Event::Touch).
+    Touch {
+        /// The page's first byte.
+        addr: u64,
+        /// A first write.
+        write: bool,
+    },
     /// The trailer: references the program made, recorded or not.
     End(u64),
     /// Before the trailer, when the program forked: how many times. The children's
@@ -89,6 +97,7 @@ pub fn decode(b: &[u8; RECORD_BYTES]) -> Option<Record> {
         (0xFFFF_FFFE, 0xFFFF_FFFF) => Some(Record::Forks(addr)),
         (s, 0) if s <= u16::MAX as u32 => Some(Record::Ref(MemRef::new(addr, AccessKind::Load, s as u16))),
         (s, 1) if s <= u16::MAX as u32 => Some(Record::Ref(MemRef::new(addr, AccessKind::Store, s as u16))),
+        (0, k @ (2 | 3)) if addr & 0xfff == 0 && addr < 1 << 48 => Some(Record::Touch { addr, write: k == 3 }),
         _ => None,
     }
 }
@@ -242,5 +251,30 @@ mod tests {
         b[..8].copy_from_slice(&12345u64.to_le_bytes());
         b[8..].copy_from_slice(&[0xFF; 8]);
         assert_eq!(decode(&b), Some(Record::End(12345)));
+        // Touches: size 0, kind 2 (read) or 3 (write), a page address below 2^48.
+        let touch = |addr: u64, size: u32, kind: u32| {
+            let mut b = [0u8; RECORD_BYTES];
+            b[..8].copy_from_slice(&addr.to_le_bytes());
+            b[8..12].copy_from_slice(&size.to_le_bytes());
+            b[12..].copy_from_slice(&kind.to_le_bytes());
+            decode(&b)
+        };
+        assert_eq!(
+            touch(0x7000, 0, 3),
+            Some(Record::Touch {
+                addr: 0x7000,
+                write: true
+            })
+        );
+        assert_eq!(
+            touch(0x7000, 0, 2),
+            Some(Record::Touch {
+                addr: 0x7000,
+                write: false
+            })
+        );
+        assert_eq!(touch(0x7008, 0, 2), None);
+        assert_eq!(touch(1 << 48, 0, 2), None);
+        assert_eq!(touch(0x7000, 4, 2), None);
     }
 }

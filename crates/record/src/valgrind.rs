@@ -360,6 +360,12 @@ impl Recorder {
                                 progress(w.refs());
                             }
                         }
+                        Some(crate::mmtrace::Record::Touch { addr, write }) => {
+                            // In place: after the references before it.
+                            w.push_all(&buf)?;
+                            buf.clear();
+                            w.push_event(&mmulab_trace::Event::Touch { asid: 0, addr, write })?;
+                        }
                         Some(crate::mmtrace::Record::End(n)) => total_references = Some(n),
                         Some(crate::mmtrace::Record::Forks(n)) => forks = n,
                         None => {

@@ -1,5 +1,6 @@
 //! Typed trace events: what happens to address spaces between references (a process
-//! exits, a range is unmapped), carried beside the references of a [`Batch`].
+//! exits, a range is unmapped, a page is first touched where a sampled recording was not
+//! recording), carried beside the references of a [`Batch`].
 //!
 //! A [`TraceSource`] appends references to [`Batch::refs`] and events
 //! to [`Batch::events`]; each event records how many of the batch's references come
@@ -67,24 +68,40 @@ pub enum Event {
         /// One past its last byte.
         end: u64,
     },
+    /// The 4 KiB page at `addr` of address space `asid` was first read (`write` false) or
+    /// first written (`write` true) between the windows of a sampled recording (mmtrace
+    /// `--sample`): the reference itself was not recorded, but the program's page tables
+    /// changed. The simulator lets its OS fault the page in as that access would (a fault
+    /// counted; no TLB, walk or cache event, no reference counted), so that the windows
+    /// after it find the memory the program had touched — the functional warming of a
+    /// sampled simulation, at page grain. `addr` is 4 KiB-aligned and below 2^48.
+    Touch {
+        /// The address space.
+        asid: u16,
+        /// The page's first byte.
+        addr: u64,
+        /// A first write (else a first read).
+        write: bool,
+    },
 }
 
 /// Length of one event record in an `.mlt` event frame.
 pub const RECORD_LEN: usize = 20;
 
 impl Event {
-    /// The event's name, as summaries count it (`exit`, `unmap`).
+    /// The event's name, as summaries count it (`exit`, `unmap`, `touch`).
     pub fn name(&self) -> &'static str {
         match self {
             Event::Exit { .. } => "exit",
             Event::Unmap { .. } => "unmap",
+            Event::Touch { .. } => "touch",
         }
     }
 
     /// The address space the event changes.
     pub fn asid(&self) -> u16 {
         match *self {
-            Event::Exit { asid } | Event::Unmap { asid, .. } => asid,
+            Event::Exit { asid } | Event::Unmap { asid, .. } | Event::Touch { asid, .. } => asid,
         }
     }
 
@@ -101,16 +118,27 @@ impl Event {
                     Ok(())
                 }
             }
+            Event::Touch { addr, .. } => {
+                if addr & 0xfff != 0 || addr >= 1 << 48 {
+                    Err(format!(
+                        "touch of {addr:#x}: the page address must be 4 KiB-aligned and below 2^48"
+                    ))
+                } else {
+                    Ok(())
+                }
+            }
         }
     }
 
-    /// The event's `.mlt` record: type (u8: 1 exit, 2 unmap), a zero byte, asid (u16),
-    /// then two u64 operands (unmap: start, end; exit: zeros), little-endian.
+    /// The event's `.mlt` record: type (u8: 1 exit, 2 unmap, 3 touch), a zero byte, asid
+    /// (u16), then two u64 operands (unmap: start, end; touch: the page, 1 for a write
+    /// else 0; exit: zeros), little-endian.
     pub fn encode(&self) -> [u8; RECORD_LEN] {
         let mut b = [0u8; RECORD_LEN];
         let (ty, a, x, y) = match *self {
             Event::Exit { asid } => (1u8, asid, 0, 0),
             Event::Unmap { asid, start, end } => (2, asid, start, end),
+            Event::Touch { asid, addr, write } => (3, asid, addr, write as u64),
         };
         b[0] = ty;
         b[2..4].copy_from_slice(&a.to_le_bytes());
@@ -128,6 +156,11 @@ impl Event {
         let e = match b[0] {
             1 if x == 0 && y == 0 && b[1] == 0 => Event::Exit { asid },
             2 if b[1] == 0 => Event::Unmap { asid, start: x, end: y },
+            3 if b[1] == 0 && y <= 1 => Event::Touch {
+                asid,
+                addr: x,
+                write: y == 1,
+            },
             t => {
                 return Err(format!(
                     "event record of unknown type {t} (a newer mmulab wrote it? upgrade mmulab)"
@@ -139,7 +172,9 @@ impl Event {
     }
 
     /// The event in the legacy encoding (for formats without event records: din and
-    /// Lackey text, which keep no address space either).
+    /// Lackey text, which keep no address space either). A touch has none: it is not a
+    /// reference, and those formats cannot carry it (empty; `mmulab convert` says how
+    /// many it dropped).
     pub fn legacy_refs(&self) -> Vec<MemRef> {
         let m = |addr, asid| MemRef {
             addr,
@@ -153,6 +188,7 @@ impl Event {
             Event::Unmap { asid, start, end } => {
                 vec![m(UNMAP_TAG | start, asid), m(UNMAP_TAG | end | UNMAP_END_FLAG, asid)]
             }
+            Event::Touch { .. } => Vec::new(),
         }
     }
 }
@@ -509,8 +545,30 @@ mod tests {
                 start: 0,
                 end: 1 << 48,
             },
+            Event::Touch {
+                asid: 2,
+                addr: 0x7fff_ffff_e000,
+                write: true,
+            },
+            Event::Touch {
+                asid: 0,
+                addr: 0x1000,
+                write: false,
+            },
         ] {
             assert_eq!(Event::decode(&e.encode()), Ok(e));
+        }
+        // A touch must name a page below 2^48, and its operand is 0 or 1.
+        for (addr, w) in [(0x1008u64, 0u64), (1 << 48, 0), (0x1000, 2)] {
+            let mut b = Event::Touch {
+                asid: 1,
+                addr: 0,
+                write: false,
+            }
+            .encode();
+            b[4..12].copy_from_slice(&addr.to_le_bytes());
+            b[12..20].copy_from_slice(&w.to_le_bytes());
+            assert!(Event::decode(&b).is_err(), "{addr:#x} {w}");
         }
         let mut b = Event::Exit { asid: 1 }.encode();
         b[0] = 9;

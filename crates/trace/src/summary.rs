@@ -51,7 +51,7 @@ pub struct TraceSummary {
     pub sizes: BTreeMap<u16, u64>,
     /// Marker values by name.
     pub markers: BTreeMap<String, u64>,
-    /// Trace events (exits, unmaps): not in the counts or footprint.
+    /// Trace events (exits, unmaps, touches): not in the counts or footprint.
     pub control: ControlCounts,
     /// Records that are not references, by kind.
     pub records_skipped: BTreeMap<String, u64>,
@@ -93,6 +93,8 @@ pub struct ControlCounts {
     pub exit: u64,
     /// Unmaps.
     pub unmap: u64,
+    /// First touches of pages outside a sampled recording's windows (not references).
+    pub touch: u64,
 }
 
 /// One metadata section.
@@ -202,6 +204,7 @@ impl Counts {
             match e.event {
                 Event::Exit { .. } => self.control.exit += 1,
                 Event::Unmap { .. } => self.control.unmap += 1,
+                Event::Touch { .. } => self.control.touch += 1,
             }
         }
         for r in &batch.refs {

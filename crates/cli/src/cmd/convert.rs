@@ -246,7 +246,7 @@ pub fn run(a: Args) -> Result<()> {
         t => Sink::Text(out, t),
     };
     let t0 = Instant::now();
-    let (n, end) = pump(&mut *src, &mut sink, &name);
+    let (n, touches, end) = pump(&mut *src, &mut sink, &name);
     // What happens to OUT: a temporary file is dropped (removed) unless committed below;
     // stdout or a special file keeps what was written.
     let kept = if output.in_place() {
@@ -288,6 +288,9 @@ pub fn run(a: Args) -> Result<()> {
     );
     if to != OutFormat::Mlt {
         errln!("mmulab convert: note: {to:?} text keeps neither core nor address space (use .mlt for a lossless copy)");
+        if touches > 0 {
+            errln!("mmulab convert: note: {to:?} text cannot carry the {touches} page touches between the input's sampled windows: they were dropped, so a simulation of the output faults those pages in only when a window touches them (use .mlt to keep them)");
+        }
         if warmup > 0 {
             errln!("mmulab convert: note: {to:?} text cannot say the workload's warm-up: simulate it with `mmulab sim --trace {} --warmup {warmup}` (an .mlt output carries it)", out_path.display());
         }
@@ -295,12 +298,13 @@ pub fn run(a: Args) -> Result<()> {
     Ok(())
 }
 
-/// Copies every reference until the input ends, fails, or Ctrl-C; returns the count
-/// and why it ended.
-fn pump(src: &mut dyn TraceSource, sink: &mut Sink, input: &str) -> (u64, End) {
+/// Copies every reference until the input ends, fails, or Ctrl-C; returns the count,
+/// the touch events seen (a text output drops them) and why it ended.
+fn pump(src: &mut dyn TraceSource, sink: &mut Sink, input: &str) -> (u64, u64, End) {
     let mut p = ProgressLine::new(&format!("convert {input}"));
     let mut buf = Batch::with_capacity(1 << 16);
     let mut n = 0u64;
+    let mut touches = 0u64;
     let end = loop {
         if mmulab_sim::stop_requested() {
             break End::Interrupted;
@@ -311,6 +315,11 @@ fn pump(src: &mut dyn TraceSource, sink: &mut Sink, input: &str) -> (u64, End) {
             break End::Output(e);
         }
         n += buf.refs.len() as u64;
+        touches += buf
+            .events
+            .iter()
+            .filter(|e| matches!(e.event, mmulab_trace::Event::Touch { .. }))
+            .count() as u64;
         match r {
             Ok(0) => break End::Done,
             Ok(_) => p.update(n, src.progress()),
@@ -318,7 +327,7 @@ fn pump(src: &mut dyn TraceSource, sink: &mut Sink, input: &str) -> (u64, End) {
         }
     };
     p.finish();
-    (n, end)
+    (n, touches, end)
 }
 
 /// Writes the metadata and closes the output; returns its size in bytes.

@@ -85,11 +85,12 @@ fn print_table(v: &Value) {
         }
     );
     let c = &v["control"];
-    if c["exit"] != json!(0) || c["unmap"] != json!(0) {
+    if c["exit"] != json!(0) || c["unmap"] != json!(0) || c["touch"] != json!(0) {
         outln!(
-            "control      {} exits, {} unmap markers (OS events: not in the counts or footprint above)",
+            "control      {} exits, {} unmap markers, {} page touches between sampled windows (OS events: not in the counts or footprint above)",
             c["exit"],
-            c["unmap"]
+            c["unmap"],
+            c["touch"]
         );
     }
     for (key, title) in [("markers", "markers"), ("records_skipped", "not refs")] {

@@ -142,3 +142,76 @@ fn a_forked_childs_references_never_join_the_parents_trace() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 47 item 1: an mmtrace recording sampled in windows carries the first write of
+/// every page written between its windows as a touch, once per page. The program writes
+/// one byte to each of the 16,384 pages of a 64 MiB buffer, then reads them all again:
+/// with windows of 1,000 references every 1,000,000, at most 1,000 of each million land
+/// in a window, so at least 16,384 − 17 × 1,000 / … ≥ 16,000 pages are first written in a
+/// gap (one touch each), and the second pass, over pages already written, adds none.
+#[test]
+fn a_sampled_mmtrace_recording_carries_each_page_first_written_between_windows_once() {
+    let Ok(rec) = Recorder::new() else {
+        eprintln!("valgrind not installed: skipped");
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("mmulab-record-touch-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("pages.c");
+    std::fs::write(
+        &src,
+        "#include <stdlib.h>\n\
+         int main(void) {\n\
+           volatile char *a = malloc(64 << 20);\n\
+           for (long i = 0; i < (64L << 20); i += 4096) a[i] = 1;\n\
+           long s = 0;\n\
+           for (long i = 0; i < (64L << 20); i += 4096) s += a[i];\n\
+           return s == 16384 ? 0 : 1;\n\
+         }\n",
+    )
+    .unwrap();
+    let exe = dir.join("pages");
+    if !std::process::Command::new("cc")
+        .args(["-O1", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("no C compiler: skipped");
+        return;
+    }
+    let lib_dir = match mmulab_record::mmtrace::build(&dir.join("mmtrace")) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("mmtrace not built ({e}): skipped");
+            return;
+        }
+    };
+    let backend = Backend::Mmtrace {
+        lib_dir,
+        sampling: Some(mmulab_record::mmtrace::Sampling {
+            on: 1_000,
+            period: 1_000_000,
+        }),
+    };
+    let path = dir.join("pages.mlt");
+    let exe = exe.to_string_lossy().into_owned();
+    let r = rec
+        .record_with(
+            &backend,
+            &options(&[&exe]),
+            std::fs::File::create(&path).unwrap(),
+            &mut |_| {},
+            Box::new(|| None),
+        )
+        .unwrap();
+    assert!(r.exit_status.success());
+    let (s, err) = summarize_file(&path, &TraceOptions::default(), &mut |_, _| true).unwrap();
+    assert!(err.is_none());
+    let touches = s.control.touch;
+    // The buffer's pages, and at most a few thousand of the C library's and the stack's.
+    assert!((16_000..16_384 + 4_000).contains(&touches), "{touches} touches");
+    let _ = std::fs::remove_dir_all(&dir);
+}

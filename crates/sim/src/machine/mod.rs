@@ -5,7 +5,7 @@
 //! Requesters today are CPU cores, each with a [`Stage1`] translator (TLB hierarchy,
 //! page-walk caches, walker). A translator raises faults to the machine ([`Stop`]); the
 //! machine lets the OS act, applies its shootdowns to every requester and resumes the
-//! translator. Trace events (an exit, an unmap) come between references, typed
+//! translator. Trace events (an exit, an unmap, a touch between sampled windows) come between references, typed
 //! ([`Machine::event`]). Background work (the OS policy's tick,
 //! time-series samples) runs between references on the reference clock. Host-side speed
 //! helpers live apart from simulated state, in each translator's `Host`, and never
@@ -28,6 +28,7 @@ mod gpu;
 pub(crate) mod mem_trace;
 mod regions;
 mod requesters;
+mod touch;
 mod vm;
 
 /// A simulated machine.
@@ -332,6 +333,7 @@ impl Machine {
         match *e {
             Event::Exit { asid } => self.exit(asid),
             Event::Unmap { asid, start, end } => self.unmap(asid, start, end),
+            Event::Touch { asid, addr, write } => self.touch(asid, addr, write),
         }
     }
 

@@ -102,7 +102,7 @@ impl Machine {
 
     /// Lets the host's policy map guest-physical `gpa` and drops what its changes made
     /// stale from every virtualized core.
-    fn host_fault(&mut self, gpa: u64) -> Result<(), SimError> {
+    pub(super) fn host_fault(&mut self, gpa: u64) -> Result<(), SimError> {
         let host = self.sys.host.as_deref_mut().expect("a nested machine has a host");
         host.fault(gpa)?;
         for &(_, start, end) in &host.shootdowns {

@@ -211,3 +211,28 @@ fn vm_config_errors_name_the_key() {
     .to_string();
     assert!(e.contains("aarch64-s2-64k tables have no 1G leaf"), "{e}");
 }
+
+/// In a guest a touch also backs the guest frame in the host: the window's access to
+/// the page then takes neither a guest fault nor a host fault.
+#[test]
+fn a_touch_in_a_guest_backs_its_frame_in_the_host() {
+    let mut m = machine("", "[]");
+    m.event(&mmulab_trace::Event::Touch {
+        asid: 0,
+        addr: A & !0xfff,
+        write: true,
+    })
+    .unwrap();
+    let s = m.stats();
+    let host = s.nested.as_ref().unwrap().host_faults;
+    assert!(host >= 1, "the touch backs its frame: {host} host faults");
+    assert_eq!((s.counters.faults, s.counters.references), (1, 0));
+    m.access(&MemRef::new(A, AccessKind::Store, 8)).unwrap();
+    let s2 = m.stats();
+    assert_eq!(s2.counters.faults, 1, "no guest fault in the window");
+    assert_eq!(
+        s2.nested.as_ref().unwrap().host_faults,
+        host,
+        "no host fault in the window"
+    );
+}

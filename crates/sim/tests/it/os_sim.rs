@@ -468,3 +468,82 @@ fn peak_bloat_is_one_huge_page_less_its_first_touch_for_an_ordered_fill() {
     assert_eq!(untracked.peak_bloat_bytes, None);
     assert_eq!(untracked.peak_resident_bytes, None);
 }
+
+/// Issue 47 item 1: a touch between sampled windows faults its page in as the access
+/// would, and counts no reference, lookup or walk. By hand, with the zero page on: a
+/// first read maps the zero page (1 fault), the window's store then copies it (a second
+/// fault, one `cow_from_zero`); a first write maps a writable page (1 fault), and the
+/// window's store takes none.
+#[test]
+fn touches_fault_pages_in_as_the_unrecorded_access_did() {
+    use mmulab_sim::Stats;
+    use mmulab_trace::{AccessKind, Event, MemRef};
+    const P: u64 = 0x4000_0000;
+    let store = MemRef {
+        addr: P + 8,
+        size: 8,
+        kind: AccessKind::Store,
+        core: 0,
+        asid: 1,
+    };
+    for (write, faults_after_touch, faults_after_store, cows) in [(false, 1, 2, 1), (true, 1, 1, 0)] {
+        let s = spec(&["os.policy=base", "os.zero_page=true", "memory.size=512MiB"]).unwrap();
+        let mut m = Machine::new(s).unwrap();
+        m.event(&Event::Touch {
+            asid: 1,
+            addr: P,
+            write,
+        })
+        .unwrap();
+        let t = Stats::collect(&m);
+        assert_eq!(t.counters.references, 0, "a touch is no reference");
+        assert_eq!(t.counters.walks, 0, "a touch is no walk");
+        assert_eq!(t.counters.faults, faults_after_touch, "write {write}");
+        m.access(&store).unwrap();
+        let a = Stats::collect(&m);
+        assert_eq!(a.counters.references, 1);
+        assert_eq!(a.counters.faults, faults_after_store, "write {write}");
+        assert_eq!(a.os.count(OsEvent::CowFromZero), cows, "write {write}");
+        // A second touch of a page already usable changes nothing.
+        m.event(&Event::Touch {
+            asid: 1,
+            addr: P,
+            write: true,
+        })
+        .unwrap();
+        assert_eq!(Stats::collect(&m).counters.faults, faults_after_store);
+    }
+}
+
+/// A write touch under THP `always` maps the whole 2 MiB page, as a first write in the
+/// real run would (`do_huge_pmd_anonymous_page`): the window's later loads anywhere in
+/// it fault no more, and the huge page is counted as mapped.
+#[test]
+fn a_touch_under_thp_maps_the_huge_page_the_windows_then_find() {
+    use mmulab_model::addr::PageSize;
+    use mmulab_sim::Stats;
+    use mmulab_trace::{AccessKind, Event, MemRef};
+    const BASE: u64 = 0x4000_0000;
+    let s = spec(&["os.policy=thp", "os.thp.enabled=always", "memory.size=512MiB"]).unwrap();
+    let mut m = Machine::new(s).unwrap();
+    m.event(&Event::Touch {
+        asid: 1,
+        addr: BASE + 0x1000,
+        write: true,
+    })
+    .unwrap();
+    let t = Stats::collect(&m);
+    assert_eq!(t.mapped[PageSize::M2 as usize], 1);
+    assert_eq!((t.counters.faults, t.counters.references), (1, 0));
+    for p in [0u64, 100, 511] {
+        m.access(&MemRef {
+            addr: BASE + p * 4096,
+            size: 8,
+            kind: AccessKind::Load,
+            core: 0,
+            asid: 1,
+        })
+        .unwrap();
+    }
+    assert_eq!(Stats::collect(&m).counters.faults, 1, "the windows find the huge page");
+}
