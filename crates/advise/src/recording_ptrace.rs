@@ -52,7 +52,7 @@ pub fn record(
         (false, false) => (
             "sampled",
             format!(
-                "ptrace, sampled: {}{} ({} windows, {} steps, {} data references{})",
+                "ptrace, sampled: {}{} ({} windows, {} steps, {} data references, {} pages touched between them{})",
                 sampling.describe(),
                 if opts.window.is_none() && sampling != ptrace_sample::WindowSampling::default() {
                     " (the period from the native run's time: about 100 windows)"
@@ -62,6 +62,7 @@ pub fn record(
                 r.windows,
                 r.steps,
                 rec.references,
+                r.touches,
                 match (r.windows_other_threads, r.windows < FEW_WINDOWS) {
                     (_, true) => format!(
                         "; only {} windows: too few to stand for the run, give a shorter period (--sample W/PERIOD) or use mmtrace",
@@ -92,6 +93,7 @@ pub fn record(
             // The sampler does not follow children (nor count them): the trace is the
             // first process's (docs/advise.md).
             forks: None,
+            touches: mode == "sampled" && r.touches > 0,
         },
     ))
 }

@@ -185,13 +185,17 @@ fn run_ptrace(a: Args) -> Result<()> {
         "undecodable": r.undecodable,
         "vsib_skipped": r.vsib_skipped,
         "early_signals": r.early_signals,
+        "abandoned_windows": r.abandoned_windows,
+        "touches": r.touches,
+        "pagemap_bytes": r.pagemap_bytes,
+        "pagemap_seconds": r.pagemap_seconds,
     });
     if a.json {
         outln!("{}", serde_json::to_string(&summary)?);
     } else {
         errln!(
-            "mmulab record: {} data references ({} loads, {} stores) of `{}` in {} windows ({} steps; {}) in {:.1} s (program CPU {:.2} s user, {:.2} s system) → {} ({} bytes); {} VMA samples; {} threads",
-            rec.references, rec.loads, rec.stores, a.command.join(" "), r.windows, r.steps, sampling.describe(),
+            "mmulab record: {} data references ({} loads, {} stores) of `{}` in {} windows ({} steps; {}; {} pages touched between them) in {:.1} s (program CPU {:.2} s user, {:.2} s system) → {} ({} bytes); {} VMA samples; {} threads",
+            rec.references, rec.loads, rec.stores, a.command.join(" "), r.windows, r.steps, sampling.describe(), r.touches,
             rec.seconds, r.user_s, r.sys_s, a.output.display(), rec.bytes, rec.vma_samples, r.threads
         );
     }

@@ -4,7 +4,9 @@
 //! addresses of its data references from the registers; then lets it run on natively. The
 //! references go into an `.mlt` trace like mmtrace's (data references only, loads and
 //! stores), with the VMA samples (`/proc/PID/maps` at each window) and a `windows` section
-//! giving each window's steps and references, so the share recorded is stated. Valgrind
+//! giving each window's steps and references, so the share recorded is stated; at each
+//! window the pages the program touched since the last one are written as touch events
+//! ([`mmulab_trace::Event::Touch`], from /proc/PID/pagemap: `pages.rs`). Valgrind
 //! instruments the whole run (mmtrace: 5–21× the native CPU time here); the sampler costs
 //! only its windows.
 //!
@@ -26,6 +28,8 @@
 //! Contract: nothing is printed; errors are [`RecordError`]s.
 
 pub mod decode;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod pages;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod run;
 
@@ -140,6 +144,16 @@ pub struct PtraceRecording {
     /// half a period natively since the last window (single-stepping adds user time that
     /// the timer counts; `run.rs`, `native_since_window`).
     pub early_signals: u64,
+    /// Windows given up because their thread blocked in a single step (an idle worker
+    /// thread that took the timer signal; `run.rs`, `abandon_window`): their steps are kept.
+    pub abandoned_windows: u64,
+    /// Pages first touched (or first written) between windows, written as touch events
+    /// (pages.rs: from /proc/PID/pagemap at each window; none for a whole-run recording).
+    pub touches: u64,
+    /// Bytes of /proc/PID/pagemap read to find them.
+    pub pagemap_bytes: u64,
+    /// Wall seconds those reads took (the program is stopped meanwhile).
+    pub pagemap_seconds: f64,
 }
 
 /// Whether the sampler can run on this build: the reason if not.

@@ -172,6 +172,8 @@ struct Window {
     last: Regs,
     /// A signal to pass on at the next resume.
     inject: i32,
+    /// The window's steps when a timer signal last reached another thread.
+    steps_at_signal: Option<u64>,
 }
 
 struct Sampler<W: Write> {
@@ -194,6 +196,14 @@ struct Sampler<W: Write> {
     /// thread, in ns), and its reading when the last window ended.
     cpu_clock: Option<libc::clockid_t>,
     cpu_after_window: u64,
+    /// Pages seen present (sampled runs: the touches between windows, pages.rs).
+    pages: super::pages::Pages,
+    touches: u64,
+    /// The first error writing touches (reported when the recording ends).
+    write_error: Option<std::io::Error>,
+    /// Threads whose window was abandoned while a single step was under way: their step's
+    /// SIGTRAP, when it comes, is swallowed.
+    abandoned: HashSet<i32>,
 }
 
 #[derive(Default)]
@@ -205,6 +215,8 @@ struct PtraceStats {
     /// Timer signals that came before the program had run half a period natively since
     /// the last window (suppressed, no window): see `native_since_window`.
     early_signals: u64,
+    /// Windows given up because their thread stopped stepping (`abandon_window`).
+    abandoned: u64,
 }
 
 /// The CPU clock of process `pid` (any process's can be read: `posix_cpu_clock_get`).
@@ -252,6 +264,29 @@ impl<W: Write> Sampler<W> {
         }
     }
 
+    /// The pages the program touched since the last window (pages.rs), as touch events
+    /// after the references so far.
+    fn write_touches(&mut self) {
+        let mut t = Vec::new();
+        self.pages.scan(self.pid, &mut t);
+        if t.is_empty() || self.write_error.is_some() {
+            return;
+        }
+        let r = (|| -> std::io::Result<()> {
+            self.w.push_all(&self.buf)?;
+            self.buf.clear();
+            for &(addr, write) in &t {
+                self.w
+                    .push_event(&mmulab_trace::Event::Touch { asid: 0, addr, write })?;
+            }
+            Ok(())
+        })();
+        match r {
+            Ok(()) => self.touches += t.len() as u64,
+            Err(e) => self.write_error = Some(e),
+        }
+    }
+
     /// Stops sampling at `tid` (a thread stopped by the timer, or the first stop of a
     /// whole-run recording) and steps its first instruction.
     fn start_window(&mut self, tid: i32) {
@@ -260,6 +295,11 @@ impl<W: Write> Sampler<W> {
             return;
         };
         self.sample_maps();
+        // Its old step (if any) is this window's now.
+        self.abandoned.remove(&tid);
+        if !self.sampling.whole() {
+            self.write_touches();
+        }
         self.code.pages.clear();
         self.r.windows += 1;
         if tid != self.pid {
@@ -274,6 +314,7 @@ impl<W: Write> Sampler<W> {
             armed: false,
             last: to_regs(&r),
             inject: 0,
+            steps_at_signal: None,
         });
         self.step(tid, to_regs(&r));
     }
@@ -335,6 +376,28 @@ impl<W: Write> Sampler<W> {
                 self.refs() - w.refs_at_start
             ));
             pt(libc::PTRACE_CONT, w.tid, w.inject as usize);
+        }
+    }
+
+    /// Gives up the window under way without resuming its thread: its single step has not
+    /// finished since the last timer signal reached another thread, so the thread is
+    /// blocked (a step over a blocking system call: an idle worker thread the kernel woke
+    /// to take the process-wide timer signal, numpy's OpenBLAS threads here). Kept, the
+    /// window never ended and every later signal was suppressed: a 1.3 s numpy program
+    /// was recorded in 2 windows instead of about 50. Its steps so far are kept.
+    fn abandon_window(&mut self) {
+        if let Some(w) = self.window.take() {
+            self.r.steps += w.steps;
+            self.r.abandoned += 1;
+            self.windows_text.push_str(&format!(
+                "window {} t_ms={} tid={} steps={} refs={} abandoned\n",
+                self.r.windows - 1,
+                w.t_ms,
+                w.tid,
+                w.steps,
+                self.refs() - w.refs_at_start
+            ));
+            self.abandoned.insert(w.tid);
         }
     }
 
@@ -519,6 +582,10 @@ pub(super) fn record<W: Write>(
         last_maps: String::new(),
         cpu_clock: cpu_clock_of(pid),
         cpu_after_window: 0,
+        pages: Default::default(),
+        touches: 0,
+        write_error: None,
+        abandoned: HashSet::new(),
     };
     s.sample_maps();
     if sampling.whole() {
@@ -532,6 +599,9 @@ pub(super) fn record<W: Write>(
     let _ = forwarder.join();
     let (status, ru, threads) = result?;
     reaper.done = true;
+    if let Some(e) = s.write_error.take() {
+        return Err(e.into());
+    }
     s.end_window();
     s.w.push_all(&s.buf)?;
     let seconds = t0.elapsed().as_secs_f64();
@@ -553,6 +623,7 @@ fn trace_loop<W: Write>(
         let stepping = s.window.as_ref().is_some_and(|w| w.tid == tid);
         if libc::WIFEXITED(st) || libc::WIFSIGNALED(st) {
             tids.remove(&tid);
+            s.abandoned.remove(&tid);
             if stepping {
                 s.end_window();
             }
@@ -599,7 +670,21 @@ fn trace_loop<W: Write>(
             s.stepped(tid, sig, progress)?;
             continue;
         }
+        if sig == libc::SIGTRAP && s.abandoned.remove(&tid) {
+            // The step of an abandoned window finished: the thread runs on natively.
+            pt(libc::PTRACE_CONT, tid, 0);
+            continue;
+        }
         if sig == libc::SIGVTALRM {
+            // Another thread earned the timer while a window is under way: a window that
+            // has not stepped since the last such signal is abandoned (its thread blocks).
+            if let Some(w) = s.window.as_mut().filter(|w| w.inject == 0) {
+                if w.steps_at_signal == Some(w.steps) {
+                    s.abandon_window();
+                } else {
+                    w.steps_at_signal = Some(w.steps);
+                }
+            }
             // The sampling timer: suppressed; a window unless one is already under way
             // or the program has not yet run half a period natively since the last one.
             let early = s.native_since_window() < s.sampling.period.as_nanos() as u64 / 2;
@@ -634,6 +719,8 @@ fn finish<W: Write>(
         r,
         windows_text,
         samples,
+        touches,
+        pages,
         ..
     } = s;
     let (vmas, vmas_last_sample) = crate::valgrind::vma_section(&samples, pid as u32);
@@ -679,5 +766,9 @@ fn finish<W: Write>(
         undecodable: r.undecodable,
         early_signals: r.early_signals,
         vsib_skipped: dec.vsib_skipped,
+        abandoned_windows: r.abandoned,
+        touches,
+        pagemap_bytes: pages.pagemap_bytes,
+        pagemap_seconds: pages.seconds,
     })
 }

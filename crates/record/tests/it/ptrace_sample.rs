@@ -287,3 +287,64 @@ fn a_program_that_cannot_start_is_a_clear_error_and_leaves_nothing() {
     );
     assert!(no_child_left());
 }
+
+/// A worker thread blocked in `read` takes the timer signals while the main thread blocks
+/// them (for its first 0.3 s of CPU); then the main thread takes them. The worker's window
+/// is a single step over a blocking `read`: it never ends by itself. Before
+/// `abandon_window` that one window was the whole recording (every later signal was
+/// suppressed while it was under way); now it is abandoned at the second signal the main
+/// thread takes with no step made, and the main thread's remaining ~0.6 s of CPU gets
+/// windows every 20 ms. The program then ends normally (the abandoned step's SIGTRAP is
+/// swallowed, not passed on).
+const BLOCKED_WORKER: &str = r#"
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+static int fds[2];
+static volatile long sink;
+static void *idle(void *p) { char c; read(fds[0], &c, 1); return p; }
+static double cpu(void) {
+    struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+static void spin(double s) { double t0 = cpu(); while (cpu() - t0 < s) for (int i = 0; i < 1000; i++) sink += i; }
+int main(void) {
+    pipe(fds);
+    pthread_t t;
+    pthread_create(&t, 0, idle, 0); /* before the mask: a thread inherits its creator's */
+    sigset_t v; sigemptyset(&v); sigaddset(&v, SIGVTALRM);
+    pthread_sigmask(SIG_BLOCK, &v, 0);
+    spin(0.3);
+    pthread_sigmask(SIG_UNBLOCK, &v, 0);
+    spin(0.6);
+    write(fds[1], "x", 1);
+    pthread_join(t, 0);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_window_stuck_on_a_blocked_thread_is_abandoned_and_sampling_goes_on() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(exe) = compile("blocked", BLOCKED_WORKER, &["-pthread"]) else {
+        return;
+    };
+    let trace = dir().join("blocked.mlt");
+    let r = match record(
+        &options(&[exe.to_str().unwrap()]),
+        WindowSampling::parse("200/20ms").unwrap(),
+        std::fs::File::create(&trace).unwrap(),
+        &mut |_| {},
+        Box::new(|| None),
+    ) {
+        Err(RecordError::Ptrace(why)) if why.contains("not permitted") => return,
+        r => r.unwrap(),
+    };
+    assert!(r.recording.exit_status.success(), "{}", r.recording.exit_status);
+    assert!(r.abandoned_windows >= 1, "{} abandoned", r.abandoned_windows);
+    // 0.6 s at one window per 20 ms: 30 expected; half of it, at least, even on a loaded
+    // machine (stuck, there was 1).
+    assert!(r.windows >= 10, "{} windows", r.windows);
+    assert!(no_child_left());
+}
