@@ -34,6 +34,7 @@ impl Machine {
             core: 0,
             asid,
         };
+        self.sys.count_touch();
         if self.bg.track_touched {
             self.bg.touch(&r);
         }

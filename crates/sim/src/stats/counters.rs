@@ -60,6 +60,9 @@ counters! {
     ad_updates: u64,
     /// Ranges invalidated on behalf of the OS.
     shootdowns: u64,
+    /// Touch events applied (pages a sampled recording saw first touched between its
+    /// windows; not references, their faults are in `faults`).
+    touches: u64,
     /// Access flag faults (software A/D, `machine.ad = "software"`).
     af_faults: u64,
     /// Permission faults of stores to writable-clean pages (software A/D).
@@ -117,6 +120,7 @@ mod tests {
                 fault_cycles,
                 ad_updates,
                 shootdowns,
+                touches,
                 af_faults,
                 dirty_faults,
             } = c;
@@ -132,6 +136,7 @@ mod tests {
                 fault_cycles,
                 ad_updates,
                 shootdowns,
+                touches,
                 af_faults,
                 dirty_faults,
             ] {
@@ -149,6 +154,6 @@ mod tests {
         assert_eq!(format!("{after:?}"), format!("{want:?}"));
         // The destructuring above names every field (it would not compile otherwise),
         // and NAMES has as many.
-        assert_eq!(Counters::NAMES.len(), 15);
+        assert_eq!(Counters::NAMES.len(), 16);
     }
 }

@@ -234,6 +234,7 @@ impl Stats {
             "faults": c.faults,
             "ad_updates": c.ad_updates,
             "shootdowns": c.shootdowns,
+            "touches": c.touches,
             "cycles": {
                 "translation": self.translation_cycles(),
                 "tlb_lookup": c.tlb_cycles,

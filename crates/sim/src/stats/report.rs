@@ -154,6 +154,13 @@ pub fn single(stats: &Stats, title: &str) -> String {
     ]);
     out.push_str(&t.render());
     out.push('\n');
+    if c.touches > 0 {
+        let _ = writeln!(
+            out,
+            "touches {} (pages first touched between a sampled recording's windows: faulted in, not references; their faults are counted above)",
+            thousands(c.touches)
+        );
+    }
     let per_ref = if c.references > 0 {
         stats.translation_cycles() as f64 / c.references as f64
     } else {

@@ -23,6 +23,8 @@ struct OsCounters {
     fault_cycles: u64,
     /// Ranges invalidated on behalf of the OS.
     shootdowns: u64,
+    /// Touch events applied (machine/touch.rs).
+    touches: u64,
 }
 
 /// A VMA a trace carries, with its madvise state (`VmFlags` `hg`/`nh` in the sample).
@@ -163,6 +165,12 @@ impl System {
         self.counters.fault_cycles
     }
 
+    /// Counts a touch event applied.
+    #[inline]
+    pub(crate) fn count_touch(&mut self) {
+        self.counters.touches += 1;
+    }
+
     /// Counts the shootdowns the machine applies.
     #[inline]
     pub(crate) fn count_shootdowns(&mut self, n: usize) {
@@ -190,6 +198,7 @@ impl Report for System {
         s.counters.faults += self.counters.faults;
         s.counters.fault_cycles += self.counters.fault_cycles;
         s.counters.shootdowns += self.counters.shootdowns;
+        s.counters.touches += self.counters.touches;
         s.mapped = os.mapped;
         s.resident_bytes = self.resident_bytes();
         s.page_tables = self.mem.pt.live_tables();

@@ -496,6 +496,7 @@ fn touches_fault_pages_in_as_the_unrecorded_access_did() {
         })
         .unwrap();
         let t = Stats::collect(&m);
+        assert_eq!(t.counters.touches, 1);
         assert_eq!(t.counters.references, 0, "a touch is no reference");
         assert_eq!(t.counters.walks, 0, "a touch is no walk");
         assert_eq!(t.counters.faults, faults_after_touch, "write {write}");
