@@ -40,6 +40,8 @@ pub struct Dropped {
     /// The first one: its index in the trace's reference stream (0-based, counting every
     /// reference the trace holds) and its address.
     pub first: Option<(u64, u64)>,
+    /// Touch events (`Event::Touch`, not references) at or above the end, dropped too.
+    pub touches: u64,
 }
 
 /// A source whose references at or above `end` are stopped at or dropped ([`OutsideUser`]).
@@ -82,6 +84,15 @@ impl UserOnly<'_> {
         let res = self.inner.next_batch(buf, max);
         let new = buf.refs.len() - refs0;
         let end = self.end;
+        if self.mode == OutsideUser::Drop {
+            // A touch outside is dropped with the references (in stop mode the simulator
+            // refuses it, naming it).
+            let mut tail = buf.events.split_off(events0);
+            let n = tail.len();
+            tail.retain(|e| !matches!(e.event, crate::Event::Touch { addr, .. } if addr >= end));
+            self.dropped.touches += (n - tail.len()) as u64;
+            buf.events.extend(tail);
+        }
         // The common case costs one scan.
         let Some(first) = buf.refs[refs0..].iter().position(|r| r.addr >= end) else {
             self.seen += new as u64;
@@ -211,6 +222,46 @@ mod tests {
         ))
     }
 
+    /// One batch of a reference and three touches, two of them at or above the end.
+    struct Touches(bool);
+
+    impl TraceSource for Touches {
+        fn next_batch(&mut self, buf: &mut Batch, _max: usize) -> Result<usize, TraceError> {
+            if std::mem::replace(&mut self.0, true) {
+                return Ok(0);
+            }
+            buf.refs.push(MemRef::new(0x1000, AccessKind::Load, 8));
+            for (before, addr) in [(0, 0x2000), (1, END), (1, END + 0x1000)] {
+                buf.events.push(EventAt {
+                    before,
+                    event: Event::Touch {
+                        asid: 0,
+                        addr,
+                        write: true,
+                    },
+                });
+            }
+            Ok(4)
+        }
+        fn describe(&self) -> String {
+            "touches".into()
+        }
+    }
+
+    /// Dropping drops the touches outside too, counted apart from the references; stop
+    /// mode passes them on (the simulator refuses one, naming it).
+    #[test]
+    fn touches_outside_are_dropped_and_counted_with_drop_and_kept_with_stop() {
+        let mut inner = Touches(false);
+        let mut src = UserOnly::new(&mut inner, END, "test space".into(), OutsideUser::Drop);
+        let (refs, events) = all(&mut src).unwrap();
+        assert_eq!((refs, events), (vec![0x1000], vec![0]));
+        assert_eq!((src.dropped().count, src.dropped().touches), (0, 2));
+        let mut inner = Touches(false);
+        let mut src = UserOnly::new(&mut inner, END, "test space".into(), OutsideUser::Stop);
+        assert_eq!(all(&mut src).unwrap().1, vec![0, 1, 1]);
+    }
+
     #[test]
     fn drop_keeps_the_others_in_order_and_each_event_between_the_same_references() {
         // Batch 1: a, K, b, event before b (index 2 → 1 once K is gone), K, event at the
@@ -233,7 +284,8 @@ mod tests {
             src.dropped(),
             Dropped {
                 count: 4,
-                first: Some((1, K))
+                first: Some((1, K)),
+                touches: 0,
             }
         );
     }

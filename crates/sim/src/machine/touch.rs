@@ -9,7 +9,9 @@
 //! accessed (and, for a write, dirty) bits are set as the hardware walker would set them,
 //! and on a machine with `[vm]` the guest frame is backed by the host. No TLB, page-walk
 //! cache or data cache sees it, and no reference is counted: the windows' counts stay
-//! the windows'.
+//! the windows'. With software A/D (`machine.ad = "software"`) the bits are set as
+//! hardware would set them: the access-flag fault that access would take is not counted
+//! (`ad_faults` holds the windows' only).
 //!
 //! [`Event::Touch`]: mmulab_trace::Event::Touch
 
@@ -34,6 +36,12 @@ impl Machine {
             core: 0,
             asid,
         };
+        let (end, space) = self.spec.format.user_va_end();
+        if addr >= end {
+            return Err(SimError::Model(mmulab_model::ModelError::Input(format!(
+                "a touch event (asid {asid}) of page {addr:#x} lies outside the {space} [0, {end:#x}): no user program touched it; give `--outside-user drop` to drop such touches with the references outside"
+            ))));
+        }
         self.sys.count_touch();
         if self.bg.track_touched {
             self.bg.touch(&r);

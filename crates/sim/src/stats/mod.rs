@@ -314,6 +314,7 @@ impl Stats {
                 "dropped": d.count,
                 "first_index": d.first.map(|f| f.0),
                 "first_addr": d.first.map(|f| format!("{:#x}", f.1)),
+                "touches": d.touches,
             });
         }
         v

@@ -548,3 +548,27 @@ fn a_touch_under_thp_maps_the_huge_page_the_windows_then_find() {
     }
     assert_eq!(Stats::collect(&m).counters.faults, 1, "the windows find the huge page");
 }
+
+/// A touch outside the format's user address space is refused, naming it (a 32-bit
+/// machine given an x86-64 recording), as a reference there is; it never maps memory.
+#[test]
+fn a_touch_outside_the_user_address_space_is_an_error_naming_it() {
+    use mmulab_trace::Event;
+    let s = from_toml(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../machines/armada-xp.toml")).unwrap(),
+        None,
+        &[],
+    )
+    .unwrap();
+    let mut m = Machine::new(s).unwrap();
+    let e = m
+        .event(&Event::Touch {
+            asid: 0,
+            addr: 0x7fff_0000_0000,
+            write: true,
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("0x7fff00000000") && e.contains("--outside-user drop"), "{e}");
+    assert_eq!(m.stats().counters.faults, 0);
+}
