@@ -601,7 +601,7 @@ fn references_outside_user_space_stop_or_are_dropped_and_counted() {
     let mut dropped = json_ok(&["sim", "-t", m, "--format", "din", "--outside-user", "drop", "--json"]);
     assert_eq!(
         dropped["outside_user"],
-        serde_json::json!({"dropped": 2, "first_index": 2, "first_addr": "0xffffffff81000000"})
+        serde_json::json!({"dropped": 2, "first_index": 2, "first_addr": "0xffffffff81000000", "touches": 0})
     );
     let mut clean = json_ok(&["sim", "-t", u, "--format", "din", "--json"]);
     for v in [&mut dropped, &mut clean] {
