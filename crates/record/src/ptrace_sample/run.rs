@@ -366,17 +366,23 @@ impl<W: Write> Sampler<W> {
             self.cpu_after_window = cpu_ns(c);
         }
         if let Some(w) = self.window.take() {
-            self.r.steps += w.steps;
-            self.windows_text.push_str(&format!(
-                "window {} t_ms={} tid={} steps={} refs={}\n",
-                self.r.windows - 1,
-                w.t_ms,
-                w.tid,
-                w.steps,
-                self.refs() - w.refs_at_start
-            ));
+            self.close_window(&w, "");
             pt(libc::PTRACE_CONT, w.tid, w.inject as usize);
         }
+    }
+
+    /// Counts a finished window's steps and writes its line of the `windows` section
+    /// (`suffix`: "" or " abandoned").
+    fn close_window(&mut self, w: &Window, suffix: &str) {
+        self.r.steps += w.steps;
+        self.windows_text.push_str(&format!(
+            "window {} t_ms={} tid={} steps={} refs={}{suffix}\n",
+            self.r.windows - 1,
+            w.t_ms,
+            w.tid,
+            w.steps,
+            self.refs() - w.refs_at_start
+        ));
     }
 
     /// Gives up the window under way without resuming its thread: its single step has not
@@ -387,16 +393,8 @@ impl<W: Write> Sampler<W> {
     /// was recorded in 2 windows instead of about 50. Its steps so far are kept.
     fn abandon_window(&mut self) {
         if let Some(w) = self.window.take() {
-            self.r.steps += w.steps;
+            self.close_window(&w, " abandoned");
             self.r.abandoned += 1;
-            self.windows_text.push_str(&format!(
-                "window {} t_ms={} tid={} steps={} refs={} abandoned\n",
-                self.r.windows - 1,
-                w.t_ms,
-                w.tid,
-                w.steps,
-                self.refs() - w.refs_at_start
-            ));
             self.abandoned.insert(w.tid);
         }
     }
