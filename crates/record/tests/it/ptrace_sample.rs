@@ -7,15 +7,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use mmulab_record::ptrace_sample::{record, WindowSampling};
 use mmulab_record::{RecordError, RecordOptions};
 use mmulab_trace::format::mlt::read_sections;
 use mmulab_trace::{open_trace, AccessKind, Batch, MemRef, TraceSource};
-
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn dir() -> PathBuf {
     let d = std::env::temp_dir().join(format!("mmulab-ptrace-{}", std::process::id()));
@@ -86,7 +83,7 @@ int main(int argc, char **argv) {
 
 #[test]
 fn every_store_of_a_page_loop_is_recorded_at_its_address() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = crate::one_at_a_time();
     let Some(exe) = compile("pages", PAGES, &[]) else {
         eprintln!("no C compiler: skipped");
         return;
@@ -152,7 +149,7 @@ int main(int argc, char **argv) {
 
 #[test]
 fn sampled_windows_hold_w_steps_each_every_period() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = crate::one_at_a_time();
     let Some(exe) = compile("loop", LOOP, &[]) else {
         return;
     };
@@ -242,7 +239,7 @@ int main(void) {
 
 #[test]
 fn a_second_thread_is_followed_and_the_program_ends_normally() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = crate::one_at_a_time();
     let Some(exe) = compile("threads", THREADS, &["-pthread"]) else {
         return;
     };
@@ -271,7 +268,7 @@ fn a_second_thread_is_followed_and_the_program_ends_normally() {
 
 #[test]
 fn a_program_that_cannot_start_is_a_clear_error_and_leaves_nothing() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = crate::one_at_a_time();
     let e = record(
         &options(&["/nonexistent/prog"]),
         WindowSampling::default(),
@@ -326,7 +323,7 @@ int main(void) {
 
 #[test]
 fn a_window_stuck_on_a_blocked_thread_is_abandoned_and_sampling_goes_on() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = crate::one_at_a_time();
     let Some(exe) = compile("blocked", BLOCKED_WORKER, &["-pthread"]) else {
         return;
     };

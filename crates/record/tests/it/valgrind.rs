@@ -22,6 +22,7 @@ fn options(command: &[&str]) -> RecordOptions {
 
 #[test]
 fn a_recording_is_a_readable_trace_with_its_vmas() {
+    let _one = crate::one_at_a_time();
     let Ok(rec) = Recorder::new() else {
         eprintln!("valgrind not installed: skipped");
         return;
@@ -46,6 +47,7 @@ fn a_recording_is_a_readable_trace_with_its_vmas() {
 
 #[test]
 fn a_program_valgrind_cannot_start_is_a_typed_error_with_its_messages() {
+    let _one = crate::one_at_a_time();
     let Ok(rec) = Recorder::new() else {
         return;
     };
@@ -96,6 +98,7 @@ fn forking_program(dir: &std::path::Path) -> Option<std::path::PathBuf> {
 
 #[test]
 fn a_forked_childs_references_never_join_the_parents_trace() {
+    let _one = crate::one_at_a_time();
     let Ok(rec) = Recorder::new() else {
         eprintln!("valgrind not installed: skipped");
         return;
@@ -151,6 +154,7 @@ fn a_forked_childs_references_never_join_the_parents_trace() {
 /// gap (one touch each), and the second pass, over pages already written, adds none.
 #[test]
 fn a_sampled_mmtrace_recording_carries_each_page_first_written_between_windows_once() {
+    let _one = crate::one_at_a_time();
     let Ok(rec) = Recorder::new() else {
         eprintln!("valgrind not installed: skipped");
         return;
