@@ -67,6 +67,8 @@ def row_of(meta, adv):
         measured_high=m["high"],
         pairs=m["runs"],
         ratios=m.get("ratios"),
+        measured_median_low=m.get("median_low"),
+        measured_median_high=m.get("median_high"),
         predicted=None if withheld else p["speedup"],
         predicted_low=None if withheld else p["low"],
         predicted_high=None if withheld else p["high"],
@@ -118,6 +120,8 @@ def cells(r):
         why = r.get("reason") or r["status"]
         return [name, "%s: %s" % (r["status"], why.replace("|", "\\|")[:160]), "", "", "", "", "", "", load]
     meas = "%.3f (%.3f–%.3f, %d)" % (r["measured"], r["measured_low"], r["measured_high"], r["pairs"])
+    if r.get("measured_median_low") is not None:
+        meas += " [%.3f–%.3f]" % (r["measured_median_low"], r["measured_median_high"])
     if r["withheld"]:
         pred, off, inside = "withheld", "—", "no"
     else:
@@ -166,7 +170,7 @@ MEM_HEAD = [
 
 HEAD = [
     "program",
-    "measured 4K → THP (min–max, pairs)",
+    "measured 4K → THP (min–max, pairs) [median's interval]",
     "predicted [90 % interval]",
     "points off",
     "inside",

@@ -252,6 +252,11 @@ pub fn thp_ways(mode: &std::result::Result<String, String>) -> (Vec<Way>, Vec<Un
     }
 }
 
+/// The CPU times of the runs of one way, in the order run.
+fn cpu_times(runs: &[child::Run], w: Way) -> Vec<f64> {
+    runs.iter().filter(|x| x.way == w).map(|x| x.cpu_s).collect()
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
@@ -354,7 +359,7 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
     // budget at the warm-up's time unless given (plan.rs).
     let mut ways = vec![Way::Base4k];
     ways.extend(thp.iter().copied());
-    let plan = plan::rounds(opts.runs, warm.wall_s, ways.len());
+    let mut plan = plan::rounds(opts.runs, warm.wall_s, ways.len());
     let record_s = recording::estimate_s(opts, warm.cpu_s, warm.user_s);
     let mut runs = Vec::new();
     let mut prepared = true;
@@ -364,7 +369,29 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
         // The first round's first run is 4 KiB: the warm-up stands for it.
         runs.push(warm.clone());
     }
-    for r in 0..plan.rounds {
+    let started = std::time::Instant::now();
+    let mut r = 0;
+    loop {
+        if r >= plan.rounds {
+            // Under auto, more rounds while the median is not resolved (plan.rs).
+            let m = verdict::measure(&cpu_times(&runs, Way::Base4k), &cpu_times(&runs, thp[0]));
+            let resolved = m.as_ref().is_none_or(|m| verdict::resolved(m, plan::RESOLVE));
+            if !plan::another_round(&plan, r, started.elapsed().as_secs_f64(), resolved) {
+                break;
+            }
+            if let Some(m) = m {
+                progress(&format!(
+                    "the median speed-up {:.3} is not resolved yet ({:.0} % interval {:.3}–{:.3}, wider than ±{:.0} %): one more round",
+                    m.speedup,
+                    m.median_confidence * 100.0,
+                    m.median_low,
+                    m.median_high,
+                    plan::RESOLVE * 100.0
+                ));
+            }
+            plan.rounds += 1;
+            plan.rounds_added += 1;
+        }
         for k in 0..ways.len() {
             if r == 0 && k == 0 && plan.warmup_timed {
                 continue;
@@ -387,13 +414,13 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
             touched = (touched.0.min(t), touched.1.max(t));
             runs.push(child::run(&opts.command, way)?);
         }
+        r += 1;
     }
     let load_after = load_average();
-    let times = |w: Way| runs.iter().filter(|x| x.way == w).map(|x| x.cpu_s).collect::<Vec<_>>();
-    let t4 = times(Way::Base4k);
+    let t4 = cpu_times(&runs, Way::Base4k);
     // The THP way measured: the glibc tunable (present whenever any way is).
     let main_thp = thp[0];
-    let tt = times(main_thp);
+    let tt = cpu_times(&runs, main_thp);
     let mut measured = verdict::measure(&t4, &tt).ok_or_else(|| {
         ProbeError::Invalid(format!(
             "`{}` ran too briefly to time (CPU time 0 in a run); give it more work",
@@ -608,7 +635,7 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
             "hypervisor_vendor": mc.hypervisor_vendor,
             "levels": mc.probe_levels,
             "fault_costs": mc.fault_costs,
-            "model": {"version": model.version, "coef": model.coef, "coef_w2": model.coef_w2, "features": model::FEATURES, "overlap_exponent": model.overlap_exponent, "dropped": model.dropped, "rmse_ns": model.rmse_ns, "mean_rel_error": model.mean_rel_error, "speedup_error_pp": model.speedup_error_pp, "speedup_error_max_pp": model.speedup_error_max_pp, "holdout_error_pp": model.holdout_error_pp, "holdout_error_max_pp": model.holdout_error_max_pp, "points": model.points.len()},
+            "model": {"version": model.version, "coef": model.coef, "coef_w2": model.coef_w2, "features": model::FEATURES, "overlap_exponent": model.overlap_exponent, "dropped": model.dropped, "rmse_ns": model.rmse_ns, "mean_rel_error": model.mean_rel_error, "speedup_error_pp": model.speedup_error_pp, "speedup_error_max_pp": model.speedup_error_max_pp, "holdout_error_pp": model.holdout_error_pp, "holdout_error_max_pp": model.holdout_error_max_pp, "points": model.points.len(), "protocol": model.protocol},
         }),
         load_average: (load_before, load_after),
         plan,

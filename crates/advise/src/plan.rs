@@ -11,6 +11,15 @@ use mmulab_record::ptrace_sample::WindowSampling;
 
 /// Rounds of native runs (one run of each way per round) when the program is short.
 pub const ROUNDS_MAX: usize = 5;
+/// Under `--runs auto`, rounds are added after the planned ones while the median's
+/// confidence interval (`verdict::median_interval`) is wider than ±[`RESOLVE`] of it, up to
+/// this many rounds and while the native runs stay within [`NATIVE_BUDGET_S`] (issue 47
+/// item 5: the C hash table of 1 GiB measured 2.54, 2.06 and 2.33 in three advise runs in
+/// a row with 5 rounds each, on the AMD guest of docs/advise.md).
+pub const ROUNDS_MORE_MAX: usize = 15;
+/// The half-width of the median's interval, relative to it, that stops adding rounds
+/// (the ±5 % issue 47 item 5 asks of three measurements in a row).
+pub const RESOLVE: f64 = 0.05;
 /// Rounds never fewer than this under `--runs auto`: one pair has no spread.
 pub const ROUNDS_MIN: usize = 2;
 /// Wall time the native rounds may take under `--runs auto`, seconds (assumed: what a
@@ -44,6 +53,20 @@ pub struct Plan {
     pub warmup_wall_s: f64,
     /// The warm-up counts as the first round's 4 KiB run ([`WARMUP_TIMED_ABOVE_S`]).
     pub warmup_timed: bool,
+    /// Rounds added under auto because the median was not yet resolved ([`another_round`];
+    /// included in `rounds`).
+    pub rounds_added: usize,
+}
+
+/// Under `--runs auto`, whether to run one more round after `done` rounds that took
+/// `elapsed_s` of wall time (preparation included): the median is not `resolved`, fewer
+/// than [`ROUNDS_MORE_MAX`] rounds ran, and one more round of the mean length so far
+/// still ends within [`NATIVE_BUDGET_S`].
+pub fn another_round(plan: &Plan, done: usize, elapsed_s: f64, resolved: bool) -> bool {
+    if plan.rounds_from != "auto" || resolved || done < plan.rounds || done >= ROUNDS_MORE_MAX || done == 0 {
+        return false;
+    }
+    elapsed_s + elapsed_s / done as f64 <= NATIVE_BUDGET_S
 }
 
 /// Rounds of native runs: `given`, or under auto as many as fit [`NATIVE_BUDGET_S`] at the
@@ -67,6 +90,7 @@ pub fn rounds(given: Option<usize>, warmup_wall_s: f64, ways: usize) -> Plan {
         rounds_from: from,
         warmup_wall_s,
         warmup_timed: given.is_none() && warmup_wall_s >= WARMUP_TIMED_ABOVE_S,
+        rounds_added: 0,
     }
 }
 
@@ -125,6 +149,24 @@ mod tests {
         assert!(rounds(None, 30.0, 2).warmup_timed);
         assert!(!rounds(None, 29.9, 2).warmup_timed);
         assert_eq!(rounds(None, 60.0, 2).rounds_from, "auto");
+    }
+
+    #[test]
+    fn rounds_are_added_while_unresolved_within_the_budget() {
+        let auto = rounds(None, 2.5, 2);
+        assert_eq!(auto.rounds, 5);
+        // 5 rounds in 30 s, unresolved: a sixth (36 s ≤ 120).
+        assert!(another_round(&auto, 5, 30.0, false));
+        // Resolved: no more.
+        assert!(!another_round(&auto, 5, 30.0, true));
+        // 14 rounds in 84 s: the fifteenth ends at 90 s; after it, none (the cap).
+        assert!(another_round(&auto, 14, 84.0, false));
+        assert!(!another_round(&auto, 15, 90.0, false));
+        // The budget: 9 rounds in 112.5 s, a tenth would end at 125 s.
+        assert!(!another_round(&auto, 9, 112.5, false));
+        // Before the planned rounds are done, the plan decides; --runs N is kept.
+        assert!(!another_round(&auto, 3, 18.0, false));
+        assert!(!another_round(&rounds(Some(5), 2.5, 2), 5, 30.0, false));
     }
 
     #[test]

@@ -17,6 +17,13 @@ pub struct Measured {
     pub runs: usize,
     /// Every pair's ratio, in the order run.
     pub ratios: Vec<f64>,
+    /// A distribution-free confidence interval of the median ratio (order statistics of
+    /// the pairs, [`median_interval`]): low, high, and its confidence (0..1).
+    pub median_low: f64,
+    /// High end of that interval.
+    pub median_high: f64,
+    /// Its confidence: at least 0.90 from 5 pairs on (5: 0.94, min–max), less with fewer.
+    pub median_confidence: f64,
     /// Peak RSS of the 4 KiB way, bytes: the median over its runs of each run's `VmHWM`
     /// (child.rs `Run::rss_max`).
     pub rss_4k: u64,
@@ -49,15 +56,56 @@ pub fn measure(t4k: &[f64], tthp: &[f64]) -> Option<Measured> {
     let ratios: Vec<f64> = (0..n).map(|i| t4k[i] / tthp[i]).collect();
     let mut sorted = ratios.clone();
     let speedup = median(&mut sorted);
+    let (median_low, median_high, median_confidence) = median_interval(&sorted);
     Some(Measured {
         speedup,
         low: sorted[0],
         high: sorted[n - 1],
         runs: n,
         ratios,
+        median_low,
+        median_high,
+        median_confidence,
         rss_4k: 0,
         rss_thp: 0,
     })
+}
+
+/// The confidence an order-statistic interval of the median must reach.
+pub const MEDIAN_CONFIDENCE: f64 = 0.90;
+
+/// A confidence interval of the median of `sorted` (ascending) that assumes nothing about
+/// the distribution, only independent rounds: [x₍ⱼ₎, x₍ₙ₋ⱼ₊₁₎] with the largest j whose
+/// coverage 1 − 2·P(B ≤ j − 1), B ~ Binomial(n, ½), is still at least
+/// [`MEDIAN_CONFIDENCE`] (the sign-test interval; Conover, *Practical Nonparametric
+/// Statistics*, § 3.2). Fewer than 5 values reach less: the min–max and its coverage.
+/// Returns (low, high, coverage); NaN for no values.
+pub fn median_interval(sorted: &[f64]) -> (f64, f64, f64) {
+    let n = sorted.len();
+    if n == 0 {
+        return (f64::NAN, f64::NAN, 0.0);
+    }
+    // cdf = P(B ≤ j − 1), grown one term at a time; the pmf in logs so that a large n
+    // does not underflow 2⁻ⁿ.
+    let mut ln_pmf = -(n as f64) * std::f64::consts::LN_2;
+    let mut cdf = ln_pmf.exp();
+    let mut j = 1;
+    while j < n.div_ceil(2) {
+        let next = ln_pmf + ((n - (j - 1)) as f64).ln() - (j as f64).ln();
+        if 1.0 - 2.0 * (cdf + next.exp()) < MEDIAN_CONFIDENCE {
+            break;
+        }
+        ln_pmf = next;
+        cdf += next.exp();
+        j += 1;
+    }
+    (sorted[j - 1], sorted[n - j], 1.0 - 2.0 * cdf)
+}
+
+/// Whether the median ratio is resolved: its [`median_interval`] reaches
+/// [`MEDIAN_CONFIDENCE`] and its half-width is at most `half_width` of the median.
+pub fn resolved(m: &Measured, half_width: f64) -> bool {
+    m.median_confidence >= MEDIAN_CONFIDENCE && (m.median_high - m.median_low) / 2.0 <= half_width * m.speedup
 }
 
 /// What the prediction contributes to the verdict.
@@ -185,11 +233,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_median_interval_is_the_sign_test_interval() {
+        let v: Vec<f64> = (1..=15).map(f64::from).collect();
+        // n = 15: P(B ≤ 3) = (1 + 15 + 105 + 455) / 2^15 = 576/32768, so [x₄, x₁₂] covers
+        // 1 − 1152/32768 = 0.9648; [x₅, x₁₁] would cover only 1 − 2·1941/32768 = 0.882.
+        let (lo, hi, c) = median_interval(&v);
+        assert_eq!((lo, hi), (4.0, 12.0));
+        assert!((c - (1.0 - 1152.0 / 32768.0)).abs() < 1e-12, "{c}");
+        // n = 5: only the min–max reaches 0.90 (1 − 2/32 = 0.9375).
+        let (lo, hi, c) = median_interval(&v[..5]);
+        assert_eq!((lo, hi, c), (1.0, 5.0, 0.9375));
+        // Many rounds: no underflow, the interval narrows around the middle.
+        let w: Vec<f64> = (1..=2000).map(f64::from).collect();
+        let (lo, hi, c) = median_interval(&w);
+        assert!(c >= MEDIAN_CONFIDENCE && lo > 900.0 && hi < 1100.0, "{lo} {hi} {c}");
+        assert!(median_interval(&[]).0.is_nan());
+    }
+
+    #[test]
     fn ratios_median_and_spread() {
         // Ratios 10/8 = 1.25, 10/10 = 1, 12/10 = 1.2: median 1.2, range 1..1.25.
         let m = measure(&[10.0, 10.0, 12.0], &[8.0, 10.0, 10.0]).unwrap();
         assert_eq!(m.ratios, vec![1.25, 1.0, 1.2]);
         assert_eq!((m.speedup, m.low, m.high, m.runs), (1.2, 1.0, 1.25, 3));
+        // Three pairs: the min–max covers the median with 1 − 2/8 = 0.75 only.
+        assert_eq!((m.median_low, m.median_high, m.median_confidence), (1.0, 1.25, 0.75));
         // Even count: mean of the middle two.
         let m = measure(&[2.0, 3.0], &[2.0, 2.0]).unwrap();
         assert_eq!(m.speedup, 1.25);

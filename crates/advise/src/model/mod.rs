@@ -76,8 +76,13 @@ pub struct Point {
     /// W, M, H, D per reference (D, the analytic data-cache miss share, is recorded for
     /// inspection; the model does not use it: a program's D is not known).
     pub x: [f64; 4],
-    /// Measured ns per reference.
+    /// Measured ns per reference (the median of the rounds since the protocol of
+    /// `calibrate::PROTOCOL`; the minimum before).
     pub y: f64,
+    /// The rounds' minimum and maximum ns per reference (`null` in a model calibrated
+    /// before they were kept).
+    #[serde(default)]
+    pub spread: Option<(f64, f64)>,
 }
 
 impl Point {
@@ -135,6 +140,10 @@ pub struct RuntimeModel {
     pub holdout_error_max_pp: Option<f64>,
     /// The points it was fitted on.
     pub points: Vec<Point>,
+    /// How each point was measured (`calibrate::PROTOCOL` and the rounds; empty in a
+    /// model calibrated before it was stored: the minimum of its rounds).
+    #[serde(default)]
+    pub protocol: String,
 }
 
 /// How one calibration pair is predicted (for the output).
@@ -148,6 +157,8 @@ pub struct PairFit {
     pub overlap: f64,
     /// Measured 4 KiB and huge ns per reference.
     pub measured: (f64, f64),
+    /// Their rounds' (min, max), where kept.
+    pub spread: [Option<(f64, f64)>; 2],
     /// Predicted huge ns per reference.
     pub predicted_huge: f64,
     /// Measured and predicted speed-up.
@@ -282,6 +293,7 @@ impl RuntimeModel {
             holdout_error_pp: None,
             holdout_error_max_pp: None,
             points: Vec::new(),
+            protocol: String::new(),
         };
         // (3) γ from the independent pairs.
         let indep: Vec<(f64, f64, f64)> = pairs
@@ -340,7 +352,12 @@ impl RuntimeModel {
         if self.version == MODEL_VERSION {
             return Ok(None);
         }
-        RuntimeModel::fit(self.points.clone()).map(Some)
+        RuntimeModel::fit(self.points.clone()).map(|m| {
+            Some(RuntimeModel {
+                protocol: self.protocol.clone(),
+                ..m
+            })
+        })
     }
 
     /// T(x): translation ns per reference on the critical path of a dependent chase.
@@ -404,6 +421,7 @@ impl RuntimeModel {
                     dependent: f.dependent(),
                     overlap: self.overlap(f.y, f.x[0]),
                     measured: (f.y, h.y),
+                    spread: [f.spread, h.spread],
                     predicted_huge: pred,
                     speedup: (f.y / h.y, f.y / pred),
                 }
@@ -421,6 +439,7 @@ mod tests {
             what: what.into(),
             x: [w, m, h, 0.0],
             y,
+            spread: None,
         }
     }
 

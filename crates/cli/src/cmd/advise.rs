@@ -44,8 +44,9 @@ pub struct Args {
     /// a command, only that.
     #[arg(long)]
     pub calibrate: bool,
-    /// Repeats of each calibration benchmark (the minimum is kept).
-    #[arg(long, default_value_t = 2)]
+    /// Rounds of each calibration benchmark under each page size, interleaved; the median
+    /// is kept (docs/advise.md § Runtime model).
+    #[arg(long, default_value_t = 5)]
     pub calibration_repeats: usize,
     /// Where the per-machine cache lives (default $XDG_CACHE_HOME/mmulab or
     /// ~/.cache/mmulab).
@@ -177,6 +178,22 @@ fn run_linux(a: Args) -> Result<()> {
         pct(m.low),
         pct(m.high),
         m.runs,
+    );
+    outln!(
+        "  the median's {:.0} % interval (sign test over the pairs): {:.3} – {:.3}{}",
+        m.median_confidence * 100.0,
+        m.median_low,
+        m.median_high,
+        if adv.plan.rounds_added > 0 {
+            format!(
+                "; {} rounds added to the planned {} because it was wider than ±{:.0} %",
+                adv.plan.rounds_added,
+                adv.plan.rounds - adv.plan.rounds_added,
+                mmulab_advise::plan::RESOLVE * 100.0
+            )
+        } else {
+            String::new()
+        }
     );
     if adv.plan.rounds_from == "auto" && adv.plan.rounds < mmulab_advise::plan::ROUNDS_MAX {
         outln!(
@@ -352,14 +369,25 @@ fn model_text(m: &mmulab_advise::model::RuntimeModel) -> String {
     for d in &m.dropped {
         s.push_str(&format!("  dropped: {d}\n"));
     }
+    s.push_str(&format!(
+        "  each point: {}\n",
+        if m.protocol.is_empty() {
+            "the minimum of its rounds (a model calibrated before the median was kept; `--calibrate` remeasures)"
+        } else {
+            &m.protocol
+        }
+    ));
+    let range = |r: Option<(f64, f64)>| r.map(|(lo, hi)| format!(" ({lo:.1}–{hi:.1})")).unwrap_or_default();
     for p in m.pair_fits() {
         s.push_str(&format!(
-            "  {:<24} {:<9} o {:.3}  4 KiB {:7.2} ns  huge {:7.2} ns  model {:7.2} ns  speed-up {:.3}, model {:.3}\n",
+            "  {:<24} {:<9} o {:.3}  4 KiB {:7.2}{} ns  huge {:7.2}{} ns  model {:7.2} ns  speed-up {:.3}, model {:.3}\n",
             p.what,
             if p.dependent { "chase" } else { "overlaps" },
             p.overlap,
             p.measured.0,
+            range(p.spread[0]),
             p.measured.1,
+            range(p.spread[1]),
             p.predicted_huge,
             p.speedup.0,
             p.speedup.1
