@@ -127,6 +127,16 @@ impl OutputFile {
         f.with_context(|| format!("cannot open {} for writing", self.path().display()))
     }
 
+    /// [`Self::open`], with every write error naming the target (`/dev/full: No space
+    /// left on device`), for writers handed to a library that reports errors without
+    /// the path (the simulator's time series and memory request stream).
+    pub fn open_named(&self) -> Result<Named> {
+        Ok(Named {
+            name: self.target.display().to_string(),
+            file: self.open()?,
+        })
+    }
+
     /// Makes the output visible under its name: renames the temporary file over the
     /// target, keeping the permissions of the file it replaces. Nothing to do in place.
     pub fn commit(mut self) -> Result<()> {
@@ -261,5 +271,26 @@ mod tests {
         drop(out);
         assert!(Path::new("/dev/null").exists());
         assert!(OutputFile::new(Path::new("/")).is_err());
+    }
+}
+
+/// A file whose write errors name the output ([`OutputFile::open_named`]).
+pub struct Named {
+    name: String,
+    file: File,
+}
+
+impl Named {
+    fn named(&self, e: std::io::Error) -> std::io::Error {
+        std::io::Error::new(e.kind(), format!("{}: {e}", self.name))
+    }
+}
+
+impl Write for Named {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file.write(buf).map_err(|e| self.named(e))
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush().map_err(|e| self.named(e))
     }
 }

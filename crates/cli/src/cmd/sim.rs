@@ -306,13 +306,13 @@ pub fn simulate_with(
     let mut mem_trace_file = None;
     if let Some((format, path)) = mem_trace {
         let out = crate::output::OutputFile::new(path).context("cannot create the memory request stream")?;
-        opts.mem_trace = Some((format, Box::new(out.open()?)));
+        opts.mem_trace = Some((format, Box::new(out.open_named()?)));
         mem_trace_file = Some(out);
     }
     let mut series_file = None;
     if let Some((interval, path)) = series {
         let out = crate::output::OutputFile::new(path).context("cannot create the time series")?;
-        opts.series = Some((interval, Box::new(out.open()?)));
+        opts.series = Some((interval, Box::new(out.open_named()?)));
         series_file = Some(out);
     }
     let mut p = ProgressLine::new(label);

@@ -543,3 +543,68 @@ fn sigterm_during_bench_says_nothing_was_reported() {
         "{err}"
     );
 }
+
+/// Output files that cannot be written (issue 51 item 9): a missing directory, a path
+/// where a directory stands, a directory nobody may create files in (/proc, refused even
+/// to root), and a full device (/dev/full, written in place as a special file). Every
+/// command that writes a file refuses each with a message naming the path and status 2,
+/// never a panic, and leaves nothing behind (no temporary file beside the name).
+#[test]
+fn output_paths_that_cannot_be_written_are_named_never_a_panic() {
+    let dir = scratch("outputs");
+    let spec = dir.join("spec.toml");
+    std::fs::write(
+        &spec,
+        "[sweep]\nworkload = \"gups:table=1MiB,refs=1000\"\n[params]\n\"tlb.l1d.entries\" = [32, 64]\n",
+    )
+    .unwrap();
+    let w = "gups:table=1MiB,refs=1000";
+    let spec_s = spec.to_str().unwrap().to_string();
+    // (command with OUT in place of the path, extension)
+    let commands: [(&[&str], &str); 5] = [
+        (&["convert", "--workload", w, "--to", "mlt", "OUT"], "mlt"),
+        (&["sim", "--workload", w, "--timeseries", "OUT"], "jsonl"),
+        (&["mrc", "--workload", w, "--csv", "OUT"], "csv"),
+        (&["mrc", "--workload", w, "--plot", "OUT"], "svg"),
+        (&["sweep", &spec_s, "--output", "OUT"], "parquet"),
+    ];
+    for (args, ext) in commands {
+        std::fs::create_dir_all(dir.join(format!("taken.{ext}"))).unwrap();
+        let mut paths = vec![
+            format!("{}/missing/out.{ext}", dir.display()),
+            format!("{}/taken.{ext}", dir.display()),
+            format!("/proc/mmulab-robust-{}.{ext}", std::process::id()),
+        ];
+        // A special file is written in place: a full one fails at the first flush.
+        if ext != "svg" && ext != "parquet" && Path::new("/dev/full").exists() {
+            paths.push("/dev/full".into());
+        }
+        for p in paths {
+            let argv: Vec<&str> = args.iter().map(|&a| if a == "OUT" { p.as_str() } else { a }).collect();
+            let out = mmulab().args(&argv).env("MMULAB_PROGRESS", "off").output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{argv:?}: {err}");
+            assert!(!err.contains("panicked"), "{argv:?}: {err}");
+            assert!(err.contains(&p), "{argv:?}: the message does not name {p}: {err}");
+        }
+        assert!(!Path::new(&format!("/proc/mmulab-robust-{}.{ext}", std::process::id())).exists());
+    }
+    // Nothing left beside the names asked for: only the spec and the directories made here.
+    let mut left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            "spec.toml",
+            "taken.csv",
+            "taken.jsonl",
+            "taken.mlt",
+            "taken.parquet",
+            "taken.svg"
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
