@@ -553,7 +553,15 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
     if proposal.not_measured.is_none() && !proposal.regions.is_empty() {
         // The third way (third.rs): THP on the proposed regions only.
         let peak = runs.iter().map(|x| x.anon_max).max().unwrap_or(0);
-        match third::measure(&opts.command, &proposal, plan.rounds - plan.rounds_added, main_thp, peak, &dir, progress)? {
+        match third::measure(
+            &opts.command,
+            &proposal,
+            plan.rounds - plan.rounds_added,
+            main_thp,
+            peak,
+            &dir,
+            progress,
+        )? {
             Ok(m) => {
                 proposal.speedup = Some(m.speedup);
                 proposal.rss = Some(m.rss_proposal);

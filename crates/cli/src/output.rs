@@ -225,6 +225,27 @@ where
     out.commit()
 }
 
+/// A file whose write errors name the output ([`OutputFile::open_named`]).
+pub struct Named {
+    name: String,
+    file: File,
+}
+
+impl Named {
+    fn named(&self, e: std::io::Error) -> std::io::Error {
+        std::io::Error::new(e.kind(), format!("{}: {e}", self.name))
+    }
+}
+
+impl Write for Named {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file.write(buf).map_err(|e| self.named(e))
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush().map_err(|e| self.named(e))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,26 +292,5 @@ mod tests {
         drop(out);
         assert!(Path::new("/dev/null").exists());
         assert!(OutputFile::new(Path::new("/")).is_err());
-    }
-}
-
-/// A file whose write errors name the output ([`OutputFile::open_named`]).
-pub struct Named {
-    name: String,
-    file: File,
-}
-
-impl Named {
-    fn named(&self, e: std::io::Error) -> std::io::Error {
-        std::io::Error::new(e.kind(), format!("{}: {e}", self.name))
-    }
-}
-
-impl Write for Named {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.file.write(buf).map_err(|e| self.named(e))
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.file.flush().map_err(|e| self.named(e))
     }
 }
