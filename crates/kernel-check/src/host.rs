@@ -208,10 +208,9 @@ impl HostThp {
         let sizes: Vec<String> = self
             .sizes
             .iter()
+            // Order 1 (8K) has no anonymous `enabled` file; every other size is one
+            // mmulab models (32K, 128K, 256K, 512K included).
             .filter(|(b, _)| *b >= 16 << 10)
-            // Sizes mmulab has no page size for (32K, 128K, 256K, 512K) are left out: they
-            // are `never` in the model (check-kernel skips a scenario that enables one).
-            .filter(|(b, _)| mmulab_model::addr::PageSize::parse(&size_name(*b)).is_ok())
             .map(|(b, m)| format!("\"{}\" = \"{m}\"", size_name(*b)))
             .collect();
         t += &format!("sizes = {{ {} }}\n\n[os.khugepaged]\n", sizes.join(", "));

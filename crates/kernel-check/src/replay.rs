@@ -13,7 +13,7 @@
 use crate::host::HostThp;
 use crate::native::RegionView;
 use crate::script::{Adv, Op, Script, PAGE};
-use mmulab_model::addr::PageSize;
+use mmulab_model::addr::FolioSize;
 use mmulab_model::mem::Memory;
 use mmulab_model::os::{
     granule, Advice, Defrag, Enabled, FaultCtx, KhugepagedConfig, Os, OsPolicy, SizeMode, Thp, ThpConfig,
@@ -64,16 +64,7 @@ pub fn policy(h: &HostThp) -> Result<Os, String> {
         if *b < 16 << 10 {
             continue;
         }
-        let Ok(p) = PageSize::parse(&crate::host::size_name(*b)) else {
-            if m != "never" {
-                return Err(format!(
-                    "hugepages-{}kB/enabled = {m}: mmulab's page sizes have no {} (its PageSize holds 4K, 16K, 64K, 1M, 2M, …)",
-                    b >> 10,
-                    crate::host::size_name(*b)
-                ));
-            }
-            continue;
-        };
+        let p = FolioSize::parse(&crate::host::size_name(*b)).map_err(|e| format!("hugepages-{}kB: {e}", b >> 10))?;
         let mode = match m.as_str() {
             "always" => SizeMode::Always,
             "madvise" => SizeMode::Madvise,

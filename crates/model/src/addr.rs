@@ -147,6 +147,114 @@ impl fmt::Display for PageSize {
     }
 }
 
+/// The size of an anonymous folio (Linux's mTHP sizes, `hugepages-<size>kB`): any power
+/// of two from 4 KiB to 1 GiB, so also the orders that no page table maps as one unit
+/// (32K, 128K, 256K, 512K on a 4 KiB granule), which [`PageSize`] does not hold. A folio
+/// of such a size is mapped with the units its format has (os/mthp.rs).
+///
+/// Serialized as its name (`"32K"`), as [`PageSize`]; parsed by [`FolioSize::parse`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FolioSize(u8);
+
+impl FolioSize {
+    /// The smallest shift a folio size may have (4 KiB).
+    pub const MIN_SHIFT: u32 = FRAME_SHIFT;
+    /// The largest (1 GiB).
+    pub const MAX_SHIFT: u32 = 30;
+
+    /// The folio size whose shift is `shift`, if it lies in 4 KiB ..= 1 GiB.
+    pub const fn from_shift(shift: u32) -> Option<FolioSize> {
+        if shift >= Self::MIN_SHIFT && shift <= Self::MAX_SHIFT {
+            Some(FolioSize(shift as u8))
+        } else {
+            None
+        }
+    }
+
+    /// log2 of the size in bytes.
+    #[inline]
+    pub const fn shift(self) -> u32 {
+        self.0 as u32
+    }
+
+    /// Size in bytes.
+    #[inline]
+    pub const fn bytes(self) -> u64 {
+        1 << self.0
+    }
+
+    /// Mask of the offset bits inside a folio of this size.
+    #[inline]
+    pub const fn offset_mask(self) -> u64 {
+        self.bytes() - 1
+    }
+
+    /// Buddy order (of 4 KiB frames) of a folio of this size.
+    #[inline]
+    pub const fn order(self) -> u32 {
+        self.shift() - FRAME_SHIFT
+    }
+
+    /// The page size of the same bytes, if [`PageSize`] has one.
+    pub fn page(self) -> Option<PageSize> {
+        PageSize::from_shift(self.shift())
+    }
+
+    /// Parses `32K`, `2M`, `128KiB`, `64KB`, or a byte count: a power of two from 4 KiB
+    /// to 1 GiB.
+    pub fn parse(s: &str) -> Result<FolioSize, String> {
+        let t = s.trim().to_ascii_uppercase();
+        let t = t.strip_suffix("IB").or_else(|| t.strip_suffix('B')).unwrap_or(&t);
+        let bytes = if let Some(n) = t.strip_suffix('K') {
+            n.parse::<u64>().ok().and_then(|n| n.checked_mul(1 << 10))
+        } else if let Some(n) = t.strip_suffix('M') {
+            n.parse::<u64>().ok().and_then(|n| n.checked_mul(1 << 20))
+        } else if let Some(n) = t.strip_suffix('G') {
+            n.parse::<u64>().ok().and_then(|n| n.checked_mul(1 << 30))
+        } else {
+            t.parse::<u64>().ok()
+        };
+        bytes
+            .filter(|b| b.is_power_of_two())
+            .and_then(|b| FolioSize::from_shift(b.trailing_zeros()))
+            .ok_or_else(|| {
+                format!("'{s}' is not a folio size; use a power of two from 4K to 1G (e.g. 16K, 32K, 64K, 2M)")
+            })
+    }
+}
+
+impl From<PageSize> for FolioSize {
+    fn from(p: PageSize) -> FolioSize {
+        FolioSize(p.shift() as u8)
+    }
+}
+
+impl Serialize for FolioSize {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for FolioSize {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        FolioSize::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+impl fmt::Display for FolioSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.bytes();
+        if b >= 1 << 30 {
+            write!(f, "{}G", b >> 30)
+        } else if b >= 1 << 20 {
+            write!(f, "{}M", b >> 20)
+        } else {
+            write!(f, "{}K", b >> 10)
+        }
+    }
+}
+
 /// Rounds `a` down to a multiple of `align` (a power of two).
 #[inline]
 pub const fn align_down(a: u64, align: u64) -> u64 {
@@ -167,5 +275,26 @@ mod tests {
         assert_eq!(PageSize::parse("4096"), Ok(PageSize::K4));
         assert!(PageSize::parse("8K").is_err());
         assert!(PageSize::ALL.windows(2).all(|w| w[0].bytes() < w[1].bytes()));
+    }
+
+    #[test]
+    fn folio_sizes_are_every_power_of_two_from_4k_to_1g() {
+        for shift in 12..=30 {
+            let f = FolioSize::from_shift(shift).unwrap();
+            assert_eq!(FolioSize::parse(&f.to_string()), Ok(f));
+            assert_eq!(f.bytes(), 1 << shift);
+            assert_eq!(f.order(), shift - 12);
+            assert_eq!(
+                f.page().map(|p| p.shift()),
+                PageSize::from_shift(shift).map(|p| p.shift())
+            );
+        }
+        assert_eq!(FolioSize::parse("32K").unwrap().bytes(), 32 << 10);
+        assert_eq!(FolioSize::parse("128KiB").unwrap().page(), None);
+        assert_eq!(FolioSize::from(PageSize::M2), FolioSize::parse("2M").unwrap());
+        for bad in ["2K", "3K", "48K", "2G", "0", "", "K", "99999999999999999999K"] {
+            assert!(FolioSize::parse(bad).is_err(), "{bad}");
+        }
+        assert!(FolioSize::parse("16K").unwrap() < FolioSize::parse("32K").unwrap());
     }
 }

@@ -22,7 +22,7 @@ fn freebsd_experiment_gives_each_policy_its_own_sets() {
             OsSpec::Mthp { mthp, .. } => {
                 assert_eq!(
                     (mthp.sizes.as_deref().unwrap_or_default(), mthp.zero_cycles_per_page),
-                    (&[PageSize::K64][..], 250)
+                    (&[PageSize::K64.into()][..], 250)
                 )
             }
             OsSpec::Base { .. } | OsSpec::Reservation(_) => {}

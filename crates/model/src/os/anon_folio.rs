@@ -11,8 +11,8 @@
 //! format maps as one leaf or contiguous group that fits it, base-page leaves on x86-64.
 
 use super::remap::leaves;
-use super::{order_of, FaultCtx, OsEvent, OsStats};
-use crate::addr::{PageSize, FRAME_SHIFT};
+use super::{FaultCtx, OsEvent, OsStats};
+use crate::addr::{FolioSize, FRAME_SHIFT};
 use crate::error::ModelError;
 use crate::mem::numa::At;
 use crate::space::Vma;
@@ -23,7 +23,7 @@ use crate::walk::map_leaf;
 pub(crate) fn map_folio(
     ctx: &mut FaultCtx<'_>,
     vma: &Vma,
-    sizes: &[PageSize],
+    sizes: &[FolioSize],
     attrs: Attrs,
     stats: &mut OsStats,
 ) -> Result<bool, ModelError> {
@@ -39,8 +39,8 @@ pub(crate) fn map_folio(
         {
             continue;
         }
-        let Some(pfn) = ctx.mem.alloc_pages(order_of(size), Some(At::anon(vma, key))) else {
-            stats.mthp[size.index()].anon_fault_fallback += 1;
+        let Some(pfn) = ctx.mem.alloc_pages(size.order(), Some(At::anon(vma, key))) else {
+            stats.mthp_of(size).anon_fault_fallback += 1;
             stats.event(OsEvent::MthpFallbackNoMemory);
             continue;
         };
@@ -48,20 +48,22 @@ pub(crate) fn map_folio(
         let unit = fmt
             .page_sizes()
             .into_iter()
-            .filter(|&p| p <= size)
+            .filter(|&p| p.bytes() <= size.bytes())
             .max()
             .unwrap_or(base);
         for off in (0..size.bytes()).step_by(unit.bytes() as usize) {
             if let Err(e) = map_leaf(ctx.mem, fmt, root, key + off, pa + off, unit, attrs) {
                 if off == 0 {
-                    ctx.mem.buddy.free(pfn, order_of(size));
+                    ctx.mem.buddy.free(pfn, size.order());
                 }
                 return Err(e);
             }
             stats.record_leaf(unit);
         }
-        stats.mapped[size.index()] += 1;
-        stats.mthp[size.index()].anon_fault_alloc += 1;
+        if let Some(p) = size.page() {
+            stats.mapped[p.index()] += 1;
+        }
+        stats.mthp_of(size).anon_fault_alloc += 1;
         if unit == base {
             stats.event(OsEvent::FoliosWithoutContpte);
         }

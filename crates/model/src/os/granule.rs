@@ -22,7 +22,7 @@
 //!   mmulab models the 4 KiB case; a 16 KiB granule is refused as not modelled (say so,
 //!   not silently 4 KiB numbers).
 
-use crate::addr::PageSize;
+use crate::addr::{FolioSize, PageSize};
 use crate::pt::Format;
 
 /// Linux's `HPAGE_PMD_SIZE` on `fmt`, or why Linux has no THP there.
@@ -52,11 +52,12 @@ pub fn pmd_nr(fmt: Format, pmd: PageSize) -> u64 {
 }
 
 /// Why `size` is not an anonymous mTHP size on `fmt` (orders 2 ..= `PMD_ORDER` of the
-/// base page), or `Ok`.
-pub fn check_mthp_size(fmt: Format, size: PageSize) -> Result<(), String> {
+/// base page), or `Ok`. Every order in that range is one (32K, 128K, 256K, 512K on a
+/// 4 KiB granule too: `hugepages-32kB` …), whether or not a page table maps it as one unit.
+pub fn check_mthp_size(fmt: Format, size: FolioSize) -> Result<(), String> {
     let pmd = linux_pmd_size(fmt)?;
     let base = fmt.base_page();
-    if size.bytes() < base.bytes() << 2 || size > pmd {
+    if size.bytes() < base.bytes() << 2 || size.bytes() > pmd.bytes() {
         return Err(format!(
             "\"{size}\" is not an anonymous mTHP size on {} page tables: folios run from 4 base pages \
              ({}) to the PMD size ({pmd})",
@@ -71,8 +72,9 @@ pub fn check_mthp_size(fmt: Format, size: PageSize) -> Result<(), String> {
 /// mmulab's default mTHP sizes on `fmt` (an assumption, not Linux's default, which
 /// enables only the PMD size): order 2 where it is a [`PageSize`], the contiguous-bit
 /// (contpte) size, and the PMD size — 16K, 64K, 2M with 4 KiB pages (x86-64 too, where
-/// 64K has no contiguous bit); 64K, 2M, 32M with 16 KiB; 2M, 512M with 64 KiB.
-pub fn default_mthp_sizes(fmt: Format) -> Vec<PageSize> {
+/// 64K has no contiguous bit); 64K, 2M, 32M with 16 KiB; 2M, 512M with 64 KiB. (The set
+/// predates folio sizes that are not page sizes and is kept so that defaults do not move.)
+pub fn default_mthp_sizes(fmt: Format) -> Vec<FolioSize> {
     let Ok(pmd) = linux_pmd_size(fmt) else {
         return Vec::new();
     };
@@ -84,9 +86,10 @@ pub fn default_mthp_sizes(fmt: Format) -> Vec<PageSize> {
         v.push(PageSize::K64);
     }
     v.push(pmd);
-    v.retain(|&s| check_mthp_size(fmt, s).is_ok());
     v.sort();
     v.dedup();
+    let mut v: Vec<FolioSize> = v.into_iter().map(FolioSize::from).collect();
+    v.retain(|&s| check_mthp_size(fmt, s).is_ok());
     v
 }
 
@@ -128,31 +131,29 @@ mod tests {
 
     #[test]
     fn mthp_orders_follow_the_granule() {
-        assert!(check_mthp_size(Format::Armv8_4K, PageSize::K16).is_ok());
-        assert!(check_mthp_size(Format::Armv8_16K, PageSize::K16).is_err());
-        assert!(check_mthp_size(Format::Armv8_16K, PageSize::K64).is_ok());
-        assert!(check_mthp_size(Format::Armv8_16K, PageSize::M32).is_ok());
-        assert!(check_mthp_size(Format::Armv8_64K, PageSize::K64).is_err());
+        let f = |s: &str| FolioSize::parse(s).unwrap();
+        let fs = |v: &[&str]| v.iter().map(|s| f(s)).collect::<Vec<_>>();
+        assert!(check_mthp_size(Format::Armv8_4K, f("16K")).is_ok());
+        // Orders 3, 5, 6, 7 of 4 KiB pages: no page table maps them as one unit, but
+        // they are mTHP sizes (hugepages-32kB …).
+        for s in ["32K", "128K", "256K", "512K"] {
+            assert!(check_mthp_size(Format::X86_64, f(s)).is_ok(), "{s}");
+        }
+        // Order 1 (8K) is not an anonymous order (THP_ORDERS_ALL_ANON).
+        assert!(check_mthp_size(Format::X86_64, f("8K")).is_err());
+        assert!(check_mthp_size(Format::X86_64, f("4M")).is_err());
+        assert!(check_mthp_size(Format::Armv8_16K, f("32K")).is_err());
+        assert!(check_mthp_size(Format::Armv8_16K, f("64K")).is_ok());
+        assert!(check_mthp_size(Format::Armv8_16K, f("32M")).is_ok());
+        assert!(check_mthp_size(Format::Armv8_64K, f("64K")).is_err());
         // 1M is order 4 of 64K pages: an mTHP size.
-        assert!(check_mthp_size(Format::Armv8_64K, PageSize::M1).is_ok());
-        assert!(check_mthp_size(Format::Armv8_64K, PageSize::M2).is_ok());
-        assert!(check_mthp_size(Format::X86_64, PageSize::G1).is_err());
-        assert_eq!(
-            default_mthp_sizes(Format::Armv8_4K),
-            vec![PageSize::K16, PageSize::K64, PageSize::M2]
-        );
-        assert_eq!(
-            default_mthp_sizes(Format::X86_64),
-            vec![PageSize::K16, PageSize::K64, PageSize::M2]
-        );
-        assert_eq!(
-            default_mthp_sizes(Format::Armv8_16K),
-            vec![PageSize::K64, PageSize::M2, PageSize::M32]
-        );
-        assert_eq!(
-            default_mthp_sizes(Format::Armv8_64K),
-            vec![PageSize::M2, PageSize::M512]
-        );
+        assert!(check_mthp_size(Format::Armv8_64K, f("1M")).is_ok());
+        assert!(check_mthp_size(Format::Armv8_64K, f("2M")).is_ok());
+        assert!(check_mthp_size(Format::X86_64, f("1G")).is_err());
+        assert_eq!(default_mthp_sizes(Format::Armv8_4K), fs(&["16K", "64K", "2M"]));
+        assert_eq!(default_mthp_sizes(Format::X86_64), fs(&["16K", "64K", "2M"]));
+        assert_eq!(default_mthp_sizes(Format::Armv8_16K), fs(&["64K", "2M", "32M"]));
+        assert_eq!(default_mthp_sizes(Format::Armv8_64K), fs(&["2M", "512M"]));
         assert!(default_mthp_sizes(Format::Armv7).is_empty());
     }
 

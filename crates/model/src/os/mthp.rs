@@ -22,7 +22,7 @@ use super::granule::default_mthp_sizes;
 use super::remap::leaves;
 use super::OsEvent;
 use super::{anon_attrs, order_of, FaultCtx, OsStats};
-use crate::addr::{PageSize, FRAME_SHIFT, FRAME_SIZE};
+use crate::addr::{FolioSize, FRAME_SHIFT, FRAME_SIZE};
 use crate::error::ModelError;
 use crate::mem::numa::At;
 use crate::walk::map_leaf;
@@ -32,9 +32,9 @@ use crate::walk::map_leaf;
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MthpConfig {
-    /// Enabled folio sizes (orders 2 ..= PMD of the base page: 16K … 2M with 4 KiB
+    /// Enabled folio sizes (orders 2 ..= PMD of the base page: 16K, 32K, … 2M with 4 KiB
     /// pages); `None`: mmulab's default for the format (`granule::default_mthp_sizes`).
-    pub sizes: Option<Vec<PageSize>>,
+    pub sizes: Option<Vec<FolioSize>>,
     /// Cycles to zero each 4 KiB of a folio beyond its first base page (the first is
     /// part of the fault latency, as for a base page).
     pub zero_cycles_per_page: u64,
@@ -98,7 +98,7 @@ impl super::OsPolicy for Mthp {
         // do_anonymous_page: one entry, young and dirty, for every page of the folio.
         let attrs = anon_attrs(kind, self.zero_page);
         let default;
-        let sizes: &[PageSize] = match &self.cfg.sizes {
+        let sizes: &[FolioSize] = match &self.cfg.sizes {
             Some(s) => s,
             None => {
                 default = {
@@ -119,7 +119,7 @@ impl super::OsPolicy for Mthp {
             {
                 continue;
             }
-            let Some(pfn) = mem.alloc_pages(order_of(size), Some(At::anon(&vma, key))) else {
+            let Some(pfn) = mem.alloc_pages(size.order(), Some(At::anon(&vma, key))) else {
                 self.stats.event(OsEvent::MthpFallbackNoMemory);
                 continue;
             };
@@ -129,29 +129,31 @@ impl super::OsPolicy for Mthp {
             let unit = fmt
                 .page_sizes()
                 .into_iter()
-                .filter(|&p| p <= size)
+                .filter(|&p| p.bytes() <= size.bytes())
                 .max()
                 .unwrap_or(base);
-            if unit == size {
-                super::remap::drop_table(mem, fmt, root, key, size);
-                if let Err(e) = map_leaf(mem, fmt, root, key, pa, size, attrs) {
-                    mem.buddy.free(pfn, order_of(size));
+            if FolioSize::from(unit) == size {
+                super::remap::drop_table(mem, fmt, root, key, unit);
+                if let Err(e) = map_leaf(mem, fmt, root, key, pa, unit, attrs) {
+                    mem.buddy.free(pfn, size.order());
                     return Err(e);
                 }
-                self.stats.record_map(size);
+                self.stats.record_map(unit);
             } else {
                 for off in (0..size.bytes()).step_by(unit.bytes() as usize) {
                     // Only the first unit can need a new page table (one aligned folio
                     // lies inside one last-level table).
                     if let Err(e) = map_leaf(mem, fmt, root, key + off, pa + off, unit, attrs) {
                         if off == 0 {
-                            mem.buddy.free(pfn, order_of(size));
+                            mem.buddy.free(pfn, size.order());
                         }
                         return Err(e);
                     }
                     self.stats.record_leaf(unit);
                 }
-                self.stats.mapped[size.index()] += 1;
+                if let Some(p) = size.page() {
+                    self.stats.mapped[p.index()] += 1;
+                }
                 if unit == base {
                     self.stats.event(OsEvent::FoliosWithoutContpte);
                 }

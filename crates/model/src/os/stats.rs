@@ -4,7 +4,7 @@
 //! Adding an event: a row in the `os_events!` table below (variant, the name reports and
 //! JSON use, what it counts); count it with [`OsStats::event`] or [`OsStats::add`].
 
-use crate::addr::PageSize;
+use crate::addr::{FolioSize, PageSize};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 /// One table defines the events: the enum, their names and their docs.
@@ -224,9 +224,14 @@ pub struct OsStats {
     pub os_cycles: u64,
     /// The policy's typed event counters (reservations created, failures by reason…).
     pub events: OsEvents,
-    /// Linux's per-size mTHP counters (`hugepages-<size>kB/stats/`), by folio size.
-    pub mthp: [MthpCounts; 9],
+    /// Linux's per-size mTHP counters (`hugepages-<size>kB/stats/`), by the folio size's
+    /// shift (`FolioSize::shift`: index 15 is 32 KiB), so that sizes no page table maps
+    /// as one unit have theirs too.
+    pub mthp: [MthpCounts; MTHP_SLOTS],
 }
+
+/// Slots of [`OsStats::mthp`]: one per shift up to `FolioSize::MAX_SHIFT`.
+pub const MTHP_SLOTS: usize = FolioSize::MAX_SHIFT as usize + 1;
 
 /// The per-size mTHP counters Linux keeps in
 /// `/sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/stats/` (the PMD size
@@ -242,6 +247,11 @@ pub struct MthpCounts {
 }
 
 impl OsStats {
+    /// The per-size mTHP counters of folios of `size`.
+    pub fn mthp_of(&mut self, size: impl Into<FolioSize>) -> &mut MthpCounts {
+        &mut self.mthp[size.into().shift() as usize]
+    }
+
     /// Records a new leaf of `size` (counted in `mapped` too).
     pub fn record_map(&mut self, size: PageSize) {
         self.mapped[size.index()] += 1;
@@ -293,9 +303,9 @@ impl OsStats {
         .iter()
         .map(|&e| (e.name().to_string(), self.count(e)))
         .collect();
-        for p in PageSize::ALL {
-            let c = &self.mthp[p.index()];
-            let dir = format!("hugepages-{}kB", p.bytes() >> 10);
+        for shift in FolioSize::MIN_SHIFT..=FolioSize::MAX_SHIFT {
+            let c = &self.mthp[shift as usize];
+            let dir = format!("hugepages-{}kB", 1u64 << (shift - 10));
             for (name, n) in [
                 ("anon_fault_alloc", c.anon_fault_alloc),
                 ("anon_fault_fallback", c.anon_fault_fallback),

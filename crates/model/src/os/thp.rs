@@ -40,7 +40,7 @@ use super::remap::{clear_leaves, drop_table, leaves};
 use super::OsEvent;
 use super::{anon_attrs, map_new_page, order_of, FaultCtx, OsStats, Shootdown, TickCtx};
 use crate::addr::Asid;
-use crate::addr::{PageSize, FRAME_SHIFT, FRAME_SIZE};
+use crate::addr::{FolioSize, PageSize, FRAME_SHIFT, FRAME_SIZE};
 use crate::error::ModelError;
 use crate::mem::numa::At;
 use crate::mem::Memory;
@@ -118,7 +118,7 @@ pub struct ThpConfig {
     /// the PMD size, each `always`, `madvise`, `inherit` or `never`. A size not listed
     /// is `never`, except the PMD size, which is `inherit` (the kernel's defaults). Sizes
     /// below the PMD size are tried at a fault that maps no PMD (`alloc_anon_folio`).
-    pub sizes: BTreeMap<PageSize, SizeMode>,
+    pub sizes: BTreeMap<FolioSize, SizeMode>,
 }
 
 impl Default for ThpConfig {
@@ -268,7 +268,7 @@ impl Thp {
     /// `__thp_vma_allowable_orders` with the masks of `thp_vma_allowable_orders`: the
     /// size's own mode, `inherit` following the top-level `enabled`; never in a
     /// `VM_NOHUGEPAGE` VMA). `pmd` is the PMD size, whose mode defaults to `inherit`.
-    fn allowed(&self, size: PageSize, pmd: PageSize, vma: &crate::space::Vma) -> bool {
+    fn allowed(&self, size: FolioSize, pmd: FolioSize, vma: &crate::space::Vma) -> bool {
         if vma.nohugepage {
             return false;
         }
@@ -338,7 +338,7 @@ impl Thp {
         self.stats.record_map(size);
         self.stats.os_cycles += (size.bytes() / FRAME_SIZE) * self.cfg.zero_cycles_per_page;
         self.stats.event(OsEvent::ThpFaultAlloc);
-        self.stats.mthp[size.index()].anon_fault_alloc += 1;
+        self.stats.mthp_of(size).anon_fault_alloc += 1;
     }
 
     /// A store to the huge zero page mapped at `key` (mm/huge_memory.c
@@ -349,7 +349,7 @@ impl Thp {
         let vma = ctx.space.vma(key);
         let Some(pfn) = self.alloc_huge(ctx.mem, size, vma.hugepage, At::anon(&vma, key), ctx.shootdowns) else {
             self.stats.event(OsEvent::ThpFaultFallback);
-            self.stats.mthp[size.index()].anon_fault_fallback += 1;
+            self.stats.mthp_of(size).anon_fault_fallback += 1;
             return Ok(false);
         };
         let (fmt, root) = (ctx.space.fmt, ctx.space.root);
@@ -614,7 +614,7 @@ impl super::OsPolicy for Thp {
         }
         let key = ctx.va & !size.offset_mask();
         let vma = ctx.space.vma(ctx.va);
-        if huge_ok && self.allowed(size, size, &vma) {
+        if huge_ok && self.allowed(size.into(), size.into(), &vma) {
             if !vma.contains_range(key, key + size.bytes()) {
                 self.stats.event(OsEvent::ThpFaultFallbackVmaEdge);
             } else if ctx.mem.swap.any_in(ctx.space.asid, key, key + size.bytes())
@@ -628,7 +628,7 @@ impl super::OsPolicy for Thp {
                     return Ok(());
                 }
                 self.stats.event(OsEvent::ThpFaultFallback);
-                self.stats.mthp[size.index()].anon_fault_fallback += 1;
+                self.stats.mthp_of(size).anon_fault_fallback += 1;
             } else if let Some(pfn) = self.alloc_huge(ctx.mem, size, vma.hugepage, At::anon(&vma, key), ctx.shootdowns)
             {
                 drop_table(ctx.mem, ctx.space.fmt, ctx.space.root, key, size);
@@ -650,7 +650,7 @@ impl super::OsPolicy for Thp {
                 // vma_alloc_anon_folio_pmd: THP_FAULT_FALLBACK and the size's
                 // anon_fault_fallback.
                 self.stats.event(OsEvent::ThpFaultFallback);
-                self.stats.mthp[size.index()].anon_fault_fallback += 1;
+                self.stats.mthp_of(size).anon_fault_fallback += 1;
             }
         }
         // The fallback is do_anonymous_page: with zero pages, a read maps the zero page.
@@ -660,13 +660,14 @@ impl super::OsPolicy for Thp {
         let attrs = anon_attrs(ctx.kind, zero);
         if huge_ok && ctx.kind != AccessKind::IFetch {
             // alloc_anon_folio: the allowed sizes below the PMD size, largest first.
-            let sizes: Vec<PageSize> = self
+            let (pmd, base) = (FolioSize::from(size), FolioSize::from(fmt.base_page()));
+            let sizes: Vec<FolioSize> = self
                 .cfg
                 .sizes
                 .keys()
                 .rev()
                 .copied()
-                .filter(|&p| p < size && p > fmt.base_page() && self.allowed(p, size, &vma))
+                .filter(|&p| p < pmd && p > base && self.allowed(p, pmd, &vma))
                 .collect();
             if !sizes.is_empty() && super::anon_folio::map_folio(&mut ctx, &vma, &sizes, attrs, &mut self.stats)? {
                 return Ok(());

@@ -130,7 +130,7 @@ pub(crate) fn split_straddlers(
             if pmd {
                 stats.event(OsEvent::ThpDeferredSplitPage);
             }
-            stats.mthp[m.size.index()].split_deferred += 1;
+            stats.mthp_of(m.size).split_deferred += 1;
         }
         shootdowns.push((space.asid, m.va, m_end));
         splits += 1;

@@ -121,6 +121,7 @@ fn khugepaged_collapses_on_64k_pages_into_512m() {
 }
 
 fn mthp(sizes: Option<Vec<PageSize>>) -> Os {
+    let sizes = sizes.map(|v| v.into_iter().map(Into::into).collect());
     Os::Mthp(Mthp::new(MthpConfig {
         sizes,
         zero_cycles_per_page: 0,

@@ -263,7 +263,7 @@ fn thp_madvise_uses_huge_pages_only_in_marked_vmas_and_never_across_edges() {
 #[test]
 fn mthp_takes_the_largest_enabled_size_whose_range_is_empty() {
     let os = Os::Mthp(Mthp::new(MthpConfig {
-        sizes: Some(vec![PageSize::K16, PageSize::K64]),
+        sizes: Some(vec![PageSize::K16.into(), PageSize::K64.into()]),
         zero_cycles_per_page: 0,
     }));
     let mut sys = Sys::new(Format::Armv8_4K, 64 << 20, os);
@@ -292,7 +292,7 @@ fn mthp_takes_the_largest_enabled_size_whose_range_is_empty() {
     sys.check();
     // On x86-64 a 64K folio has no single-entry form: sixteen 4K entries.
     let os = Os::Mthp(Mthp::new(MthpConfig {
-        sizes: Some(vec![PageSize::K64]),
+        sizes: Some(vec![PageSize::K64.into()]),
         zero_cycles_per_page: 0,
     }));
     let mut x = Sys::new(Format::X86_64, 64 << 20, os);
@@ -300,6 +300,47 @@ fn mthp_takes_the_largest_enabled_size_whose_range_is_empty() {
     assert_eq!(leaf(&mut x, BASE).size, PageSize::K4);
     assert_eq!(x.os.stats().count(OsEvent::FoliosWithoutContpte), 1);
     assert_eq!(x.os.stats().resident_bytes, 64 << 10);
+}
+
+#[test]
+fn thp_sizes_no_page_table_maps_as_one_unit_are_folio_sizes_too() {
+    // hugepages-128kB and hugepages-32kB always, the PMD size never (check-kernel's
+    // 2x_mthp_*k_always): a 160 KiB VMA at a 2 MiB boundary. The first store takes a
+    // 128 KiB folio (its aligned range lies inside the VMA and is empty); a store at
+    // +128 KiB cannot (that 128 KiB range ends past the VMA) and takes 32 KiB
+    // (alloc_anon_folio, largest allowed order first).
+    let f = |s: &str| mmulab_model::addr::FolioSize::parse(s).unwrap();
+    let cfg = |pmd: SizeMode| ThpConfig {
+        enabled: Enabled::Always,
+        sizes: [
+            (f("128K"), SizeMode::Always),
+            (f("32K"), SizeMode::Always),
+            (f("2M"), pmd),
+        ]
+        .into_iter()
+        .collect(),
+        ..ThpConfig::default()
+    };
+    for (fmt, unit) in [(Format::X86_64, PageSize::K4), (Format::Armv8_4K, PageSize::K64)] {
+        let os = Os::Thp(Thp::new(cfg(SizeMode::Never), KhugepagedConfig::default()));
+        let mut sys = Sys::new(fmt, 64 << 20, os);
+        sys.space(0).add_vma(BASE, BASE + (160 << 10), false).unwrap();
+        sys.access(0, BASE + 0x5000, Store);
+        sys.access(0, BASE + (128 << 10), Store);
+        let stats = sys.os.stats().clone();
+        let k: std::collections::BTreeMap<String, u64> = stats.kernel_counters().into_iter().collect();
+        assert_eq!(k.get("hugepages-128kB/anon_fault_alloc"), Some(&1), "{fmt:?} {k:?}");
+        assert_eq!(k.get("hugepages-32kB/anon_fault_alloc"), Some(&1), "{fmt:?} {k:?}");
+        assert_eq!(k.get("thp_fault_alloc"), Some(&0), "{fmt:?}");
+        assert_eq!(stats.resident_bytes, 160 << 10, "{fmt:?}");
+        // A 128 KiB folio is mapped with the largest unit that fits it: 4 KiB entries on
+        // x86-64, two 64 KiB contiguous groups on arm64; a 32 KiB folio is below the
+        // contiguous size, so 4 KiB entries on both.
+        assert_eq!(leaf(&mut sys, BASE + 0x5000).size, unit, "{fmt:?}");
+        assert_eq!(leaf(&mut sys, BASE + (136 << 10)).size, PageSize::K4, "{fmt:?}");
+        assert_eq!(stats.faults, 2, "{fmt:?}: each folio one fault");
+        sys.check();
+    }
 }
 
 #[test]
@@ -326,7 +367,7 @@ fn exit_returns_every_frame() {
     // Contiguous-bit groups are freed once, as whole folios (regression: clearing the
     // first entry of a group made the other fifteen look like single pages).
     let os = Os::Mthp(Mthp::new(MthpConfig {
-        sizes: Some(vec![PageSize::K64]),
+        sizes: Some(vec![PageSize::K64.into()]),
         zero_cycles_per_page: 0,
     }));
     let mut sys = Sys::new(Format::Armv8_4K, 64 << 20, os);

@@ -212,7 +212,7 @@ fn a_64k_contiguous_group_cut_at_one_edge_is_split() {
         Format::Armv8_4K,
         64 << 20,
         Os::Mthp(Mthp::new(MthpConfig {
-            sizes: Some(vec![PageSize::K64]),
+            sizes: Some(vec![PageSize::K64.into()]),
             zero_cycles_per_page: 0,
         })),
     );

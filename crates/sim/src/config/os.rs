@@ -407,7 +407,15 @@ pub(crate) fn check_policy(os: &OsSpec, format: Format, memory_bytes: u64) -> Re
                 ));
             }
         }
-        OsSpec::Thp { khugepaged, .. } | OsSpec::Khugepaged { khugepaged, .. } => {
+        OsSpec::Thp { thp, khugepaged, .. } => {
+            huge_ok()?;
+            check_khugepaged(khugepaged, format)?;
+            // hugepages-<size>kB exists for anonymous orders 2 ..= PMD only.
+            for &p in thp.sizes.keys() {
+                granule::check_mthp_size(format, p).map_err(|e| format!("os.thp.sizes: {e}"))?;
+            }
+        }
+        OsSpec::Khugepaged { khugepaged, .. } => {
             huge_ok()?;
             check_khugepaged(khugepaged, format)?;
         }

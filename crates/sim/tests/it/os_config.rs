@@ -59,6 +59,27 @@ fn a_key_of_another_policy_is_refused_by_name() {
     assert!(e.contains("os.reservation.mid_size") && e.contains("none"), "{e}");
     let e = spec(&["os.policy=thp", "os.thp.defrag=eager"]).unwrap_err();
     assert!(e.contains("os.thp.defrag") && e.contains("defer+madvise"), "{e}");
+    // Per-size modes: any anonymous order 2 ..= PMD (32K has no page size of its own
+    // but is an mTHP size); order 1 (8K) and sizes above the PMD are refused by key.
+    let s = spec(&[
+        "os.policy=thp",
+        "os.thp.sizes={\"32K\"=\"always\", \"128KiB\"=\"madvise\"}",
+    ])
+    .unwrap();
+    let OsSpec::Thp { thp, .. } = &s.os else { panic!("thp") };
+    assert_eq!(
+        thp.sizes.keys().map(|k| k.to_string()).collect::<Vec<_>>(),
+        ["32K", "128K"]
+    );
+    for bad in ["8K", "4M", "1G"] {
+        let e = spec(&["os.policy=thp", &format!("os.thp.sizes={{\"{bad}\"=\"always\"}}")]).unwrap_err();
+        assert!(
+            e.contains("os.thp.sizes") && e.contains(bad) && e.contains("not an anonymous mTHP size"),
+            "{e}"
+        );
+    }
+    let e = spec(&["os.policy=thp", "os.thp.sizes={\"48K\"=\"always\"}"]).unwrap_err();
+    assert!(e.contains("48K") && e.contains("power of two"), "{e}");
 }
 
 #[test]
@@ -87,7 +108,7 @@ fn the_chosen_policy_s_keys_reach_the_model_types() {
     assert!(reclaim.enabled && s.os.reclaim().enabled);
     let s = spec(&["os.policy=mthp", "os.mthp.sizes=[\"64KiB\", \"2M\"]"]).unwrap();
     let OsSpec::Mthp { mthp, .. } = &s.os else { panic!() };
-    assert_eq!(mthp.sizes, Some(vec![PageSize::K64, PageSize::M2]));
+    assert_eq!(mthp.sizes, Some(vec![PageSize::K64.into(), PageSize::M2.into()]));
     let s = spec(&[
         "os.policy=reservation",
         "os.reservation.size=2M",
@@ -157,7 +178,7 @@ fn documented_defaults_are_the_model_defaults() {
     assert_eq!(MthpConfig::default().sizes, None);
     assert_eq!(
         mmulab_model::os::granule::default_mthp_sizes(mmulab_model::pt::Format::X86_64),
-        [PageSize::K16, PageSize::K64, PageSize::M2]
+        [PageSize::K16, PageSize::K64, PageSize::M2].map(mmulab_model::addr::FolioSize::from)
     );
     assert!(!ReclaimConfig::default().enabled);
     // No [os] at all: policy base with every default.
