@@ -28,7 +28,9 @@ impl Os {
     /// ends (`vma_modify_flags`) and change their flags; existing pages stay.
     /// `MADV_DONTNEED` is munmap's page work without the VMA change
     /// (`zap_page_range_single`: a huge page cut by an end is split, `__split_huge_pmd`,
-    /// and queued for a deferred split). `MADV_COLLAPSE`: [`super::Thp::madvise_collapse`]
+    /// and queued for a deferred split; on x86-64 a Linux policy then frees the PTE
+    /// tables the zap emptied over whole PMD ranges, `unmap::reclaim_empty_pte_tables`).
+    /// `MADV_COLLAPSE`: [`super::Thp::madvise_collapse`]
     /// (policy `thp` and `khugepaged`; an error for others). Returns the number of
     /// PMD-sized ranges MADV_COLLAPSE failed to collapse (0 otherwise).
     pub fn madvise(
@@ -65,6 +67,9 @@ impl Os {
                     stats.record_unmap(m.size);
                 }
                 mem.swap.drop_range(asid, start, end);
+                if split != Split::Uncounted && fmt == crate::pt::Format::X86_64 {
+                    unmap::reclaim_empty_pte_tables(mem, space, start, end);
+                }
                 shootdowns.push((asid, start, end));
             }
             Advice::Collapse => {

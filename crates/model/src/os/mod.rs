@@ -414,11 +414,11 @@ impl Os {
         for m in &maps {
             stats.record_unmap(m.size);
         }
+        space.remove_range(start, end);
         unmap::free_tables_inside(mem, space, start, end);
         // Pages of the range in swap are discarded with it: a later touch is a fresh
         // fault, not a swap-in.
         mem.swap.drop_range(asid, start, end);
-        space.remove_range(start, end);
         shootdowns.push((asid, start, end));
         stats.event(OsEvent::Munmaps);
         Ok(())

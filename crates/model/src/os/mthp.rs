@@ -90,7 +90,12 @@ impl super::OsPolicy for Mthp {
             return Ok(());
         }
         let FaultCtx {
-            mem, space, va, kind, ..
+            mem,
+            space,
+            va,
+            kind,
+            shootdowns,
+            ..
         } = ctx;
         let (fmt, root) = (space.fmt, space.root);
         let base = fmt.base_page();
@@ -133,7 +138,10 @@ impl super::OsPolicy for Mthp {
                 .max()
                 .unwrap_or(base);
             if FolioSize::from(unit) == size {
-                super::remap::drop_table(mem, fmt, root, key, unit);
+                // An empty table dropped: the walk caches may still point at it.
+                if super::remap::drop_table(mem, fmt, root, key, unit) {
+                    shootdowns.push((space.asid, key, key + size.bytes()));
+                }
                 if let Err(e) = map_leaf(mem, fmt, root, key, pa, unit, attrs) {
                     mem.buddy.free(pfn, size.order());
                     return Err(e);

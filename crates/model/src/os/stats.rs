@@ -117,7 +117,8 @@ os_events! {
     ThpFaultAlloc = "thp_fault_alloc",
     /// THP faults that fell back to 4 KiB pages for lack of a free 2 MiB block.
     ThpFaultFallback = "thp_fault_fallback",
-    /// THP faults that fell back: the 2 MiB range already holds pages.
+    /// THP faults that fell back: the 2 MiB range already has a page table (pages mapped
+    /// or swapped out, or a table left empty; the kernel needs `pmd_none`).
     ThpFaultFallbackRangeBusy = "thp_fault_fallback_range_busy",
     /// THP faults that fell back: the 2 MiB range crosses the VMA's edge.
     ThpFaultFallbackVmaEdge = "thp_fault_fallback_vma_edge",

@@ -619,7 +619,12 @@ impl super::OsPolicy for Thp {
                 self.stats.event(OsEvent::ThpFaultFallbackVmaEdge);
             } else if ctx.mem.swap.any_in(ctx.space.asid, key, key + size.bytes())
                 || !leaves(ctx.mem, ctx.space.fmt, ctx.space.root, key, key + size.bytes()).is_empty()
+                || has_table(ctx.mem, ctx.space, key, size)
             {
+                // __handle_mm_fault tries create_huge_pmd only when `pmd_none`: a page
+                // table there, even an empty one (left by MADV_DONTNEED of 4 KiB pages, or
+                // by a munmap that shares its 2 MiB range with a neighbouring VMA), means
+                // base pages.
                 self.stats.event(OsEvent::ThpFaultFallbackRangeBusy);
             } else if zero && self.cfg.use_zero_page && ctx.kind == AccessKind::Load {
                 // do_huge_pmd_anonymous_page: a read maps the huge zero page

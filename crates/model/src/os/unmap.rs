@@ -14,12 +14,18 @@
 //!    [`super::remap::clear_leaves`]); their frames go back to the buddy allocator —
 //!    except frames of a FreeBSD reservation, which go back to the reservation
 //!    (see `Reservation::unmap_frames`).
-//! 4. Page tables whose whole span lies inside the range are freed (they are empty by
-//!    then). A table only partly covered stays even if it became empty, as Linux's
-//!    `free_pgtables` keeps tables shared with neighbouring mappings.
-//! 5. The VMAs lose the range ([`crate::space::AddressSpace::remove_range`]); a later
+//! 4. The VMAs lose the range ([`crate::space::AddressSpace::remove_range`]); a later
 //!    touch of an address in it faults again and gets a VMA by the inference rule
 //!    (clipped to the neighbouring VMAs, so exactly the hole when both sides remain).
+//! 5. Page tables are freed as Linux's `free_pgtables` frees them (mm/vma.c
+//!    `unmap_region` passes the end of the VMA before the range as `floor` and the start
+//!    of the one after as `ceiling`; mm/memory.c `free_pgd_range` frees a table whose
+//!    span lies within them): every table whose whole span lies inside the range, and
+//!    every empty table the range overlaps whose span lies between the neighbouring
+//!    VMAs. So unmapping a whole mapping with no neighbour in its 2 MiB ranges leaves no
+//!    page table there, and a later mapping of the range can take a PMD-sized page at
+//!    its first fault (`__handle_mm_fault` needs `pmd_none`); a table shared with a
+//!    neighbouring VMA stays.
 //! 6. One shootdown for the whole range (it covers the split leaves' edges too, which
 //!    are pushed separately) and the event `munmaps`.
 
@@ -141,13 +147,29 @@ pub(crate) fn split_straddlers(
 struct FreeInside {
     start: u64,
     end: u64,
+    /// Free only last-level (PTE) tables, and only empty ones inside the range.
+    pte_only: bool,
+    /// The neighbouring VMAs' edges (`free_pgtables`' floor and ceiling).
+    floor: u64,
+    ceiling: u64,
+    fmt: crate::pt::Format,
     freed: Vec<(u64, u64)>,
 }
 
 impl Visitor for FreeInside {
     fn visit(&mut self, v: &Visit, mem: &mut Memory) -> Action {
         if let Pte::Table(child) = v.pte {
-            if v.va >= self.start && v.va.saturating_add(v.span) <= self.end {
+            let v_end = v.va.saturating_add(v.span);
+            let last = v.level + 2 == self.fmt.levels().len();
+            if self.pte_only && !last {
+                return Action::Continue;
+            }
+            let inside = v.va >= self.start && v_end <= self.end && !self.pte_only;
+            let between = v.va >= self.floor && v_end <= self.ceiling && {
+                let entries = self.fmt.levels()[v.level + 1].entries();
+                (0..entries).all(|i| mem.pt.read(child, i) == 0)
+            };
+            if inside || between {
                 mem.pt.write(v.table, v.index, 0);
                 mem.free_table(child);
                 self.freed.push((v.va, v.span));
@@ -157,13 +179,60 @@ impl Visitor for FreeInside {
     }
 }
 
-/// Frees the page tables whose whole span lies inside `[start, end)` (step 4; call after
-/// the leaves are cleared). Children are visited before parents (post-order), so a
-/// subtree is freed bottom-up. Returns the number of tables freed.
+/// Frees the page tables of step 5 for `[start, end)` (call after the leaves are cleared
+/// and the VMAs have lost the range). Children are visited before parents (post-order),
+/// so a subtree is freed bottom-up. Returns the number of tables freed.
 pub(crate) fn free_tables_inside(mem: &mut Memory, space: &AddressSpace, start: u64, end: u64) -> usize {
+    let floor = space
+        .vmas
+        .iter()
+        .filter(|v| v.end <= start)
+        .map(|v| v.end)
+        .max()
+        .unwrap_or(0);
+    let ceiling = space
+        .vmas
+        .iter()
+        .filter(|v| v.start >= end)
+        .map(|v| v.start)
+        .min()
+        .unwrap_or(u64::MAX);
     let mut f = FreeInside {
         start,
         end,
+        pte_only: false,
+        floor,
+        ceiling,
+        fmt: space.fmt,
+        freed: Vec::new(),
+    };
+    walk(
+        mem,
+        space.fmt,
+        space.root,
+        0,
+        start,
+        end,
+        WalkFlags::TABLE_POST,
+        &mut f,
+        &mut WalkCounts::default(),
+    );
+    f.freed.len()
+}
+
+/// MADV_DONTNEED's page-table reclaim (mm/pt_reclaim.c, x86-64 Linux 6.14+ with
+/// `CONFIG_PT_RECLAIM`): `zap_pte_range` frees a PTE table when the zap covers its whole
+/// PMD range (`reclaim_pt_is_enabled`: `end - start >= PMD_SIZE`) and leaves it empty, so
+/// a later fault there finds `pmd_none` and may take a PMD-sized page (check-kernel's
+/// `40_dontneed_small_then_huge` on this 6.18 kernel). Returns the number freed.
+pub(crate) fn reclaim_empty_pte_tables(mem: &mut Memory, space: &AddressSpace, start: u64, end: u64) -> usize {
+    let mut f = FreeInside {
+        start,
+        end,
+        pte_only: true,
+        floor: start,
+        ceiling: end,
+        fmt: space.fmt,
         freed: Vec::new(),
     };
     walk(

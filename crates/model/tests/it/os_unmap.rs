@@ -105,14 +105,36 @@ fn unmapping_a_whole_2m_range_frees_the_order_9_block_and_its_tables() {
         tables0,
         "a block has no table of its own to free"
     );
-    // A 1 GiB range covering both frees the middle-level table wholly inside it.
+    // A 1 GiB range covering both frees the page directory wholly inside it; with no VMA
+    // left beside it, free_pgtables' floor and ceiling take in the whole address space,
+    // so the PDPT above it, empty now, goes too (the root stays).
     sys.unmap(0, BASE, BASE + (1 << 30)).unwrap();
     assert_eq!(sys.os.stats().resident_bytes, 0);
     assert_eq!(
         sys.mem.pt.live_tables(),
-        tables0 - 1,
-        "the page directory under the 1 GiB range is freed"
+        tables0 - 2,
+        "the page directory under the 1 GiB range and the emptied PDPT are freed"
     );
+    sys.check();
+}
+
+#[test]
+fn munmap_frees_a_table_only_when_no_neighbouring_vma_shares_it() {
+    // Two VMAs in one 2 MiB range, [BASE, BASE + 4K) and [BASE + 8K, BASE + 1M), one
+    // page written in each: one 4 KiB table. Unmapping the second leaves the table (the
+    // first VMA ends at BASE + 4K: free_pgtables' floor, above the table's start);
+    // unmapping the first then frees it, and the tables above it, with no VMA left.
+    let mut sys = Sys::new(Format::X86_64, 64 << 20, thp());
+    sys.space(0).add_vma(BASE, BASE + 4096, false).unwrap();
+    sys.space(0).add_vma(BASE + 8192, BASE + (1 << 20), false).unwrap();
+    sys.access(0, BASE, Store);
+    sys.access(0, BASE + 8192, Store);
+    let tables = sys.mem.pt.live_tables();
+    sys.unmap(0, BASE + 8192, BASE + (1 << 20)).unwrap();
+    assert_eq!(sys.mem.pt.live_tables(), tables, "the table the first VMA uses stays");
+    sys.unmap(0, BASE, BASE + 4096).unwrap();
+    // PT, PD and PDPT go; the root stays.
+    assert_eq!(sys.mem.pt.live_tables(), tables - 3);
     sys.check();
 }
 
