@@ -83,25 +83,47 @@ pub enum Event {
         /// A first write (else a first read).
         write: bool,
     },
+    /// The VMA list of address space `asid` now has one VMA at exactly `[start, end)`
+    /// with these madvise flags: a new mapping, one grown or merged with a neighbour
+    /// (`brk`, adjacent `mmap`s), or its flags changed (`madvise`). A recording of every
+    /// instruction writes one after each system call that changed the VMAs (`mmulab record
+    /// --recorder ptrace --sample all`), so that a simulation sees each mapping as the
+    /// kernel had it at each fault. The pages already mapped stay; VMA records the range
+    /// overlaps are cut back to make room. Both ends 4 KiB-aligned, `start < end <= 2^48`.
+    Vma {
+        /// The address space.
+        asid: u16,
+        /// First byte of the VMA.
+        start: u64,
+        /// One past its last byte.
+        end: u64,
+        /// `MADV_HUGEPAGE` (smaps `hg`).
+        hugepage: bool,
+        /// `MADV_NOHUGEPAGE` (smaps `nh`).
+        nohugepage: bool,
+    },
 }
 
 /// Length of one event record in an `.mlt` event frame.
 pub const RECORD_LEN: usize = 20;
 
 impl Event {
-    /// The event's name, as summaries count it (`exit`, `unmap`, `touch`).
+    /// The event's name, as summaries count it (`exit`, `unmap`, `touch`, `vma`).
     pub fn name(&self) -> &'static str {
         match self {
             Event::Exit { .. } => "exit",
             Event::Unmap { .. } => "unmap",
             Event::Touch { .. } => "touch",
+            Event::Vma { .. } => "vma",
         }
     }
 
     /// The address space the event changes.
     pub fn asid(&self) -> u16 {
         match *self {
-            Event::Exit { asid } | Event::Unmap { asid, .. } | Event::Touch { asid, .. } => asid,
+            Event::Exit { asid } | Event::Unmap { asid, .. } | Event::Touch { asid, .. } | Event::Vma { asid, .. } => {
+                asid
+            }
         }
     }
 
@@ -109,10 +131,11 @@ impl Event {
     pub fn check(&self) -> Result<(), String> {
         match *self {
             Event::Exit { .. } => Ok(()),
-            Event::Unmap { start, end, .. } => {
+            Event::Unmap { start, end, .. } | Event::Vma { start, end, .. } => {
                 if (start | end) & 0xfff != 0 || start >= end || end > 1 << 48 {
                     Err(format!(
-                        "unmap of [{start:#x}, {end:#x}): the range must be 4 KiB-aligned, non-empty and below 2^48"
+                        "{} of [{start:#x}, {end:#x}): the range must be 4 KiB-aligned, non-empty and below 2^48",
+                        self.name()
                     ))
                 } else {
                     Ok(())
@@ -130,15 +153,26 @@ impl Event {
         }
     }
 
-    /// The event's `.mlt` record: type (u8: 1 exit, 2 unmap, 3 touch), a zero byte, asid
-    /// (u16), then two u64 operands (unmap: start, end; touch: the page, 1 for a write
-    /// else 0; exit: zeros), little-endian.
+    /// The event's `.mlt` record: type (u8: 1 exit, 2 unmap, 3 touch, 4 vma), a flags
+    /// byte (zero but for vma: bit 0 `hugepage`, bit 1 `nohugepage`), asid (u16), then two
+    /// u64 operands (unmap and vma: start, end; touch: the page, 1 for a write else 0;
+    /// exit: zeros), little-endian.
     pub fn encode(&self) -> [u8; RECORD_LEN] {
         let mut b = [0u8; RECORD_LEN];
         let (ty, a, x, y) = match *self {
             Event::Exit { asid } => (1u8, asid, 0, 0),
             Event::Unmap { asid, start, end } => (2, asid, start, end),
             Event::Touch { asid, addr, write } => (3, asid, addr, write as u64),
+            Event::Vma {
+                asid,
+                start,
+                end,
+                hugepage,
+                nohugepage,
+            } => {
+                b[1] = hugepage as u8 | (nohugepage as u8) << 1;
+                (4, asid, start, end)
+            }
         };
         b[0] = ty;
         b[2..4].copy_from_slice(&a.to_le_bytes());
@@ -161,6 +195,13 @@ impl Event {
                 addr: x,
                 write: y == 1,
             },
+            4 if b[1] <= 3 => Event::Vma {
+                asid,
+                start: x,
+                end: y,
+                hugepage: b[1] & 1 != 0,
+                nohugepage: b[1] & 2 != 0,
+            },
             t => {
                 return Err(format!(
                     "event record of unknown type {t} (a newer mmulab wrote it? upgrade mmulab)"
@@ -172,7 +213,7 @@ impl Event {
     }
 
     /// The event in the legacy encoding (for formats without event records: din and
-    /// Lackey text, which keep no address space either). A touch has none: it is not a
+    /// Lackey text, which keep no address space either). A touch or a vma has none: it is not a
     /// reference, and those formats cannot carry it (empty; `mmulab convert` says how
     /// many it dropped).
     pub fn legacy_refs(&self) -> Vec<MemRef> {
@@ -188,7 +229,7 @@ impl Event {
             Event::Unmap { asid, start, end } => {
                 vec![m(UNMAP_TAG | start, asid), m(UNMAP_TAG | end | UNMAP_END_FLAG, asid)]
             }
-            Event::Touch { .. } => Vec::new(),
+            Event::Touch { .. } | Event::Vma { .. } => Vec::new(),
         }
     }
 }

@@ -21,6 +21,11 @@ pub mod marker {
     /// written by `mmulab convert --workload` so that `sim --warmup auto` simulates the
     /// trace as it simulates the workload.
     pub const WARMUP_REFS: &str = "warmup_refs";
+    /// Non-zero when the trace carries its VMA changes as vma and unmap events in place
+    /// (an exact ptrace recording): its first VMA sample is the address space at the
+    /// start, and the events bring the rest when they happened
+    /// ([`super::TraceMeta::vmas_at_start`]).
+    pub const VMA_EVENTS: &str = "vma_events";
 }
 
 /// Facts a trace states about itself, as far as it has been read.
@@ -61,7 +66,12 @@ impl TraceMeta {
     /// from a `markers` section not parsed yet (metadata read up front, as
     /// `mmulab_sim::trace_file_meta` reads it).
     pub fn warmup_refs(&self) -> Option<u64> {
-        if let Some(n) = self.markers.get(marker::WARMUP_REFS) {
+        self.marker_value(marker::WARMUP_REFS)
+    }
+
+    /// Marker `name`: from the markers read, or from a `markers` section not parsed yet.
+    fn marker_value(&self, name: &str) -> Option<u64> {
+        if let Some(n) = self.markers.get(name) {
             return Some(*n);
         }
         // The last value of the last `markers` section that has one, as the reader's
@@ -70,13 +80,30 @@ impl TraceMeta {
         for (_, body) in self.sections.iter().filter(|(n, _)| n == "markers") {
             for line in String::from_utf8_lossy(body).lines() {
                 if let Some((k, v)) = line.split_once(' ') {
-                    if k == marker::WARMUP_REFS {
+                    if k == name {
                         found = v.trim().parse().ok().or(found);
                     }
                 }
             }
         }
         found
+    }
+
+    /// Whether the trace carries its VMA changes as events ([`marker::VMA_EVENTS`]).
+    pub fn vma_events(&self) -> bool {
+        self.marker_value(marker::VMA_EVENTS).is_some_and(|n| n != 0)
+    }
+
+    /// The VMAs a simulation installs before the first reference: the first sample when
+    /// the trace carries its VMA changes as events (they bring the rest in place), else
+    /// [`TraceMeta::vmas_union`].
+    pub fn vmas_at_start(&self) -> Vec<Vma> {
+        if !self.vma_events() {
+            return self.vmas_union();
+        }
+        self.section("vmas")
+            .and_then(|b| parse_vma_samples(b).into_iter().next())
+            .unwrap_or_default()
     }
 
     /// The VMAs of the last sample in the `vmas` section, if any (see [`parse_vma_samples`]).
@@ -226,6 +253,51 @@ pub fn parse_vma_samples(text: &[u8]) -> Vec<Vec<Vma>> {
     out
 }
 
+/// The events that take an address space from VMA list `old` to `new` (two samples of one
+/// process, each sorted and non-overlapping): an unmap of every range `old` covered and
+/// `new` does not (munmap, a mapping moved or shrunk), then a vma event for every VMA of
+/// `new` that `old` did not hold with the same range and madvise flags (a new mapping,
+/// one grown or merged, one madvised or split by mprotect). VMAs above 2^48 (x86-64's
+/// `[vsyscall]`) are not the program's and are left out.
+pub fn vma_changes(old: &[Vma], new: &[Vma], asid: u16) -> Vec<crate::Event> {
+    let user = |v: &&Vma| v.start < v.end && v.end <= 1 << 48;
+    let mut out = Vec::new();
+    for o in old.iter().filter(user) {
+        // The parts of `o` that no VMA of `new` covers.
+        let mut at = o.start;
+        for n in new.iter().filter(|n| n.end > o.start && n.start < o.end) {
+            if n.start > at {
+                out.push(crate::Event::Unmap {
+                    asid,
+                    start: at,
+                    end: n.start,
+                });
+            }
+            at = at.max(n.end);
+        }
+        if at < o.end {
+            out.push(crate::Event::Unmap {
+                asid,
+                start: at,
+                end: o.end,
+            });
+        }
+    }
+    let key = |v: &Vma| (v.start, v.end, v.huge_advised(), v.no_huge());
+    for n in new.iter().filter(user) {
+        if !old.iter().any(|o| key(o) == key(n)) {
+            out.push(crate::Event::Vma {
+                asid,
+                start: n.start,
+                end: n.end,
+                hugepage: n.huge_advised(),
+                nohugepage: n.no_huge(),
+            });
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,6 +311,74 @@ mod tests {
             name: String::new(),
             flags: flags.split_whitespace().map(str::to_string).collect(),
         }
+    }
+
+    #[test]
+    fn a_trace_with_vma_events_starts_from_its_first_sample_alone() {
+        let text = "# sample 0 t_ms=0 pid=1\n1000-5000 rw-p 00000000 00:00 0\n\
+                    # sample 1 t_ms=5 pid=1\n1000-5000 rw-p 00000000 00:00 0\n10000-50000 rw-p 00000000 00:00 0\n";
+        let mut m = TraceMeta {
+            sections: vec![("vmas".into(), text.as_bytes().to_vec())],
+            ..Default::default()
+        };
+        assert!(!m.vma_events());
+        assert_eq!(m.vmas_at_start().len(), 2, "without the marker: the union");
+        m.sections
+            .push(("markers".into(), b"page_size 4096\nvma_events 1\n".to_vec()));
+        assert!(m.vma_events());
+        let v = m.vmas_at_start();
+        assert_eq!((v.len(), v[0].start, v[0].end), (1, 0x1000, 0x5000));
+    }
+
+    #[test]
+    fn vma_changes_unmap_what_went_and_name_what_is_new_or_changed() {
+        use crate::Event;
+        // Before: a heap [0x1000, 0x5000), an array [0x10000, 0x50000), a mapping
+        // [0x60000, 0x70000). After: the heap grew (merged to [0x1000, 0x8000)), the array
+        // shrank to [0x10000, 0x30000) and was madvised, the third is gone, a new one at
+        // [0x80000, 0x90000); [vsyscall] above 2^48 in both is ignored.
+        let sys = vma(0xffff_ffff_ff60_0000, 0xffff_ffff_ff60_1000, "");
+        let old = [
+            vma(0x1000, 0x5000, ""),
+            vma(0x10000, 0x50000, ""),
+            vma(0x60000, 0x70000, ""),
+            sys.clone(),
+        ];
+        let new = [
+            vma(0x1000, 0x8000, ""),
+            vma(0x10000, 0x30000, "rd wr hg"),
+            vma(0x80000, 0x90000, "nh"),
+            sys,
+        ];
+        let e = vma_changes(&old, &new, 3);
+        let v = |start, end, hugepage, nohugepage| Event::Vma {
+            asid: 3,
+            start,
+            end,
+            hugepage,
+            nohugepage,
+        };
+        assert_eq!(
+            e,
+            [
+                Event::Unmap {
+                    asid: 3,
+                    start: 0x30000,
+                    end: 0x50000
+                },
+                Event::Unmap {
+                    asid: 3,
+                    start: 0x60000,
+                    end: 0x70000
+                },
+                v(0x1000, 0x8000, false, false),
+                v(0x10000, 0x30000, true, false),
+                v(0x80000, 0x90000, false, true),
+            ]
+        );
+        // Nothing changed: no events; every event passes its own check.
+        assert!(vma_changes(&new, &new, 3).is_empty());
+        assert!(e.iter().all(|e| e.check().is_ok()));
     }
 
     #[test]

@@ -95,6 +95,8 @@ pub struct ControlCounts {
     pub unmap: u64,
     /// First touches of pages outside a sampled recording's windows (not references).
     pub touch: u64,
+    /// VMA changes (a mapping made, grown, merged or madvised) in an exact recording.
+    pub vma: u64,
 }
 
 /// One metadata section.
@@ -205,6 +207,7 @@ impl Counts {
                 Event::Exit { .. } => self.control.exit += 1,
                 Event::Unmap { .. } => self.control.unmap += 1,
                 Event::Touch { .. } => self.control.touch += 1,
+                Event::Vma { .. } => self.control.vma += 1,
             }
         }
         for r in &batch.refs {

@@ -289,7 +289,7 @@ pub fn run(a: Args) -> Result<()> {
     if to != OutFormat::Mlt {
         errln!("mmulab convert: note: {to:?} text keeps neither core nor address space (use .mlt for a lossless copy)");
         if touches > 0 {
-            errln!("mmulab convert: note: {to:?} text cannot carry the {touches} page touches between the input's sampled windows: they were dropped, so a simulation of the output faults those pages in only when a window touches them (use .mlt to keep them)");
+            errln!("mmulab convert: note: {to:?} text cannot carry the input's {touches} touch and vma events (pages touched between sampled windows, VMA changes of an exact recording): they were dropped, so a simulation of the output faults those pages in only when a window touches them (use .mlt to keep them)");
         }
         if warmup > 0 {
             errln!("mmulab convert: note: {to:?} text cannot say the workload's warm-up: simulate it with `mmulab sim --trace {} --warmup {warmup}` (an .mlt output carries it)", out_path.display());
@@ -299,7 +299,7 @@ pub fn run(a: Args) -> Result<()> {
 }
 
 /// Copies every reference until the input ends, fails, or Ctrl-C; returns the count,
-/// the touch events seen (a text output drops them) and why it ended.
+/// the touch and vma events seen (a text output drops them) and why it ended.
 fn pump(src: &mut dyn TraceSource, sink: &mut Sink, input: &str) -> (u64, u64, End) {
     let mut p = ProgressLine::new(&format!("convert {input}"));
     let mut buf = Batch::with_capacity(1 << 16);
@@ -318,7 +318,7 @@ fn pump(src: &mut dyn TraceSource, sink: &mut Sink, input: &str) -> (u64, u64, E
         touches += buf
             .events
             .iter()
-            .filter(|e| matches!(e.event, mmulab_trace::Event::Touch { .. }))
+            .filter(|e| matches!(e.event, mmulab_trace::Event::Touch { .. } | mmulab_trace::Event::Vma { .. }))
             .count() as u64;
         match r {
             Ok(0) => break End::Done,

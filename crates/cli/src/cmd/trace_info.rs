@@ -85,12 +85,13 @@ fn print_table(v: &Value) {
         }
     );
     let c = &v["control"];
-    if c["exit"] != json!(0) || c["unmap"] != json!(0) || c["touch"] != json!(0) {
+    if ["exit", "unmap", "touch", "vma"].iter().any(|k| c[k] != json!(0)) {
         outln!(
-            "control      {} exits, {} unmap markers, {} page touches between sampled windows (OS events: not in the counts or footprint above)",
+            "control      {} exits, {} unmap markers, {} page touches between sampled windows, {} VMA changes (OS events: not in the counts or footprint above)",
             c["exit"],
             c["unmap"],
-            c["touch"]
+            c["touch"],
+            c["vma"]
         );
     }
     for (key, title) in [("markers", "markers"), ("records_skipped", "not refs")] {

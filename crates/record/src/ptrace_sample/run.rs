@@ -174,7 +174,18 @@ struct Window {
     inject: i32,
     /// The window's steps when a timer signal last reached another thread.
     steps_at_signal: Option<u64>,
+    /// The system call number if the instruction stepped is `syscall`.
+    syscall: Option<u64>,
 }
+
+/// x86-64 system calls that change VMAs or their madvise flags (`mmap`, `mprotect`,
+/// `munmap`, `brk`, `mremap`, `madvise`, and `execve`/`execveat`, which replace them
+/// all: `env VAR=… PROGRAM` runs PROGRAM in env's process): after one runs in a window
+/// the VMAs are sampled
+/// again, so that a recording of every instruction (`--sample all`) holds each mapping
+/// with the flags it had (a mapping made, madvised and touched between two timed samples
+/// was missing or had no `hg`, and its simulation got no THP where the kernel gave some).
+const VMA_SYSCALLS: [u64; 8] = [9, 10, 11, 12, 25, 28, 59, 322];
 
 struct Sampler<W: Write> {
     pid: i32,
@@ -192,6 +203,10 @@ struct Sampler<W: Write> {
     windows_text: String,
     samples: Vec<(u64, String)>,
     last_maps: String,
+    /// The VMAs of the last sample, parsed.
+    vmas_now: Vec<mmulab_trace::meta::Vma>,
+    /// VMA change events written (unmap and vma).
+    vma_events: u64,
     /// The program's CPU clock (`clock_getcpuclockid`: user + system time of every
     /// thread, in ns), and its reading when the last window ended.
     cpu_clock: Option<libc::clockid_t>,
@@ -255,12 +270,44 @@ impl<W: Write> Sampler<W> {
     fn sample_maps(&mut self) {
         if let Some(text) = crate::valgrind::vma_sample(self.pid as u32) {
             if !text.is_empty() && text != self.last_maps {
+                self.vma_events(&text);
                 if self.samples.len() >= MAX_SAMPLES {
                     self.samples.pop();
                 }
                 self.samples.push((self.t0.elapsed().as_millis() as u64, text.clone()));
                 self.last_maps = text;
             }
+        }
+    }
+
+    /// In a recording of every instruction, the VMA changes since the last sample as
+    /// events after the references so far (`meta::vma_changes`: unmaps, then the VMAs
+    /// new or changed), so that a simulation sees each mapping when the program made it
+    /// (the union of the samples installed at the start merged a malloc'd block with the
+    /// next one, mapped later, and gave its faults huge pages the kernel could not).
+    fn vma_events(&mut self, text: &str) {
+        let new = mmulab_trace::meta::parse_vma_samples(text.as_bytes())
+            .pop()
+            .unwrap_or_default();
+        let old = std::mem::replace(&mut self.vmas_now, new);
+        if !self.sampling.whole() || self.last_maps.is_empty() || self.write_error.is_some() {
+            return;
+        }
+        let events = mmulab_trace::meta::vma_changes(&old, &self.vmas_now, 0);
+        if events.is_empty() {
+            return;
+        }
+        let r = (|| -> std::io::Result<()> {
+            self.w.push_all(&self.buf)?;
+            self.buf.clear();
+            for e in &events {
+                self.w.push_event(e)?;
+            }
+            Ok(())
+        })();
+        match r {
+            Ok(()) => self.vma_events += events.len() as u64,
+            Err(e) => self.write_error = Some(e),
         }
     }
 
@@ -315,6 +362,7 @@ impl<W: Write> Sampler<W> {
             last: to_regs(&r),
             inject: 0,
             steps_at_signal: None,
+            syscall: None,
         });
         self.step(tid, to_regs(&r));
     }
@@ -339,6 +387,7 @@ impl<W: Write> Sampler<W> {
         if self.dec.refs(&bytes[..n], &regs, &mut w.pending).is_err() {
             self.r.undecodable += 1;
         }
+        w.syscall = (n >= 2 && bytes[..2] == [0x0f, 0x05]).then_some(regs.gpr[0]);
         w.armed = true;
         pt(libc::PTRACE_SINGLESTEP, tid, 0);
     }
@@ -422,7 +471,11 @@ impl<W: Write> Sampler<W> {
                 }
                 self.push(m, progress)?;
             }
-            self.window.as_mut().expect("a window").pending = pending;
+            let w = self.window.as_mut().expect("a window");
+            w.pending = pending;
+            if w.syscall.take().is_some_and(|nr| VMA_SYSCALLS.contains(&nr)) {
+                self.sample_maps();
+            }
         }
         let w = self.window.as_mut().expect("a window");
         w.armed = false;
@@ -578,6 +631,8 @@ pub(super) fn record<W: Write>(
         windows_text: String::new(),
         samples: Vec::new(),
         last_maps: String::new(),
+        vmas_now: Vec::new(),
+        vma_events: 0,
         cpu_clock: cpu_clock_of(pid),
         cpu_after_window: 0,
         pages: Default::default(),
@@ -724,6 +779,14 @@ fn finish<W: Write>(
     let (vmas, vmas_last_sample) = crate::valgrind::vma_section(&samples, pid as u32);
     let exit_status = ExitStatus::from_raw(status);
     crate::valgrind::write_page_size(&mut w)?;
+    if sampling.whole() {
+        // The VMA changes are in the stream (vma_events above): a simulation installs
+        // the first sample only (meta::TraceMeta::vmas_at_start).
+        w.section(
+            "markers",
+            format!("{} 1\n", mmulab_trace::meta::marker::VMA_EVENTS).as_bytes(),
+        )?;
+    }
     let source = format!(
         "mmulab record: ptrace window sampler ({}; data references) {}\nexit: {exit_status}\n",
         sampling.describe(),

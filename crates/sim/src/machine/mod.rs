@@ -334,7 +334,43 @@ impl Machine {
             Event::Exit { asid } => self.exit(asid),
             Event::Unmap { asid, start, end } => self.unmap(asid, start, end),
             Event::Touch { asid, addr, write } => self.touch(asid, addr, write),
+            Event::Vma {
+                asid,
+                start,
+                end,
+                hugepage,
+                nohugepage,
+            } => {
+                self.set_vma(
+                    asid,
+                    TraceVma {
+                        start,
+                        end,
+                        hugepage,
+                        nohugepage,
+                    },
+                );
+                Ok(())
+            }
         }
+    }
+
+    /// Makes `v` one VMA of address space `asid` (a vma event): the VMA records it
+    /// overlaps are cut back (`AddressSpace::remove_range`), then it is added with its
+    /// flags. Pages already mapped stay: the kernel's VMA list changed (a mapping grown,
+    /// merged with a neighbour, madvised), not its page tables. An address space not yet
+    /// used gets it with the trace's other VMAs when it is made.
+    fn set_vma(&mut self, asid: Asid, v: TraceVma) {
+        self.spaces_changed();
+        let sys = &mut self.sys;
+        sys.trace_vmas.retain(|t| t.end <= v.start || t.start >= v.end);
+        let at = sys.trace_vmas.partition_point(|t| t.start < v.start);
+        sys.trace_vmas.insert(at, v);
+        if let Some(Some(space)) = sys.spaces.get_mut(asid as usize) {
+            space.remove_range(v.start, v.end);
+            v.install(space);
+        }
+        self.regions_vmas_changed();
     }
 
     /// Ends address space `asid` (an exit event): the OS frees its memory
@@ -412,7 +448,7 @@ impl Machine {
     /// Looks for VMAs in the trace's metadata and installs them once found.
     pub(crate) fn take_trace_vmas(&mut self, src: &dyn mmulab_trace::TraceSource) {
         if let Some(meta) = src.meta() {
-            let v: Vec<TraceVma> = meta.vmas_union().iter().map(TraceVma::of).collect();
+            let v: Vec<TraceVma> = meta.vmas_at_start().iter().map(TraceVma::of).collect();
             if !v.is_empty() {
                 self.set_trace_vma_flags(&v);
                 self.bg.trace_vmas_seen = true;

@@ -31,7 +31,7 @@ pub fn trace_file_meta(path: &Path) -> Option<TraceMeta> {
 /// space of `m`, existing and future ones. Returns how many it installed (0: `meta`
 /// carries none, and `m` is unchanged).
 pub fn preload_vmas(m: &mut Machine, meta: &TraceMeta) -> usize {
-    let vmas: Vec<TraceVma> = meta.vmas_union().iter().map(TraceVma::of).collect();
+    let vmas: Vec<TraceVma> = meta.vmas_at_start().iter().map(TraceVma::of).collect();
     if vmas.is_empty() {
         return 0;
     }

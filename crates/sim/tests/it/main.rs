@@ -18,4 +18,5 @@ mod regions;
 mod roi;
 mod run_paths;
 mod vm_catalog;
+mod vma_events;
 mod warmup_counters;
