@@ -15,6 +15,7 @@
 
 pub mod host;
 pub mod native;
+pub mod program;
 pub mod replay;
 pub mod script;
 

@@ -49,6 +49,7 @@ fn main() {
         .map(|o| o.name.as_str())
         .collect();
     assert!(bad.is_empty(), "kernel and mmulab differ in {bad:?} (table above)");
+    program_check();
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         println!("kernel_check: the interrupt test skipped: setting THP controls needs root");
@@ -81,4 +82,42 @@ fn main() {
         "an interrupted run restores every setting"
     );
     println!("kernel_check: interrupted mid-scenario, every setting restored");
+}
+
+/// A real program both ways (`check-kernel -- PROGRAM`, kernel-check's program.rs):
+/// tests/programs/map_free_split.c built with `cc`, run natively and recorded with every
+/// instruction stepped; its THP fault counters must be equal. Skipped with the reason
+/// where there is no C compiler or ptrace is not allowed.
+fn program_check() {
+    let dir = std::env::temp_dir().join(format!("mmulab-kc-program-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let exe = dir.join("map_free_split");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/map_free_split.c");
+    let built = std::process::Command::new("cc")
+        .args(["-O1", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        println!(
+            "kernel_check: the program check skipped: no C compiler (cc) built {}",
+            src.display()
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
+    let t = Instant::now();
+    let o = kc::program::check_program(&[exe.display().to_string()], None, &mut |m| {
+        println!("kernel_check: {m}")
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    println!("{}", kc::table(std::slice::from_ref(&o)));
+    println!("kernel_check: program check {:.1} s", t.elapsed().as_secs_f64());
+    match &o.skipped {
+        Some(why) if why.starts_with("cannot record") || why.starts_with("not compared") => {
+            println!("kernel_check: the program check skipped: {why}");
+        }
+        Some(why) => panic!("the program check failed: {why}"),
+        None => assert!(o.equal(), "kernel and mmulab differ on the program (table above)"),
+    }
 }
