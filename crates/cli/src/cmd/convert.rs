@@ -318,7 +318,12 @@ fn pump(src: &mut dyn TraceSource, sink: &mut Sink, input: &str) -> (u64, u64, E
         touches += buf
             .events
             .iter()
-            .filter(|e| matches!(e.event, mmulab_trace::Event::Touch { .. } | mmulab_trace::Event::Vma { .. }))
+            .filter(|e| {
+                matches!(
+                    e.event,
+                    mmulab_trace::Event::Touch { .. } | mmulab_trace::Event::Vma { .. }
+                )
+            })
             .count() as u64;
         match r {
             Ok(0) => break End::Done,

@@ -87,6 +87,11 @@ impl<R> Requests<R> {
             _ => return Err(bad("kind is not READ or WRITE")),
         };
         let at: u64 = c.parse().map_err(|_| bad("bad cycle"))?;
+        if at > MAX_ARRIVAL {
+            return Err(bad(&format!(
+                "cycle {at} is past 2^62, the latest arrival the model takes (its times are shifted by 2^40 and must not overflow)"
+            )));
+        }
         if at < self.last {
             return Err(bad(&format!("cycle {at} is before the previous line's {}", self.last)));
         }
@@ -94,6 +99,11 @@ impl<R> Requests<R> {
         Ok(StreamReq { pa, write, at })
     }
 }
+
+/// The latest arrival cycle a stream may have: the model shifts times by 2^40 (`ORIGIN`)
+/// and adds latencies, which must not overflow u64 (a line with cycle 2^64 − 1 panicked
+/// in a debug build and wrapped in a release one).
+pub const MAX_ARRIVAL: u64 = 1 << 62;
 
 /// Runs a DRAMsim3 trace through a fresh model of `spec` as it reads it (the stream is
 /// never held whole), asking `stop` every 65,536 requests whether to end early (Ctrl-C);
@@ -140,7 +150,7 @@ pub const GENERATORS: [&str; 3] = ["seq", "random", "two-rank"];
 /// `random`: uniform bursts over the capacity (xorshift, `seed`); `two-rank`: two
 /// sequential streams, one in each half of memory (with the top bit as rank: one per
 /// rank), taken in turn. Generated as it is read (a stream of 10^12 requests takes no
-/// memory); an unknown kind, or a last arrival past 2^64 cycles, is an error up front.
+/// memory); an unknown kind, or a last arrival past 2^62 cycles ([`MAX_ARRIVAL`]), is an error up front.
 pub fn generate(
     kind: &str,
     spec: &DramSpec,
@@ -166,9 +176,12 @@ pub fn generate(
             )))
         }
     };
-    if n.saturating_sub(1).checked_mul(gap).is_none() {
+    if n.saturating_sub(1)
+        .checked_mul(gap)
+        .is_none_or(|last| last > MAX_ARRIVAL)
+    {
         return Err(ModelError::Input(format!(
-            "{n} requests {gap} cycles apart end past 2^64 DRAM cycles; lower the requests or the gap"
+            "{n} requests {gap} cycles apart end past 2^62 DRAM cycles (the latest arrival the model takes); lower the requests or the gap"
         )));
     }
     let bb = spec.burst_bytes;
@@ -202,4 +215,24 @@ pub fn run(spec: &DramSpec, reqs: &[StreamReq]) -> Dram {
     }
     d.drain_all();
     d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_arrival_past_the_models_time_range_is_an_error_naming_its_line() {
+        let ok = format!("0x40 READ 5\n0x80 WRITE {MAX_ARRIVAL}\n");
+        assert_eq!(read(ok.as_bytes(), "s").unwrap().len(), 2);
+        // The fuzzer's case: cycle 2^64 - 1 overflowed the model's shifted time.
+        let e = read("0x40 READ 5\n0x80 READ 18446744073709551615\n".as_bytes(), "s")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("s line 2") && e.contains("2^62"), "{e}");
+        let e = read(format!("0x80 READ {}\n", MAX_ARRIVAL + 1).as_bytes(), "s")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 1"), "{e}");
+    }
 }
