@@ -88,8 +88,9 @@ pub enum Event {
     /// (`brk`, adjacent `mmap`s), or its flags changed (`madvise`). A recording of every
     /// instruction writes one after each system call that changed the VMAs (`mmulab record
     /// --recorder ptrace --sample all`), so that a simulation sees each mapping as the
-    /// kernel had it at each fault. The pages already mapped stay; VMA records the range
-    /// overlaps are cut back to make room. Both ends 4 KiB-aligned, `start < end <= 2^48`.
+    /// kernel had it at each fault. The pages already mapped stay (a huge page one of its
+    /// ends cuts is split, as at a VMA split); VMA records the range overlaps are cut back
+    /// to make room. Both ends 4 KiB-aligned, `start < end <= 2^48`.
     Vma {
         /// The address space.
         asid: u16,

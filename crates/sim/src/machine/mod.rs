@@ -355,21 +355,33 @@ impl Machine {
         }
     }
 
-    /// Makes `v` one VMA of address space `asid` (a vma event): the VMA records it
-    /// overlaps are cut back (`AddressSpace::remove_range`), then it is added with its
-    /// flags. Pages already mapped stay: the kernel's VMA list changed (a mapping grown,
-    /// merged with a neighbour, madvised), not its page tables. An address space not yet
-    /// used gets it with the trace's other VMAs when it is made.
+    /// Makes `v` one VMA of address space `asid` (a vma event): a huge page that one of
+    /// its ends cuts is split first, as Linux splits one at every VMA split
+    /// (`__split_vma` → `vma_adjust_trans_huge`, what `Os::protect` does: mprotect or
+    /// madvise of part of a huge page, `THP_SPLIT_PMD`); then the VMA records it overlaps
+    /// are cut back (`AddressSpace::remove_range`) and it is added with its flags. The
+    /// pages stay: the kernel's VMA list changed (a mapping grown, merged with a
+    /// neighbour, madvised, protected), not what backs it. An address space not yet used
+    /// gets it with the trace's other VMAs when it is made.
     fn set_vma(&mut self, asid: Asid, v: TraceVma) {
         self.spaces_changed();
         let sys = &mut self.sys;
         sys.trace_vmas.retain(|t| t.end <= v.start || t.start >= v.end);
         let at = sys.trace_vmas.partition_point(|t| t.start < v.start);
         sys.trace_vmas.insert(at, v);
+        sys.shootdowns.clear();
         if let Some(Some(space)) = sys.spaces.get_mut(asid as usize) {
+            // A recording does not carry permissions: the VMA stays writable. A policy that
+            // cannot split at this edge (`fixed` needs its page size, as hugetlbfs refuses
+            // an unaligned mprotect) keeps its leaf; a split that runs out of memory for
+            // its table leaves the leaf whole (unmap.rs puts it back).
+            let _ = sys
+                .os
+                .protect(&mut sys.mem, space, v.start, v.end, true, &mut sys.shootdowns);
             space.remove_range(v.start, v.end);
             v.install(space);
         }
+        self.apply_shootdowns();
         self.regions_vmas_changed();
     }
 

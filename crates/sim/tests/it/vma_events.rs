@@ -99,3 +99,26 @@ fn a_vma_event_changes_the_flags_and_keeps_the_pages_mapped() {
     assert_eq!(k["thp_fault_alloc"], 1, "{k:?}");
     assert_eq!(st.os.resident_bytes, 2 * MIB + 2 * 4096);
 }
+
+#[test]
+fn a_vma_event_that_cuts_a_huge_page_splits_it() {
+    // A THP at [A, A + 2M) in a madvised 4 MiB VMA; the VMA is then cut at A + 1M (the
+    // sample after an mprotect of [A + 1M, A + 4M)): two vma events. Linux splits the huge
+    // page at the VMA split (vma_adjust_trans_huge): THP_SPLIT_PMD once, every page
+    // still mapped (512 4 KiB leaves), no deferred split.
+    let mut it = vec![Err(vma(A, A + 4 * MIB, true)), Ok(store(A))];
+    it.push(Err(vma(A, A + MIB, true)));
+    it.push(Err(vma(A + MIB, A + 4 * MIB, true)));
+    let st = simulate(&it, "cut");
+    let k: std::collections::BTreeMap<String, u64> = st.os.kernel_counters().into_iter().collect();
+    assert_eq!(
+        (k["thp_fault_alloc"], k["thp_split_pmd"], k["thp_deferred_split_page"]),
+        (1, 1, 0),
+        "{k:?}"
+    );
+    assert_eq!(st.os.resident_bytes, 2 * MIB);
+    assert_eq!(
+        st.os.resident_by_size[mmulab_model::addr::PageSize::K4.index()],
+        2 * MIB
+    );
+}
