@@ -177,6 +177,7 @@ pub(super) fn record_options(opts: &Options) -> mmulab_record::RecordOptions {
         level: 1,
         maps_interval: std::time::Duration::from_millis(50),
         stdout_to_stderr: true,
+        stdout_null: false,
         max_refs: opts.max_refs,
         env: crate::thp_ways(&crate::child::thp_mode())
             .0

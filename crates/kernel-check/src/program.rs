@@ -72,6 +72,7 @@ fn record(command: &[String], trace: &Path, progress: &mut dyn FnMut(&str)) -> R
         level: 1,
         maps_interval: Duration::from_millis(100),
         stdout_to_stderr: true,
+        stdout_null: true,
         max_refs: None,
         env: Vec::new(),
     };

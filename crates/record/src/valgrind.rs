@@ -89,6 +89,9 @@ pub struct RecordOptions {
     /// Send the program's stdout to this process's stderr (so that stdout can hold
     /// something else).
     pub stdout_to_stderr: bool,
+    /// Send the program's stdout to /dev/null (over `stdout_to_stderr`): check-kernel's
+    /// program check, whose native run discards it too.
+    pub stdout_null: bool,
     /// Stop after this many references (a prefix of the run): the program is ended
     /// (SIGKILL) and the trace holds exactly this many. `None`: the whole run.
     pub max_refs: Option<u64>,
@@ -296,7 +299,10 @@ impl Recorder {
             }
         }
         cmd.args(&opts.command).envs(opts.env.iter().map(|(k, v)| (k, v)));
-        if opts.stdout_to_stderr {
+        // The trace goes through --log-fd, so stdout is the program's alone.
+        if opts.stdout_null {
+            cmd.stdout(Stdio::null());
+        } else if opts.stdout_to_stderr {
             cmd.stdout(Stdio::from(std::io::stderr().as_fd().try_clone_to_owned()?));
         }
         let t0 = Instant::now();

@@ -215,6 +215,7 @@ fn options(a: &Args) -> RecordOptions {
         level: a.level,
         maps_interval: Duration::from_millis(a.maps_interval_ms),
         stdout_to_stderr: a.json,
+        stdout_null: false,
         max_refs: None,
         env: Vec::new(),
     }

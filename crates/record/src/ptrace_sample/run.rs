@@ -527,7 +527,9 @@ pub(super) fn record<W: Write>(
         .envs(opts.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .process_group(0);
-    if opts.stdout_to_stderr {
+    if opts.stdout_null {
+        cmd.stdout(Stdio::null());
+    } else if opts.stdout_to_stderr {
         cmd.stdout(Stdio::from(std::io::stderr().as_fd().try_clone_to_owned()?));
     }
     let period = sampling.period;

@@ -43,6 +43,7 @@ fn options(cmd: &[&str]) -> RecordOptions {
         level: 1,
         maps_interval: Duration::from_millis(50),
         stdout_to_stderr: true,
+        stdout_null: false,
         max_refs: None,
         env: Vec::new(),
     }

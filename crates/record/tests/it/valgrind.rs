@@ -15,6 +15,7 @@ fn options(command: &[&str]) -> RecordOptions {
         level: 3,
         maps_interval: Duration::from_millis(20),
         stdout_to_stderr: true,
+        stdout_null: false,
         max_refs: None,
         env: Vec::new(),
     }
