@@ -136,14 +136,7 @@ impl<'de> Deserialize<'de> for PageSize {
 
 impl fmt::Display for PageSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let b = self.bytes();
-        if b >= 1 << 30 {
-            write!(f, "{}G", b >> 30)
-        } else if b >= 1 << 20 {
-            write!(f, "{}M", b >> 20)
-        } else {
-            write!(f, "{}K", b >> 10)
-        }
+        size_name(self.bytes(), f)
     }
 }
 
@@ -244,14 +237,18 @@ impl<'de> Deserialize<'de> for FolioSize {
 
 impl fmt::Display for FolioSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let b = self.bytes();
-        if b >= 1 << 30 {
-            write!(f, "{}G", b >> 30)
-        } else if b >= 1 << 20 {
-            write!(f, "{}M", b >> 20)
-        } else {
-            write!(f, "{}K", b >> 10)
-        }
+        size_name(self.bytes(), f)
+    }
+}
+
+/// A power-of-two size as a page or folio size is named: `4K`, `2M`, `1G`.
+fn size_name(b: u64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    if b >= 1 << 30 {
+        write!(f, "{}G", b >> 30)
+    } else if b >= 1 << 20 {
+        write!(f, "{}M", b >> 20)
+    } else {
+        write!(f, "{}K", b >> 10)
     }
 }
 

@@ -197,27 +197,19 @@ pub(crate) fn free_tables_inside(mem: &mut Memory, space: &AddressSpace, start: 
         .map(|v| v.start)
         .min()
         .unwrap_or(u64::MAX);
-    let mut f = FreeInside {
-        start,
-        end,
-        pte_only: false,
-        floor,
-        ceiling,
-        fmt: space.fmt,
-        freed: Vec::new(),
-    };
-    walk(
+    free_tables(
         mem,
-        space.fmt,
-        space.root,
-        0,
-        start,
-        end,
-        WalkFlags::TABLE_POST,
-        &mut f,
-        &mut WalkCounts::default(),
-    );
-    f.freed.len()
+        space,
+        FreeInside {
+            start,
+            end,
+            pte_only: false,
+            floor,
+            ceiling,
+            fmt: space.fmt,
+            freed: Vec::new(),
+        },
+    )
 }
 
 /// MADV_DONTNEED's page-table reclaim (mm/pt_reclaim.c, x86-64 Linux 6.14+ with
@@ -226,22 +218,30 @@ pub(crate) fn free_tables_inside(mem: &mut Memory, space: &AddressSpace, start: 
 /// a later fault there finds `pmd_none` and may take a PMD-sized page (check-kernel's
 /// `40_dontneed_small_then_huge` on this 6.18 kernel). Returns the number freed.
 pub(crate) fn reclaim_empty_pte_tables(mem: &mut Memory, space: &AddressSpace, start: u64, end: u64) -> usize {
-    let mut f = FreeInside {
-        start,
-        end,
-        pte_only: true,
-        floor: start,
-        ceiling: end,
-        fmt: space.fmt,
-        freed: Vec::new(),
-    };
+    free_tables(
+        mem,
+        space,
+        FreeInside {
+            start,
+            end,
+            pte_only: true,
+            floor: start,
+            ceiling: end,
+            fmt: space.fmt,
+            freed: Vec::new(),
+        },
+    )
+}
+
+/// Walks `[f.start, f.end)` children before parents, freeing what `f` says; the count.
+fn free_tables(mem: &mut Memory, space: &AddressSpace, mut f: FreeInside) -> usize {
     walk(
         mem,
         space.fmt,
         space.root,
         0,
-        start,
-        end,
+        f.start,
+        f.end,
         WalkFlags::TABLE_POST,
         &mut f,
         &mut WalkCounts::default(),

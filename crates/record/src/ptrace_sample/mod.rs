@@ -32,6 +32,7 @@ pub mod decode;
 mod pages;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod run;
+mod vmas;
 
 use std::io::Write;
 use std::time::Duration;

@@ -18,8 +18,6 @@ use mmulab_trace::format::mlt::MltWriter;
 use mmulab_trace::format::Counted;
 use mmulab_trace::{AccessKind, MemRef};
 
-/// VMA samples kept (as record.rs: the first 255 changes and always the latest).
-const MAX_SAMPLES: usize = 256;
 /// 64-bit user code segment selector on x86-64 Linux (`__USER_CS`); 0x23 is 32-bit code.
 const USER_CS_64: u64 = 0x33;
 
@@ -178,15 +176,6 @@ struct Window {
     syscall: Option<u64>,
 }
 
-/// x86-64 system calls that change VMAs or their madvise flags (`mmap`, `mprotect`,
-/// `munmap`, `brk`, `mremap`, `madvise`, and `execve`/`execveat`, which replace them
-/// all: `env VAR=… PROGRAM` runs PROGRAM in env's process): after one runs in a window
-/// the VMAs are sampled
-/// again, so that a recording of every instruction (`--sample all`) holds each mapping
-/// with the flags it had (a mapping made, madvised and touched between two timed samples
-/// was missing or had no `hg`, and its simulation got no THP where the kernel gave some).
-const VMA_SYSCALLS: [u64; 8] = [9, 10, 11, 12, 25, 28, 59, 322];
-
 struct Sampler<W: Write> {
     pid: i32,
     sampling: WindowSampling,
@@ -201,12 +190,7 @@ struct Sampler<W: Write> {
     t0: Instant,
     r: PtraceStats,
     windows_text: String,
-    samples: Vec<(u64, String)>,
-    last_maps: String,
-    /// The VMAs of the last sample, parsed.
-    vmas_now: Vec<mmulab_trace::meta::Vma>,
-    /// VMA change events written (unmap and vma).
-    vma_events: u64,
+    vmas: super::vmas::VmaSamples,
     /// The program's CPU clock (`clock_getcpuclockid`: user + system time of every
     /// thread, in ns), and its reading when the last window ended.
     cpu_clock: Option<libc::clockid_t>,
@@ -267,47 +251,34 @@ impl<W: Write> Sampler<W> {
         Ok(())
     }
 
+    /// Samples the VMAs (vmas.rs); in a recording of every instruction, writes their
+    /// changes as events after the references so far.
     fn sample_maps(&mut self) {
-        if let Some(text) = crate::valgrind::vma_sample(self.pid as u32) {
-            if !text.is_empty() && text != self.last_maps {
-                self.vma_events(&text);
-                if self.samples.len() >= MAX_SAMPLES {
-                    self.samples.pop();
-                }
-                self.samples.push((self.t0.elapsed().as_millis() as u64, text.clone()));
-                self.last_maps = text;
-            }
-        }
+        let t_ms = self.t0.elapsed().as_millis() as u64;
+        let events = self.vmas.sample(self.pid as u32, t_ms, self.sampling.whole());
+        self.push_events(&events);
     }
 
-    /// In a recording of every instruction, the VMA changes since the last sample as
-    /// events after the references so far (`meta::vma_changes`: unmaps, then the VMAs
-    /// new or changed), so that a simulation sees each mapping when the program made it
-    /// (the union of the samples installed at the start merged a malloc'd block with the
-    /// next one, mapped later, and gave its faults huge pages the kernel could not).
-    fn vma_events(&mut self, text: &str) {
-        let new = mmulab_trace::meta::parse_vma_samples(text.as_bytes())
-            .pop()
-            .unwrap_or_default();
-        let old = std::mem::replace(&mut self.vmas_now, new);
-        if !self.sampling.whole() || self.last_maps.is_empty() || self.write_error.is_some() {
-            return;
-        }
-        let events = mmulab_trace::meta::vma_changes(&old, &self.vmas_now, 0);
-        if events.is_empty() {
-            return;
+    /// Writes `events` after the references so far; false (the error kept for the end)
+    /// if the output failed, now or before.
+    fn push_events(&mut self, events: &[mmulab_trace::Event]) -> bool {
+        if events.is_empty() || self.write_error.is_some() {
+            return self.write_error.is_none();
         }
         let r = (|| -> std::io::Result<()> {
             self.w.push_all(&self.buf)?;
             self.buf.clear();
-            for e in &events {
+            for e in events {
                 self.w.push_event(e)?;
             }
             Ok(())
         })();
         match r {
-            Ok(()) => self.vma_events += events.len() as u64,
-            Err(e) => self.write_error = Some(e),
+            Ok(()) => true,
+            Err(e) => {
+                self.write_error = Some(e);
+                false
+            }
         }
     }
 
@@ -316,21 +287,12 @@ impl<W: Write> Sampler<W> {
     fn write_touches(&mut self) {
         let mut t = Vec::new();
         self.pages.scan(self.pid, &mut t);
-        if t.is_empty() || self.write_error.is_some() {
-            return;
-        }
-        let r = (|| -> std::io::Result<()> {
-            self.w.push_all(&self.buf)?;
-            self.buf.clear();
-            for &(addr, write) in &t {
-                self.w
-                    .push_event(&mmulab_trace::Event::Touch { asid: 0, addr, write })?;
-            }
-            Ok(())
-        })();
-        match r {
-            Ok(()) => self.touches += t.len() as u64,
-            Err(e) => self.write_error = Some(e),
+        let events: Vec<mmulab_trace::Event> = t
+            .iter()
+            .map(|&(addr, write)| mmulab_trace::Event::Touch { asid: 0, addr, write })
+            .collect();
+        if !events.is_empty() && self.push_events(&events) {
+            self.touches += events.len() as u64;
         }
     }
 
@@ -473,7 +435,10 @@ impl<W: Write> Sampler<W> {
             }
             let w = self.window.as_mut().expect("a window");
             w.pending = pending;
-            if w.syscall.take().is_some_and(|nr| VMA_SYSCALLS.contains(&nr)) {
+            if w.syscall
+                .take()
+                .is_some_and(|nr| super::vmas::VMA_SYSCALLS.contains(&nr))
+            {
                 self.sample_maps();
             }
         }
@@ -631,10 +596,7 @@ pub(super) fn record<W: Write>(
         t0,
         r: PtraceStats::default(),
         windows_text: String::new(),
-        samples: Vec::new(),
-        last_maps: String::new(),
-        vmas_now: Vec::new(),
-        vma_events: 0,
+        vmas: Default::default(),
         cpu_clock: cpu_clock_of(pid),
         cpu_after_window: 0,
         pages: Default::default(),
@@ -773,16 +735,16 @@ fn finish<W: Write>(
         truncated,
         r,
         windows_text,
-        samples,
+        vmas: vma_samples,
         touches,
         pages,
         ..
     } = s;
-    let (vmas, vmas_last_sample) = crate::valgrind::vma_section(&samples, pid as u32);
+    let (vmas, vmas_last_sample) = crate::valgrind::vma_section(&vma_samples.samples, pid as u32);
     let exit_status = ExitStatus::from_raw(status);
     crate::valgrind::write_page_size(&mut w)?;
     if sampling.whole() {
-        // The VMA changes are in the stream (vma_events above): a simulation installs
+        // The VMA changes are in the stream (vmas.rs): a simulation installs
         // the first sample only (meta::TraceMeta::vmas_at_start).
         w.section(
             "markers",
@@ -811,7 +773,7 @@ fn finish<W: Write>(
             stores: kinds[AccessKind::Store as usize],
             ifetches: kinds[AccessKind::IFetch as usize],
             bytes,
-            vma_samples: samples.len(),
+            vma_samples: vma_samples.samples.len(),
             vmas_last_sample,
             seconds,
             exit_status,
