@@ -155,16 +155,6 @@ impl Ticker {
         })
     }
 
-    /// Starts a ticker for a phase without references (planning, say): `poll` gives
-    /// (done, total) in the phase's own unit, shown as `phase N of M` and a percentage.
-    pub fn phase(label: &str, phase: &'static str, poll: Box<dyn Fn() -> (u64, u64) + Send>) -> Ticker {
-        Ticker::spawn(label, move |line| {
-            let (done, total) = poll();
-            let share = (total > 0).then(|| done as f64 / total as f64);
-            line.phase(&format!("{phase} {done} of {total}"), share);
-        })
-    }
-
     fn spawn(label: &str, mut tick: impl FnMut(&mut ProgressLine) + Send + 'static) -> Ticker {
         let stop = Arc::new(AtomicBool::new(false));
         let mut line = ProgressLine::new(label);

@@ -173,7 +173,7 @@ fn with_partial(py: Python<'_>, json: String, interrupted: Option<PyErr>, what: 
 /// Parses a spec (TOML text; relative paths from `base_dir`) into its points, identified.
 fn plan(spec_toml: &str, base_dir: &str) -> PyResult<Vec<Point>> {
     let spec = Spec::parse(spec_toml, "sweep spec", Path::new(base_dir)).map_err(value_err)?;
-    let plan = mmulab_sweep::Plan::new(&spec, &Default::default()).map_err(value_err)?;
+    let plan = mmulab_sweep::Plan::new(&spec).map_err(value_err)?;
     Ok(plan.points)
 }
 

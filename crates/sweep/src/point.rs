@@ -214,8 +214,19 @@ pub fn identify_with(
     jobs: usize,
     done: &AtomicUsize,
 ) -> Result<(usize, Option<String>), SweepError> {
+    identify_in(points, jobs, done, &mut HashMap::new())
+}
+
+/// [`identify_with`] with the content ids of traces hashed before (`content`, by path;
+/// the traces new to it are hashed and added): a sweep identified batch by batch hashes
+/// each trace once.
+pub fn identify_in(
+    points: &mut [Point],
+    jobs: usize,
+    done: &AtomicUsize,
+    content: &mut HashMap<PathBuf, String>,
+) -> Result<(usize, Option<String>), SweepError> {
     // Each trace is hashed once, before the points are shared out.
-    let mut content: HashMap<PathBuf, String> = HashMap::new();
     for p in points.iter() {
         if let Source::Trace(path) = &p.source {
             if !content.contains_key(path) {
@@ -228,7 +239,7 @@ pub fn identify_with(
         let handles: Vec<_> = points
             .chunks_mut(chunk)
             .map(|part| {
-                let content = &content;
+                let content = &*content;
                 s.spawn(move || {
                     let mut bad = 0;
                     let mut first = None;
@@ -290,19 +301,22 @@ fn identify_one(p: &mut Point, content: &HashMap<PathBuf, String>) -> Result<(),
 
 /// The side file of a sweep's results (`OUTPUT.configs.jsonl`, docs/sweep.md): one JSON
 /// line `{"config_hash": "…", "config": {…}}` per distinct resolved configuration of
-/// `points`, in the order of the first point that has it; a results row's `config_hash`
-/// names its line. Points whose config does not resolve have none.
-pub fn configs_jsonl(points: &[Point]) -> String {
-    let mut seen = std::collections::HashSet::new();
+/// `points` (identified) not in `seen`, in the order of the first point that has it; each
+/// one's hash is added to `seen`, so a sweep written batch by batch names each
+/// configuration once. A results row's `config_hash` names its line. Points whose config
+/// does not resolve have none.
+pub fn configs_jsonl(points: &[Point], seen: &mut std::collections::HashSet<String>) -> String {
     let mut out = String::new();
     for p in points {
-        let Ok(r) = p.resolved() else { continue };
-        let hash = r.hash();
-        if seen.insert(hash.clone()) {
-            let line = serde_json::json!({ "config_hash": hash, "config": r.to_json() });
-            out.push_str(&line.to_string());
-            out.push('\n');
+        // Only a configuration not seen yet is resolved again (about 0.2 ms).
+        if p.config_hash.is_empty() || seen.contains(&p.config_hash) {
+            continue;
         }
+        let Ok(r) = p.resolved() else { continue };
+        seen.insert(p.config_hash.clone());
+        let line = serde_json::json!({ "config_hash": p.config_hash, "config": r.to_json() });
+        out.push_str(&line.to_string());
+        out.push('\n');
     }
     out
 }

@@ -206,6 +206,12 @@ impl Spec {
     /// The points, in order (the last parameter varies fastest in a product). Traces are
     /// checked to exist; nothing is hashed or resolved yet ([`crate::identify`]).
     pub fn points(&self) -> Result<Vec<Point>, SweepError> {
+        self.points_in(0..self.len())
+    }
+
+    /// The points whose indices are in `range` (clipped to the spec), as [`Spec::points`]
+    /// makes them: what a sweep planned batch by batch expands at a time.
+    pub fn points_in(&self, range: std::ops::Range<usize>) -> Result<Vec<Point>, SweepError> {
         let bad = |msg: String| SweepError::Spec(format!("{}: {msg}", self.origin));
         let s = |k: &str| -> Result<Option<String>, SweepError> {
             match self.base.get(k) {
@@ -233,9 +239,9 @@ impl Spec {
             cores: s("cores")?.unwrap_or_else(|| "cpu".into()),
             interleave: s("interleave")?.unwrap_or_else(|| "timestamp".into()),
         };
-        let n = self.len();
-        let mut points = Vec::with_capacity(n);
-        for index in 0..n {
+        let range = range.start.min(self.len())..range.end.min(self.len());
+        let mut points = Vec::with_capacity(range.len());
+        for index in range {
             // The value index of each parameter for point `index`.
             let mut rest = index;
             let mut pick = vec![0; self.params.len()];
@@ -293,6 +299,33 @@ impl Spec {
             points.push(p);
         }
         Ok(points)
+    }
+
+    /// Checks, without expanding the points, that every trace and config file the spec
+    /// names (in `[sweep]` or as a parameter's value) exists: a sweep planned batch by
+    /// batch meets a missing file before its first point, not hours later.
+    pub fn check_inputs(&self) -> Result<(), SweepError> {
+        // The first point checks what `[sweep]` names and each parameter's first value.
+        self.points_in(0..1)?;
+        let bad = |msg: String| SweepError::Spec(format!("{}: {msg}", self.origin));
+        for (k, values) in &self.params {
+            for v in values.iter().filter_map(|v| v.as_str()) {
+                let path = self.dir.join(v);
+                match k.as_str() {
+                    "trace" if !path.exists() => {
+                        return Err(bad(format!(
+                            "trace {} does not exist (a relative path is taken from the spec's directory)",
+                            path.display()
+                        )))
+                    }
+                    "config" if !path.is_file() => {
+                        return Err(bad(format!("config {} does not exist", path.display())))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
     }
 
     /// A machine name from the catalog stays a name; anything else is a file, relative

@@ -74,64 +74,117 @@ pub struct Table {
     pub cells: Vec<Vec<Value>>,
 }
 
-impl Table {
-    /// Lays `rows` (in the order given) out as columns: the union of every row's keys in
-    /// order of first appearance.
-    pub fn of(rows: &[&Row]) -> Table {
-        let mut names: Vec<String> = vec!["point".into(), "index".into(), "config_hash".into()];
-        let mut seen: std::collections::HashMap<String, usize> =
-            names.iter().enumerate().map(|(i, n)| (n.clone(), i)).collect();
-        let mut records = Vec::new();
-        for r in rows {
-            let mut rec: Vec<(String, Value)> = vec![
-                ("point".into(), Value::String(r.id.clone())),
-                ("index".into(), Value::from(r.index)),
-                (
-                    "config_hash".into(),
-                    match r.config_hash.as_str() {
-                        "" => Value::Null,
-                        h => Value::String(h.into()),
-                    },
-                ),
-            ];
-            rec.extend(r.params.iter().map(|(k, v)| (format!("param.{k}"), scalar(v))));
-            rec.push((
-                "status".into(),
-                Value::String(if r.error.is_some() { "error" } else { "ok" }.into()),
-            ));
-            rec.push(("error".into(), r.error.clone().map_or(Value::Null, Value::String)));
-            rec.push(("seconds".into(), Value::from(r.seconds)));
-            rec.extend(r.stats.iter().cloned());
-            for (k, _) in &rec {
-                if !seen.contains_key(k) {
-                    seen.insert(k.clone(), names.len());
-                    names.push(k.clone());
-                }
-            }
-            records.push(rec);
+/// The columns of a results table, built row by row: the union of every row's keys in
+/// order of first appearance, each typed from every value it has held (the narrowest
+/// kind that holds them). The sweep's results writer adds every row (in point order)
+/// before it writes the first, so a file written in parts has the columns of one written
+/// whole.
+#[derive(Default)]
+pub struct Schema {
+    names: Vec<String>,
+    seen: std::collections::HashMap<String, usize>,
+    kinds: Vec<Option<Kind>>,
+}
+
+impl Schema {
+    /// No column yet but the first three (`point`, `index`, `config_hash`).
+    pub fn new() -> Schema {
+        let mut s = Schema::default();
+        for n in ["point", "index", "config_hash"] {
+            s.column(n);
         }
-        let cells: Vec<Vec<Value>> = records
-            .into_iter()
-            .map(|rec| {
-                let mut row = vec![Value::Null; names.len()];
-                for (k, v) in rec {
-                    row[seen[&k]] = v;
-                }
-                row
-            })
-            .collect();
-        let kinds = (0..names.len()).map(|c| kind(cells.iter().map(|r| &r[c]))).collect();
-        Table { names, kinds, cells }
+        s
+    }
+
+    /// The position of column `name`, added at the end if new.
+    fn column(&mut self, name: &str) -> usize {
+        if let Some(&c) = self.seen.get(name) {
+            return c;
+        }
+        self.seen.insert(name.to_string(), self.names.len());
+        self.names.push(name.to_string());
+        self.kinds.push(None);
+        self.names.len() - 1
+    }
+
+    /// Adds `row`'s keys and values.
+    pub fn add(&mut self, row: &Row) {
+        for (k, v) in record(row) {
+            let c = self.column(&k);
+            self.kinds[c] = merge(self.kinds[c], &v);
+        }
+    }
+
+    /// `row` laid out as these columns (a key the schema lacks is dropped: add the row
+    /// first).
+    pub fn cells(&self, row: &Row) -> Vec<Value> {
+        let mut cells = vec![Value::Null; self.names.len()];
+        for (k, v) in record(row) {
+            if let Some(&c) = self.seen.get(&k) {
+                cells[c] = v;
+            }
+        }
+        cells
+    }
+
+    /// An empty table with these columns (a column that held only nulls is text).
+    pub fn table(&self) -> Table {
+        Table {
+            names: self.names.clone(),
+            kinds: self.kinds.iter().map(|k| k.unwrap_or(Kind::Text)).collect(),
+            cells: Vec::new(),
+        }
+    }
+}
+
+/// A row as (column, value) pairs: the point, its index and config hash, its parameters,
+/// status, error and seconds, then its statistics.
+fn record(r: &Row) -> Vec<(String, Value)> {
+    let mut rec: Vec<(String, Value)> = vec![
+        ("point".into(), Value::String(r.id.clone())),
+        ("index".into(), Value::from(r.index)),
+        (
+            "config_hash".into(),
+            match r.config_hash.as_str() {
+                "" => Value::Null,
+                h => Value::String(h.into()),
+            },
+        ),
+    ];
+    rec.extend(r.params.iter().map(|(k, v)| (format!("param.{k}"), scalar(v))));
+    rec.push((
+        "status".into(),
+        Value::String(if r.error.is_some() { "error" } else { "ok" }.into()),
+    ));
+    rec.push(("error".into(), r.error.clone().map_or(Value::Null, Value::String)));
+    rec.push(("seconds".into(), Value::from(r.seconds)));
+    rec.extend(r.stats.iter().cloned());
+    rec
+}
+
+impl Table {
+    /// Lays `rows` (in the order given) out as columns ([`Schema`]).
+    pub fn of(rows: &[&Row]) -> Table {
+        let mut schema = Schema::new();
+        rows.iter().for_each(|r| schema.add(r));
+        let mut t = schema.table();
+        t.cells = rows.iter().map(|r| schema.cells(r)).collect();
+        t
     }
 
     /// Writes CSV (RFC 4180 quoting; null is an empty field).
     pub fn write_csv(&self, w: &mut dyn Write) -> std::io::Result<()> {
-        let line = |w: &mut dyn Write, fields: Vec<String>| writeln!(w, "{}", fields.join(","));
-        line(w, self.names.iter().map(|n| quote(n)).collect())?;
-        for r in &self.cells {
-            line(w, r.iter().map(|v| quote(&text(v))).collect())?;
-        }
-        Ok(())
+        self.write_csv_header(w)?;
+        self.cells.iter().try_for_each(|r| write_csv_row(w, r))
+    }
+
+    /// Writes the CSV header line (the column names).
+    pub fn write_csv_header(&self, w: &mut dyn Write) -> std::io::Result<()> {
+        writeln!(
+            w,
+            "{}",
+            self.names.iter().map(|n| quote(n)).collect::<Vec<_>>().join(",")
+        )
     }
 
     /// Writes one Parquet file (one row group, uncompressed), each column OPTIONAL.
@@ -214,25 +267,30 @@ fn scalar(v: &Value) -> Value {
     }
 }
 
-/// The narrowest kind holding `values` (all null: text).
-fn kind<'a>(values: impl Iterator<Item = &'a Value>) -> Kind {
-    let mut k: Option<Kind> = None;
-    for v in values {
-        let this = match v {
-            Value::Null => continue,
-            Value::Bool(_) => Kind::Bool,
-            Value::Number(n) if n.as_i64().is_some() => Kind::Int,
-            Value::Number(_) => Kind::Float,
-            _ => Kind::Text,
-        };
-        k = Some(match (k, this) {
-            (None, t) => t,
-            (Some(a), b) if a == b => a,
-            (Some(Kind::Int | Kind::Float), Kind::Int | Kind::Float) => Kind::Float,
-            _ => Kind::Text,
-        });
-    }
-    k.unwrap_or(Kind::Text)
+/// The narrowest kind holding what `k` held and `v` (a null changes nothing).
+fn merge(k: Option<Kind>, v: &Value) -> Option<Kind> {
+    let this = match v {
+        Value::Null => return k,
+        Value::Bool(_) => Kind::Bool,
+        Value::Number(n) if n.as_i64().is_some() => Kind::Int,
+        Value::Number(_) => Kind::Float,
+        _ => Kind::Text,
+    };
+    Some(match (k, this) {
+        (None, t) => t,
+        (Some(a), b) if a == b => a,
+        (Some(Kind::Int | Kind::Float), Kind::Int | Kind::Float) => Kind::Float,
+        _ => Kind::Text,
+    })
+}
+
+/// Writes one CSV line of cells (RFC 4180 quoting; null is an empty field).
+pub fn write_csv_row(w: &mut dyn Write, cells: &[Value]) -> std::io::Result<()> {
+    writeln!(
+        w,
+        "{}",
+        cells.iter().map(|v| quote(&text(v))).collect::<Vec<_>>().join(",")
+    )
 }
 
 /// A cell as text (null: empty).

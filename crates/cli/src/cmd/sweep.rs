@@ -4,7 +4,7 @@
 use crate::output::OutputFile;
 use crate::progress::Ticker;
 use anyhow::{bail, Context, Result};
-use mmulab_sweep::{journal, Executor, ParquetStream, Plan, Pool, Ray, Row, Spec, Table};
+use mmulab_sweep::{journal, results, Executor, Pool, Ray, Row, Spec, Sweep};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,7 +42,9 @@ pub struct Args {
     /// Ray: the Python interpreter with the `mmulab` package and Ray (docs/python.md).
     #[arg(long, default_value = "python3")]
     pub python: String,
-    /// Print one JSON object (counts and the rows) instead of the summary table.
+    /// Print one JSON object of counts (`points`, `ok`, `failed`, `pending`, `skipped`,
+    /// `rerun_failed`, `output`) instead of the summary table; the rows are in the
+    /// results file.
     #[arg(long)]
     pub json: bool,
     /// Exit 0 even when points failed (their errors are in the results file and the
@@ -82,40 +84,24 @@ pub fn run(a: Args) -> Result<()> {
         bail!("--address is for --executor ray");
     }
     let journal_path = PathBuf::from(format!("{}.journal", output.display()));
-    let previous = journal::read(&journal_path)?;
     let jobs = match a.jobs {
         Some(0) => bail!("--jobs must be at least 1"),
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    // The count comes from the spec before anything is resolved; identifying the points
-    // (resolving each config: about 0.2 ms a point) runs on the pool's threads with a
-    // progress line.
+    let mut sweep = Sweep::new(&spec, &journal_path, jobs)?;
+    // The count comes from the spec before anything is resolved; the points are planned
+    // (expanded and identified: about 0.2 ms a point) a batch at a time, each just
+    // before it runs.
     let total = spec.len();
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
     errln!(
         "mmulab: sweep {}: {total} point{} to plan ({} in its journal)",
         a.spec.display(),
-        if total == 1 { "" } else { "s" },
-        previous.len()
+        plural(total),
+        sweep.journal_rows()
     );
-    let identified = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let seen = identified.clone();
-    let ticker = Ticker::phase(
-        &format!("sweep {}", a.spec.display()),
-        "planning: points identified",
-        Box::new(move || (seen.load(Ordering::Relaxed) as u64, total as u64)),
-    );
-    let plan = Plan::build(&spec, &previous, jobs, &identified);
-    drop(ticker);
-    let plan = plan?;
-    errln!(
-        "mmulab: sweep {}: {total} point{}: {} finished before (skipped), {} failed before (re-run), {} new",
-        a.spec.display(),
-        if total == 1 { "" } else { "s" },
-        plan.done.len(),
-        plan.rerun_failed,
-        plan.todo.len() - plan.rerun_failed
-    );
+    sweep.check()?;
     let mut executor: Box<dyn Executor> = match a.executor.as_str() {
         "ray" => Box::new(Ray {
             python: a.python.clone(),
@@ -128,11 +114,11 @@ pub fn run(a: Args) -> Result<()> {
     };
     // Every output path is checked before the first point runs: a missing or read-only
     // directory is an error now, not after hours of points.
-    if !plan.todo.is_empty() {
-        preflight(&output, &journal_path)?;
-    }
+    preflight(&output, &journal_path)?;
+    let configs_out = OutputFile::new(&configs_path(&output))?;
+    let mut configs = std::io::BufWriter::new(configs_out.open()?);
     crate::signals::stop_on_interrupt();
-    let finished = Arc::new(AtomicU64::new(plan.done.len() as u64));
+    let finished = Arc::new(AtomicU64::new(0));
     let seen = finished.clone();
     let ticker = Ticker::start(
         &format!("sweep {}", a.spec.display()),
@@ -144,61 +130,87 @@ pub fn run(a: Args) -> Result<()> {
         }),
     );
     let mut journal = journal::Journal::new(&journal_path);
-    let mut rows: Vec<Row> = plan.done.clone();
     let mut journal_error = None;
     let mut failed_fast: Option<String> = None;
-    // Parquet to a regular file: row groups written as points finish (stream.rs).
-    let mut stream = (matches!(kind, Kind::Parquet) && (!output.exists() || output.is_file())).then(|| {
-        let order = plan.points.iter().map(|p| p.index).collect();
-        ParquetStream::new(
-            &output,
-            order,
-            &plan.done,
-            mmulab_sweep::stream::ROWS_PER_GROUP,
-            mmulab_sweep::stream::FLUSH_INTERVAL,
-        )
-    });
-    let res = executor.run(&plan.todo, &mut |row| {
-        // A point stopped by Ctrl-C is not a result: it runs again next time.
-        if !row.complete {
-            return;
-        }
-        if a.fail_fast && row.error.is_some() {
-            failed_fast.get_or_insert_with(|| row.id.clone());
-            mmulab_sim::request_stop();
-        }
-        if let Err(e) = journal.append(&row) {
-            journal_error.get_or_insert(e);
-        }
-        finished.fetch_add(1, Ordering::Relaxed);
-        // A stream that cannot write falls back to the whole write at the end.
-        if stream.as_mut().is_some_and(|s| s.push(row.clone()).is_err()) {
-            if let Some(s) = stream.take() {
-                s.abandon();
-            }
-        }
-        rows.push(row);
-    });
-    drop(ticker);
-    rows.sort_by_key(|r| r.index);
-    let new = rows.len() - plan.done.len();
-    // Whatever finished is written, whole, even when the executor failed after it; and a
-    // sweep whose every point was journaled before still writes its own rows (the file
-    // may hold an older spec's).
-    if new > 0 || res.is_ok() {
-        let streamed = match stream {
-            Some(s) => s.finish(&rows).unwrap_or(false),
-            None => false,
+    let mut res = Ok(());
+    let identified = std::sync::atomic::AtomicUsize::new(0);
+    while !mmulab_sim::stop_requested() {
+        let Some(batch) = sweep.plan_next(&identified)? else {
+            break;
         };
-        if !streamed {
-            write_results(&output, kind, &rows)?;
+        configs
+            .write_all(batch.configs.as_bytes())
+            .with_context(|| format!("writing {}", configs_path(&output).display()))?;
+        finished.fetch_add(batch.skipped as u64, Ordering::Relaxed);
+        let c = sweep.counts();
+        if c.planned == c.points && c.planned <= mmulab_sweep::run::BATCH {
+            errln!(
+                "mmulab: sweep {}: {total} point{}: {} finished before (skipped), {} failed before (re-run), {} new",
+                a.spec.display(),
+                plural(total),
+                c.skipped,
+                c.rerun_failed,
+                c.new
+            );
+        } else if c.planned <= mmulab_sweep::run::BATCH {
+            errln!(
+                "mmulab: sweep {}: {total} points, planned {} at a time as they run; the first {}: {} finished before (skipped), {} failed before (re-run), {} new",
+                a.spec.display(),
+                mmulab_sweep::run::BATCH,
+                c.planned,
+                c.skipped,
+                c.rerun_failed,
+                c.new
+            );
         }
-        write_manifest(&output, &plan, &rows)?;
-    } else if let Some(s) = stream {
-        s.abandon();
+        res = executor.run(&batch.todo, &mut |row| {
+            // A point stopped by Ctrl-C is not a result: it runs again next time.
+            if !row.complete {
+                return;
+            }
+            if a.fail_fast && row.error.is_some() {
+                failed_fast.get_or_insert_with(|| row.id.clone());
+                mmulab_sim::request_stop();
+            }
+            if let Err(e) = sweep.record(row, &mut journal) {
+                // The row is kept for the results; a sweep that cannot journal stops.
+                journal_error.get_or_insert(e);
+                mmulab_sim::request_stop();
+            }
+            finished.fetch_add(1, Ordering::Relaxed);
+        });
+        if res.is_err() {
+            break;
+        }
+    }
+    drop(ticker);
+    let c = sweep.counts();
+    let new = c.rows() - c.skipped;
+    // Whatever finished is written, even when the executor failed after it; and a sweep
+    // whose every point was journaled before still writes its own rows (the file may
+    // hold an older spec's).
+    if new > 0 || res.is_ok() {
+        errln!(
+            "mmulab: sweep {}: writing {} row{} to {}",
+            a.spec.display(),
+            c.rows(),
+            plural(c.rows()),
+            output.display()
+        );
+        write_results(&output, kind, &sweep)?;
+        configs
+            .flush()
+            .with_context(|| format!("writing {}", configs_path(&output).display()))?;
+        drop(configs);
+        configs_out.commit()?;
+        write_manifest(&output, &sweep)?;
     }
     if let Some(e) = journal_error {
-        return Err(e.into());
+        return Err(anyhow::Error::new(e).context(format!(
+            "the sweep stopped; the {} points that finished are in {}",
+            c.rows(),
+            output.display()
+        )));
     }
     res.with_context(|| match new {
         0 => "no point ran; no results file was written".to_string(),
@@ -207,18 +219,18 @@ pub fn run(a: Args) -> Result<()> {
             output.display()
         ),
     })?;
-    print_summary(&a, &rows, &plan, total, &output)?;
-    let failed = rows.iter().filter(|r| r.error.is_some()).count();
+    print_summary(&a, &sweep, &output)?;
     if let Some(id) = failed_fast {
         bail!(
             "--fail-fast: point {id} failed; the sweep stopped there ({} of {total} points have results in {}; run again without --fail-fast to go on)",
-            rows.len(),
+            c.rows(),
             output.display()
         );
     }
-    if failed > 0 && !a.keep_going {
+    if c.failed > 0 && !a.keep_going {
         bail!(
-            "{failed} of {total} points failed; their errors are in {} and {}.manifest.json (--keep-going exits 0 when points fail)",
+            "{} of {total} points failed; their errors are in {} and {}.manifest.json (--keep-going exits 0 when points fail)",
+            c.failed,
             output.display(),
             output.display()
         );
@@ -236,7 +248,6 @@ fn preflight(output: &Path, journal_path: &Path) -> Result<()> {
         "{}.manifest.json",
         output.display()
     )))?);
-    drop(OutputFile::new(&configs_path(output))?);
     let existed = std::fs::symlink_metadata(journal_path).is_ok();
     journal::Journal::new(journal_path)
         .open()
@@ -247,23 +258,19 @@ fn preflight(output: &Path, journal_path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Writes the table as one file, through a temporary file renamed over the target.
-fn write_results(output: &Path, kind: Kind, rows: &[Row]) -> Result<()> {
-    let refs: Vec<&Row> = rows.iter().collect();
-    let table = Table::of(&refs);
+/// Writes the results, read back from the journal in point order, through a temporary
+/// file renamed over the target.
+fn write_results(output: &Path, kind: Kind, sweep: &Sweep) -> Result<()> {
     let out = OutputFile::new(output)?;
     let f = out.open()?;
+    let what = output.display().to_string();
     match kind {
         Kind::Csv => {
             let mut w = std::io::BufWriter::new(f);
-            table
-                .write_csv(&mut w)
-                .and_then(|_| w.flush())
-                .with_context(|| format!("writing {}", output.display()))?;
+            results::write_csv(sweep, &mut w, &what)?;
+            w.flush().with_context(|| format!("writing {what}"))?;
         }
-        Kind::Parquet => table
-            .write_parquet(f)
-            .with_context(|| format!("writing {}", output.display()))?,
+        Kind::Parquet => results::write_parquet(sweep, std::io::BufWriter::new(f), &what)?,
     }
     out.commit()
 }
@@ -273,59 +280,51 @@ fn configs_path(output: &Path) -> PathBuf {
     PathBuf::from(format!("{}.configs.jsonl", output.display()))
 }
 
-/// Writes OUTPUT.manifest.json: which mmulab wrote it (`mmulab`: version, git commit)
-/// and every point of the spec with its id, configuration hash, parameters and status
-/// (`ok`, `error` or `pending`); and OUTPUT.configs.jsonl, each resolved configuration
-/// by its hash (mmulab_sweep::point::configs_jsonl).
-fn write_manifest(output: &Path, plan: &Plan, rows: &[Row]) -> Result<()> {
-    let configs = configs_path(output);
-    crate::output::write(&configs, mmulab_sweep::point::configs_jsonl(&plan.points).as_bytes())?;
-    let by_id: std::collections::HashMap<&str, &Row> = rows.iter().map(|r| (r.id.as_str(), r)).collect();
-    let points: Vec<serde_json::Value> = plan
-        .points
-        .iter()
-        .map(|p| {
-            let status = match by_id.get(p.id.as_str()) {
-                Some(r) if r.error.is_some() => "error",
-                Some(_) => "ok",
-                None => "pending",
-            };
-            serde_json::json!({
-                "id": p.id,
-                "config_hash": if p.config_hash.is_empty() { serde_json::Value::Null } else { p.config_hash.clone().into() },
-                "index": p.index,
-                "params": p.params.iter().cloned().collect::<serde_json::Map<_, _>>(),
-                "status": status,
-            })
-        })
-        .collect();
-    let configs_name = configs.file_name().map(|n| n.to_string_lossy().to_string());
-    let v = serde_json::json!({ "mmulab": crate::provenance::json(), "configs": configs_name, "points": points });
+/// Writes OUTPUT.manifest.json (mmulab_sweep::results::write_manifest): which mmulab
+/// wrote it (`mmulab`: version, git commit) and every point of the spec with its id,
+/// configuration hash, parameters and status (`ok`, `error` or `pending`).
+fn write_manifest(output: &Path, sweep: &Sweep) -> Result<()> {
     let path = PathBuf::from(format!("{}.manifest.json", output.display()));
-    crate::output::write(&path, format!("{}\n", serde_json::to_string_pretty(&v)?).as_bytes())
+    let configs = configs_path(output);
+    let configs_name = configs.file_name().map(|n| n.to_string_lossy().to_string());
+    let out = OutputFile::new(&path)?;
+    let mut w = std::io::BufWriter::new(out.open()?);
+    let what = path.display().to_string();
+    results::write_manifest(
+        sweep,
+        &mut w,
+        &crate::provenance::json(),
+        configs_name.as_deref(),
+        &what,
+    )?;
+    w.flush().with_context(|| format!("writing {what}"))?;
+    drop(w);
+    out.commit()
 }
 
-/// The summary: counts, then one line per point (its parameters and a few statistics).
-fn print_summary(a: &Args, rows: &[Row], plan: &Plan, total: usize, output: &Path) -> Result<()> {
-    let failed = rows.iter().filter(|r| r.error.is_some()).count();
-    let pending = total - rows.len();
+/// Points whose lines the summary prints (assumed: a terminal's worth many times over;
+/// the results file holds every row).
+const SUMMARY_POINTS: usize = 1000;
+
+/// The summary: counts, then one line per point of the first [`SUMMARY_POINTS`] (its
+/// parameters and a few statistics).
+fn print_summary(a: &Args, sweep: &Sweep, output: &Path) -> Result<()> {
+    let c = sweep.counts();
+    let pending = c.points - c.rows();
     if a.json {
         let v = serde_json::json!({
-            "points": total,
-            "ok": rows.len() - failed,
-            "failed": failed,
+            "points": c.points,
+            "ok": c.ok,
+            "failed": c.failed,
             "pending": pending,
-            "skipped": plan.done.len(),
-            "rerun_failed": plan.rerun_failed,
+            "skipped": c.skipped,
+            "rerun_failed": c.rerun_failed,
             "output": output.display().to_string(),
         });
         outln!("{}", serde_json::to_string(&v)?);
         return Ok(());
     }
-    let names: Vec<&str> = plan
-        .points
-        .first()
-        .map_or(Vec::new(), |p| p.params.iter().map(|(k, _)| k.as_str()).collect());
+    let names: Vec<String> = sweep.spec().params.iter().map(|(k, _)| k.clone()).collect();
     let stat = |r: &Row, k: &str| {
         r.stats
             .iter()
@@ -334,10 +333,11 @@ fn print_summary(a: &Args, rows: &[Row], plan: &Plan, total: usize, output: &Pat
     };
     let mut lines = vec![names
         .iter()
-        .map(|s| s.to_string())
+        .cloned()
         .chain(["references", "walks", "cycles/ref", "status"].map(String::from))
         .collect::<Vec<_>>()];
-    for r in rows {
+    sweep.each_of(SUMMARY_POINTS, |_, row| {
+        let Some(r) = row else { return Ok(()) };
         let mut l: Vec<String> = r.params.iter().map(|(_, v)| mmulab_sweep::table::text(v)).collect();
         for k in ["references", "walks.count", "cycles.per_reference"] {
             l.push(stat(r, k).map_or("-".into(), |s| match s.parse::<f64>() {
@@ -350,18 +350,21 @@ fn print_summary(a: &Args, rows: &[Row], plan: &Plan, total: usize, output: &Pat
             None => "ok".into(),
         });
         lines.push(l);
-    }
+        Ok(())
+    })?;
     let cols = lines[0].len();
     let width: Vec<usize> = (0..cols - 1)
         .map(|c| lines.iter().map(|l| l[c].chars().count()).max().unwrap_or(0))
         .collect();
     let mut out = String::new();
     out += &format!(
-        "sweep {}: {total} points, {} ok, {failed} failed, {pending} not run; {} skipped (finished before), {} failed before and re-run\nresults: {}\n\n",
+        "sweep {}: {} points, {} ok, {} failed, {pending} not run; {} skipped (finished before), {} failed before and re-run\nresults: {}\n\n",
         a.spec.display(),
-        rows.len() - failed,
-        plan.done.len(),
-        plan.rerun_failed,
+        c.points,
+        c.ok,
+        c.failed,
+        c.skipped,
+        c.rerun_failed,
         output.display()
     );
     for l in &lines {
@@ -375,6 +378,13 @@ fn print_summary(a: &Args, rows: &[Row], plan: &Plan, total: usize, output: &Pat
         }
         out += s.trim_end();
         out += "\n";
+    }
+    if c.points > SUMMARY_POINTS {
+        out += &format!(
+            "… the first {SUMMARY_POINTS} points are shown; all {} rows are in {}\n",
+            c.rows(),
+            output.display()
+        );
     }
     out!("{out}");
     if mmulab_sim::stop_requested() {

@@ -371,9 +371,9 @@ fn a_fully_journaled_sweep_still_writes_its_own_results() {
 
 #[test]
 fn a_sweep_says_its_count_first_and_is_refused_when_the_host_cannot_hold_it() {
-    // 1000 × 1000 points at 40 KiB each (the plan's assumed cost of a point and its row)
-    // = 38.1 GiB: refused at once on a host stated to have 4 GiB, the count said first,
-    // nothing written. (It planned for minutes, then ran out of memory.)
+    // 1000 × 1000 points: a slot each (192 bytes assumed: 183.1 MiB), one batch of 4096
+    // points and rows at 40 KiB (160 MiB) and 32 MiB: 375.1 MiB, refused at once on a host
+    // stated to have 256 MiB, the count said first, nothing written.
     let values: Vec<String> = (1..=1000).map(|v| v.to_string()).collect();
     let d = spec_dir(
         "huge",
@@ -385,7 +385,7 @@ fn a_sweep_says_its_count_first_and_is_refused_when_the_host_cannot_hold_it() {
     let out = Command::new(env!("CARGO_BIN_EXE_mmulab"))
         .current_dir(&d)
         .env("MMULAB_PROGRESS", "off")
-        .env("MMULAB_HOST_MEMORY", "4GiB")
+        .env("MMULAB_HOST_MEMORY", "256MiB")
         .args(["sweep", "spec.toml", "-o", "h.csv"])
         .output()
         .unwrap();
@@ -393,10 +393,70 @@ fn a_sweep_says_its_count_first_and_is_refused_when_the_host_cannot_hold_it() {
     assert_eq!(out.status.code(), Some(2), "{e}");
     let first = e.lines().next().unwrap_or_default();
     assert!(first.contains("1000000 points to plan (0 in its journal)"), "{e}");
-    assert!(
-        e.contains("38.1 GiB for 1000000 points") && e.contains("4.0 GiB available"),
-        "{e}"
-    );
+    assert!(e.contains("375.1 MiB") && e.contains("256.0 MiB available"), "{e}");
     assert!(!d.join("h.csv").exists() && !d.join("h.csv.journal").exists());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_large_sweep_plans_a_batch_at_a_time_and_a_stopped_one_lists_its_pending_points() {
+    // 1000 × 100 points: planned 4096 at a time, so the first runs without the other
+    // 95,904 identified (whole planning took 12.7 s and 209 MiB for 10^5 points). Stopped
+    // with SIGINT after the first batch is planned: exit 130, the finished rows written, and
+    // the manifest lists all 10^5 points, the unplanned ones pending with no id.
+    let a: Vec<String> = (1..=1000).map(|v| v.to_string()).collect();
+    let b: Vec<String> = (1..=100).map(|v| v.to_string()).collect();
+    let d = spec_dir(
+        "lazy",
+        &format!(
+            "{SMALL}[params]\n\"os.fault_latency\" = [{}]\n\"machine.seed\" = [{}]\n",
+            a.join(","),
+            b.join(",")
+        ),
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mmulab"))
+        .current_dir(&d)
+        .env("MMULAB_PROGRESS", "off")
+        .args(["sweep", "spec.toml", "-o", "l.csv", "-j", "2"])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut err, &mut line).unwrap() == 0 {
+            panic!("mmulab ended before planning its first batch: {seen}");
+        }
+        seen += &line;
+        if line.contains("planned 4096 at a time as they run; the first 4096: 0 finished before (skipped), 0 failed before (re-run), 4096 new") {
+            break;
+        }
+    }
+    // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{seen}{rest}");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("l.csv.manifest.json")).unwrap()).unwrap();
+    let points = manifest["points"].as_array().unwrap();
+    assert_eq!(points.len(), 100_000);
+    let ok = points.iter().filter(|p| p["status"] == "ok").count();
+    assert!(
+        points[4095]["id"].is_string() && points[4096]["id"].is_null(),
+        "{}",
+        points[4096]
+    );
+    assert_eq!(points[99_999]["status"], "pending");
+    assert_eq!(points[99_999]["params"]["machine.seed"], 100);
+    let csv = std::fs::read_to_string(d.join("l.csv")).unwrap();
+    assert_eq!(
+        csv.lines().count(),
+        ok + 1,
+        "a row for each point the manifest calls ok"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }

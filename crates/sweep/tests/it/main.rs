@@ -6,6 +6,6 @@
 //! Binaries of their own (they touch state of the whole process):
 //! * `tests/ray_progress.rs`: it asserts on `references_simulated`, a count over every run in its process.
 
+mod lazy;
 mod plan;
-mod stream;
 mod table;
