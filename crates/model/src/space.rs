@@ -8,7 +8,7 @@
 //! superpage-sized aligned range is always "inside the VMA" unless a trace-given VMA
 //! edge cuts it — which is exactly the case the policies must handle.
 
-use crate::addr::Asid;
+use crate::addr::{Asid, FolioSize};
 use crate::error::ModelError;
 use crate::mem::Memory;
 use crate::pt::Format;
@@ -42,6 +42,21 @@ impl Vma {
     }
 }
 
+/// An anonymous large folio mapped with more than one leaf (an mTHP folio in 4 KiB
+/// entries on x86-64, or in 64 KiB groups on arm64), as the OS mapped it at a fault:
+/// page tables alone do not show where such a folio starts and ends, which Linux's
+/// deferred split needs (mm/rmap.c `__folio_remove_rmap`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Folio {
+    /// Physical address of its first byte.
+    pub pa: u64,
+    /// Its size.
+    pub size: FolioSize,
+    /// Part of it was unmapped and part is still mapped (Linux's `PG_partially_mapped`):
+    /// it has been queued for a deferred split once and is not counted again.
+    pub partial: bool,
+}
+
 /// One process's translation context.
 #[derive(Clone, Debug)]
 pub struct AddressSpace {
@@ -53,6 +68,11 @@ pub struct AddressSpace {
     pub root: u64,
     /// Its VMAs, sorted by start, not overlapping.
     pub vmas: Vec<Vma>,
+    /// Folios mapped with more than one leaf, by their first virtual address
+    /// ([`Folio`]). An entry outlives its folio when a path other than an unmap frees
+    /// or moves it (a collapse, a remap); whoever reads one checks that the page tables
+    /// still map it.
+    pub folios: std::collections::BTreeMap<u64, Folio>,
 }
 
 impl AddressSpace {
@@ -65,6 +85,7 @@ impl AddressSpace {
             fmt,
             root,
             vmas: Vec::new(),
+            folios: Default::default(),
         })
     }
 

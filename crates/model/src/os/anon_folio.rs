@@ -63,6 +63,14 @@ pub(crate) fn map_folio(
         if let Some(p) = size.page() {
             stats.mapped[p.index()] += 1;
         }
+        if unit.bytes() < size.bytes() {
+            let folio = crate::space::Folio {
+                pa,
+                size,
+                partial: false,
+            };
+            ctx.space.folios.insert(key, folio);
+        }
         stats.mthp_of(size).anon_fault_alloc += 1;
         if unit == base {
             stats.event(OsEvent::FoliosWithoutContpte);

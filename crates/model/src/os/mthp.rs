@@ -162,6 +162,12 @@ impl super::OsPolicy for Mthp {
                 if let Some(p) = size.page() {
                     self.stats.mapped[p.index()] += 1;
                 }
+                let folio = crate::space::Folio {
+                    pa,
+                    size,
+                    partial: false,
+                };
+                space.folios.insert(key, folio);
                 if unit == base {
                     self.stats.event(OsEvent::FoliosWithoutContpte);
                 }

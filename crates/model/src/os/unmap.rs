@@ -86,13 +86,16 @@ pub(crate) enum Split {
 /// number of leaves split.
 pub(crate) fn split_straddlers(
     mem: &mut Memory,
-    space: &AddressSpace,
+    space: &mut AddressSpace,
     start: u64,
     end: u64,
     stats: &mut OsStats,
     shootdowns: &mut Vec<Shootdown>,
     split: Split,
 ) -> Result<u64, ModelError> {
+    if split == Split::Unmap {
+        partly_unmapped_folios(mem, space, start, end, stats);
+    }
     let (fmt, root) = (space.fmt, space.root);
     let base = fmt.base_page();
     let mut splits = 0;
@@ -132,7 +135,9 @@ pub(crate) fn split_straddlers(
         if split != Split::Uncounted && pmd {
             stats.event(OsEvent::ThpSplitPmd);
         }
-        if split == Split::Unmap && !mem.zero.contains_pa(m.pa) {
+        // A leaf that is part of a larger folio: the folio was counted above.
+        let in_folio = !pmd && folio_at(mem, space, m.va).is_some();
+        if split == Split::Unmap && !mem.zero.contains_pa(m.pa) && !in_folio {
             if pmd {
                 stats.event(OsEvent::ThpDeferredSplitPage);
             }
@@ -142,6 +147,58 @@ pub(crate) fn split_straddlers(
         splits += 1;
     }
     Ok(splits)
+}
+
+/// The registered folio ([`crate::space::Folio`]) holding `va`, if the page tables still
+/// map `va` where that folio put it: (its first virtual address, the folio).
+fn folio_at(mem: &mut Memory, space: &AddressSpace, va: u64) -> Option<(u64, crate::space::Folio)> {
+    let (&key, &f) = space.folios.range(..=va).next_back()?;
+    let m = lookup(mem, space.fmt, space.root, va)?;
+    let mapped_there = va < key + f.size.bytes() && m.pa + (va - m.va) == f.pa + (va - key);
+    mapped_there.then_some((key, f))
+}
+
+/// Linux's deferred split of a folio that an unmap of `[start, end)` leaves partly
+/// mapped (mm/rmap.c `__folio_remove_rmap`: `partially_mapped && folio_test_anon &&
+/// !folio_test_partially_mapped` → mm/huge_memory.c `deferred_split_folio(folio, true)`,
+/// which sets `PG_partially_mapped` and counts the order's `split_deferred`, and
+/// `THP_DEFERRED_SPLIT_PAGE` for a PMD-order folio): once per folio, however many
+/// unmaps cut it. A folio wholly inside the range leaves the registry; one whose pages
+/// outside the range are no longer mapped where it put them is stale and leaves it too.
+fn partly_unmapped_folios(mem: &mut Memory, space: &mut AddressSpace, start: u64, end: u64, stats: &mut OsStats) {
+    let cut: Vec<(u64, crate::space::Folio)> = space
+        .folios
+        .range(..end)
+        .rev()
+        .take_while(|(&k, f)| k + f.size.bytes() > start)
+        .map(|(&k, &f)| (k, f))
+        .collect();
+    for (key, f) in cut {
+        let f_end = key + f.size.bytes();
+        if key >= start && f_end <= end {
+            space.folios.remove(&key);
+            continue;
+        }
+        // A page of the folio that the unmap leaves: still the folio's?
+        let kept = if key < start { key } else { end };
+        if folio_at(mem, space, kept).map(|(k, _)| k) != Some(key) {
+            space.folios.remove(&key);
+            continue;
+        }
+        if !f.partial {
+            if crate::os::granule::linux_pmd_size(space.fmt)
+                .ok()
+                .map(crate::addr::FolioSize::from)
+                == Some(f.size)
+            {
+                stats.event(OsEvent::ThpDeferredSplitPage);
+            }
+            stats.mthp_of(f.size).split_deferred += 1;
+            if let Some(e) = space.folios.get_mut(&key) {
+                e.partial = true;
+            }
+        }
+    }
 }
 
 struct FreeInside {

@@ -115,14 +115,7 @@ fn migrated_pages_keep_their_address_and_attributes_and_move_out_of_the_block() 
         defrag: Defrag::Always,
         ..ThpConfig::default()
     };
-    let os = Os::Thp(Thp::new(
-        cfg,
-        KhugepagedConfig {
-            enabled: false,
-            ..Default::default()
-        },
-    ));
-    let mut sys = Sys::new(Format::X86_64, 16 << 20, os);
+    let mut sys = Sys::new(Format::X86_64, 16 << 20, crate::os_common::thp_without_khugepaged(cfg));
     let mut i = 0u64;
     while sys.mem.buddy.free_frames() > 24 {
         let kind = if i.is_multiple_of(3) { Store } else { Load };

@@ -15,13 +15,7 @@ const BASE: u64 = 0x4000_0000;
 const M2: u64 = 2 << 20;
 
 fn thp() -> Os {
-    Os::Thp(Thp::new(
-        ThpConfig::default(),
-        KhugepagedConfig {
-            enabled: false,
-            ..Default::default()
-        },
-    ))
+    os_common::thp_without_khugepaged(ThpConfig::default())
 }
 
 fn resv(fmt: Format, size: PageSize) -> Os {
@@ -273,4 +267,56 @@ fn bad_ranges_are_errors_and_change_nothing() {
     assert_eq!(fixed.os.stats().resident_bytes, M2);
     sys.check();
     fixed.check();
+}
+
+#[test]
+fn an_mthp_folio_left_partly_mapped_is_queued_for_a_deferred_split_once() {
+    // hugepages-64kB always, the PMD size never (check-kernel's 42_mthp_munmap_part): a
+    // 2 MiB VMA written whole holds 32 folios of 64 KiB, in 4 KiB entries on x86-64.
+    // By hand, with folio k at [64k KiB, 64(k+1) KiB):
+    // - munmap [68K, 72K) cuts folio 1: split_deferred 1;
+    // - munmap [124K, 132K) cuts folio 1 again (already partly mapped: not counted) and
+    //   folio 2: 2;
+    // - munmap [72K, 76K) cuts folio 1 a third time: 2;
+    // - munmap [192K, 256K) takes folio 3 whole (nothing is left mapped): 2;
+    // - munmap [256K, 260K) cuts folio 4: 3.
+    // No PMD is split and no PMD-order folio is queued.
+    use mmulab_model::addr::FolioSize;
+    let f = |s: &str| FolioSize::parse(s).unwrap();
+    let cfg = ThpConfig {
+        enabled: Enabled::Always,
+        sizes: [(f("64K"), SizeMode::Always), (f("2M"), SizeMode::Never)]
+            .into_iter()
+            .collect(),
+        ..ThpConfig::default()
+    };
+    let mut sys = Sys::new(Format::X86_64, 64 << 20, os_common::thp_without_khugepaged(cfg));
+    sys.space(0).add_vma(BASE, BASE + M2, false).unwrap();
+    for va in (BASE..BASE + M2).step_by(4096) {
+        sys.access(0, va, Store);
+    }
+    let deferred = |sys: &Sys| {
+        let k: std::collections::BTreeMap<String, u64> = sys.os.stats().kernel_counters().into_iter().collect();
+        // A per-size counter that is zero is not listed.
+        let n = |name: &str| k.get(name).copied().unwrap_or(0);
+        (
+            n("hugepages-64kB/anon_fault_alloc"),
+            n("hugepages-64kB/split_deferred"),
+            n("thp_deferred_split_page"),
+            n("thp_split_pmd"),
+        )
+    };
+    assert_eq!(deferred(&sys), (32, 0, 0, 0));
+    let k = 1024;
+    for ((lo, hi), want) in [
+        ((68 * k, 72 * k), 1),
+        ((124 * k, 132 * k), 2),
+        ((72 * k, 76 * k), 2),
+        ((192 * k, 256 * k), 2),
+        ((256 * k, 260 * k), 3),
+    ] {
+        sys.unmap(0, BASE + lo, BASE + hi).unwrap();
+        assert_eq!(deferred(&sys), (32, want, 0, 0), "after munmap [{lo:#x}, {hi:#x})");
+    }
+    sys.check();
 }

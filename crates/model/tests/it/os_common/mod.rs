@@ -248,3 +248,15 @@ impl Sys {
 
 /// The project's SplitMix64, for test streams.
 pub use mmulab_base::SplitMix64 as Rng;
+
+/// The `thp` policy with `cfg` and khugepaged off (tests that look at faults, unmaps or
+/// compaction alone).
+pub fn thp_without_khugepaged(cfg: mmulab_model::os::ThpConfig) -> Os {
+    Os::Thp(mmulab_model::os::Thp::new(
+        cfg,
+        mmulab_model::os::KhugepagedConfig {
+            enabled: false,
+            ..Default::default()
+        },
+    ))
+}
