@@ -92,9 +92,22 @@ pub fn run(a: Args) -> Result<()> {
         }
         None => crate::progress::Ticker::start(&label, Box::new(|| None)),
     };
+    let start = mmulab_sim::references_simulated();
     let out = e.run(&input);
     drop(ticker);
     let out = out?;
+    // A stop cut the run short and the experiment does not mark which of its rows that
+    // left partial (only `tlb_test` and `freebsd` do): its table, prose and JSON would
+    // state the missing runs' zeros as results. Nothing is printed, and it says so.
+    if mmulab_sim::stop_requested() && out.incomplete.is_none() {
+        errln!(
+            "mmulab reproduce {}: {}; this experiment's figures need every one of its runs, so none is printed (run it again to the end)",
+            arg.display(),
+            crate::signals::incomplete_line(mmulab_sim::references_simulated() - start)
+                .trim_end_matches("; the figures above cover those only")
+        );
+        return Ok(());
+    }
     if let (Some(p), Some(f)) = (&a.plot, &out.figure) {
         crate::output::write_with(p, |path| f.write(path))?;
     }

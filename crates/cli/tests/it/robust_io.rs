@@ -329,6 +329,27 @@ fn sigterm_during_sim_table_says_incomplete() {
 }
 
 #[test]
+fn an_interrupted_reproduction_that_cannot_mark_its_rows_prints_none() {
+    // numa-emu, nested and freebsd --sensitivity keep no per-row completeness: cut short,
+    // they printed the runs never made as zeros (numa-emu's "4 GB board … 0.000 ms",
+    // speed-ups of 148024x, NaN% in the sensitivity table) with exit 130. Now stdout is
+    // empty and stderr says why.
+    for (args, sig, code) in [
+        (&["reproduce", "numa-emu"][..], libc::SIGINT, 130),
+        (&["reproduce", "nested", "--json"][..], libc::SIGTERM, 143),
+        (&["reproduce", "freebsd", "--sensitivity"][..], libc::SIGINT, 130),
+    ] {
+        let (status, out, err) = interrupt(args, Duration::from_millis(1500), sig);
+        assert_eq!(status.code(), Some(code), "{args:?} {status:?}: {err}");
+        assert_eq!(out, "", "{args:?}");
+        assert!(
+            err.contains("none is printed (run it again to the end)") && err.contains("incomplete: interrupted by SIG"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
 fn sigint_during_demo_reports_the_runs_so_far() {
     let (status, out, err) = interrupt(
         &["demo", "-w", "chase:pages=100,refs=1000", "-w", LONG, "--json"],
