@@ -86,10 +86,10 @@ pub fn write_manifest(
         Ok(())
     };
     let hash = |h: &str| if h.is_empty() { Value::Null } else { Value::from(h) };
-    sweep.each(|p, row| {
-        let status = match row {
-            Some(r) if r.error.is_some() => "error",
-            Some(_) => "ok",
+    sweep.each_status(|p, failed| {
+        let status = match failed {
+            Some(true) => "error",
+            Some(false) => "ok",
             None => "pending",
         };
         line(serde_json::json!({

@@ -289,8 +289,44 @@ impl<'s> Sweep<'s> {
         points: usize,
         mut f: impl FnMut(&Point, Option<&Row>) -> Result<(), SweepError>,
     ) -> Result<(), SweepError> {
-        let points = points.min(self.slots.len());
         let mut reader = None;
+        self.each_slot(points, |p, slot| {
+            let mut row = match slot.row {
+                None => None,
+                Some(Held::Memory(k)) => Some(self.spill[k].clone()),
+                Some(Held::Journal(e)) => {
+                    if reader.is_none() {
+                        reader = Some(journal::Reader::open(&self.journal_path)?);
+                    }
+                    Some(reader.as_mut().expect("opened").row(e)?)
+                }
+            };
+            if let Some(r) = row.as_mut() {
+                r.index = p.index;
+                r.params = p.params.clone();
+            }
+            f(p, row.as_ref())
+        })
+    }
+
+    /// Calls `f` with each point planned so far (as the spec makes it, with its id and
+    /// hash) and its status (`None`: no row; `Some(true)`: a failed point's row), in
+    /// point order, without reading the rows back (what the manifest needs).
+    pub fn each_status(
+        &self,
+        mut f: impl FnMut(&Point, Option<bool>) -> Result<(), SweepError>,
+    ) -> Result<(), SweepError> {
+        self.each_slot(self.slots.len(), |p, slot| f(p, slot.row.map(|_| slot.failed)))
+    }
+
+    /// Calls `f` with each of the first `points` points planned (with its id and hash)
+    /// and its slot, in point order, expanding the spec a batch at a time.
+    fn each_slot(
+        &self,
+        points: usize,
+        mut f: impl FnMut(&Point, &Slot) -> Result<(), SweepError>,
+    ) -> Result<(), SweepError> {
+        let points = points.min(self.slots.len());
         for start in (0..points).step_by(BATCH) {
             let end = (start + BATCH).min(points);
             for (mut p, slot) in self
@@ -301,21 +337,7 @@ impl<'s> Sweep<'s> {
             {
                 p.id = slot.id.to_string();
                 p.config_hash = slot.config_hash.to_string();
-                let mut row = match slot.row {
-                    None => None,
-                    Some(Held::Memory(k)) => Some(self.spill[k].clone()),
-                    Some(Held::Journal(e)) => {
-                        if reader.is_none() {
-                            reader = Some(journal::Reader::open(&self.journal_path)?);
-                        }
-                        Some(reader.as_mut().expect("opened").row(e)?)
-                    }
-                };
-                if let Some(r) = row.as_mut() {
-                    r.index = p.index;
-                    r.params = p.params.clone();
-                }
-                f(&p, row.as_ref())?;
+                f(&p, slot)?;
             }
         }
         Ok(())
