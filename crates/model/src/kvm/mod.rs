@@ -9,7 +9,10 @@
 //! (`stage2_split_walker` in `arch/arm64/kvm/hyp/pgtable.c`) over mmulab's visitor walker
 //! ([`crate::walk::walk`]) in three [`Variant`]s: today's kernel, the RFC's
 //! `KVM_PGTABLE_WALK_SKIP_LEVEL3`, and skip-levels plus skip-children. Everything is
-//! counted ([`SplitCounts`]); [`cost::SplitCost`] turns the counts into time.
+//! counted ([`SplitCounts`]); [`cost::SplitCost`] turns the counts into time. The
+//! operations are a [`Splitter`] over any stage-2 table's memory and root: the
+//! standalone [`Stage2`] here, and the nested machine's host tables (the simulator's
+//! `[vm.dirty_log]`), so the two features share one stage 2.
 //!
 //! [`measure`] runs one scenario on one slot, by a real walk of the slot or, for large
 //! slots, of its first three 1 GiB pieces extrapolated (`run.rs`; exact because every
@@ -24,7 +27,7 @@ mod stage2;
 pub use cost::SplitCost;
 pub use memslot::{Memslot, Memslots};
 pub use run::{measure, measure_walked, Case};
-pub use stage2::{SplitCounts, Stage2, WalkTally};
+pub use stage2::{SplitCounts, Splitter, Stage2, WalkTally};
 
 use crate::addr::PageSize;
 use crate::pt::Format;

@@ -51,7 +51,7 @@ pub fn measure_walked(case: &Case) -> Result<SplitCounts, ModelError> {
         Scenario::Enable => s.enable_dirty_logging(&slot)?,
         Scenario::ClearDirtyLog => s.clear_dirty_log(&slot)?,
     }
-    Ok(s.counts)
+    Ok(s.splitter.counts)
 }
 
 /// Runs `case`; a slot of more than 3 GiB (a whole number of GiB) is extrapolated from

@@ -125,9 +125,12 @@ impl SplitCounts {
     }
 }
 
-/// One VM's stage-2 table and split cache.
+/// The kernel's dirty-logging operations on one stage-2 table held elsewhere (the
+/// standalone [`Stage2`] of the `kvm-split` reproduction, or the nested machine's host
+/// tables, `vm.dirty_log`): write-protection, the split walker and its cache, all counted.
+/// Every operation takes the table's memory and root.
 #[derive(Debug)]
-pub struct Stage2 {
+pub struct Splitter {
     /// The granule.
     pub granule: Granule,
     /// The split walker's variant.
@@ -137,17 +140,23 @@ pub struct Stage2 {
     /// What the operations counted so far.
     pub counts: SplitCounts,
     fmt: Format,
-    mem: Memory,
-    root: u64,
     /// Free pages in the split cache (`kvm_mmu_memory_cache.nobjs`).
     cache: u64,
 }
 
-impl Stage2 {
-    /// An empty stage-2 table for `granule`, with page-table memory for about
-    /// `table_bytes` of tables, and eager splitting in chunks of `chunk` bytes: 0 (off)
-    /// or one of the granule's block sizes, else an error naming the key.
-    pub fn new(granule: Granule, variant: Variant, chunk: u64, table_bytes: u64) -> Result<Stage2, ModelError> {
+/// One VM's stage-2 table (in its own memory) and its [`Splitter`].
+#[derive(Debug)]
+pub struct Stage2 {
+    /// The operations and what they counted.
+    pub splitter: Splitter,
+    mem: Memory,
+    root: u64,
+}
+
+impl Splitter {
+    /// The operations for tables of `granule`, with eager splitting in chunks of `chunk`
+    /// bytes: 0 (off) or one of the granule's block sizes, else an error naming the key.
+    pub fn new(granule: Granule, variant: Variant, chunk: u64) -> Result<Splitter, ModelError> {
         if chunk != 0 && !granule.block_sizes().iter().any(|b| b.bytes() == chunk) {
             let sizes: Vec<String> = granule.block_sizes().iter().map(|b| b.to_string()).collect();
             return Err(ModelError::Config(format!(
@@ -157,18 +166,12 @@ impl Stage2 {
                 sizes.join(", ")
             )));
         }
-        let fmt = super::s2_format(granule);
-        let bytes = (table_bytes + (16 << 20)).next_power_of_two();
-        let mut mem = Memory::new(bytes)?;
-        let root = mem.alloc_table(fmt.levels()[0].entries())?;
-        Ok(Stage2 {
+        Ok(Splitter {
             granule,
             variant,
             chunk,
             counts: SplitCounts::default(),
-            fmt,
-            mem,
-            root,
+            fmt: super::s2_format(granule),
             cache: 0,
         })
     }
@@ -177,25 +180,45 @@ impl Stage2 {
     pub fn format(&self) -> Format {
         self.fmt
     }
+}
+
+impl Stage2 {
+    /// An empty stage-2 table for `granule`, with page-table memory for about
+    /// `table_bytes` of tables, and eager splitting in chunks of `chunk` bytes: 0 (off)
+    /// or one of the granule's block sizes, else an error naming the key.
+    pub fn new(granule: Granule, variant: Variant, chunk: u64, table_bytes: u64) -> Result<Stage2, ModelError> {
+        let splitter = Splitter::new(granule, variant, chunk)?;
+        let fmt = splitter.fmt;
+        let bytes = (table_bytes + (16 << 20)).next_power_of_two();
+        let mut mem = Memory::new(bytes)?;
+        let root = mem.alloc_table(fmt.levels()[0].entries())?;
+        Ok(Stage2 { splitter, mem, root })
+    }
+
+    /// The page-table format the tables use.
+    pub fn format(&self) -> Format {
+        self.splitter.fmt
+    }
 
     /// Maps `slot` as the host backs it: leaves of `backing.leaf(granule)`, writable,
     /// output address = guest-physical address (assumed; the split copies it). Writes
     /// descriptors directly (this is the state faults left, not an operation counted).
     pub fn populate(&mut self, slot: &Memslot, backing: Backing) -> Result<(), ModelError> {
-        let size = backing.leaf(self.granule);
+        let size = backing.leaf(self.splitter.granule);
         let level = self
+            .splitter
             .fmt
             .leaf_level(size)
-            .ok_or_else(|| ModelError::Config(format!("{} has no {size} leaf", self.fmt.arch_name())))?;
-        let ipa_end = 1u64 << self.fmt.va_bits();
+            .ok_or_else(|| ModelError::Config(format!("{} has no {size} leaf", self.splitter.fmt.arch_name())))?;
+        let ipa_end = 1u64 << self.splitter.fmt.va_bits();
         if slot.end() > ipa_end {
             return Err(ModelError::Config(format!(
                 "memslot {} ({:#x}, {:#x} bytes) reaches past the {}-bit IPA of {} tables (ends at {ipa_end:#x})",
                 slot.id,
                 slot.start(),
                 slot.bytes(),
-                self.fmt.va_bits(),
-                self.fmt.arch_name()
+                self.splitter.fmt.va_bits(),
+                self.splitter.fmt.arch_name()
             )));
         }
         if slot.start() % size.bytes() != 0 || slot.bytes() % size.bytes() != 0 {
@@ -213,11 +236,11 @@ impl Stage2 {
         let mut gpa = slot.start();
         // The table holding the previous leaf, and the address range it covers.
         let mut last: Option<(u64, u64)> = None;
-        let span = self.fmt.levels()[level].span();
+        let span = self.splitter.fmt.levels()[level].span();
         let parent_span = if level == 0 {
             u64::MAX
         } else {
-            self.fmt.levels()[level - 1].span()
+            self.splitter.fmt.levels()[level - 1].span()
         };
         while gpa < slot.end() {
             let table = match last {
@@ -228,8 +251,10 @@ impl Stage2 {
                     t
                 }
             };
-            let index = self.fmt.levels()[level].index(gpa);
-            self.mem.pt.write(table, index, self.fmt.encode_leaf(level, gpa, attrs));
+            let index = self.splitter.fmt.levels()[level].index(gpa);
+            self.mem
+                .pt
+                .write(table, index, self.splitter.fmt.encode_leaf(level, gpa, attrs));
             gpa += span;
         }
         Ok(())
@@ -239,12 +264,12 @@ impl Stage2 {
     fn table_for(&mut self, gpa: u64, level: usize) -> Result<u64, ModelError> {
         let mut table = self.root;
         for l in 0..level {
-            let index = self.fmt.levels()[l].index(gpa);
-            table = match self.fmt.decode(l, self.mem.pt.read(table, index)) {
+            let index = self.splitter.fmt.levels()[l].index(gpa);
+            table = match self.splitter.fmt.decode(l, self.mem.pt.read(table, index)) {
                 Pte::Table(t) => t,
                 Pte::Invalid => {
-                    let t = self.mem.alloc_table(self.fmt.levels()[l + 1].entries())?;
-                    self.mem.pt.write(table, index, self.fmt.encode_table(l, t));
+                    let t = self.mem.alloc_table(self.splitter.fmt.levels()[l + 1].entries())?;
+                    self.mem.pt.write(table, index, self.splitter.fmt.encode_table(l, t));
                     t
                 }
                 Pte::Leaf { .. } => {
@@ -258,39 +283,72 @@ impl Stage2 {
     /// The leaf mapping `gpa`: (kernel level, writable), or `None` if it is unmapped.
     pub fn lookup(&self, gpa: u64) -> Option<(usize, bool)> {
         let mut table = self.root;
-        for (l, geom) in self.fmt.levels().iter().enumerate() {
-            match self.fmt.decode(l, self.mem.pt.read(table, geom.index(gpa))) {
+        for (l, geom) in self.splitter.fmt.levels().iter().enumerate() {
+            match self.splitter.fmt.decode(l, self.mem.pt.read(table, geom.index(gpa))) {
                 Pte::Table(t) => table = t,
-                Pte::Leaf { attrs, .. } => return Some((self.granule.kernel_level(l), attrs.has(Attrs::WRITABLE))),
+                Pte::Leaf { attrs, .. } => {
+                    return Some((self.splitter.granule.kernel_level(l), attrs.has(Attrs::WRITABLE)))
+                }
                 Pte::Invalid => return None,
             }
         }
         None
     }
 
-    /// Enables dirty logging on `slot` without manual protect
+    /// Enables dirty logging on `slot` without manual protect ([`Splitter::enable_dirty_logging`]).
+    pub fn enable_dirty_logging(&mut self, slot: &Memslot) -> Result<(), ModelError> {
+        self.splitter
+            .enable_dirty_logging(&mut self.mem, self.root, slot.start(), slot.end())
+    }
+
+    /// One `KVM_CLEAR_DIRTY_LOG` over all of `slot` ([`Splitter::clear_dirty_log`]).
+    pub fn clear_dirty_log(&mut self, slot: &Memslot) -> Result<(), ModelError> {
+        self.splitter
+            .clear_dirty_log(&mut self.mem, self.root, slot.start(), slot.end())
+    }
+
+    /// `kvm_mmu_split_huge_pages(start, end)` ([`Splitter::split`]).
+    pub fn split(&mut self, start: u64, end: u64) -> Result<(), ModelError> {
+        self.splitter.split(&mut self.mem, self.root, start, end)
+    }
+}
+
+impl Splitter {
+    /// Enables dirty logging on the slot `[start, end)` without manual protect
     /// (`kvm_arch_commit_memory_region`): `kvm_mmu_wp_memory_region` (write-protect the
     /// slot, then one VMID-wide flush), then `kvm_mmu_split_memory_region` (split it
     /// whole).
-    pub fn enable_dirty_logging(&mut self, slot: &Memslot) -> Result<(), ModelError> {
-        self.wp_range(slot.start(), slot.end())?;
+    pub fn enable_dirty_logging(
+        &mut self,
+        mem: &mut Memory,
+        root: u64,
+        start: u64,
+        end: u64,
+    ) -> Result<(), ModelError> {
+        self.wp_range(mem, root, start, end)?;
         self.counts.tlbi_vmid += 1;
-        self.split(slot.start(), slot.end())
+        self.split(mem, root, start, end)
     }
 
-    /// One `KVM_CLEAR_DIRTY_LOG` over all of `slot` with manual protect and
+    /// One `KVM_CLEAR_DIRTY_LOG` over all of the slot `[slot_start, slot_end)` with manual protect and
     /// initially-all-set (`kvm_clear_dirty_log_protect`): per 64-page word of the bitmap,
     /// all bits set, `kvm_arch_mmu_enable_log_dirty_pt_masked` write-protects the word's
     /// range and splits it (`kvm_mmu_split_huge_pages`); one flush at the end. A page is
     /// one granule page (the host's `PAGE_SIZE`).
-    pub fn clear_dirty_log(&mut self, slot: &Memslot) -> Result<(), ModelError> {
+    pub fn clear_dirty_log(
+        &mut self,
+        mem: &mut Memory,
+        root: u64,
+        slot_start: u64,
+        slot_end: u64,
+    ) -> Result<(), ModelError> {
         let word = 64 * self.granule.page().bytes();
-        let mut start = slot.start();
-        while start < slot.end() {
-            let end = (start + word).min(slot.end());
+        let mut start = slot_start;
+        while start < slot_end {
+            let end = (start + word).min(slot_end);
             self.counts.words += 1;
-            self.wp_range(start, end)?;
-            self.split(start, end)?;
+            self.wp_range(mem, root, start, end)?;
+            self.split(mem, root, start, end)?;
             start = end;
         }
         self.counts.tlbi_vmid += 1;
@@ -299,7 +357,7 @@ impl Stage2 {
 
     /// `kvm_stage2_wp_range`: `stage2_apply_range` in chunks of the largest block size,
     /// each a `kvm_pgtable_stage2_wrprotect` walk with `KVM_PGTABLE_WALK_LEAF`.
-    fn wp_range(&mut self, start: u64, end: u64) -> Result<(), ModelError> {
+    fn wp_range(&mut self, mem: &mut Memory, root: u64, start: u64, end: u64) -> Result<(), ModelError> {
         let step = self.granule.block_sizes()[0].bytes();
         let mut addr = start;
         while addr < end {
@@ -310,9 +368,9 @@ impl Stage2 {
                 writes: 0,
             };
             walk(
-                &mut self.mem,
+                mem,
                 self.fmt,
-                self.root,
+                root,
                 0,
                 addr,
                 next,
@@ -331,7 +389,7 @@ impl Stage2 {
     /// `kvm_mmu_split_huge_pages(start, end)`: per chunk, top the cache up when it holds
     /// fewer than `kvm_mmu_split_nr_page_tables(chunk)` pages, then one
     /// `kvm_pgtable_stage2_split` walk; stops at the first error (-ENOMEM).
-    pub fn split(&mut self, start: u64, end: u64) -> Result<(), ModelError> {
+    pub fn split(&mut self, mem: &mut Memory, root: u64, start: u64, end: u64) -> Result<(), ModelError> {
         if self.chunk == 0 {
             return Ok(());
         }
@@ -345,7 +403,7 @@ impl Stage2 {
                 self.cache = capacity;
             }
             let next = range_addr_end(addr, end, self.chunk);
-            if !self.split_walk(addr, next)? {
+            if !self.split_walk(mem, root, addr, next)? {
                 break;
             }
             addr = next;
@@ -362,7 +420,7 @@ impl Stage2 {
 
     /// `kvm_pgtable_stage2_split(addr, size)`: one walk with the variant's flags. False
     /// if a split failed (the driver stops).
-    fn split_walk(&mut self, addr: u64, end: u64) -> Result<bool, ModelError> {
+    fn split_walk(&mut self, mem: &mut Memory, root: u64, addr: u64, end: u64) -> Result<bool, ModelError> {
         let f = match self.variant {
             Variant::Vanilla => flags::LEAF,
             Variant::SkipLevel3 | Variant::SkipChildren => flags::LEAF | flags::SKIP_LEVEL3,
@@ -378,9 +436,9 @@ impl Stage2 {
             error: None,
         };
         let r = walk(
-            &mut self.mem,
+            mem,
             self.fmt,
-            self.root,
+            root,
             0,
             addr,
             end,

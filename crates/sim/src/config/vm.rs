@@ -7,6 +7,7 @@
 use super::limits::MAX_PWC_ENTRIES;
 use super::os::OsSpec;
 use mmulab_model::addr::PageSize;
+use mmulab_model::kvm::{Granule, Variant};
 use mmulab_model::os::{KhugepagedConfig, ReclaimConfig, ThpConfig};
 use mmulab_model::pt::Format;
 use mmulab_model::replacement::Policy;
@@ -41,6 +42,33 @@ pub struct VmSection {
     /// Default: none.
     #[serde(default)]
     pub s2tlb: Option<S2TlbSection>,
+    /// KVM/arm64 dirty logging turned on for one memslot during the run
+    /// (`[vm.dirty_log]`, system/dirty_log.rs). Default: none.
+    #[serde(default)]
+    pub dirty_log: Option<DirtyLogSection>,
+}
+
+/// `[vm.dirty_log]`: what a live migration's first step does to a running guest.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirtyLogSection {
+    /// Logging turns on after this many trace references (0: before the first).
+    pub at: u64,
+    /// The memslot's first guest-physical byte, e.g. `"0"` or `"1GiB"`. Default `"0"`.
+    #[serde(default)]
+    pub start: Option<String>,
+    /// The memslot's size. Default: guest memory from `start` to its end.
+    #[serde(default)]
+    pub bytes: Option<String>,
+    /// `KVM_CAP_ARM_EAGER_SPLIT_CHUNK_SIZE`: `"0"` (off: blocks are broken one write
+    /// fault at a time) or a block size of the granule (`"2M"`, `"1G"` at 4K). Default
+    /// `"0"`, the kernel's.
+    #[serde(default)]
+    pub eager_split_chunk: Option<String>,
+    /// The split walker: `vanilla` (today's kernel), `skip-level3` or `skip-children`
+    /// (the RFC's, docs/kvm-split.md). Default `vanilla`.
+    #[serde(default)]
+    pub split_walker: Option<String>,
 }
 
 /// `[vm.s2tlb]`.
@@ -89,6 +117,25 @@ pub struct VmSpec {
     pub pwc_entries: Vec<usize>,
     /// The stage-2-only TLB, if any.
     pub s2tlb: Option<TlbSpec>,
+    /// Dirty logging, if configured.
+    pub dirty_log: Option<DirtyLogSpec>,
+}
+
+/// A validated `[vm.dirty_log]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DirtyLogSpec {
+    /// Logging turns on after this many references.
+    pub at: u64,
+    /// The memslot `[start, end)` (guest-physical, granule-aligned).
+    pub start: u64,
+    /// Its end.
+    pub end: u64,
+    /// The stage-2 granule.
+    pub granule: Granule,
+    /// Eager-split chunk in bytes (0: off).
+    pub chunk: u64,
+    /// The split walker.
+    pub variant: Variant,
 }
 
 /// Resolves `[vm]` for a guest of format `guest` on a host of `host_bytes`.
@@ -175,6 +222,10 @@ pub(crate) fn resolve(vm: &VmSection, guest: Format, host_bytes: u64, seed: u64)
         None => None,
         Some(t) => Some(s2tlb(t, seed)?),
     };
+    let dirty_log = match &vm.dirty_log {
+        None => None,
+        Some(d) => Some(dirty_log(d, &name, stage2, &host_os, &vm.backing, guest_bytes)?),
+    };
     Ok(Some(VmSpec {
         stage2,
         backing: vm.backing.clone(),
@@ -182,7 +233,89 @@ pub(crate) fn resolve(vm: &VmSection, guest: Format, host_bytes: u64, seed: u64)
         guest_bytes,
         pwc_entries: vm.pwc_entries.clone(),
         s2tlb,
+        dirty_log,
     }))
+}
+
+/// Validates `[vm.dirty_log]` over `stage2` tables (`vm.stage2 = name`) backed by `host_os` (`vm.backing`).
+fn dirty_log(
+    d: &DirtyLogSection,
+    name: &str,
+    stage2: Format,
+    host_os: &OsSpec,
+    backing: &str,
+    guest_bytes: u64,
+) -> Result<DirtyLogSpec, String> {
+    // The split walker and fault path modelled are KVM/arm64's (arch/arm64/kvm/mmu.c,
+    // hyp/pgtable.c); x86's TDP MMU splits otherwise (tdp_mmu_split_huge_pages_root).
+    let Some(granule) = Granule::ALL
+        .into_iter()
+        .find(|&g| mmulab_model::kvm::s2_format(g) == stage2)
+    else {
+        return Err(format!(
+            "vm.dirty_log models KVM/arm64's dirty logging; vm.stage2 = \"{name}\" is not an arm64 stage-2 format (use \"aarch64-s2\", \"aarch64-s2-16k\" or \"aarch64-s2-64k\", with an arm64 guest)"
+        ));
+    };
+    if let OsSpec::Fixed(size) = host_os {
+        if *size != granule.page() && !granule.block_sizes().contains(size) {
+            return Err(format!(
+                "vm.dirty_log with vm.backing = \"{backing}\": KVM maps no contiguous-bit stage-2 groups ({size}); use a backing of {} pages or blocks ({})",
+                granule.page(),
+                granule.block_sizes().iter().map(|b| b.to_string()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    let size = |key: &str, v: &str| {
+        mmulab_trace::units::parse_size(v).map_err(|e| format!("vm.dirty_log.{key} = \"{v}\": {e}"))
+    };
+    let start = match &d.start {
+        Some(v) => size("start", v)?,
+        None => 0,
+    };
+    let bytes = match &d.bytes {
+        Some(v) => size("bytes", v)?,
+        None => guest_bytes.saturating_sub(start),
+    };
+    let page = granule.page().bytes();
+    if start % page != 0 || bytes % page != 0 || bytes == 0 {
+        return Err(format!(
+            "vm.dirty_log: the memslot (start {start:#x}, {bytes:#x} bytes) must be a non-empty whole number of {} pages",
+            granule.page()
+        ));
+    }
+    if start.checked_add(bytes).is_none_or(|e| e > guest_bytes) {
+        return Err(format!(
+            "vm.dirty_log: the memslot (start {start:#x}, {bytes:#x} bytes) reaches past guest memory (vm.memory = {guest_bytes:#x} bytes)"
+        ));
+    }
+    let chunk = match d.eager_split_chunk.as_deref() {
+        None | Some("0") | Some("off") => 0,
+        Some(v) => PageSize::parse(v)
+            .map(|p| p.bytes())
+            .map_err(|e| format!("vm.dirty_log.eager_split_chunk = \"{v}\": {e}"))?,
+    };
+    if chunk != 0 && !granule.block_sizes().iter().any(|b| b.bytes() == chunk) {
+        return Err(format!(
+            "vm.dirty_log.eager_split_chunk = \"{}\" is not a block size of the {} granule; use \"0\" (off) or one of {}",
+            d.eager_split_chunk.as_deref().unwrap_or_default(),
+            granule.name(),
+            granule.block_sizes().iter().map(|b| format!("\"{b}\"")).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let variant = match d.split_walker.as_deref() {
+        None => Variant::Vanilla,
+        Some(v) => Variant::ALL.into_iter().find(|x| x.name() == v).ok_or_else(|| {
+            format!("vm.dirty_log.split_walker = \"{v}\" is not a split walker; use \"vanilla\", \"skip-level3\" or \"skip-children\"")
+        })?,
+    };
+    Ok(DirtyLogSpec {
+        at: d.at,
+        start,
+        end: start + bytes,
+        granule,
+        chunk,
+        variant,
+    })
 }
 
 /// The host policy `vm.backing` names over `stage2` tables.

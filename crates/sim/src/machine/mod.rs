@@ -279,11 +279,31 @@ impl Machine {
         s
     }
 
-    /// Background work and time-series samples, every `next_tick` references.
+    /// The reference count at which [`Machine::tick`] next has work: background work,
+    /// a time-series sample, or dirty logging turning on (after `at` references: at
+    /// reference `at + 1`).
+    fn next_due(&self, now: u64) -> u64 {
+        let t = self.bg.next_tick(now);
+        match self.dirty_log_pending() {
+            Some(at) => t.min(at.saturating_add(1).max(now + 1)),
+            None => t,
+        }
+    }
+
+    /// Background work, time-series samples and dirty logging turning on, every
+    /// `next_tick` references.
     #[cold]
     fn tick(&mut self) -> Result<(), SimError> {
-        self.spaces_changed();
         let now = self.references;
+        if self.dirty_log_pending().is_some_and(|at| at < now) {
+            self.dirty_log_tick(now - 1)?;
+            if self.bg.next_tick(now - 1) > now {
+                // Nothing else is due at this reference.
+                self.next_tick = self.next_due(now);
+                return Ok(());
+            }
+        }
+        self.spaces_changed();
         let now_ns = self.now_ns();
         let sys = &mut self.sys;
         sys.shootdowns.clear();
@@ -304,7 +324,7 @@ impl Machine {
             let s = self.stats();
             self.bg.sample(now, &s);
         }
-        self.next_tick = self.bg.next_tick(now);
+        self.next_tick = self.next_due(now);
         Ok(())
     }
 
@@ -431,7 +451,7 @@ impl Machine {
     /// lines to `out` (see docs/output.md), and tracking of touched pages for bloat.
     pub fn set_series(&mut self, interval: u64, out: Box<dyn std::io::Write + Send>) {
         self.bg.set_series(interval, out);
-        self.next_tick = self.bg.next_tick(self.references);
+        self.next_tick = self.next_due(self.references);
     }
 
     /// VMAs the trace carries (`mmulab record`'s /proc/PID/maps samples): installed in

@@ -108,7 +108,7 @@ impl Machine {
                 _ => false,
             };
             if unbacked {
-                self.host_fault(g)?;
+                self.host_fault(g, true, None)?;
             }
         }
         Ok(())

@@ -45,7 +45,7 @@ impl Machine {
         let caches = super::cache::build_for(&spec, &mut vcpus);
         let mut sys = System::new(mem, os, spec.format, spec.cost.fault_latency);
         sys.host = Some(Box::new(HostCtx::new(&vm, spec.memory_bytes, spec.cost.fault_latency)?));
-        Ok(Machine {
+        let mut m = Machine {
             req: Requesters {
                 vcpus,
                 ..Default::default()
@@ -59,7 +59,9 @@ impl Machine {
             next_tick: bg.next_tick(0),
             bg,
             spec,
-        })
+        };
+        m.next_tick = m.next_due(0);
+        Ok(m)
     }
 
     /// The virtualized cores' translators (empty without `[vm]`).
@@ -88,8 +90,13 @@ impl Machine {
                     self.fault(r)?;
                     res = self.req.vcpus[core].resume(&mut self.sys, r, upto, attempt);
                 }
-                Err(Stop::HostFault { gpa, upto, attempt }) => {
-                    self.host_fault(gpa)?;
+                Err(Stop::HostFault {
+                    gpa,
+                    write,
+                    upto,
+                    attempt,
+                }) => {
+                    self.host_fault(gpa, write, Some(core))?;
                     res = self.req.vcpus[core].resume(&mut self.sys, r, upto, attempt);
                 }
             }
@@ -100,16 +107,48 @@ impl Machine {
         Ok(())
     }
 
-    /// Lets the host's policy map guest-physical `gpa` and drops what its changes made
-    /// stale from every virtualized core.
-    pub(super) fn host_fault(&mut self, gpa: u64) -> Result<(), SimError> {
+    /// Lets the host map guest-physical `gpa` (for a write if `write`) and drops what
+    /// its changes made stale from every virtualized core (only from `core`, the
+    /// faulting one, for a flush KVM makes on the local CPU).
+    pub(super) fn host_fault(&mut self, gpa: u64, write: bool, core: Option<usize>) -> Result<(), SimError> {
         let host = self.sys.host.as_deref_mut().expect("a nested machine has a host");
-        host.fault(gpa)?;
+        host.fault(gpa, write)?;
         for &(_, start, end) in &host.shootdowns {
-            for c in &mut self.req.vcpus {
-                c.invalidate_stage2(start, end);
+            for (i, c) in self.req.vcpus.iter_mut().enumerate() {
+                if !host.local || core.is_none_or(|k| k == i) {
+                    c.invalidate_stage2(start, end);
+                }
             }
         }
         Ok(())
+    }
+
+    /// Turns dirty logging on if it is due after `now` references
+    /// (`[vm.dirty_log]`): the host write-protects (and splits) the slot, then a
+    /// VMID-wide flush (`kvm_flush_remote_tlbs_memslot`) drops every core's combined
+    /// entries, stage-2 TLB entries and stage-2 walk caches. The guest's counts so far
+    /// are kept as the "before" of the report.
+    pub(super) fn dirty_log_tick(&mut self, now: u64) -> Result<(), SimError> {
+        let Some(host) = self.sys.host.as_deref_mut() else {
+            return Ok(());
+        };
+        if !host.dirty_log_due(now)? {
+            return Ok(());
+        }
+        for c in &mut self.req.vcpus {
+            c.flush_vmid();
+        }
+        let mut before = crate::stats::dirty_log::Phase::of(&self.stats());
+        // The reference being simulated is counted already; it comes after.
+        before.references = now;
+        if let Some(l) = self.sys.host.as_deref_mut().and_then(|h| h.log.as_mut()) {
+            l.before = Some(before);
+        }
+        Ok(())
+    }
+
+    /// The reference count dirty logging turns on after, while it is off.
+    pub(super) fn dirty_log_pending(&self) -> Option<u64> {
+        self.sys.host.as_deref()?.log.as_ref()?.pending_at()
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod cache;
 mod counters;
+pub mod dirty_log;
 pub mod gpu;
 pub mod nested;
 pub mod numa;
@@ -280,7 +281,8 @@ impl Stats {
             w["stage2_refs"] = json!(n.stage2_refs());
             w["stage1_refs_by_level"] = json!(n.stage1_refs_by_level);
             w["stage2_refs_by_level"] = json!(n.stage2_refs_by_level);
-            v["vm"] = n.to_json();
+            let names: Vec<String> = self.levels.iter().map(|l| l.name.clone()).collect();
+            v["vm"] = n.to_json(&names);
         }
         if let Some(c) = &self.caches {
             v["caches"] = c.to_json();

@@ -40,6 +40,8 @@ pub struct NestedStats {
     /// With data caches (`[caches]`): the walk reads' share of the caches by stage;
     /// none without (and no `walk_caches` key in the JSON).
     pub walk_caches: Option<WalkCacheSplit>,
+    /// Dirty logging (`[vm.dirty_log]`), if configured.
+    pub dirty_log: Option<super::dirty_log::DirtyLogStats>,
 }
 
 /// Where a nested walk's reads hit, by stage (index 0: guest descriptors, 1: stage-2
@@ -78,8 +80,9 @@ impl NestedStats {
         self.stage2_refs_by_level.iter().sum()
     }
 
-    /// The `vm` object of the JSON report (docs/output.md).
-    pub(crate) fn to_json(&self) -> Value {
+    /// The `vm` object of the JSON report (docs/output.md); `tlb_names` are the
+    /// combined TLB levels'.
+    pub(crate) fn to_json(&self, tlb_names: &[String]) -> Value {
         let pages: serde_json::Map<String, Value> = mmulab_model::addr::PageSize::ALL
             .iter()
             .filter(|p| self.host_mapped[p.index()] > 0)
@@ -105,6 +108,9 @@ impl NestedStats {
                 "stage2_memory_reads": w.memory_reads[1],
             });
         }
+        if let Some(d) = &self.dirty_log {
+            v["dirty_log"] = d.to_json(tlb_names);
+        }
         v
     }
 }
@@ -129,8 +135,9 @@ pub(crate) fn text(n: &NestedStats) -> String {
             t(w.memory_reads[1])
         )
     });
+    let dirty_log = n.dirty_log.as_ref().map_or(String::new(), |d| d.text());
     format!(
-        "nested ({} over {}): walk refs guest {} + stage 2 {}; {} guest-physical translations, {} stage-2 walks, {s2tlb}\nhost ({}): {} MiB backing guest memory in {}; {} stage-2 faults\n{caches}",
+        "nested ({} over {}): walk refs guest {} + stage 2 {}; {} guest-physical translations, {} stage-2 walks, {s2tlb}\nhost ({}): {} MiB backing guest memory in {}; {} stage-2 faults\n{caches}{dirty_log}",
         n.stage2,
         n.backing,
         t(n.stage1_refs()),

@@ -137,6 +137,9 @@ impl Delta for NestedStats {
             x.cycles.less(&y.cycles);
             x.memory_reads.less(&y.memory_reads);
         }
+        if let (Some(x), Some(y)) = (self.dirty_log.as_mut(), p.dirty_log.as_ref()) {
+            x.less(y);
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 //! translator reads and updates page tables here; only the OS policy writes leaves for
 //! user memory, when the machine hands it a fault.
 
+pub(crate) mod dirty_log;
 pub(crate) mod stage2;
 
 use crate::stats::{Report, Stats};

@@ -33,6 +33,10 @@ pub(crate) struct HostCtx {
     pub(crate) guest_bytes: u64,
     /// Guest-physical ranges whose stage-2 translations the last fault changed.
     pub(crate) shootdowns: Vec<Shootdown>,
+    /// True if the last fault's `shootdowns` need flushing on the faulting CPU only.
+    pub(crate) local: bool,
+    /// Dirty logging (`[vm.dirty_log]`), if configured.
+    pub(crate) log: Option<super::dirty_log::DirtyLog>,
     fault_latency: u32,
     faults: u64,
 }
@@ -46,12 +50,15 @@ impl HostCtx {
         // MADV_HUGEPAGE), which THP may back with huge pages.
         space.add_vma(0, vm.guest_bytes, true)?;
         let os = vm.host_os.build(vm.stage2).map_err(SimError::Config)?;
+        let log = vm.dirty_log.map(super::dirty_log::DirtyLog::new).transpose()?;
         Ok(HostCtx {
             mem,
             space,
             os,
             guest_bytes: vm.guest_bytes,
             shootdowns: Vec::new(),
+            local: false,
+            log,
             fault_latency,
             faults: 0,
         })
@@ -63,9 +70,11 @@ impl HostCtx {
         self.space.root
     }
 
-    /// A stage-2 fault at guest-physical `gpa`: the host policy maps it (as a write: the
-    /// host backs guest RAM writable). The ranges it changed are left in `shootdowns`.
-    pub(crate) fn fault(&mut self, gpa: u64) -> Result<(), SimError> {
+    /// A stage-2 fault at guest-physical `gpa`, for a write if `write`: the host policy
+    /// maps it (as a write: the host backs guest RAM writable), or, in a slot with dirty
+    /// logging on, KVM's logging path does (system/dirty_log.rs). The ranges it changed
+    /// are left in `shootdowns` (to flush on the faulting CPU only if `local`).
+    pub(crate) fn fault(&mut self, gpa: u64, write: bool) -> Result<(), SimError> {
         if gpa >= self.guest_bytes {
             return Err(SimError::Model(mmulab_model::ModelError::Conflict(format!(
                 "guest-physical address {gpa:#x} is outside the guest's memory (vm.memory = {:#x} bytes): the guest's page tables point past its RAM",
@@ -74,6 +83,28 @@ impl HostCtx {
         }
         self.faults += 1;
         self.shootdowns.clear();
+        self.local = false;
+        if let Some(log) = self.log.as_mut().filter(|l| l.covers(gpa)) {
+            let mut policy = 0;
+            let flush = log.fault(
+                &mut self.mem,
+                &mut self.space,
+                &mut self.os,
+                gpa,
+                write,
+                &mut self.shootdowns,
+                &mut policy,
+            )?;
+            match flush {
+                super::dirty_log::Flush::None => {}
+                super::dirty_log::Flush::Local(s, e) => {
+                    self.shootdowns.push((VMID, s, e));
+                    self.local = self.shootdowns.len() == 1;
+                }
+                super::dirty_log::Flush::Broadcast(s, e) => self.shootdowns.push((VMID, s, e)),
+            }
+            return Ok(());
+        }
         self.os.handle_fault(FaultCtx {
             mem: &mut self.mem,
             space: &mut self.space,
@@ -83,17 +114,61 @@ impl HostCtx {
         })?;
         Ok(())
     }
+
+    /// Turns dirty logging on now (after `now` references) if it is due; true if it did
+    /// (the caller flushes every CPU's cached translations of the VMID).
+    pub(crate) fn dirty_log_due(&mut self, now: u64) -> Result<bool, SimError> {
+        let root = self.space.root;
+        match self.log.as_mut() {
+            Some(l) if l.pending_at().is_some_and(|at| at <= now) => {
+                l.turn_on(&mut self.mem, root, now)?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
 }
 
 impl Report for HostCtx {
     /// The host's faults and the pages backing guest memory.
     fn report(&self, s: &mut Stats) {
-        let Some(n) = s.nested.as_mut() else { return };
-        n.host_faults += self.faults;
-        n.host_fault_cycles += self.faults * self.fault_latency as u64;
-        let os = self.os.stats();
-        n.host_mapped = os.mapped;
-        n.host_resident_bytes = os.resident_bytes;
+        {
+            let Some(n) = s.nested.as_mut() else { return };
+            n.host_faults += self.faults;
+            n.host_fault_cycles += self.faults * self.fault_latency as u64;
+            let os = self.os.stats();
+            n.host_mapped = os.mapped;
+            n.host_resident_bytes = os.resident_bytes;
+        }
+        if let Some(l) = &self.log {
+            // The requesters reported first: `s` holds the guest's counts so far.
+            let now = crate::stats::dirty_log::Phase::of(s);
+            let (before, after) = match &l.before {
+                Some(b) => {
+                    let mut a = now.clone();
+                    a.less(b);
+                    (b.clone(), a)
+                }
+                None => (
+                    now,
+                    crate::stats::dirty_log::Phase {
+                        tlb_misses: vec![0; s.levels.len()],
+                        ..Default::default()
+                    },
+                ),
+            };
+            if let Some(n) = s.nested.as_mut() {
+                n.dirty_log = Some(crate::stats::dirty_log::DirtyLogStats {
+                    spec: l.spec,
+                    on_at: l.on_at,
+                    split: l.splitter.counts,
+                    faults: l.faults,
+                    pages_dirty: l.pages_dirty(),
+                    before,
+                    after,
+                });
+            }
+        }
     }
 }
 
@@ -108,10 +183,10 @@ mod tests {
         let vm = spec.vm.clone().unwrap();
         let mut h = HostCtx::new(&vm, spec.memory_bytes, 1).unwrap();
         // Inside: the host maps one 4 KiB page.
-        h.fault(0xff_f000).unwrap();
+        h.fault(0xff_f000, true).unwrap();
         assert_eq!(h.os.stats().mapped[mmulab_model::addr::PageSize::K4.index()], 1);
         // Just past the end: an error naming the address and the key.
-        let e = h.fault(16 << 20).unwrap_err().to_string();
+        let e = h.fault(16 << 20, true).unwrap_err().to_string();
         assert!(e.contains("0x1000000") && e.contains("vm.memory"), "{e}");
     }
 }

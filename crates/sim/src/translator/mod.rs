@@ -55,12 +55,14 @@ pub(crate) enum Stop {
         /// Walk attempts already made (at most 3 per access).
         attempt: u8,
     },
-    /// A stage-2 walk found no leaf for guest-physical address `gpa` (a nested
-    /// translator): the host's backing policy maps it, then [`Translator::resume`]
-    /// continues as after [`Stop::Fault`].
+    /// A stage-2 walk found no leaf for guest-physical address `gpa`, or a write found
+    /// a read-only one (a nested translator): the host maps it or makes it writable,
+    /// then [`Translator::resume`] continues as after [`Stop::Fault`].
     HostFault {
         /// The guest-physical address.
         gpa: u64,
+        /// True for a write (a store, or the walker's update of a guest descriptor).
+        write: bool,
         /// Levels of the TLB path to fill after the walk.
         upto: u8,
         /// Faults taken so far by this access.

@@ -4,6 +4,7 @@
 //! `cargo test --release -p mmulab-sim --test it NAME::`.
 
 mod caches;
+mod dirty_log;
 mod layers;
 mod limits;
 mod mosmodel;

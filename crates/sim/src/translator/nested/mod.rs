@@ -156,10 +156,26 @@ impl Nested {
         (self.c.s1_reads.iter().sum(), self.c.s2_reads.iter().sum())
     }
 
+    /// Translates guest-physical `gpa` through stage 2 for a write if `write`
+    /// ([`Nested::stage2_read`]); a write to a read-only stage-2 page (dirty logging
+    /// write-protected it) is a stage-2 permission fault.
+    fn stage2(&mut self, sys: &mut System, gpa: u64, write: bool, upto: u8, attempt: u8) -> S2 {
+        let t = self.stage2_read(sys, gpa, upto, attempt)?;
+        if write && !t.attrs.has(Attrs::WRITABLE) {
+            return Err(Stop::HostFault {
+                gpa,
+                write,
+                upto,
+                attempt: attempt + 1,
+            });
+        }
+        Ok(t)
+    }
+
     /// Translates guest-physical `gpa` through stage 2: the stage-2 TLB, else a stage-2
     /// walk (its page-walk caches, then descriptor reads in host memory); sets the
     /// stage-2 access flag if the leaf lacks it. Returns the stage-2 translation.
-    fn stage2(&mut self, sys: &mut System, gpa: u64, upto: u8, attempt: u8) -> S2 {
+    fn stage2_read(&mut self, sys: &mut System, gpa: u64, upto: u8, attempt: u8) -> S2 {
         self.c.s2_translations += 1;
         if let Some(t) = self.s2tlb.as_mut() {
             let look = t.lookup(gpa, VMID, false);
@@ -174,6 +190,7 @@ impl Nested {
             // The host's fault handler names the address and the key.
             return Err(Stop::HostFault {
                 gpa,
+                write: false,
                 upto,
                 attempt: attempt + 1,
             });
@@ -194,6 +211,7 @@ impl Nested {
         let Some(mut t) = res.leaf else {
             return Err(Stop::HostFault {
                 gpa,
+                write: false,
                 upto,
                 attempt: attempt + 1,
             });
@@ -236,6 +254,10 @@ impl Nested {
         let mut leaf = None;
         // EPT: a guest walk-cache hit gives the table's host-physical address.
         let combined = start > 0 && self.stage2 == Format::Ept;
+        // Whether stage 2 lets the walker write the table it read last (its access and
+        // dirty updates); a combined hit gives no stage-2 permission (EPT: never
+        // write-protected here).
+        let mut table_writable = true;
         for (level, geom) in levels.iter().enumerate().skip(start) {
             let index = geom.index(va);
             if combined && level == start {
@@ -244,7 +266,8 @@ impl Nested {
                 }
             } else {
                 // The guest table's address is guest-physical: stage 2 first.
-                let h = self.stage2(sys, table, upto, attempt)?;
+                let h = self.stage2(sys, table, false, upto, attempt)?;
+                table_writable = h.attrs.has(Attrs::WRITABLE);
                 if self.cached {
                     self.record_guest_read(sys, &h, table, index);
                 }
@@ -278,12 +301,23 @@ impl Nested {
             });
         };
         let gpa = tpa + (va - tva);
-        let h = self.stage2(sys, gpa, upto, attempt)?;
+        let h = self.stage2(sys, gpa, store, upto, attempt)?;
         let mut want = Attrs::ACCESSED;
         if store {
             want |= Attrs::DIRTY;
         }
         if !attrs.has(want) {
+            if !table_writable {
+                // The walker's update writes the guest's table: a stage-2 permission
+                // fault on it (KVM takes a permission fault on a stage-1 walk as a
+                // write, `kvm_is_write_fault`).
+                return Err(Stop::HostFault {
+                    gpa: table + 8 * index as u64,
+                    write: true,
+                    upto,
+                    attempt: attempt + 1,
+                });
+            }
             attrs = attrs.with(want);
             let raw = sys.mem.pt.read(table, index);
             sys.mem.pt.write(table, index, g.with_attrs(level, raw, attrs));
@@ -297,7 +331,12 @@ impl Nested {
             pa: hpa & !size.offset_mask(),
             size,
             asid: r.asid,
-            attrs,
+            // A combined entry lets a store through only if both stages do.
+            attrs: if h.attrs.has(Attrs::WRITABLE) {
+                attrs
+            } else {
+                attrs.without(Attrs::WRITABLE)
+            },
         };
         self.tlbs.fill_path(r.kind == AccessKind::IFetch, upto as usize, &t, va);
         Ok(())
@@ -317,6 +356,18 @@ impl Nested {
             // Combined paging-structure-cache entries came through stage 2 too.
             self.pwc1.flush();
         }
+    }
+
+    /// Drops everything cached for the VMID (`TLBI VMALLS12E1IS`, KVM's
+    /// `__kvm_tlb_flush_vmid`): combined entries, the stage-2 TLB, both stages' walk
+    /// caches.
+    pub(crate) fn flush_vmid(&mut self) {
+        if let Some(t) = self.s2tlb.as_mut() {
+            t.flush();
+        }
+        self.pwc2.flush();
+        self.pwc1.flush();
+        self.tlbs.flush();
     }
 }
 
