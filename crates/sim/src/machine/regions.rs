@@ -138,6 +138,7 @@ impl Machine {
     }
 
     /// Resident bytes and pages mapped by size now, for [`Machine::regions_after`].
+    #[inline(always)]
     pub(super) fn regions_before(&self) -> Option<(u64, [u64; 9])> {
         self.regions.as_ref()?;
         Some((self.sys.resident_bytes(), self.sys.os.stats().mapped))
@@ -146,6 +147,7 @@ impl Machine {
     /// Attributes what changed since `before` ([`Machine::regions_before`]) to the
     /// region holding `addr`: the resident bytes, and with `fault` one fault at the
     /// largest page size whose count grew (the base page if none did).
+    #[inline(always)]
     pub(super) fn regions_after(&mut self, before: Option<(u64, [u64; 9])>, addr: u64, fault: bool) {
         let (Some((resident, mapped)), Some(g)) = (before, self.regions.as_mut()) else {
             return;
