@@ -185,13 +185,23 @@ impl Session {
             }
         }
         let (end, space) = m.spec().format.user_va_end();
-        let mut src = UserOnly::new(src, end, space.to_string(), outside_user);
-        let res = run_roi(m, &mut src, &roi, progress).map(|mut s| {
-            if outside_user == OutsideUser::Drop {
-                s.outside_user = Some(src.dropped());
-            }
-            s
-        });
+        let res = if src.addr_end().is_some_and(|e| e <= end) {
+            // A built-in workload placed inside the user space: nothing to check.
+            run_roi(m, src, &roi, progress).map(|mut s| {
+                if outside_user == OutsideUser::Drop {
+                    s.outside_user = Some(Default::default());
+                }
+                s
+            })
+        } else {
+            let mut src = UserOnly::new(src, end, space.to_string(), outside_user);
+            run_roi(m, &mut src, &roi, progress).map(|mut s| {
+                if outside_user == OutsideUser::Drop {
+                    s.outside_user = Some(src.dropped());
+                }
+                s
+            })
+        };
         let streams = (|| {
             if writes_requests {
                 m.finish_mem_trace()?;

@@ -62,6 +62,14 @@ pub trait TraceSource {
     fn warmup_refs(&self) -> u64 {
         0
     }
+
+    /// An exclusive bound every reference address (and touch) of the stream stays
+    /// under, when the source knows one: a built-in workload's base plus its extent.
+    /// `None` for traces. The simulator skips its user-space check of a source whose
+    /// bound is inside the user space.
+    fn addr_end(&self) -> Option<u64> {
+        None
+    }
 }
 
 impl<T: TraceSource + ?Sized> TraceSource for Box<T> {
@@ -79,5 +87,8 @@ impl<T: TraceSource + ?Sized> TraceSource for Box<T> {
     }
     fn warmup_refs(&self) -> u64 {
         (**self).warmup_refs()
+    }
+    fn addr_end(&self) -> Option<u64> {
+        (**self).addr_end()
     }
 }

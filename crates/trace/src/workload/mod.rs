@@ -121,6 +121,7 @@ pub fn parse_for(spec: &str, va_bits: u32) -> Result<Parsed, TraceError> {
     if let Some((mode, n, interleave)) = multi::take(&mut args)? {
         let mut parts = Vec::with_capacity(n as usize);
         let mut notes = Vec::new();
+        let mut bound = Some(0);
         for i in 0..n {
             let mut a = args.clone();
             a.part = (i, n, Some(mode));
@@ -131,18 +132,58 @@ pub fn parse_for(spec: &str, va_bits: u32) -> Result<Parsed, TraceError> {
             if i == 0 {
                 notes = std::mem::take(&mut a.notes);
             }
+            bound = bound.and_then(|b| Some(b.max(a.addr_end?)));
             a.finish()?;
             parts.push(src);
         }
-        return Ok((Box::new(Multi::new(spec, mode, parts, interleave)), notes));
+        let multi: Box<dyn TraceSource + Send> = Box::new(Multi::new(spec, mode, parts, interleave));
+        return Ok((Bounded::wrap(multi, bound), notes));
     }
     let src = match build(&name, &mut args) {
         Some(w) => w?,
         None => return Err(unknown(&name, spec)),
     };
     let notes = std::mem::take(&mut args.notes);
+    let end = args.addr_end;
     args.finish()?;
-    Ok((src, notes))
+    Ok((Bounded::wrap(src, end), notes))
+}
+
+/// A workload whose addresses stay under `end` ([`TraceSource::addr_end`]).
+struct Bounded {
+    inner: Box<dyn TraceSource + Send>,
+    end: u64,
+}
+
+impl Bounded {
+    /// `src`, saying its bound if there is one.
+    fn wrap(src: Box<dyn TraceSource + Send>, end: Option<u64>) -> Box<dyn TraceSource + Send> {
+        match end {
+            Some(end) => Box::new(Bounded { inner: src, end }),
+            None => src,
+        }
+    }
+}
+
+impl TraceSource for Bounded {
+    fn next_batch(&mut self, buf: &mut crate::Batch, max: usize) -> Result<usize, TraceError> {
+        self.inner.next_batch(buf, max)
+    }
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn progress(&self) -> Option<(u64, u64)> {
+        self.inner.progress()
+    }
+    fn meta(&self) -> Option<crate::TraceMeta> {
+        self.inner.meta()
+    }
+    fn warmup_refs(&self) -> u64 {
+        self.inner.warmup_refs()
+    }
+    fn addr_end(&self) -> Option<u64> {
+        Some(self.end)
+    }
 }
 
 fn unknown(name: &str, spec: &str) -> TraceError {
@@ -166,6 +207,9 @@ pub struct Args {
     /// This generator's part of a multi-core workload: (index, parts, mode); (0, 1,
     /// None) alone ([`Multi`]).
     part: (u64, u64, Option<Mode>),
+    /// One past the last byte of every address range placed by [`Args::base`] so far
+    /// (`None`: none placed; the workload's addresses are then not bounded here).
+    addr_end: Option<u64>,
 }
 
 impl Args {
@@ -187,6 +231,7 @@ impl Args {
             va_bits: 48,
             notes: Vec::new(),
             part: (0, 1, None),
+            addr_end: None,
         })
     }
 
@@ -333,6 +378,10 @@ impl Args {
                 space.saturating_sub(extent as u128)
             )));
         }
+        // Fits: base + extent is at most 2^va_bits <= 2^64 (2^64 itself saturates, and
+        // then bounds nothing below it).
+        let end = base.saturating_add(extent);
+        self.addr_end = Some(self.addr_end.map_or(end, |e| e.max(end)));
         Ok(base)
     }
 

@@ -12,4 +12,5 @@ mod mlt;
 mod readahead;
 mod robust_inputs;
 mod startup;
+mod workload_bound;
 mod workload_multi;
