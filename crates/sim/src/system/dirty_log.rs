@@ -151,10 +151,14 @@ impl DirtyLog {
             Attrs(Attrs::USER | Attrs::ACCESSED)
         };
         match lookup(mem, fmt, root, gpa) {
-            Some(m) if m.attrs.has(Attrs::WRITABLE) || !write => {
-                // Another CPU's fault fixed it first (the kernel returns -EAGAIN).
-                Ok(Flush::None)
+            Some(m) if m.attrs.has(Attrs::WRITABLE) => {
+                // Another CPU made it writable first, flushing only its own TLB: this
+                // CPU's read-only copy faulted. The kernel's relax_perms finds nothing to
+                // change and still flushes the IPA on this CPU (its `-EAGAIN` case).
+                self.faults.tlbi_local += 1;
+                Ok(Flush::Local(page, page + g.bytes()))
             }
+            Some(_) if !write => Ok(Flush::None),
             Some(m) if m.size == g => {
                 // kvm_pgtable_stage2_relax_perms: S2AP write on the one page.
                 set_leaf_attrs(mem, fmt, root, page, m.attrs.with(Attrs::WRITABLE | Attrs::DIRTY));

@@ -17,10 +17,15 @@ const A: u64 = 0x4000_0000;
 const PAGES: u64 = 8;
 
 fn machine(dirty_log: &str) -> Machine {
+    machine_with(1, dirty_log)
+}
+
+fn machine_with(cores: u32, dirty_log: &str) -> Machine {
     let toml = format!(
         r#"
 [machine]
 arch = "aarch64"
+cores = {cores}
 [memory]
 size = "64MiB"
 [walk]
@@ -157,6 +162,41 @@ fn without_eager_splitting_a_write_breaks_one_block_and_its_pages_fault_in_lazil
     assert_eq!(m.stats().nested.unwrap().host_faults, faults + 1);
     assert_eq!(m.stats().nested.unwrap().host_resident_bytes, resident);
     assert_eq!(j["pages_dirty"], 2);
+}
+
+#[test]
+fn a_core_with_a_stale_read_only_copy_flushes_it_on_its_own_fault() {
+    // Two cores with a stage-2 TLB. Both load page 0 after logging turned on (each
+    // caches the read-only stage-2 page); core 0 stores: its write fault relaxes the page
+    // and flushes core 0 only. Core 1 then stores: its stage-2 TLB still says read-only,
+    // it faults, finds the page writable and flushes its own copy (KVM's -EAGAIN path),
+    // and the store completes: 2 faults, 1 page made writable, 2 local flushes.
+    let mut m = machine_with(
+        2,
+        "[vm.dirty_log]\nat = 8\neager_split_chunk = \"2M\"\n[vm.s2tlb]\nentries = 16\nways = 16\npage_sizes = [\"4K\", \"2M\"]",
+    );
+    go(&mut m, AccessKind::Load, 0..PAGES);
+    let on = |m: &mut Machine, core: u16, kind: AccessKind| {
+        let mut r = MemRef::new(A, kind, 8);
+        r.core = core;
+        m.access(&r).unwrap();
+    };
+    on(&mut m, 0, AccessKind::Load);
+    on(&mut m, 1, AccessKind::Load);
+    let before = log_json(&m)["write_faults"].as_u64().unwrap();
+    on(&mut m, 0, AccessKind::Store);
+    on(&mut m, 1, AccessKind::Store);
+    let j = log_json(&m);
+    assert_eq!(j["pages_dirty"], 2, "the data page and the guest table's page");
+    assert_eq!(j["write_faults"].as_u64().unwrap() - before, 2);
+    assert_eq!(
+        j["fault_tlbi_local"], 3,
+        "two relaxes on core 0, one stale copy on core 1"
+    );
+    // A second store on each core hits.
+    on(&mut m, 0, AccessKind::Store);
+    on(&mut m, 1, AccessKind::Store);
+    assert_eq!(log_json(&m)["fault_tlbi_local"], 3);
 }
 
 #[test]
