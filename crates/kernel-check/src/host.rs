@@ -88,7 +88,7 @@ pub fn mthp_sizes() -> Vec<(String, u64)> {
 }
 
 /// The mTHP stats compared (per size).
-pub const MTHP_STATS: [&str; 3] = ["anon_fault_alloc", "anon_fault_fallback", "split_deferred"];
+pub const MTHP_STATS: [&str; 4] = ["anon_fault_alloc", "anon_fault_fallback", "split_deferred", "split"];
 
 /// A snapshot of the kernel's counters: `thp_*` of /proc/vmstat and
 /// `hugepages-<size>kB/<stat>` for [`MTHP_STATS`].
@@ -166,6 +166,9 @@ pub struct HostThp {
     pub defrag: String,
     /// `use_zero_page` (1/0).
     pub use_zero_page: bool,
+    /// `shrink_underused` (6.12+; on where the file is missing, as older kernels have
+    /// no such queueing to turn off).
+    pub shrink_underused: bool,
     /// `khugepaged/max_ptes_none`.
     pub max_ptes_none: Option<u64>,
     /// `khugepaged/pages_to_scan`.
@@ -186,6 +189,7 @@ impl HostThp {
             enabled: read_setting("enabled").map_err(|e| format!("this kernel has no THP ({e})"))?,
             defrag: read_setting("defrag").unwrap_or_else(|_| "madvise".into()),
             use_zero_page: num("use_zero_page") != Some(0),
+            shrink_underused: num("shrink_underused") != Some(0),
             max_ptes_none: num("khugepaged/max_ptes_none"),
             pages_to_scan: num("khugepaged/pages_to_scan"),
             scan_sleep_millisecs: num("khugepaged/scan_sleep_millisecs"),
@@ -205,6 +209,7 @@ impl HostThp {
         t += &format!("enabled = \"{}\"\n", self.enabled);
         t += &format!("defrag = \"{}\"\n", self.defrag);
         t += &format!("use_zero_page = {}\n", self.use_zero_page);
+        t += &format!("shrink_underused = {}\n", self.shrink_underused);
         let sizes: Vec<String> = self
             .sizes
             .iter()

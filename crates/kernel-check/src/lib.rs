@@ -80,12 +80,14 @@ impl Outcome {
     }
 }
 
-const COUNTERS: [&str; 5] = [
+const COUNTERS: [&str; 7] = [
     "thp_fault_alloc",
     "thp_fault_fallback",
     "thp_split_pmd",
     "thp_collapse_alloc",
     "thp_deferred_split_page",
+    "thp_split_page",
+    "thp_underused_split_page",
 ];
 
 fn rows(script: &Script, nat: &native::NativeRun, sim: &replay::ModelRun) -> Vec<Row> {

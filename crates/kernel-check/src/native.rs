@@ -217,6 +217,20 @@ fn exec_ops(
                 }
                 lens[r] = len;
             }
+            Op::Shrink => {
+                // echo 2 > /proc/sys/vm/drop_caches: drop_slab() runs every shrinker, the
+                // deferred split one (mm/huge_memory.c deferred_split_scan) included.
+                let path = c"/proc/sys/vm/drop_caches";
+                let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY) };
+                if fd < 0 {
+                    return Err("cannot open /proc/sys/vm/drop_caches (needs root)");
+                }
+                let n = unsafe { libc::write(fd, b"2".as_ptr().cast(), 1) };
+                unsafe { libc::close(fd) };
+                if n != 1 {
+                    return Err("writing 2 to /proc/sys/vm/drop_caches failed");
+                }
+            }
             Op::Fork => {
                 let end = i + ops[i..].iter().position(|o| *o == Op::End).unwrap_or(ops.len() - i);
                 let pid = unsafe { libc::fork() };
@@ -385,6 +399,12 @@ fn drive(script: &Script, cmd: i32, ack: i32) -> Result<NativeRun, String> {
     let line = read_line(ack)?;
     if line != "R" {
         return Err(format!("the scenario's process said \"{line}\""));
+    }
+    // A scenario that runs the shrinker first empties the deferred split queue of other
+    // processes' folios, so that its own `shrink` splits only the scenario's.
+    if script.ops.contains(&Op::Shrink) {
+        std::fs::write("/proc/sys/vm/drop_caches", "2")
+            .map_err(|e| format!("cannot write /proc/sys/vm/drop_caches ({e}; the shrink operation needs root)"))?;
     }
     // A quiet window before the baseline: a counter moving while the child waits is
     // another process's activity.

@@ -77,6 +77,7 @@ pub fn policy(h: &HostThp) -> Result<Os, String> {
         enabled,
         defrag,
         use_zero_page: h.use_zero_page,
+        shrink_underused: h.shrink_underused,
         sizes,
         ..ThpConfig::default()
     };
@@ -96,10 +97,16 @@ struct Sim {
     space: AddressSpace,
     os: Os,
     extra: BTreeMap<String, u64>,
+    /// The 4 KiB pages the scenario stored to (every store writes a 1): what the THP
+    /// shrinker reads as not zero-filled. A munmap or MADV_DONTNEED empties them again.
+    written: BTreeSet<u64>,
 }
 
 impl Sim {
     fn touch(&mut self, va: u64, write: bool) -> Result<(), String> {
+        if write {
+            self.written.insert(va);
+        }
         let (fmt, root) = (self.space.fmt, self.space.root);
         if let Some(m) = lookup(&mut self.mem, fmt, root, va) {
             if !write || m.attrs.has(Attrs::WRITABLE) {
@@ -116,6 +123,14 @@ impl Sim {
                 shootdowns: &mut sd,
             })
             .map_err(|e| format!("model fault at {va:#x}: {e}"))
+    }
+
+    /// The pages of `[start, end)` are gone: zero-filled when mapped again.
+    fn forget(&mut self, start: u64, end: u64) {
+        let gone: Vec<u64> = self.written.range(start..end).copied().collect();
+        for va in gone {
+            self.written.remove(&va);
+        }
     }
 
     /// A touch by a forked child (module doc).
@@ -183,6 +198,7 @@ pub fn run(script: &Script, host: &HostThp, bases: &[u64]) -> Result<ModelRun, S
         space,
         os: policy(host)?,
         extra: BTreeMap::new(),
+        written: BTreeSet::new(),
     };
     let mut lens = vec![0u64; bases.len()];
     let mut out = ModelRun::default();
@@ -205,6 +221,9 @@ pub fn run(script: &Script, host: &HostThp, bases: &[u64]) -> Result<ModelRun, S
                 let st = bases[r] + off;
                 s.os.madvise(&mut s.mem, &mut s.space, st, st + len, a, &mut sd)
                     .map_err(err)?;
+                if adv == Adv::DontNeed {
+                    s.forget(st, st + len);
+                }
             }
             Op::Touch { r, off, len, write } => {
                 let mut va = bases[r] + off;
@@ -220,6 +239,7 @@ pub fn run(script: &Script, host: &HostThp, bases: &[u64]) -> Result<ModelRun, S
                 let st = bases[r] + off;
                 s.os.unmap(&mut s.mem, &mut s.space, st, st + len, &mut sd)
                     .map_err(err)?;
+                s.forget(st, st + len);
                 if off + len == lens[r] {
                     lens[r] = off;
                 }
@@ -238,6 +258,11 @@ pub fn run(script: &Script, host: &HostThp, bases: &[u64]) -> Result<ModelRun, S
             Op::Fork => child = Some(BTreeSet::new()),
             Op::End => child = None,
             Op::Mark => out.marks.push(s.views(bases, &lens)),
+            Op::Shrink => {
+                let written = &s.written;
+                let contents = |_, va: u64| Some(!written.contains(&(va & !(PAGE - 1))));
+                s.os.deferred_split_scan(&mut s.mem, &contents, u64::MAX, &mut sd);
+            }
         }
     }
     out.marks.push(s.views(bases, &lens));

@@ -17,6 +17,7 @@
 //! write A 0 4K                         #   (write and read only)
 //! end
 //! mark                                 # compare the regions' smaps here
+//! shrink                               # run the THP shrinker (drop_caches; root)
 //! ```
 
 /// 4 KiB, the unit of touches.
@@ -61,6 +62,9 @@ pub enum Op {
     End,
     /// A marked point: the regions' smaps are compared here.
     Mark,
+    /// The THP shrinker runs over every queued folio (`echo 2 >
+    /// /proc/sys/vm/drop_caches`, which needs root).
+    Shrink,
 }
 
 /// A parsed scenario.
@@ -210,9 +214,10 @@ impl Script {
                     Op::End
                 }
                 "mark" if w.len() == 1 && !in_fork => Op::Mark,
+                "shrink" if w.len() == 1 && !in_fork => Op::Shrink,
                 _ => {
                     return Err(at(format!(
-                        "\"{line}\" is not an operation here (set, map, madvise, write, read, munmap, mprotect, mremap, fork … end, mark; only write and read inside fork)"
+                        "\"{line}\" is not an operation here (set, map, madvise, write, read, munmap, mprotect, mremap, fork … end, mark, shrink; only write and read inside fork)"
                     )))
                 }
             };
@@ -244,5 +249,7 @@ mod tests {
         assert!(Script::parse("t", "map A 4M\nfork\nmunmap A 0 4K\nend").is_err());
         assert!(Script::parse("t", "map A 5000").is_err());
         assert!(Script::parse("t", "set ../../x 1").is_err());
+        assert_eq!(Script::parse("t", "shrink").unwrap().ops, vec![Op::Shrink]);
+        assert!(Script::parse("t", "map A 4M\nfork\nshrink\nend").is_err());
     }
 }

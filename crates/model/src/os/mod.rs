@@ -49,6 +49,7 @@ mod mthp;
 pub mod reclaim;
 pub mod remap;
 mod reservation;
+mod shrinker;
 mod stats;
 mod thp;
 pub mod unmap;
@@ -60,6 +61,7 @@ pub use madvise::Advice;
 pub use mthp::{Mthp, MthpConfig};
 pub use reclaim::ReclaimConfig;
 pub use reservation::{MidSize, Reservation, ReservationConfig};
+pub use shrinker::{Contents, DeferredSplit, ScanSettings};
 pub use stats::{MthpCounts, OsEvent, OsEvents, OsStats};
 pub use thp::{Defrag, Enabled, KhugepagedConfig, SizeMode, Thp, ThpConfig};
 
@@ -430,6 +432,22 @@ impl Os {
         match self {
             Os::Base(_) | Os::Thp(_) | Os::Mthp(_) => why,
             Os::Fixed(_) | Os::Reservation(_) => unmap::Split::Uncounted,
+        }
+    }
+
+    /// Linux's THP shrinker (shrinker.rs) for policies `thp` and `khugepaged`; with
+    /// `want = u64::MAX` as `echo 2 > /proc/sys/vm/drop_caches` runs it. Other policies
+    /// have none and free nothing. Returns the 4 KiB frames freed.
+    pub fn deferred_split_scan(
+        &mut self,
+        mem: &mut Memory,
+        contents: Contents<'_>,
+        want: u64,
+        shootdowns: &mut Vec<Shootdown>,
+    ) -> u64 {
+        match self {
+            Os::Thp(t) => t.deferred_split_scan(mem, contents, want, shootdowns),
+            _ => 0,
         }
     }
 

@@ -3,9 +3,10 @@
 //! `khugepaged` and `mthp`. (`reservation` breaks reservations instead; `fixed` has no
 //! fallback.) In the order Linux's direct reclaim applies them:
 //!
-//! 1. The THP shrinker (policy `thp`/`khugepaged`, see thp.rs `shrink`): huge pages
-//!    made by khugepaged whose subpages were mostly empty at collapse are split and the
-//!    subpages that were empty are freed (`thp_deferred_split` / `thp_underused`).
+//! 1. The THP shrinker (policy `thp`/`khugepaged`, shrinker.rs): folios left partly
+//!    mapped and underused huge pages (more zero-filled base pages than
+//!    `khugepaged.max_ptes_none`) are split and their zero-filled pages freed, as
+//!    mm/huge_memory.c `deferred_split_scan` does.
 //! 2. Swap-out of cold pages by a clock (second-chance) scan over the leaves of every
 //!    live address space ([`swap_out`]): a leaf whose accessed bit is set loses it (and
 //!    its translation is shot down, like arm64's `ptep_clear_flush_young`, so the next
@@ -49,9 +50,6 @@ pub struct ReclaimConfig {
     pub swap_in_cycles: u64,
     /// Cycles to write one page to swap.
     pub swap_out_cycles_per_page: u64,
-    /// The THP shrinker splits a collapsed huge page if at least this many of its
-    /// subpages were empty at collapse (1..=511).
-    pub thp_underused_empty: u64,
 }
 
 impl Default for ReclaimConfig {
@@ -62,7 +60,6 @@ impl Default for ReclaimConfig {
             batch_pages: 32,
             swap_in_cycles: 100_000,
             swap_out_cycles_per_page: 5_000,
-            thp_underused_empty: 256,
         }
     }
 }

@@ -245,6 +245,9 @@ pub struct MthpCounts {
     pub anon_fault_fallback: u64,
     /// Folios of this size queued for a deferred split (`MTHP_STAT_SPLIT_DEFERRED`).
     pub split_deferred: u64,
+    /// Folios of this size split into base pages (`MTHP_STAT_SPLIT`; the THP shrinker,
+    /// shrinker.rs).
+    pub split: u64,
 }
 
 impl OsStats {
@@ -289,7 +292,8 @@ impl OsStats {
 
     /// The counters under the kernel's own names, as `/proc/vmstat` (`thp_fault_alloc`,
     /// `thp_fault_fallback`, `thp_split_pmd`, `thp_zero_page_alloc`,
-    /// `thp_collapse_alloc`, `thp_deferred_split_page`) and the per-size mTHP `stats/`
+    /// `thp_collapse_alloc`, `thp_deferred_split_page`, `thp_split_page`,
+    /// `thp_underused_split_page`) and the per-size mTHP `stats/`
     /// files (`hugepages-64kB/anon_fault_alloc`, …: sizes with a non-zero counter) name
     /// them, for comparison with a live kernel (docs/kernel-check.md).
     pub fn kernel_counters(&self) -> Vec<(String, u64)> {
@@ -304,6 +308,12 @@ impl OsStats {
         .iter()
         .map(|&e| (e.name().to_string(), self.count(e)))
         .collect();
+        // The kernel's names of two counters mmulab names its own way.
+        v.push(("thp_split_page".into(), self.count(OsEvent::ThpSplits)));
+        v.push((
+            "thp_underused_split_page".into(),
+            self.count(OsEvent::ThpUnderusedSplit),
+        ));
         for shift in FolioSize::MIN_SHIFT..=FolioSize::MAX_SHIFT {
             let c = &self.mthp[shift as usize];
             let dir = format!("hugepages-{}kB", 1u64 << (shift - 10));
@@ -311,6 +321,7 @@ impl OsStats {
                 ("anon_fault_alloc", c.anon_fault_alloc),
                 ("anon_fault_fallback", c.anon_fault_fallback),
                 ("split_deferred", c.split_deferred),
+                ("split", c.split),
             ] {
                 if n > 0 {
                     v.push((format!("{dir}/{name}"), n));

@@ -26,13 +26,9 @@
 //! (Linux's default), a collapse that finds no free 2 MiB block tries direct compaction
 //! first. Ranges with a page in swap are skipped (`collapse_skipped_swapped`).
 //!
-//! Shrinker (memory pressure, reclaim.rs): the subpages that were empty when khugepaged
-//! collapsed a range are remembered; under pressure a collapsed page with at least
-//! `thp_underused_empty` such subpages is split, the subpages that were present stay
-//! mapped as 4 KiB pages and the others are freed. The rule assumes a subpage empty at
-//! collapse is still unused (still zero): a 2 MiB leaf has one accessed bit, so which
-//! subpages were touched afterwards cannot be known; a later touch of a freed subpage
-//! is an ordinary fault that maps a fresh zeroed page.
+//! Shrinker (memory pressure, reclaim.rs, or `Thp::deferred_split_scan`): every
+//! PMD-sized page mapped at a fault or a collapse is queued for a deferred split and
+//! split when underused; shrinker.rs.
 
 use super::compact::{compact_deferred, CompactCost, Deferral};
 use super::granule::{linux_pmd_size, pmd_nr};
@@ -119,6 +115,10 @@ pub struct ThpConfig {
     /// is `never`, except the PMD size, which is `inherit` (the kernel's defaults). Sizes
     /// below the PMD size are tried at a fault that maps no PMD (`alloc_anon_folio`).
     pub sizes: BTreeMap<FolioSize, SizeMode>,
+    /// `/sys/kernel/mm/transparent_hugepage/shrink_underused` (default on, as Linux's
+    /// since 6.12): every PMD-sized page a fault or a collapse maps is queued for the
+    /// THP shrinker, which splits it when underused (shrinker.rs).
+    pub shrink_underused: bool,
 }
 
 impl Default for ThpConfig {
@@ -131,6 +131,7 @@ impl Default for ThpConfig {
             zero_cycles_per_page: 0,
             use_zero_page: true,
             sizes: BTreeMap::new(),
+            shrink_underused: true,
         }
     }
 }
@@ -190,9 +191,8 @@ pub struct Thp {
     /// Simulated time of the last wake-up (ns), on a machine with a clock.
     last_wake_ns: u64,
     cursor: (usize, u64),
-    /// Huge pages khugepaged made: (asid, va) → (first frame, bitmap of the base pages
-    /// that were present at collapse). Checked against the page table before use.
-    collapsed: BTreeMap<(Asid, u64), (u64, Vec<u64>)>,
+    /// The large folios mapped, for the THP shrinker (shrinker.rs).
+    deferred: super::DeferredSplit,
     defer: Deferral,
     /// Counters.
     pub stats: OsStats,
@@ -212,7 +212,7 @@ impl Thp {
             last_scan: 0,
             last_wake_ns: 0,
             cursor: (0, 0),
-            collapsed: BTreeMap::new(),
+            deferred: Default::default(),
             defer: Deferral::default(),
             stats: OsStats::default(),
             reclaim: super::ReclaimConfig::default(),
@@ -362,8 +362,17 @@ impl Thp {
             return Err(e);
         }
         self.count_huge_alloc(size);
+        self.queue_fault_thp(ctx.space.asid, key, pfn, size);
         ctx.shootdowns.push((ctx.space.asid, key, key + size.bytes()));
         Ok(true)
+    }
+
+    /// A PMD-sized page mapped at a fault goes on the deferred split list
+    /// (`map_anon_folio_pmd` → `deferred_split_folio(folio, false)`, 6.12+), unless
+    /// `shrink_underused` is off.
+    fn queue_fault_thp(&mut self, asid: Asid, key: u64, pfn: u64, size: PageSize) {
+        let queued = self.cfg.shrink_underused;
+        self.deferred.mapped(asid, key, pfn, size.into(), queued, None);
     }
 
     fn compact_cost(&self) -> CompactCost {
@@ -373,74 +382,28 @@ impl Thp {
         }
     }
 
-    /// The THP shrinker (see the module doc): splits underused collapsed huge pages
-    /// until `want` frames are freed. Returns the frames freed.
-    pub fn shrink_underused(
+    /// The THP shrinker (shrinker.rs) over every address space: `contents` says which
+    /// base pages are zero-filled where the caller knows (the kernel check's replay, which
+    /// sees every store); `want` frames (`u64::MAX`: all, as `echo 2 >
+    /// /proc/sys/vm/drop_caches`). Returns the 4 KiB frames freed.
+    pub fn deferred_split_scan(
         &mut self,
         mem: &mut Memory,
-        min_empty: u64,
-        shootdowns: &mut Vec<Shootdown>,
+        contents: super::Contents<'_>,
         want: u64,
+        shootdowns: &mut Vec<Shootdown>,
     ) -> u64 {
-        let mut freed = 0;
-        let keys: Vec<_> = self.collapsed.keys().copied().collect();
-        for (asid, key) in keys {
-            if freed >= want {
-                break;
-            }
-            let Some(&(fmt, root)) = mem.spaces.get(&asid) else {
-                self.collapsed.remove(&(asid, key));
-                continue;
-            };
-            let Ok(size) = linux_pmd_size(fmt) else {
-                continue;
-            };
-            let base = fmt.base_page();
-            let nr = pmd_nr(fmt, size);
-            let present = &self.collapsed[&(asid, key)].1;
-            let empty = nr - present.iter().map(|w| w.count_ones() as u64).sum::<u64>();
-            if empty < min_empty {
-                continue;
-            }
-            let (pfn, present) = self.collapsed.remove(&(asid, key)).expect("key listed above");
-            let Some(m) = crate::walk::lookup(mem, fmt, root, key) else {
-                continue;
-            };
-            if m.size != size || m.pa != pfn << FRAME_SHIFT {
-                continue;
-            }
-            clear_leaves(mem, fmt, root, key, key + size.bytes());
-            self.stats.record_unmap(size);
-            let used = |i: u64| present[(i / 64) as usize] & (1 << (i % 64)) != 0;
-            let frames = base.bytes() / FRAME_SIZE;
-            for i in 0..nr {
-                if !used(i) {
-                    mem.buddy.free(pfn + i * frames, order_of(base));
-                }
-            }
-            let attrs = m.attrs.without(Attrs::CONTIG);
-            for i in (0..nr).filter(|&i| used(i)) {
-                let off = i * base.bytes();
-                if map_leaf(mem, fmt, root, key + off, m.pa + off, base, attrs).is_err() {
-                    // No frame for the page table even after freeing: the page goes to
-                    // swap (one slot per 4 KiB frame of it).
-                    mem.buddy.free(pfn + i * frames, order_of(base));
-                    for f in 0..frames {
-                        mem.swap.slots.insert((asid, key + off + (f << FRAME_SHIFT)));
-                    }
-                    self.stats.event(OsEvent::SwapOuts);
-                    freed += frames;
-                    continue;
-                }
-                self.stats.record_leaf(base);
-            }
-            freed += empty * frames;
-            self.stats.demotions[size.index()] += 1;
-            self.stats.event(OsEvent::ThpSplits);
-            self.stats.event(OsEvent::ThpUnderusedSplit);
-            shootdowns.push((asid, key, key + size.bytes()));
-        }
-        freed
+        let s = super::ScanSettings {
+            max_ptes_none: self.khugepaged.max_ptes_none,
+            zero_page: self.zero_page,
+            want,
+        };
+        self.deferred.scan(mem, s, contents, &mut self.stats, shootdowns)
+    }
+
+    /// The large folios kept for the shrinker (shrinker.rs).
+    pub fn deferred(&self) -> &super::DeferredSplit {
+        &self.deferred
     }
 
     /// Collapses the PMD-sized range at `key` of `space` into one new huge page
@@ -477,7 +440,8 @@ impl Thp {
                 present[(i / 64) as usize] |= 1 << (i % 64);
             }
         }
-        self.collapsed.insert((asid, key), (pfn, present));
+        let queued = self.cfg.shrink_underused;
+        self.deferred.mapped(asid, key, pfn, size.into(), queued, Some(present));
         // mm/khugepaged.c collapse_huge_page: `_pmd = folio_mk_pmd(folio,
         // vma->vm_page_prot)` (young; `mk_huge_pmd` in older kernels), then
         // `maybe_pmd_mkwrite(pmd_mkdirty(_pmd), vma)`: dirty whatever the old entries were.
@@ -499,9 +463,9 @@ impl Thp {
         Ok(true)
     }
 
-    /// Forgets the collapsed pages of `asid` (at exit).
+    /// Forgets the large folios of `asid` (at exit).
     pub fn drop_space(&mut self, asid: Asid) {
-        self.collapsed.retain(|k, _| k.0 != asid);
+        self.deferred.drop_space(asid);
     }
 }
 
@@ -574,11 +538,18 @@ impl super::OsPolicy for Thp {
     fn shrink(
         &mut self,
         mem: &mut Memory,
-        cfg: &super::ReclaimConfig,
+        _cfg: &super::ReclaimConfig,
         shootdowns: &mut Vec<Shootdown>,
         want: u64,
     ) -> u64 {
-        self.shrink_underused(mem, cfg.thp_underused_empty, shootdowns, want)
+        self.deferred_split_scan(mem, &|_, _| None, want, shootdowns)
+    }
+
+    fn unmap_frames(&mut self, mem: &mut Memory, asid: Asid, start: u64, end: u64, maps: &[crate::walk::Mapping]) {
+        for m in maps {
+            super::free_leaf(mem, m);
+        }
+        self.deferred.unmapped(asid, start, end);
     }
 
     fn exit_space(&mut self, _mem: &mut Memory, asid: Asid) {
@@ -650,6 +621,7 @@ impl super::OsPolicy for Thp {
                     return Err(e);
                 }
                 self.count_huge_alloc(size);
+                self.queue_fault_thp(ctx.space.asid, key, pfn, size);
                 return Ok(());
             } else {
                 // vma_alloc_anon_folio_pmd: THP_FAULT_FALLBACK and the size's
@@ -675,6 +647,11 @@ impl super::OsPolicy for Thp {
                 .filter(|&p| p < pmd && p > base && self.allowed(p, pmd, &vma))
                 .collect();
             if !sizes.is_empty() && super::anon_folio::map_folio(&mut ctx, &vma, &sizes, attrs, &mut self.stats)? {
+                // Kept for the shrinker, off its list until an unmap cuts it.
+                if let Some((&k, f)) = ctx.space.folios.range(..=ctx.va).next_back() {
+                    self.deferred
+                        .mapped(ctx.space.asid, k, f.pa >> FRAME_SHIFT, f.size, false, None);
+                }
                 return Ok(());
             }
         }

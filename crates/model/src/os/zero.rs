@@ -45,16 +45,17 @@ pub(crate) fn zero_leaf(ctx: &mut FaultCtx<'_>) -> Option<Mapping> {
 
 /// The base zero page's first frame, allocated at first use.
 fn small_zero(ctx: &mut FaultCtx<'_>, base: PageSize) -> Result<u64, ModelError> {
-    if let Some((p, _)) = ctx.mem.zero.small {
-        return Ok(p);
+    small_zero_pfn(ctx.mem, base).ok_or_else(|| ctx.mem.buddy.oom("the zero page"))
+}
+
+/// The base zero page's first frame, allocated at first use; `None` if no frame is free.
+pub(crate) fn small_zero_pfn(mem: &mut crate::mem::Memory, base: PageSize) -> Option<u64> {
+    if let Some((p, _)) = mem.zero.small {
+        return Some(p);
     }
-    let pfn = ctx
-        .mem
-        .buddy
-        .alloc(order_of(base))
-        .ok_or_else(|| ctx.mem.buddy.oom("the zero page"))?;
-    ctx.mem.zero.small = Some((pfn, order_of(base)));
-    Ok(pfn)
+    let pfn = mem.buddy.alloc(order_of(base))?;
+    mem.zero.small = Some((pfn, order_of(base)));
+    Some(pfn)
 }
 
 /// Maps the base zero page read-only at the base page holding `ctx.va`.

@@ -17,6 +17,7 @@ mod os_contract;
 mod os_granule;
 mod os_pressure;
 mod os_rules;
+mod os_shrinker;
 mod os_unmap;
 mod os_zero;
 mod pt_formats;

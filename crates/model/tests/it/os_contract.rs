@@ -75,6 +75,11 @@ fn drive(sys: &mut Sys, seed: u64, refs: u64, top: u64) {
             sys.tick();
             sys.check();
         }
+        if i % 5000 == 4999 {
+            // The THP shrinker, told which pages were written (as drop_caches runs it).
+            sys.drop_caches();
+            sys.check();
+        }
         if i % 1500 == 1499 {
             // A partial munmap: 4 KiB-aligned ends anywhere in the dense or sparse
             // regions, so superpages are cut in the middle, at one edge or not at all.
@@ -203,10 +208,12 @@ fn reclaiming_policies(fmt: Format) -> Vec<Os> {
             defrag: Defrag::Always,
             ..ThpConfig::default()
         };
+        // max_ptes_none below the kernel's default: the shrinker splits sparse THPs.
         v.push(Os::Thp(Thp::new(
             always.clone(),
             KhugepagedConfig {
                 enabled: false,
+                max_ptes_none: Some(granule::linux_pmd_size(fmt).map_or(256, |p| granule::pmd_nr(fmt, p) / 2)),
                 ..Default::default()
             },
         )));

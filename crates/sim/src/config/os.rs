@@ -346,17 +346,9 @@ fn pmd_nr(format: Format) -> u64 {
     granule::linux_pmd_size(format).map_or(512, |p| granule::pmd_nr(format, p))
 }
 
-fn check_reclaim(r: &ReclaimConfig, format: Format) -> Result<(), String> {
+fn check_reclaim(r: &ReclaimConfig) -> Result<(), String> {
     if r.batch_pages == 0 {
         return Err("os.reclaim.batch_pages must be positive (frames one reclaim run tries to free)".into());
-    }
-    let most = pmd_nr(format) - 1;
-    if !(1..=most).contains(&r.thp_underused_empty) {
-        return Err(format!(
-            "os.reclaim.thp_underused_empty = {} must be between 1 and {most} (base pages of a huge page on {})",
-            r.thp_underused_empty,
-            format.arch_name()
-        ));
     }
     Ok(())
 }
@@ -382,7 +374,7 @@ pub(crate) fn check_policy(os: &OsSpec, format: Format, memory_bytes: u64) -> Re
             .map(|_| ())
             .map_err(|e| format!("os.policy = \"{}\": {e}", os.name()))
     };
-    check_reclaim(&os.reclaim(), format)?;
+    check_reclaim(&os.reclaim())?;
     match os {
         OsSpec::Base { .. } => {}
         OsSpec::Fixed(size) => {

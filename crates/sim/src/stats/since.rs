@@ -85,10 +85,12 @@ fn os_less(o: &mut OsStats, p: &OsStats) {
             anon_fault_alloc,
             anon_fault_fallback,
             split_deferred,
+            split,
         } = m;
         anon_fault_alloc.less(&b.anon_fault_alloc);
         anon_fault_fallback.less(&b.anon_fault_fallback);
         split_deferred.less(&b.split_deferred);
+        split.less(&b.split);
     }
     let mut events = OsEvents::default();
     for (e, n) in o.events.iter() {

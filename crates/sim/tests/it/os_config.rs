@@ -137,7 +137,6 @@ fn documented_defaults_are_the_model_defaults() {
         "os.reclaim.batch_pages=32",
         "os.reclaim.swap_in_cycles=100000",
         "os.reclaim.swap_out_cycles_per_page=5000",
-        "os.reclaim.thp_underused_empty=256",
     ];
     // pages_to_scan, max_ptes_none and mthp.sizes default by granule (HPAGE_PMD_NR * 8,
     // HPAGE_PMD_NR - 1, granule::default_mthp_sizes), so they have no one value to spell
@@ -154,6 +153,8 @@ fn documented_defaults_are_the_model_defaults() {
         "os.thp.compaction_cycles=200000",
         "os.thp.migrate_cycles_per_page=4000",
         "os.thp.zero_cycles_per_page=0",
+        "os.thp.use_zero_page=true",
+        "os.thp.shrink_underused=true",
     ];
     let mthp = ["os.mthp.zero_cycles_per_page=0"];
     let common = ["os.fault_latency=1000", "os.tick_interval=100000"];

@@ -23,6 +23,9 @@ pub struct Sys {
     pub now: u64,
     /// Simulated nanoseconds passed to ticks (`None`: background work on references).
     pub now_ns: Option<u64>,
+    /// The 4 KiB pages stored to, (asid, va >> 12): what the THP shrinker is told is not
+    /// zero-filled ([`Sys::drop_caches`]).
+    pub written: std::collections::BTreeSet<(Asid, u64)>,
 }
 
 impl Sys {
@@ -35,6 +38,7 @@ impl Sys {
             pinned: 0,
             now: 0,
             now_ns: None,
+            written: Default::default(),
         }
     }
 
@@ -67,6 +71,9 @@ impl Sys {
                     };
                     if !m.attrs.has(want) {
                         set_leaf_attrs(&mut self.mem, fmt, root, va, m.attrs.with(want));
+                    }
+                    if kind == AccessKind::Store {
+                        self.written.insert((asid, va >> 12));
                     }
                     return;
                 }
@@ -101,7 +108,24 @@ impl Sys {
             .unwrap();
     }
 
+    /// The THP shrinker as `echo 2 > /proc/sys/vm/drop_caches` runs it, told exactly
+    /// which pages were stored to. Returns the frames freed.
+    pub fn drop_caches(&mut self) -> u64 {
+        let base = self.fmt.base_page().bytes();
+        let written = &self.written;
+        let contents = |asid: Asid, va: u64| {
+            Some(
+                !(va..va + base)
+                    .step_by(4096)
+                    .any(|p| written.contains(&(asid, p >> 12))),
+            )
+        };
+        let mut sd = Vec::new();
+        self.os.deferred_split_scan(&mut self.mem, &contents, u64::MAX, &mut sd)
+    }
+
     pub fn exit(&mut self, asid: Asid) {
+        self.written.retain(|w| w.0 != asid);
         if let Some(s) = self.spaces.get_mut(asid as usize).and_then(Option::take) {
             self.os.exit(&mut self.mem, &s);
         }
@@ -117,6 +141,14 @@ impl Sys {
         let mut sd = Vec::new();
         if let Some(Some(space)) = self.spaces.get_mut(asid as usize) {
             self.os.unmap(&mut self.mem, space, start, end, &mut sd)?;
+            let gone: Vec<_> = self
+                .written
+                .range((asid, start >> 12)..(asid, end.div_ceil(4096)))
+                .copied()
+                .collect();
+            for w in gone {
+                self.written.remove(&w);
+            }
         }
         Ok(sd)
     }
@@ -148,6 +180,7 @@ impl Sys {
         let frames = self.mem.buddy.frames();
         let mut owner = vec![0u8; frames as usize];
         let mut resident = 0;
+        let mut zero_mapped = 0;
         for a in 0..self.spaces.len() {
             if self.spaces[a].is_none() {
                 continue;
@@ -173,6 +206,11 @@ impl Sys {
                     );
                 }
                 resident += b;
+                if self.mem.zero.contains_pa(m.pa) {
+                    // The zero pages are shared by every entry that maps them.
+                    zero_mapped += b;
+                    continue;
+                }
                 for f in (m.pa >> FRAME_SHIFT)..((m.pa + b) >> FRAME_SHIFT) {
                     assert!(
                         !self.mem.buddy.is_free(f),
@@ -236,7 +274,8 @@ impl Sys {
             }
         }
         // Conservation: free + mapped + reserved + page tables + pinned = all frames.
-        let used = (resident >> FRAME_SHIFT) + reserved + self.mem.pt.frames() + self.pinned;
+        let zero = self.mem.zero.frame_bytes() >> FRAME_SHIFT;
+        let used = ((resident - zero_mapped) >> FRAME_SHIFT) + zero + reserved + self.mem.pt.frames() + self.pinned;
         assert_eq!(
             self.mem.buddy.free_frames() + used,
             frames,
