@@ -6,10 +6,12 @@
 //! section built from the live settings ([`HostThp::os_toml`]), and compares the fault
 //! counters.
 //!
-//! Compared: `thp_fault_alloc`, `thp_fault_fallback` and the per-size mTHP
-//! `anon_fault_alloc` / `anon_fault_fallback`. Shown, not compared: the split, collapse
-//! and zero-page counters. Why: a recording holds references and VMA samples, not the
-//! program's munmap, MADV_DONTNEED or mprotect calls, so the simulation splits nothing;
+//! Compared: `thp_fault_alloc`, `thp_fault_fallback`, `thp_split_pmd`,
+//! `thp_deferred_split_page` and the per-size mTHP `anon_fault_alloc`,
+//! `anon_fault_fallback` and `split_deferred`: the recording carries the program's
+//! munmaps (unmap events), its VMA changes (vma events, which split a huge page a VMA
+//! split cuts, as mprotect's does) and its successful `MADV_DONTNEED` calls (dontneed
+//! events). Shown, not compared: the collapse, shrinker and zero-page counters. Why:
 //! khugepaged collapses on the kernel's wall clock (`scan_sleep_millisecs`, 10 s by
 //! default), which a short program never reaches (the simulated machine is given a clock
 //! so that its khugepaged sleeps in simulated time, as the kernel's does); the huge zero
@@ -29,11 +31,14 @@ use std::time::Duration;
 /// any clock of GHz order a run of under 10^10 references is over before its first wake).
 pub const CLOCK_MHZ: u64 = 3000;
 
-/// Counters compared exactly (the fault path), and whether a name is one.
+/// Counters compared exactly (the fault path and the splits), and whether a name is one.
 fn compared(name: &str) -> bool {
-    matches!(name, "thp_fault_alloc" | "thp_fault_fallback")
-        || name.ends_with("/anon_fault_alloc")
+    matches!(
+        name,
+        "thp_fault_alloc" | "thp_fault_fallback" | "thp_split_pmd" | "thp_deferred_split_page"
+    ) || name.ends_with("/anon_fault_alloc")
         || name.ends_with("/anon_fault_fallback")
+        || name.ends_with("/split_deferred")
 }
 
 /// Runs `command` natively once: the counter deltas around it, and whether another process

@@ -103,28 +103,45 @@ pub enum Event {
         /// `MADV_NOHUGEPAGE` (smaps `nh`).
         nohugepage: bool,
     },
+    /// `madvise(MADV_DONTNEED)` of `[start, end)` of address space `asid` succeeded: its
+    /// pages are freed (a huge page an end cuts is split first), the VMAs stay, and a later
+    /// touch faults a fresh zero-filled page. `mmulab record --recorder ptrace --sample
+    /// all` writes one after each such call. Both ends 4 KiB-aligned, `start < end <=
+    /// 2^48`.
+    DontNeed {
+        /// The address space.
+        asid: u16,
+        /// First byte of the range.
+        start: u64,
+        /// One past its last byte.
+        end: u64,
+    },
 }
 
 /// Length of one event record in an `.mlt` event frame.
 pub const RECORD_LEN: usize = 20;
 
 impl Event {
-    /// The event's name, as summaries count it (`exit`, `unmap`, `touch`, `vma`).
+    /// The event's name, as summaries count it (`exit`, `unmap`, `touch`, `vma`,
+    /// `dontneed`).
     pub fn name(&self) -> &'static str {
         match self {
             Event::Exit { .. } => "exit",
             Event::Unmap { .. } => "unmap",
             Event::Touch { .. } => "touch",
             Event::Vma { .. } => "vma",
+            Event::DontNeed { .. } => "dontneed",
         }
     }
 
     /// The address space the event changes.
     pub fn asid(&self) -> u16 {
         match *self {
-            Event::Exit { asid } | Event::Unmap { asid, .. } | Event::Touch { asid, .. } | Event::Vma { asid, .. } => {
-                asid
-            }
+            Event::Exit { asid }
+            | Event::Unmap { asid, .. }
+            | Event::Touch { asid, .. }
+            | Event::Vma { asid, .. }
+            | Event::DontNeed { asid, .. } => asid,
         }
     }
 
@@ -132,7 +149,7 @@ impl Event {
     pub fn check(&self) -> Result<(), String> {
         match *self {
             Event::Exit { .. } => Ok(()),
-            Event::Unmap { start, end, .. } | Event::Vma { start, end, .. } => {
+            Event::Unmap { start, end, .. } | Event::Vma { start, end, .. } | Event::DontNeed { start, end, .. } => {
                 if (start | end) & 0xfff != 0 || start >= end || end > 1 << 48 {
                     Err(format!(
                         "{} of [{start:#x}, {end:#x}): the range must be 4 KiB-aligned, non-empty and below 2^48",
@@ -154,16 +171,17 @@ impl Event {
         }
     }
 
-    /// The event's `.mlt` record: type (u8: 1 exit, 2 unmap, 3 touch, 4 vma), a flags
-    /// byte (zero but for vma: bit 0 `hugepage`, bit 1 `nohugepage`), asid (u16), then two
-    /// u64 operands (unmap and vma: start, end; touch: the page, 1 for a write else 0;
-    /// exit: zeros), little-endian.
+    /// The event's `.mlt` record: type (u8: 1 exit, 2 unmap, 3 touch, 4 vma, 5
+    /// dontneed), a flags byte (zero but for vma: bit 0 `hugepage`, bit 1 `nohugepage`),
+    /// asid (u16), then two u64 operands (unmap, vma and dontneed: start, end; touch: the
+    /// page, 1 for a write else 0; exit: zeros), little-endian.
     pub fn encode(&self) -> [u8; RECORD_LEN] {
         let mut b = [0u8; RECORD_LEN];
         let (ty, a, x, y) = match *self {
             Event::Exit { asid } => (1u8, asid, 0, 0),
             Event::Unmap { asid, start, end } => (2, asid, start, end),
             Event::Touch { asid, addr, write } => (3, asid, addr, write as u64),
+            Event::DontNeed { asid, start, end } => (5, asid, start, end),
             Event::Vma {
                 asid,
                 start,
@@ -203,6 +221,7 @@ impl Event {
                 hugepage: b[1] & 1 != 0,
                 nohugepage: b[1] & 2 != 0,
             },
+            5 if b[1] == 0 => Event::DontNeed { asid, start: x, end: y },
             t => {
                 return Err(format!(
                     "event record of unknown type {t} (a newer mmulab wrote it? upgrade mmulab)"
@@ -214,9 +233,9 @@ impl Event {
     }
 
     /// The event in the legacy encoding (for formats without event records: din and
-    /// Lackey text, which keep no address space either). A touch or a vma has none: it is not a
-    /// reference, and those formats cannot carry it (empty; `mmulab convert` says how
-    /// many it dropped).
+    /// Lackey text, which keep no address space either). A touch, a vma or a dontneed has
+    /// none: it is not a reference, and those formats cannot carry it (empty; `mmulab
+    /// convert` says how many it dropped).
     pub fn legacy_refs(&self) -> Vec<MemRef> {
         let m = |addr, asid| MemRef {
             addr,
@@ -230,7 +249,7 @@ impl Event {
             Event::Unmap { asid, start, end } => {
                 vec![m(UNMAP_TAG | start, asid), m(UNMAP_TAG | end | UNMAP_END_FLAG, asid)]
             }
-            Event::Touch { .. } | Event::Vma { .. } => Vec::new(),
+            Event::Touch { .. } | Event::Vma { .. } | Event::DontNeed { .. } => Vec::new(),
         }
     }
 }
@@ -597,9 +616,28 @@ mod tests {
                 addr: 0x1000,
                 write: false,
             },
+            Event::DontNeed {
+                asid: 3,
+                start: 0x4000_2000,
+                end: 0x4001_2000,
+            },
         ] {
             assert_eq!(Event::decode(&e.encode()), Ok(e));
         }
+        // A dontneed record is type 5 with a zero flags byte, its range checked as an unmap's.
+        let d = Event::DontNeed {
+            asid: 1,
+            start: 0x1000,
+            end: 0x3000,
+        }
+        .encode();
+        assert_eq!((d[0], d[1]), (5, 0));
+        let mut flagged = d;
+        flagged[1] = 1;
+        assert!(Event::decode(&flagged).is_err());
+        let mut unaligned = d;
+        unaligned[4..12].copy_from_slice(&0x1008u64.to_le_bytes());
+        assert!(Event::decode(&unaligned).is_err());
         // A touch must name a page below 2^48, and its operand is 0 or 1.
         for (addr, w) in [(0x1008u64, 0u64), (1 << 48, 0), (0x1000, 2)] {
             let mut b = Event::Touch {

@@ -97,6 +97,8 @@ pub struct ControlCounts {
     pub touch: u64,
     /// VMA changes (a mapping made, grown, merged or madvised) in an exact recording.
     pub vma: u64,
+    /// `MADV_DONTNEED` calls in an exact recording.
+    pub dontneed: u64,
 }
 
 /// One metadata section.
@@ -208,6 +210,7 @@ impl Counts {
                 Event::Unmap { .. } => self.control.unmap += 1,
                 Event::Touch { .. } => self.control.touch += 1,
                 Event::Vma { .. } => self.control.vma += 1,
+                Event::DontNeed { .. } => self.control.dontneed += 1,
             }
         }
         for r in &batch.refs {

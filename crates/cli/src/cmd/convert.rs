@@ -289,7 +289,7 @@ pub fn run(a: Args) -> Result<()> {
     if to != OutFormat::Mlt {
         errln!("mmulab convert: note: {to:?} text keeps neither core nor address space (use .mlt for a lossless copy)");
         if touches > 0 {
-            errln!("mmulab convert: note: {to:?} text cannot carry the input's {touches} touch and vma events (pages touched between sampled windows, VMA changes of an exact recording): they were dropped, so a simulation of the output faults those pages in only when a window touches them (use .mlt to keep them)");
+            errln!("mmulab convert: note: {to:?} text cannot carry the input's {touches} touch, vma and dontneed events (pages touched between sampled windows, VMA changes and MADV_DONTNEED calls of an exact recording): they were dropped, so a simulation of the output faults those pages in only when a window touches them (use .mlt to keep them)");
         }
         if warmup > 0 {
             errln!("mmulab convert: note: {to:?} text cannot say the workload's warm-up: simulate it with `mmulab sim --trace {} --warmup {warmup}` (an .mlt output carries it)", out_path.display());
@@ -321,7 +321,9 @@ fn pump(src: &mut dyn TraceSource, sink: &mut Sink, input: &str) -> (u64, u64, E
             .filter(|e| {
                 matches!(
                     e.event,
-                    mmulab_trace::Event::Touch { .. } | mmulab_trace::Event::Vma { .. }
+                    mmulab_trace::Event::Touch { .. }
+                        | mmulab_trace::Event::Vma { .. }
+                        | mmulab_trace::Event::DontNeed { .. }
                 )
             })
             .count() as u64;

@@ -85,13 +85,17 @@ fn print_table(v: &Value) {
         }
     );
     let c = &v["control"];
-    if ["exit", "unmap", "touch", "vma"].iter().any(|k| c[k] != json!(0)) {
+    if ["exit", "unmap", "touch", "vma", "dontneed"]
+        .iter()
+        .any(|k| c[k] != json!(0))
+    {
         outln!(
-            "control      {} exits, {} unmap markers, {} page touches between sampled windows, {} VMA changes (OS events: not in the counts or footprint above)",
+            "control      {} exits, {} unmap markers, {} page touches between sampled windows, {} VMA changes, {} MADV_DONTNEED (OS events: not in the counts or footprint above)",
             c["exit"],
             c["unmap"],
             c["touch"],
-            c["vma"]
+            c["vma"],
+            c["dontneed"]
         );
     }
     for (key, title) in [("markers", "markers"), ("records_skipped", "not refs")] {

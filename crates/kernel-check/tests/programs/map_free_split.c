@@ -1,7 +1,8 @@
 /* check-kernel's program check (docs/kernel-check.md § A program): blocks mapped, madvised,
    touched and freed in a loop (each one mapped lower than the last, over the freed
-   one's range), then an 8 MiB mapping read (the huge zero page), written, and cut by
-   munmap. Small, so that a recording of every instruction takes seconds.
+   one's range), then an 8 MiB mapping read (the huge zero page), written, cut by
+   munmap, and partly discarded by MADV_DONTNEED (64 KiB inside a THP, touched again;
+   then a whole THP). Small, so that a recording of every instruction takes seconds.
    MIT OR Apache-2.0. */
 #include <stdint.h>
 #include <sys/mman.h>
@@ -25,5 +26,8 @@ int main(void) {
     for (size_t i = 0; i < m; i += 4096) b[i] = 1;
     munmap(b + (1 << 20), 4096);
     munmap(b + (4 << 20), 2 << 20);
+    madvise(b + (2 << 20) + 8192, 65536, MADV_DONTNEED);
+    b[(2 << 20) + 8192] = 2;
+    madvise(b + (6 << 20), 2 << 20, MADV_DONTNEED);
     return (int)(s & 1);
 }

@@ -435,11 +435,16 @@ impl<W: Write> Sampler<W> {
             }
             let w = self.window.as_mut().expect("a window");
             w.pending = pending;
-            if w.syscall
-                .take()
-                .is_some_and(|nr| super::vmas::VMA_SYSCALLS.contains(&nr))
-            {
-                self.sample_maps();
+            let before = w.last;
+            if let Some(nr) = w.syscall.take() {
+                if super::vmas::VMA_SYSCALLS.contains(&nr) {
+                    self.sample_maps();
+                }
+                if self.sampling.whole() {
+                    if let Some(e) = super::vmas::dontneed(nr, &before, regs.gpr[0]) {
+                        self.push_events(&[e]);
+                    }
+                }
             }
         }
         let w = self.window.as_mut().expect("a window");

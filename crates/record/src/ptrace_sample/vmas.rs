@@ -20,6 +20,27 @@ const MAX_SAMPLES: usize = 256;
 /// where the kernel gave some).
 pub(super) const VMA_SYSCALLS: [u64; 8] = [9, 10, 11, 12, 25, 28, 59, 322];
 
+/// The event of a system call that returned `ret`, if it was a successful
+/// `madvise(addr, len, MADV_DONTNEED)` (or `MADV_DONTNEED_LOCKED`), whose page work a
+/// VMA sample cannot show (x86-64: `madvise` is 28, its arguments in RDI, RSI, RDX;
+/// `before` are the registers at the `syscall` instruction). The range is the kernel's:
+/// `len` rounded up to whole pages (mm/madvise.c `PAGE_ALIGN(len_in)`).
+pub(super) fn dontneed(nr: u64, before: &super::decode::Regs, ret: u64) -> Option<Event> {
+    const MADV_DONTNEED: u64 = 4;
+    const MADV_DONTNEED_LOCKED: u64 = 24;
+    let (addr, len, advice) = (before.gpr[7], before.gpr[6], before.gpr[2]);
+    if nr != 28 || ret != 0 || !matches!(advice, MADV_DONTNEED | MADV_DONTNEED_LOCKED) || len == 0 {
+        return None;
+    }
+    let end = addr.checked_add(len)?.checked_add(0xfff)? & !0xfff;
+    let e = Event::DontNeed {
+        asid: 0,
+        start: addr,
+        end,
+    };
+    e.check().ok().map(|_| e)
+}
+
 /// The samples taken so far.
 #[derive(Default)]
 pub(super) struct VmaSamples {
@@ -53,5 +74,46 @@ impl VmaSamples {
         self.samples.push((t_ms, text.clone()));
         self.last = text;
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ptrace_sample::decode::Regs;
+
+    /// Registers at a `syscall` instruction: RAX (0) the number, RDI (7), RSI (6), RDX (2).
+    fn at(nr: u64, addr: u64, len: u64, advice: u64) -> Regs {
+        let mut r = Regs::default();
+        r.gpr[0] = nr;
+        r.gpr[7] = addr;
+        r.gpr[6] = len;
+        r.gpr[2] = advice;
+        r
+    }
+
+    #[test]
+    fn a_successful_madvise_dontneed_is_an_event_with_the_kernels_range() {
+        // 5000 bytes round up to two pages, as PAGE_ALIGN(len_in) does.
+        assert_eq!(
+            dontneed(28, &at(28, 0x4000_0000, 5000, 4), 0),
+            Some(Event::DontNeed {
+                asid: 0,
+                start: 0x4000_0000,
+                end: 0x4000_2000
+            })
+        );
+        assert!(
+            dontneed(28, &at(28, 0x4000_0000, 4096, 24), 0).is_some(),
+            "MADV_DONTNEED_LOCKED"
+        );
+        // Failed (-EINVAL), another advice (MADV_HUGEPAGE 14, MADV_FREE 8), another
+        // system call, an empty or unaligned range: none.
+        assert_eq!(dontneed(28, &at(28, 0x4000_0000, 4096, 4), (-22i64) as u64), None);
+        assert_eq!(dontneed(28, &at(28, 0x4000_0000, 4096, 14), 0), None);
+        assert_eq!(dontneed(28, &at(28, 0x4000_0000, 4096, 8), 0), None);
+        assert_eq!(dontneed(11, &at(11, 0x4000_0000, 4096, 4), 0), None);
+        assert_eq!(dontneed(28, &at(28, 0x4000_0000, 0, 4), 0), None);
+        assert_eq!(dontneed(28, &at(28, 0x4000_0008, 4096, 4), 0), None);
     }
 }

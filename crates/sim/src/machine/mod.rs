@@ -353,6 +353,7 @@ impl Machine {
         match *e {
             Event::Exit { asid } => self.exit(asid),
             Event::Unmap { asid, start, end } => self.unmap(asid, start, end),
+            Event::DontNeed { asid, start, end } => self.dontneed(asid, start, end),
             Event::Touch { asid, addr, write } => self.touch(asid, addr, write),
             Event::Vma {
                 asid,
@@ -432,6 +433,28 @@ impl Machine {
         sys.shootdowns.clear();
         sys.os.unmap(&mut sys.mem, space, start, end, &mut sys.shootdowns)?;
         self.regions_after(before, start, false);
+        self.apply_shootdowns();
+        Ok(())
+    }
+
+    /// `madvise(MADV_DONTNEED)` of `[start, end)` of `asid`: the OS frees the pages
+    /// (`Os::madvise`, splitting a huge page an end cuts), the VMAs stay.
+    pub fn dontneed(&mut self, asid: Asid, start: u64, end: u64) -> Result<(), SimError> {
+        self.spaces_changed();
+        self.bg.forget_range(asid, start, end);
+        let sys = &mut self.sys;
+        let Some(Some(space)) = sys.spaces.get_mut(asid as usize) else {
+            return Ok(());
+        };
+        sys.shootdowns.clear();
+        sys.os.madvise(
+            &mut sys.mem,
+            space,
+            start,
+            end,
+            mmulab_model::os::Advice::DontNeed,
+            &mut sys.shootdowns,
+        )?;
         self.apply_shootdowns();
         Ok(())
     }

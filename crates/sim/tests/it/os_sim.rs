@@ -332,6 +332,44 @@ fn unmap_events_drop_the_range_from_every_tlb_and_fault_again() {
 }
 
 #[test]
+fn a_dontneed_event_frees_the_pages_keeps_the_vma_and_splits_the_huge_page_it_cuts() {
+    use mmulab_sim::Stats;
+    use mmulab_trace::{AccessKind, Event, MemRef};
+    const BASE: u64 = 0x4000_0000;
+    let store = |addr| MemRef {
+        addr,
+        size: 8,
+        kind: AccessKind::Store,
+        core: 0,
+        asid: 1,
+    };
+    let s = spec(&["os.policy=thp", "memory.size=512MiB"]).unwrap();
+    let mut m = Machine::new(s).unwrap();
+    m.access(&store(BASE)).unwrap();
+    let before = Stats::collect(&m);
+    assert_eq!(before.counters.faults, 1, "one THP fault");
+    // MADV_DONTNEED of 64 KiB inside the THP: its PMD is split (thp_split_pmd) and the
+    // folio queued for a deferred split; 496 pages stay, 16 go.
+    m.event(&Event::DontNeed {
+        asid: 1,
+        start: BASE + 0x2000,
+        end: BASE + 0x12000,
+    })
+    .unwrap();
+    let after = Stats::collect(&m);
+    assert_eq!(after.os.count(OsEvent::ThpSplitPmd), 1);
+    assert_eq!(after.os.count(OsEvent::ThpDeferredSplitPage), 1);
+    assert_eq!(after.os.count(OsEvent::Munmaps), 0, "no munmap");
+    assert_eq!(after.os.resident_bytes, (512 - 16) * 4096);
+    // The VMA stays: a store in the discarded range faults a fresh 4 KiB page (the
+    // range's PMD has a page table now), no error.
+    m.access(&store(BASE + 0x3000)).unwrap();
+    let s1 = Stats::collect(&m);
+    assert_eq!(s1.counters.faults, 2);
+    assert_eq!(s1.os.resident_bytes, (512 - 15) * 4096);
+}
+
+#[test]
 fn malformed_events_and_legacy_markers_are_clear_errors() {
     use mmulab_trace::event::{LegacyMarkers, UNMAP_TAG};
     use mmulab_trace::{AccessKind, Event, MemRef};
