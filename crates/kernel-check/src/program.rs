@@ -4,7 +4,7 @@
 //! every instruction stepped, the VMAs sampled after every system call that changes them,
 //! so each mapping carries its madvise state), simulates the recording with the `[os]`
 //! section built from the live settings ([`HostThp::os_toml`]), and compares the fault
-//! counters.
+//! and split counters.
 //!
 //! Compared: `thp_fault_alloc`, `thp_fault_fallback`, `thp_split_pmd`,
 //! `thp_deferred_split_page` and the per-size mTHP `anon_fault_alloc`,
@@ -15,9 +15,9 @@
 //! khugepaged collapses on the kernel's wall clock (`scan_sleep_millisecs`, 10 s by
 //! default), which a short program never reaches (the simulated machine is given a clock
 //! so that its khugepaged sleeps in simulated time, as the kernel's does); the huge zero
-//! page is one per system. Equal fault counts also need a program whose address ranges
-//! are not unmapped and mapped again with other flags (the recording's VMAs are the union
-//! of its samples, the latest winning).
+//! page is one per system; the shrinker runs under memory pressure or `drop_caches`,
+//! which a recording does not hold. Not carried either: fork (one address space is
+//! recorded) and `MADV_FREE` (lazily freed pages).
 
 use crate::host::{self, HostThp};
 use crate::{Outcome, Row, MAX_RUNS};

@@ -7,9 +7,9 @@
 //! `/sys/kernel/mm/transparent_hugepage/shrink_underused` is 0 (`os.thp.shrink_underused`).
 //! A large folio (PMD-sized or mTHP) that an unmap leaves partly mapped is queued as
 //! well (`deferred_split_folio(folio, true)`; unmap.rs counts that). Here every large
-//! folio the policy maps is kept with whether it is on the kernel's list; a partly
-//! mapped one is recognised from the page tables when the shrinker runs, which is what
-//! queueing it at the unmap amounts to.
+//! folio the policy maps is kept with whether it is on the kernel's list; an unmap or
+//! MADV_DONTNEED that cuts one marks it, and the shrinker recognises a partly mapped one
+//! from the page tables, which is what queueing it at the unmap amounts to.
 //!
 //! **The shrinker** (`deferred_split_scan`; run by reclaim and by `echo 2 >
 //! /proc/sys/vm/drop_caches`) takes each queued folio:
@@ -59,6 +59,9 @@ struct Folio {
     size: FolioSize,
     /// On the deferred split list as a whole (not partly mapped) folio.
     queued: bool,
+    /// An unmap cut into it since the last scan: it may be partly mapped (only such
+    /// folios and queued ones are looked at, so a scan does not walk every folio).
+    cut: bool,
     /// For a collapsed page: its base pages present at collapse (one bit each).
     present: Option<Vec<u64>>,
 }
@@ -67,6 +70,8 @@ struct Folio {
 #[derive(Clone, Debug, Default)]
 pub struct DeferredSplit {
     folios: BTreeMap<(Asid, u64), Folio>,
+    /// The largest folio kept so far (how far below a range a folio cutting it may start).
+    max_bytes: u64,
 }
 
 /// The settings one scan runs with.
@@ -94,27 +99,35 @@ impl DeferredSplit {
         queued: bool,
         present: Option<Vec<u64>>,
     ) {
+        self.max_bytes = self.max_bytes.max(size.bytes());
         self.folios.insert(
             (asid, va),
             Folio {
                 pfn,
                 size,
                 queued,
+                cut: false,
                 present,
             },
         );
     }
 
-    /// Forgets the folios lying wholly inside `[start, end)` of `asid` (unmapped there).
+    /// `[start, end)` of `asid` was unmapped (munmap, MADV_DONTNEED): the folios wholly
+    /// inside are forgotten, the ones it cuts marked for the next scan.
     pub(crate) fn unmapped(&mut self, asid: Asid, start: u64, end: u64) {
-        let gone: Vec<(Asid, u64)> = self
+        let from = start.saturating_sub(self.max_bytes);
+        let hit: Vec<((Asid, u64), bool)> = self
             .folios
-            .range((asid, start)..(asid, end))
-            .filter(|(k, f)| k.1 + f.size.bytes() <= end)
-            .map(|(k, _)| *k)
+            .range((asid, from)..(asid, end))
+            .filter(|(k, f)| k.1 + f.size.bytes() > start)
+            .map(|(k, f)| (*k, k.1 >= start && k.1 + f.size.bytes() <= end))
             .collect();
-        for k in gone {
-            self.folios.remove(&k);
+        for (k, inside) in hit {
+            if inside {
+                self.folios.remove(&k);
+            } else if let Some(f) = self.folios.get_mut(&k) {
+                f.cut = true;
+            }
         }
     }
 
@@ -123,7 +136,7 @@ impl DeferredSplit {
         self.folios.retain(|k, _| k.0 != asid);
     }
 
-    /// Folios on the list now: queued whole, or partly mapped (for tests and reports).
+    /// The large folios kept, on the list or not (for tests and reports).
     pub fn len(&self) -> usize {
         self.folios.len()
     }
@@ -143,7 +156,13 @@ impl DeferredSplit {
         shootdowns: &mut Vec<Shootdown>,
     ) -> u64 {
         let mut freed = 0;
-        let keys: Vec<(Asid, u64)> = self.folios.keys().copied().collect();
+        // Only queued folios and those an unmap cut can be split.
+        let keys: Vec<(Asid, u64)> = self
+            .folios
+            .iter()
+            .filter(|(_, f)| f.queued || f.cut)
+            .map(|(k, _)| *k)
+            .collect();
         for (asid, key) in keys {
             if freed >= s.want {
                 break;
@@ -183,6 +202,9 @@ impl DeferredSplit {
             let mut underused = false;
             if count == n {
                 if !f.queued {
+                    if let Some(e) = self.folios.get_mut(&(asid, key)) {
+                        e.cut = false;
+                    }
                     continue;
                 }
                 // mm/huge_memory.c thp_underused.
