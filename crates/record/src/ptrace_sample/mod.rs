@@ -27,6 +27,7 @@
 //!
 //! Contract: nothing is printed; errors are [`RecordError`]s.
 
+mod code;
 pub mod decode;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod pages;

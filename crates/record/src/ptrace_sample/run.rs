@@ -1,16 +1,15 @@
 //! The sampler's tracing loop (x86-64 Linux; the design is in the module above).
 
-use std::collections::{HashMap, HashSet};
-use std::fs::File;
+use std::collections::HashSet;
 use std::io::{BufWriter, Write};
 use std::os::fd::AsFd;
-use std::os::unix::fs::FileExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::code::Code;
 use super::decode::{Refs, Regs};
 use super::{PtraceRecording, WindowSampling};
 use crate::{RecordError, RecordOptions, Recording};
@@ -100,58 +99,6 @@ impl Drop for Reaper {
             // SAFETY: kill(2) of our own, not yet reaped, child.
             unsafe { libc::kill(self.pid, libc::SIGKILL) };
             while wait_any(self.pid).is_some() {}
-        }
-    }
-}
-
-/// Instruction bytes, read through /proc/PID/mem page by page and kept for a window.
-struct Code {
-    pid: i32,
-    mem: Option<File>,
-    pages: HashMap<u64, Option<Box<[u8; 4096]>>>,
-}
-
-impl Code {
-    fn new(pid: i32) -> Code {
-        Code {
-            pid,
-            mem: File::open(format!("/proc/{pid}/mem")).ok(),
-            pages: HashMap::new(),
-        }
-    }
-
-    /// After an exec: the program has a new address space.
-    fn reopen(&mut self) {
-        *self = Code::new(self.pid);
-    }
-
-    fn page(&mut self, p: u64) -> Option<&[u8; 4096]> {
-        let mem = &self.mem;
-        self.pages
-            .entry(p)
-            .or_insert_with(|| {
-                let mut b = Box::new([0u8; 4096]);
-                mem.as_ref()?.read_exact_at(&mut b[..], p).ok()?;
-                Some(b)
-            })
-            .as_deref()
-    }
-
-    /// Up to 15 bytes at `ip` (fewer when the next page is not readable).
-    fn fetch(&mut self, ip: u64, out: &mut [u8; 15]) -> usize {
-        let (p, off) = (ip & !4095, (ip & 4095) as usize);
-        let Some(page) = self.page(p) else { return 0 };
-        let n = (4096 - off).min(15);
-        out[..n].copy_from_slice(&page[off..off + n]);
-        if n == 15 {
-            return 15;
-        }
-        match self.page(p + 4096) {
-            Some(next) => {
-                out[n..].copy_from_slice(&next[..15 - n]);
-                15
-            }
-            None => n,
         }
     }
 }
@@ -309,7 +256,7 @@ impl<W: Write> Sampler<W> {
         if !self.sampling.whole() {
             self.write_touches();
         }
-        self.code.pages.clear();
+        self.code.forget();
         self.r.windows += 1;
         if tid != self.pid {
             self.r.windows_other_threads += 1;
