@@ -18,10 +18,15 @@
  * A size matches when the page-rounded length is within 1/64 of it, 64 KiB at least:
  * the recorded region is the kernel's VMA, which is the block plus malloc's header
  * rounded to pages, less a page the program protected, or more where it merged.
- * Limits: an allocation of another purpose but the same size is madvised too; a region
- * made of several allocations merged in one VMA matches none of them; a static binary,
- * a setuid one, or a program that calls the mmap system call directly is not reached.
- * advise checks what the kernel gave (AnonHugePages) and says so when nothing.
+ * A block of 2 MiB or more that matches no size is looked up in /proc/self/maps: when
+ * the VMA holding it matches one, the whole VMA is madvised. That is a region made of
+ * several allocations the kernel merged into one VMA (two equal callocs mapped one
+ * below the other, vma_merge_new_range): it matches once its last block is mapped, and
+ * the pages its earlier blocks faulted before that stay small (khugepaged may collapse
+ * them later).
+ * Limits: an allocation of another purpose but the same size is madvised too; a static
+ * binary, a setuid one, or a program that calls the mmap system call directly is not
+ * reached. advise checks what the kernel gave (AnonHugePages) and says so when nothing.
  *
  * It allocates nothing itself and forwards every call to the next definition
  * (RTLD_NEXT), so a program's own allocator (jemalloc, tcmalloc) stays in use; while
@@ -31,6 +36,7 @@
  * madvises by allocation size. MIT OR Apache-2.0. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -128,13 +134,62 @@ static int listed(size_t len) {
     return 0;
 }
 
-/* madvise the whole pages of [p, p + len) when len matches a listed size. */
-static void advise_block(void *p, size_t len) {
-    if (!p || n_sizes <= 0 || len < HUGE || !listed(len))
-        return;
-    uintptr_t a = ((uintptr_t)p + PAGE - 1) & ~(PAGE - 1), b = ((uintptr_t)p + len) & ~(PAGE - 1);
+/* The VMA of /proc/self/maps that holds address p, in *lo and *hi; 0 when none or the
+ * file cannot be read. Parsed as it streams through a stack buffer: no allocation (this
+ * runs inside malloc), and a line of any length (only its first field is read). */
+static int vma_of(uintptr_t p, uintptr_t *lo, uintptr_t *hi) {
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    char buf[4096];
+    int field = 0, found = 0; /* field 0: start, 1: end, 2: the rest of the line */
+    uintptr_t v[2] = {0, 0};
+    ssize_t n;
+    while (!found && (n = read(fd, buf, sizeof buf)) > 0) {
+        for (ssize_t i = 0; i < n && !found; i++) {
+            char c = buf[i];
+            if (c == '\n') {
+                field = 0;
+                v[0] = v[1] = 0;
+            } else if (field < 2) {
+                int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+                if (d >= 0) {
+                    v[field] = v[field] << 4 | (uintptr_t)d;
+                } else if (field == 0 && c == '-') {
+                    field = 1;
+                } else {
+                    field = 2;
+                    if (v[0] <= p && p < v[1]) {
+                        *lo = v[0];
+                        *hi = v[1];
+                        found = 1;
+                    }
+                }
+            }
+        }
+    }
+    close(fd);
+    return found;
+}
+
+static void advise_range(uintptr_t a, uintptr_t b) {
     if (b > a)
         madvise((void *)a, b - a, MADV_HUGEPAGE);
+}
+
+/* madvise the whole pages of [p, p + len) when len matches a listed size, or the whole
+ * VMA holding the block when the VMA's size matches one (allocations merged). */
+static void advise_block(void *p, size_t len) {
+    if (!p || n_sizes <= 0 || len < HUGE)
+        return;
+    uintptr_t a = ((uintptr_t)p + PAGE - 1) & ~(PAGE - 1), b = ((uintptr_t)p + len) & ~(PAGE - 1);
+    if (listed(len)) {
+        advise_range(a, b);
+        return;
+    }
+    uintptr_t lo, hi;
+    if (vma_of((uintptr_t)p, &lo, &hi) && hi - lo > len && listed(hi - lo))
+        advise_range(lo, hi);
 }
 
 static void advise_heap(void) {

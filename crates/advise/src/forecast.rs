@@ -175,14 +175,32 @@ pub struct Bloat {
     pub why: String,
 }
 
+/// What the simulated memory rests on: the whole run, or sampled windows with every
+/// page's first touch between them (as complete as the whole run for memory: the
+/// resident set is built by the faults, and the touches fault every page the program
+/// touched), or part of the run only (a prefix, or windows without touches).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Coverage {
+    /// Every reference of the run.
+    Whole,
+    /// Sampled windows and the first touch of every page between them.
+    Touches,
+    /// A prefix, or windows alone.
+    Part,
+}
+
 /// The predicted extra RSS of THP against the measured. `sim_4k` and `sim_thp` are the
 /// simulated runs' peak resident bytes, `sim_bloat` the THP run's peak resident − touched;
-/// `whole`: the recording holds the whole run (a sampled or prefix recording touches part
-/// of the memory, so its resident bytes stand for nothing and the prediction is withheld).
-pub fn bloat(rss_4k: u64, rss_thp: u64, sim_4k: u64, sim_thp: u64, sim_bloat: i64, whole: bool) -> Bloat {
+/// `cov`: what the recording holds (a prefix or windows without touches fault part of the
+/// memory, so their resident bytes stand for nothing and the prediction is withheld).
+pub fn bloat(rss_4k: u64, rss_thp: u64, sim_4k: u64, sim_thp: u64, sim_bloat: i64, cov: Coverage) -> Bloat {
     let measured = rss_thp as i64 - rss_4k as i64;
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
-    let predicted = whole.then(|| sim_thp as i64 - sim_4k as i64);
+    let predicted = (cov != Coverage::Part).then(|| sim_thp as i64 - sim_4k as i64);
+    let basis = match cov {
+        Coverage::Whole => "",
+        _ => " (the sampled windows and every page's first touch between them: all the memory the run touched)",
+    };
     Bloat {
         measured_extra_bytes: measured,
         predicted_extra_bytes: predicted,
@@ -190,15 +208,15 @@ pub fn bloat(rss_4k: u64, rss_thp: u64, sim_4k: u64, sim_thp: u64, sim_bloat: i6
         error_pct_of_rss: predicted
             .filter(|_| rss_4k > 0)
             .map(|p| (p - measured) as f64 / rss_4k as f64 * 100.0),
-        why: if whole {
+        why: if cov != Coverage::Part {
             format!(
-                "simulated peak resident {:.1} MiB (4 KiB) and {:.1} MiB (THP); the simulation counts the program's anonymous memory only, the measured RSS its files too, which are the same either way",
+                "simulated peak resident {:.1} MiB (4 KiB) and {:.1} MiB (THP){basis}; the simulation counts the program's anonymous memory only, the measured RSS its files too, which are the same either way",
                 mib(sim_4k),
                 mib(sim_thp)
             )
         } else {
             format!(
-                "withheld: the recording holds sampled windows or a prefix, whose references touched {:.1} MiB in the simulation; the extra RSS of the rest of the run is unknown (record the whole run: --recorder mmtrace without --sample or --max-refs)",
+                "withheld: the recording holds a prefix, or sampled windows without the pages touched between them, whose references touched {:.1} MiB in the simulation; the extra RSS of the rest of the run is unknown (record the whole run, or sample with --recorder mmtrace, which records every page's first touch)",
                 mib(sim_4k)
             )
         },
@@ -263,19 +281,26 @@ mod tests {
     }
 
     #[test]
-    fn thps_extra_rss_is_predicted_from_a_whole_recording_only() {
+    fn thps_extra_rss_is_predicted_from_a_whole_recording_or_windows_with_touches_only() {
         // 100 MiB at 4 KiB, 110 MiB with THP measured; simulated 90 and 98 MiB: +8
         // predicted against +10 measured, 2 MiB under = 2 % of the 4 KiB RSS.
         let m = 1 << 20;
-        let b = bloat(100 * m, 110 * m, 90 * m, 98 * m, 3 * m as i64, true);
+        let b = bloat(100 * m, 110 * m, 90 * m, 98 * m, 3 * m as i64, Coverage::Whole);
         assert_eq!(b.measured_extra_bytes, 10 * m as i64);
         assert_eq!(b.predicted_extra_bytes, Some(8 * m as i64));
         assert!((b.error_pct_of_rss.unwrap() + 2.0).abs() < 1e-12);
         assert_eq!(b.simulated_peak_bloat_bytes, 3 * m as i64);
         // THP can also cost less than nothing (fewer page-table pages): signed.
-        assert_eq!(bloat(100 * m, 99 * m, 0, 0, 0, true).measured_extra_bytes, -(m as i64));
-        // Windows: withheld, and the reason says so.
-        let w = bloat(100 * m, 110 * m, 9 * m, 11 * m, 0, false);
+        assert_eq!(
+            bloat(100 * m, 99 * m, 0, 0, 0, Coverage::Whole).measured_extra_bytes,
+            -(m as i64)
+        );
+        // Windows with the touches between them: predicted as from a whole run, and said.
+        let t = bloat(100 * m, 110 * m, 90 * m, 98 * m, 0, Coverage::Touches);
+        assert_eq!(t.predicted_extra_bytes, Some(8 * m as i64));
+        assert!(t.why.contains("first touch"), "{}", t.why);
+        // A prefix, or windows alone: withheld, and the reason says so.
+        let w = bloat(100 * m, 110 * m, 9 * m, 11 * m, 0, Coverage::Part);
         assert_eq!(w.predicted_extra_bytes, None);
         assert_eq!(w.error_pct_of_rss, None);
         assert!(w.why.starts_with("withheld"), "{}", w.why);

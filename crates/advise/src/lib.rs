@@ -497,13 +497,20 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
         fc.map_or(0.0, |c| c.time_s(faults.1, faults.2)),
     );
     let whole = rec.mode == "whole" || rec.mode == "given";
+    let coverage = if whole {
+        forecast::Coverage::Whole
+    } else if rec.mode == "sampled" && rec.touches {
+        forecast::Coverage::Touches
+    } else {
+        forecast::Coverage::Part
+    };
     let bloat = forecast::bloat(
         measured.rss_4k,
         measured.rss_thp,
         sim.peak_resident_4k,
         sim.peak_resident_thp,
         sim.peak_bloat_thp,
-        whole,
+        coverage,
     );
     let saved = (tr4 - trh + fault_saved).min(t4_med * 0.95);
     let out_of_range = out_of_range(tr4, t4_med, overlap, model.overlap_range());
@@ -570,12 +577,16 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
             Err(why) => proposal.not_measured = Some(why),
         }
     }
-    let regions_note = (!whole).then(|| {
-        format!(
+    let regions_note = match coverage {
+        forecast::Coverage::Whole => None,
+        forecast::Coverage::Touches => Some(
+            "the recording (sampled) holds windows of the run's references and every page's first touch between them: each region's faults and memory are the whole run's, its walk cycles the windows'".to_string(),
+        ),
+        forecast::Coverage::Part => Some(format!(
             "the recording ({}) saw part of the run: each region's faults and memory are those of what it saw",
             rec.mode
-        )
-    });
+        )),
+    };
     let predicted = Predicted {
         speedup,
         low: if speedup.is_finite() { interval.low } else { f64::NAN },
