@@ -18,6 +18,12 @@
    are kept as two bits per page (read, written) in a two-level table over the 48-bit
    address space: 64 KiB for each GiB of address space touched.
 
+   Each writable mapping the program makes (mmap, mremap; glibc's malloc maps a large
+   block with its own mmap) is an allocation record: u64 the mapping's first address,
+   u32 its length in 4 KiB pages, u32 4. The kernel merges neighbouring mappings into one
+   VMA, which /proc/PID/maps shows; these records keep each allocation's own extent
+   (advise's regions, issue 50 item 1).
+
    Options: --out-fd=N (required: where the records go), --sample-on=N --sample-period=P
    (record the first N references of every P; default: all). Instruction fetches are not
    recorded (mmulab advise simulates the data TLB).
@@ -247,6 +253,21 @@ static void mt_usage(void)
 
 static void mt_debug_usage(void) {}
 
+/* A writable mapping the program made (VG_TRACK new_mem_mmap: mmap, and mremap's new
+   range): an allocation record. Read-only and executable mappings (code, read-only data)
+   are no allocation. */
+static void mt_new_mmap(Addr a, SizeT len, Bool rr, Bool ww, Bool xx, ULong di_handle)
+{
+   ULong pages = ((ULong)len + 0xFFF) >> 12;
+   if (!ww || pages == 0)
+      return;
+   buf[nbuf].addr = (ULong)a;
+   buf[nbuf].size = pages > 0xFFFFFFFFULL ? 0xFFFFFFFFu : (UInt)pages;
+   buf[nbuf].kind = 4;
+   if (++nbuf == BUF_RECS)
+      flush();
+}
+
 static void mt_post_clo_init(void)
 {
    if (out_fd < 0)
@@ -285,6 +306,7 @@ static void mt_pre_clo_init(void)
    VG_(details_avg_translation_sizeB)(200);
    VG_(basic_tool_funcs)(mt_post_clo_init, mt_instrument, mt_fini);
    VG_(needs_command_line_options)(mt_option, mt_usage, mt_debug_usage);
+   VG_(track_new_mem_mmap)(mt_new_mmap);
 }
 
 VG_DETERMINE_INTERFACE_VERSION(mt_pre_clo_init)

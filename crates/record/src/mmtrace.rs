@@ -80,6 +80,14 @@ pub enum Record {
         /// A first write.
         write: bool,
     },
+    /// A writable mapping the program made (an allocation: glibc maps a large block with
+    /// its own mmap), `[addr, addr + len)`; not a reference.
+    Mmap {
+        /// The mapping's first byte.
+        addr: u64,
+        /// Its length, bytes (whole 4 KiB pages).
+        len: u64,
+    },
     /// The trailer: references the program made, recorded or not.
     End(u64),
     /// Before the trailer, when the program forked: how many times. The children's
@@ -98,6 +106,12 @@ pub fn decode(b: &[u8; RECORD_BYTES]) -> Option<Record> {
         (s, 0) if s <= u16::MAX as u32 => Some(Record::Ref(MemRef::new(addr, AccessKind::Load, s as u16))),
         (s, 1) if s <= u16::MAX as u32 => Some(Record::Ref(MemRef::new(addr, AccessKind::Store, s as u16))),
         (0, k @ (2 | 3)) if addr & 0xfff == 0 && addr < 1 << 48 => Some(Record::Touch { addr, write: k == 3 }),
+        (pages, 4) if pages > 0 && addr & 0xfff == 0 && addr + ((pages as u64) << 12) <= 1 << 48 => {
+            Some(Record::Mmap {
+                addr,
+                len: (pages as u64) << 12,
+            })
+        }
         _ => None,
     }
 }
@@ -276,5 +290,16 @@ mod tests {
         assert_eq!(touch(0x7008, 0, 2), None);
         assert_eq!(touch(1 << 48, 0, 2), None);
         assert_eq!(touch(0x7000, 4, 2), None);
+        // Allocations: kind 4, the length in pages, a page-aligned range below 2^48.
+        assert_eq!(
+            touch(0x7f00_0000_0000, 3, 4),
+            Some(Record::Mmap {
+                addr: 0x7f00_0000_0000,
+                len: 3 << 12
+            })
+        );
+        assert_eq!(touch(0x7f00_0000_0000, 0, 4), None);
+        assert_eq!(touch(0x7f00_0000_0010, 1, 4), None);
+        assert_eq!(touch((1 << 48) - 4096, 2, 4), None);
     }
 }

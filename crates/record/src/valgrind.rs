@@ -325,6 +325,7 @@ impl Recorder {
         let binary = matches!(backend, Backend::Mmtrace { .. });
         let mut total_references = None;
         let mut forks = 0;
+        let mut allocations: Vec<(u64, u64)> = Vec::new();
         let (mut lines, mut records) = if binary {
             (None, Some(BufReader::with_capacity(1 << 20, File::from(rd))))
         } else {
@@ -371,6 +372,11 @@ impl Recorder {
                             w.push_all(&buf)?;
                             buf.clear();
                             w.push_event(&mmulab_trace::Event::Touch { asid: 0, addr, write })?;
+                        }
+                        Some(crate::mmtrace::Record::Mmap { addr, len }) => {
+                            if allocations.len() < MAX_ALLOCATIONS {
+                                allocations.push((addr, addr + len));
+                            }
                         }
                         Some(crate::mmtrace::Record::End(n)) => total_references = Some(n),
                         Some(crate::mmtrace::Record::Forks(n)) => forks = n,
@@ -470,6 +476,9 @@ impl Recorder {
         if !vmas.is_empty() {
             w.section("vmas", vmas.as_bytes())?;
         }
+        if !allocations.is_empty() {
+            w.section("allocations", &mmulab_trace::meta::allocation_section(&allocations))?;
+        }
         let references = w.refs();
         let mut inner = w.finish()?;
         inner.flush()?;
@@ -495,6 +504,10 @@ impl Recorder {
         })
     }
 }
+
+/// Allocation records kept (mmtrace's mappings, in the `allocations` section); a program
+/// that maps more in a loop keeps its first ones (assumed enough to name its regions).
+const MAX_ALLOCATIONS: usize = 1 << 16;
 
 /// The `vmas` section's text from `(t_ms, /proc/PID/maps text)` samples, and how many
 /// VMAs its last sample lists (shared by every recorder).

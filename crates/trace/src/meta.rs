@@ -125,6 +125,35 @@ impl TraceMeta {
             .map(|b| vma_union(&parse_vma_samples(b)))
             .unwrap_or_default()
     }
+
+    /// The allocations of the `allocations` section (mmtrace's record of each writable
+    /// mapping the program made, [`allocation_section`]), `[start, end)` in the order
+    /// made; lines that do not parse are skipped (the section is advisory: it only splits
+    /// advise's regions).
+    pub fn allocations(&self) -> Vec<(u64, u64)> {
+        let Some(b) = self.section("allocations") else {
+            return Vec::new();
+        };
+        let hex = |t: &str| u64::from_str_radix(t.trim_start_matches("0x"), 16).ok();
+        String::from_utf8_lossy(b)
+            .lines()
+            .filter_map(|l| {
+                let (a, e) = l.trim().split_once(' ')?;
+                let (a, e) = (hex(a)?, hex(e.trim())?);
+                (a < e).then_some((a, e))
+            })
+            .collect()
+    }
+}
+
+/// The `allocations` section's text: a line `START END` (hexadecimal, `0x…`) for each
+/// `[start, end)`, in the order given.
+pub fn allocation_section(allocations: &[(u64, u64)]) -> Vec<u8> {
+    allocations
+        .iter()
+        .map(|(a, e)| format!("{a:#x} {e:#x}\n"))
+        .collect::<String>()
+        .into_bytes()
 }
 
 /// The union of `samples` (oldest first) as non-overlapping VMAs in address order: where
@@ -440,5 +469,20 @@ mod tests {
         // maps text (no VmFlags lines) passes through unchanged.
         let maps = "00400000-00452000 r-xp 00000000 08:02 173521 /usr/bin/dbus\n";
         assert_eq!(condense_smaps(maps), maps);
+    }
+
+    #[test]
+    fn allocations_round_trip_through_their_section_and_bad_lines_are_skipped() {
+        let a = vec![(0x7f00_0000_0000, 0x7f00_0010_1000), (0x1000, 0x3000)];
+        let mut m = TraceMeta::default();
+        assert!(m.allocations().is_empty());
+        let mut body = allocation_section(&a);
+        assert_eq!(
+            String::from_utf8_lossy(&body).lines().next(),
+            Some("0x7f0000000000 0x7f0000101000")
+        );
+        body.extend_from_slice(b"junk\n0x5000 0x4000\n");
+        m.sections.push(("allocations".into(), body));
+        assert_eq!(m.allocations(), a);
     }
 }

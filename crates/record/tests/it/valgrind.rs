@@ -218,5 +218,13 @@ fn a_sampled_mmtrace_recording_carries_each_page_first_written_between_windows_o
     let touches = s.control.touch;
     // The buffer's pages, and at most a few thousand of the C library's and the stack's.
     assert!((16_000..16_384 + 4_000).contains(&touches), "{touches} touches");
+    // The buffer is an allocation of its own: glibc maps 64 MiB and malloc's 16-byte
+    // header, rounded up to a page, with one mmap (the `allocations` section).
+    let meta = mmulab_trace::TraceMeta {
+        sections: mmulab_trace::format::mlt::read_sections(&path).unwrap(),
+        ..Default::default()
+    };
+    let allocs = meta.allocations();
+    assert!(allocs.iter().any(|&(a, e)| e - a == (64 << 20) + 4096), "{allocs:x?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -27,6 +27,7 @@ mod cache;
 mod gpu;
 pub(crate) mod mem_trace;
 mod regions;
+pub use regions::RegionCuts;
 mod requesters;
 mod touch;
 mod vm;
@@ -53,6 +54,8 @@ pub struct Machine {
     pub(crate) pipeline: bool,
     /// Per-region counters ([`Machine::count_regions`], regions.rs), if counted.
     regions: Option<Box<regions::Regions>>,
+    /// How the trace's allocations refine the regions (`set_region_cuts`).
+    region_cuts: regions::RegionCuts,
 }
 
 impl Machine {
@@ -92,6 +95,7 @@ impl Machine {
             mem_trace: None,
             pipeline: false,
             regions: None,
+            region_cuts: regions::RegionCuts::default(),
             req: Requesters {
                 cpus,
                 ..Default::default()

@@ -24,31 +24,60 @@ pub(crate) struct Regions {
     last: usize,
 }
 
+/// How a trace's allocations refine its VMAs into regions (`Machine::set_region_cuts`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RegionCuts {
+    /// Addresses inside an anonymous VMA where two merged allocations meet (sorted).
+    pub splits: Vec<u64>,
+    /// Allocations no VMA sample held (mapped and unmapped between samples): regions of
+    /// their own, where they overlap no VMA and no earlier one of them.
+    pub extra: Vec<(u64, u64)>,
+}
+
 impl Regions {
-    fn new(vmas: &[TraceVma]) -> Regions {
+    fn new(vmas: &[TraceVma], cuts: &RegionCuts) -> Regions {
         let mut r = Regions {
             ranges: Vec::new(),
             stats: Vec::new(),
             last: 0,
         };
-        r.set(vmas);
+        r.set(vmas, cuts);
         r
     }
 
-    /// Takes `vmas` as the regions, unless something was counted already (VMAs a source
-    /// reports late): the counts stay with the regions they were made in.
-    fn set(&mut self, vmas: &[TraceVma]) {
+    /// Takes `vmas` as the regions, each cut at the addresses of `cuts.splits` inside it
+    /// (the allocations the kernel merged into one VMA), and `cuts.extra` beside them,
+    /// unless something was counted already (VMAs a source reports late): the counts stay
+    /// with the regions they were made in.
+    fn set(&mut self, vmas: &[TraceVma], cuts: &RegionCuts) {
+        let splits = &cuts.splits;
         if self.stats.iter().any(|s| s.references > 0 || s.faults() > 0) {
             return;
         }
-        let mut ranges: Vec<(u64, u64)> = vmas
+        let mut whole: Vec<(u64, u64)> = vmas
             .iter()
             .filter(|v| v.start < v.end)
             .map(|v| (v.start, v.end))
             .collect();
-        ranges.sort_unstable();
+        whole.sort_unstable();
         // Overlaps (a damaged list) are dropped, as `TraceVma::install` skips them.
-        ranges.dedup_by(|b, a| b.0 < a.1);
+        whole.dedup_by(|b, a| b.0 < a.1);
+        let mut ranges = Vec::with_capacity(whole.len());
+        for (s, e) in whole {
+            let mut at = s;
+            let from = splits.partition_point(|&p| p <= s);
+            for &p in splits[from..].iter().take_while(|&&p| p < e) {
+                ranges.push((at, p));
+                at = p;
+            }
+            ranges.push((at, e));
+        }
+        for &(s, e) in &cuts.extra {
+            let i = ranges.partition_point(|&(_, re)| re <= s);
+            if s < e && ranges.get(i).is_none_or(|&(rs, _)| rs >= e) {
+                ranges.insert(i, (s, e));
+            }
+        }
         self.stats = ranges
             .iter()
             .map(|&(start, end)| RegionStats {
@@ -104,15 +133,25 @@ impl Machine {
     /// Counts per region from now on (the trace's VMAs, as installed now or later), and
     /// tracks touched pages.
     pub fn count_regions(&mut self) {
-        self.regions = Some(Box::new(Regions::new(&self.sys.trace_vmas)));
+        self.regions = Some(Box::new(Regions::new(&self.sys.trace_vmas, &self.region_cuts)));
         self.bg.track_touched = true;
     }
 
     /// The regions take the trace's VMAs (nothing counted yet).
     pub(super) fn regions_vmas_changed(&mut self) {
         if let Some(r) = &mut self.regions {
-            r.set(&self.sys.trace_vmas);
+            r.set(&self.sys.trace_vmas, &self.region_cuts);
         }
+    }
+
+    /// Refines the regions by a trace's allocations (`TraceMeta::allocations`): each
+    /// allocation the kernel merged with a neighbour, and each no VMA sample held, is a
+    /// region of its own.
+    pub fn set_region_cuts(&mut self, mut cuts: RegionCuts) {
+        cuts.splits.sort_unstable();
+        cuts.splits.dedup();
+        self.region_cuts = cuts;
+        self.regions_vmas_changed();
     }
 
     /// Walk cycles of every core so far.
@@ -178,7 +217,7 @@ mod tests {
     #[test]
     fn an_address_falls_in_the_vma_that_holds_it_or_outside() {
         let v = [TraceVma::plain(0x5000, 0x9000), TraceVma::plain(0x1000, 0x3000)];
-        let mut r = Regions::new(&v);
+        let mut r = Regions::new(&v, &RegionCuts::default());
         assert_eq!(r.ranges, vec![(0x1000, 0x3000), (0x5000, 0x9000)]);
         assert_eq!(r.index(0x1000), 0);
         assert_eq!(r.index(0x2fff), 0);
@@ -193,5 +232,34 @@ mod tests {
             vec![2, 2, 2]
         );
         assert!(rep[2].outside);
+    }
+
+    /// Allocations merged into one VMA: cut at the addresses inside it (0x6000, 0x7000),
+    /// not at one on its edge (0x5000) or outside every VMA (0x4000, 0xa000). Allocations
+    /// no VMA held are regions beside them (0xa000–0xc000; 0x2000–0x4000 overlaps a VMA
+    /// and 0xb000–0xd000 the first extra one: both dropped).
+    #[test]
+    fn a_vma_is_cut_at_the_allocation_boundaries_inside_it() {
+        let v = [TraceVma::plain(0x5000, 0x9000), TraceVma::plain(0x1000, 0x3000)];
+        let cuts = RegionCuts {
+            splits: vec![0x4000, 0x5000, 0x6000, 0x7000, 0xa000],
+            extra: vec![(0xa000, 0xc000), (0x2000, 0x4000), (0xb000, 0xd000)],
+        };
+        let mut r = Regions::new(&v, &cuts);
+        assert_eq!(
+            r.ranges,
+            vec![
+                (0x1000, 0x3000),
+                (0x5000, 0x6000),
+                (0x6000, 0x7000),
+                (0x7000, 0x9000),
+                (0xa000, 0xc000)
+            ]
+        );
+        assert_eq!(r.index(0x6fff), 2);
+        assert_eq!(r.index(0x7000), 3);
+        assert_eq!(r.index(0xbfff), 4);
+        assert_eq!(r.index(0xc000), 5, "outside");
+        assert_eq!(r.stats.len(), 6, "five regions and the outside one");
     }
 }

@@ -54,6 +54,7 @@ impl Machine {
             mem_trace: None,
             pipeline: false,
             regions: None,
+            region_cuts: super::RegionCuts::default(),
             sys,
             references: 0,
             next_tick: bg.next_tick(0),

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use mmulab_trace::TraceMeta;
 
-use crate::machine::Machine;
+use crate::machine::{Machine, RegionCuts};
 use crate::system::TraceVma;
 
 /// The metadata sections of the trace file at `path`, read up front, as a [`TraceMeta`]
@@ -35,5 +35,35 @@ pub fn preload_vmas(m: &mut Machine, meta: &TraceMeta) -> usize {
     if vmas.is_empty() {
         return 0;
     }
+    m.set_region_cuts(allocation_cuts(meta));
     m.set_trace_vma_flags(&vmas)
+}
+
+/// How the trace's allocations (`allocations` section) refine its regions: their ends
+/// strictly inside an anonymous VMA of its samples (where allocations the kernel merged
+/// meet; a file mapping is one region whatever was mapped in it), and the allocations
+/// that overlap no VMA of the samples (mapped and gone between two).
+fn allocation_cuts(meta: &TraceMeta) -> RegionCuts {
+    let allocs = meta.allocations();
+    if allocs.is_empty() {
+        return RegionCuts::default();
+    }
+    let union = meta.vmas_union();
+    let anon: Vec<(u64, u64)> = union
+        .iter()
+        .filter(|v| v.name.is_empty())
+        .map(|v| (v.start, v.end))
+        .collect();
+    RegionCuts {
+        splits: allocs
+            .iter()
+            .flat_map(|&(a, e)| [a, e])
+            .filter(|&p| anon.iter().any(|&(s, e)| s < p && p < e))
+            .collect(),
+        extra: allocs
+            .iter()
+            .copied()
+            .filter(|&(a, e)| !union.iter().any(|v| v.start < e && a < v.end))
+            .collect(),
+    }
 }

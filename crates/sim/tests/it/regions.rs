@@ -98,3 +98,62 @@ fn a_guests_regions_add_up_to_its_walk_cycles() {
     assert!(s.counters.walk_cycles > 0);
     assert_eq!(r.iter().map(|x| x.walk_cycles).sum::<u64>(), s.counters.walk_cycles);
 }
+
+/// A trace's allocations refine its regions (`preload_vmas`, `TraceMeta::allocations`):
+/// two 2 MiB allocations the kernel merged into the anonymous 4 MiB VMA at A are two
+/// regions, each with its own huge page and references; an allocation inside the file
+/// mapping at B does not cut it; one that no VMA sample held (at OUT, mapped and gone
+/// between samples) is a region of its own, not the outside entry.
+#[test]
+fn a_traces_allocations_cut_merged_vmas_and_add_the_ones_no_sample_held() {
+    let vmas = format!(
+        "# sample 0 t_ms=0 pid=1\n{A:x}-{:x} rw-p 00000000 00:00 0\n{B:x}-{:x} rw-p 00000000 fe:00 7 /tmp/f\n",
+        A + (4 << 20),
+        B + (64 << 10)
+    );
+    let allocs = mmulab_trace::meta::allocation_section(&[
+        (A, A + (2 << 20)),
+        (A + (2 << 20), A + (4 << 20)),
+        (B + 4096, B + 8192),
+        (OUT, OUT + (1 << 20)),
+    ]);
+    let meta = mmulab_trace::TraceMeta {
+        sections: vec![("vmas".into(), vmas.into_bytes()), ("allocations".into(), allocs)],
+        ..Default::default()
+    };
+    let sets: Vec<String> = [
+        "os.policy=thp",
+        "os.thp.enabled=always",
+        "memory.size=256MiB",
+        "os.zero_page=false",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut m = Machine::new(from_toml(DEFAULT_TOML, None, &sets).unwrap()).unwrap();
+    assert_eq!(mmulab_sim::preload_vmas(&mut m, &meta), 2);
+    m.count_regions();
+    for _ in 0..3 {
+        m.access(&load(A + 8)).unwrap();
+    }
+    m.access(&load(A + (2 << 20) + 8)).unwrap();
+    m.access(&load(B + 4096)).unwrap();
+    m.access(&load(OUT + 4096)).unwrap();
+    let s = Stats::collect(&m);
+    let r = s.regions.as_ref().expect("counted");
+    let spans: Vec<(u64, u64, bool)> = r.iter().map(|x| (x.start, x.end, x.outside)).collect();
+    assert_eq!(
+        spans,
+        vec![
+            (OUT, OUT + (1 << 20), false),
+            (A, A + (2 << 20), false),
+            (A + (2 << 20), A + (4 << 20), false),
+            (B, B + (64 << 10), false),
+            (0, 0, true)
+        ]
+    );
+    let refs: Vec<u64> = r.iter().map(|x| x.references).collect();
+    assert_eq!(refs, vec![1, 3, 1, 1, 0]);
+    assert_eq!(r[1].faults_by_size[PageSize::M2.index()], 1);
+    assert_eq!(r[2].faults_by_size[PageSize::M2.index()], 1);
+}
