@@ -144,17 +144,30 @@ pub fn propose(table: &[Region], full_extra: i64, t4: f64, withheld: bool, avail
         ))
     } else if gaining.is_empty() {
         Some("no region gains from huge pages in the simulation: nothing to propose".to_string())
-    } else if chosen.len() == 1 && !costly_left_out {
-        Some(format!(
-            "one region holds {} ({}, {:.1} MiB) and no other costs memory or time under THP: huge pages there are full THP for this program",
-            if gaining.len() == 1 {
-                "the whole gain".to_string()
-            } else {
-                format!("{:.1} % of the gain", kept / total * 100.0)
-            },
-            chosen[0].name,
-            chosen[0].bytes as f64 / (1u64 << 20) as f64
-        ))
+    } else if !costly_left_out {
+        let share = if gaining.len() == chosen.len() {
+            "the whole gain".to_string()
+        } else {
+            format!("{:.1} % of the gain", kept / total * 100.0)
+        };
+        let mib = |r: &Region| r.bytes as f64 / (1u64 << 20) as f64;
+        Some(if chosen.len() == 1 {
+            format!(
+                "one region holds {share} ({}, {:.1} MiB) and no other costs memory or time under THP: huge pages there are full THP for this program",
+                chosen[0].name,
+                mib(chosen[0])
+            )
+        } else {
+            format!(
+                "{} regions hold {share} ({}) and no other costs memory or time under THP: huge pages there are full THP for this program",
+                chosen.len(),
+                chosen
+                    .iter()
+                    .map(|r| format!("{}, {:.1} MiB", r.name, mib(r)))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )
+        })
     } else {
         None
     };
@@ -329,6 +342,28 @@ mod tests {
         let p = propose(&t, 2 << 20, 2.0, false, None);
         assert_eq!(p.regions[0].start, 0x4000_0000);
         assert_eq!(p.regions.len(), 1 + 5);
+        // Nothing left out costs memory or time: full THP in effect, said.
+        let why = p.nothing_to_choose.as_deref().unwrap();
+        assert!(why.starts_with("6 regions hold 90.0 % of the gain"), "{why}");
+        // Two allocations of a merged VMA (hash_join's two callocs), each half the gain,
+        // and nothing left out costs: both are the set, and it is full THP in effect.
+        let two = vec![
+            region(0x4000_0000, 128 << 20, 0.25, 0),
+            region(0x4800_1000, 128 << 20, 0.25, 0),
+            region(0x9000_0000, 1 << 20, 0.0, 1 << 20),
+        ];
+        let p = propose(&two, 1 << 20, 2.0, false, None);
+        assert_eq!(p.regions.len(), 2);
+        let why = p.nothing_to_choose.as_deref().unwrap();
+        assert!(
+            why.starts_with("2 regions hold the whole gain (anonymous, 128.0 MiB; anonymous, 128.0 MiB)"),
+            "{why}"
+        );
+        // A left-out region costing a huge page's worth is a choice: measured.
+        let mut three = two.clone();
+        three[2] = region(0x9000_0000, 96 << 20, 0.001, 3 << 20);
+        let p = propose(&three, 3 << 20, 2.0, false, None);
+        assert_eq!(p.regions.len(), 2);
         assert_eq!(p.nothing_to_choose, None);
     }
 
