@@ -460,8 +460,16 @@ pub fn resolve_table(table: toml::Table, path: Option<&Path>, sets: &[String]) -
 /// [`OsSection`]'s rules (only the chosen policy's keys), the rest by serde.
 pub fn parse(mut table: toml::Table) -> Result<Config, String> {
     let os = self::os::take(&mut table)?;
-    let mut config =
-        Config::deserialize(toml::Value::Table(table)).map_err(|e| e.to_string().trim_end().to_string())?;
+    let mut config = Config::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let e = e.to_string().trim_end().to_string();
+        // A number where a string belongs is most often a size without its unit (`--set
+        // memory.size=0` parses 0 as an integer): say how to write one.
+        if e.contains("invalid type: integer") && e.contains("expected a string") {
+            format!("{e}\n(this key takes a string: give a size with its unit, e.g. `64MiB` or `0B`, or quote the value, `KEY = \"…\"` in TOML, `--set 'KEY=\"…\"'`)")
+        } else {
+            e
+        }
+    })?;
     config.os = os;
     Ok(config)
 }

@@ -221,3 +221,15 @@ fn every_catalog_machine_takes_every_policy_by_set() {
         }
     }
 }
+
+/// A size given without its unit parses as an integer where a string belongs: the error
+/// names the key and says how to write it.
+#[test]
+fn a_size_without_its_unit_is_refused_with_how_to_write_it() {
+    let e = spec(&["memory.size=0"]).unwrap_err();
+    assert!(e.contains("memory.size"), "{e}");
+    assert!(e.contains("give a size with its unit, e.g. `64MiB` or `0B`"), "{e}");
+    // Another type error gets no such hint.
+    let e = spec(&["memory.size=true"]).unwrap_err();
+    assert!(!e.contains("with its unit"), "{e}");
+}
