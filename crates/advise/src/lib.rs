@@ -193,6 +193,10 @@ pub struct Advice {
     /// What the region table does not cover (a sampled or prefix recording saw part of
     /// the run's memory), or `null`.
     pub regions_note: Option<String>,
+    /// The recording's allocations of 2 MiB or more by size, with the gain and extra
+    /// memory of the regions they are (regions.rs `by_size`); empty where the recorder
+    /// writes no allocations (all but mmtrace).
+    pub allocations: Vec<regions::BySize>,
     /// What to do: the regions that keep 90 % of the gain at the least extra memory, as
     /// madvise calls, a hugetlb pool and the glibc setting (proposal.rs).
     pub proposal: proposal::Proposal,
@@ -633,12 +637,14 @@ pub fn advise(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Advice> 
         Some(f) if page_sizes.thp_verified != Some(false) => format!("{v}; {f}"),
         _ => v,
     };
+    let allocations = regions::by_size(&predicted.simulated.allocations, &region_table);
     Ok(Advice {
         command: opts.command.clone(),
         measured,
         predicted,
         translation_share: share,
         verdict: v,
+        allocations,
         regions: region_table,
         regions_note,
         proposal,

@@ -174,6 +174,11 @@ pub struct Simulated {
     /// for anonymous memory).
     #[serde(skip)]
     pub region_names: Vec<(u64, String)>,
+    /// The recording's allocations, `[start, end)` in the order made (mmtrace's
+    /// `allocations` section; empty for other recorders). In the JSON as the advice's
+    /// `allocations` instead (regions.rs `by_size`).
+    #[serde(skip)]
+    pub allocations: Vec<(u64, u64)>,
 }
 
 /// The trace is cut into this many parts of equal references (the simulator's time
@@ -291,6 +296,7 @@ pub fn simulate_trace(text: &str, nested: bool, trace: &Path, refs: u64) -> Resu
         regions_4k: b.regions.take().unwrap_or_default(),
         regions_thp: h.regions.take().unwrap_or_default(),
         region_names,
+        allocations: meta.as_ref().map(|m| m.allocations()).unwrap_or_default(),
     })
 }
 
@@ -317,6 +323,7 @@ pub fn simulate_workload(text: &str, nested: bool, spec: &str) -> Result<Simulat
         regions_4k: Vec::new(),
         regions_thp: Vec::new(),
         region_names: Vec::new(),
+        allocations: Vec::new(),
     })
 }
 

@@ -296,6 +296,7 @@ fn run_linux(a: Args) -> Result<()> {
         );
     }
     print_regions(&adv.regions, adv.regions_note.as_deref());
+    print_allocations(&adv.allocations);
     print_proposal(&adv.proposal);
     let ps = &adv.page_sizes;
     outln!(
@@ -400,6 +401,30 @@ fn model_text(m: &mmulab_advise::model::RuntimeModel) -> String {
 const REGION_ROWS: usize = 12;
 
 /// The per-region table: where THP pays, by gain per MiB of the extra memory it costs.
+/// The recording's allocations of 2 MiB or more by size (mmtrace's), when it wrote any:
+/// what an allocation loop's regions are.
+fn print_allocations(sizes: &[mmulab_advise::regions::BySize]) {
+    if sizes.is_empty() {
+        return;
+    }
+    let mib = |b: i64| b as f64 / (1u64 << 20) as f64;
+    outln!("allocations of 2 MiB or more, by size (the recording's mappings; gain and extra memory of the regions they are):");
+    for a in sizes.iter().take(8) {
+        outln!(
+            "  {} × {:.1} MiB at {} address{}: gain {:.3} s, extra {:+.1} MiB",
+            a.count,
+            mib(a.bytes as i64),
+            a.addresses,
+            if a.addresses == 1 { "" } else { "es" },
+            a.gain_s,
+            mib(a.extra_rss_bytes)
+        );
+    }
+    if sizes.len() > 8 {
+        outln!("  … and {} other sizes (--json lists them all)", sizes.len() - 8);
+    }
+}
+
 fn print_regions(regions: &[mmulab_advise::regions::Region], note: Option<&str>) {
     if regions.is_empty() {
         return;
