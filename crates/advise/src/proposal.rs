@@ -257,23 +257,7 @@ pub fn propose(table: &[Region], full_extra: i64, t4: f64, withheld: bool, avail
 mod tests {
     use super::*;
 
-    fn region(start: u64, bytes: u64, gain_s: f64, extra: i64) -> Region {
-        Region {
-            name: "anonymous".to_string(),
-            start: Some(start),
-            end: Some(start + bytes),
-            bytes,
-            references: 1,
-            walk_cycles: (0, 0),
-            saving_share: 0.0,
-            gain_s,
-            fault_s: (0.0, 0.0),
-            faults: (0, 0, 0),
-            extra_rss_bytes: extra,
-            bloat_bytes: extra.max(0) as u64,
-            gain_s_per_mib: (extra > 0).then(|| gain_s / (extra as f64 / (1 << 20) as f64)),
-        }
-    }
+    use crate::regions::test_region as region;
 
     /// Gains 0.5 s (no extra memory), 0.3 s (1 MiB extra), 0.15 s (10 MiB extra), 0.05 s
     /// (40 MiB extra), in table order: 90 % of the 1.0 s is 0.9, reached after the third

@@ -264,6 +264,27 @@ pub fn figure(table: &[Region], title: &str) -> mmulab_plot::Figure {
     Figure::new(title, (900, 600), vec![panel])
 }
 
+/// An anonymous region for tests: `bytes` at `start`, gaining `gain_s`, costing `extra`
+/// bytes under THP (all of it bloat).
+#[cfg(test)]
+pub(crate) fn test_region(start: u64, bytes: u64, gain_s: f64, extra: i64) -> Region {
+    Region {
+        name: "anonymous".to_string(),
+        start: Some(start),
+        end: Some(start + bytes),
+        bytes,
+        references: 1,
+        walk_cycles: (0, 0),
+        saving_share: 0.0,
+        gain_s,
+        fault_s: (0.0, 0.0),
+        faults: (0, 0, 0),
+        extra_rss_bytes: extra,
+        bloat_bytes: extra.max(0) as u64,
+        gain_s_per_mib: (extra > 0).then(|| gain_s / (extra as f64 / (1 << 20) as f64)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -396,21 +417,7 @@ mod tests {
     #[test]
     fn allocations_are_grouped_by_size_with_the_regions_they_are() {
         let mib = 1u64 << 20;
-        let reg = |start: u64, bytes: u64, gain_s: f64, extra: i64| Region {
-            name: "anonymous".into(),
-            start: Some(start),
-            end: Some(start + bytes),
-            bytes,
-            references: 1,
-            walk_cycles: (0, 0),
-            saving_share: 0.0,
-            gain_s,
-            fault_s: (0.0, 0.0),
-            faults: (0, 0, 0),
-            extra_rss_bytes: extra,
-            bloat_bytes: 0,
-            gain_s_per_mib: None,
-        };
+        let reg = test_region;
         let a = 0x7000_0000u64;
         let mut allocs: Vec<(u64, u64)> = (0..40).map(|_| (a, a + 48 * mib)).collect();
         allocs.extend([

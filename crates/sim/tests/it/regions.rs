@@ -10,6 +10,20 @@ const A: u64 = 0x4000_0000;
 const B: u64 = 0x8000_0000;
 const OUT: u64 = 0x1000_0000;
 
+/// A machine with THP `always`, 256 MiB of memory and no zero page.
+fn thp_always() -> Machine {
+    let sets: Vec<String> = [
+        "os.policy=thp",
+        "os.thp.enabled=always",
+        "memory.size=256MiB",
+        "os.zero_page=false",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    Machine::new(from_toml(DEFAULT_TOML, None, &sets).unwrap()).unwrap()
+}
+
 fn load(addr: u64) -> MemRef {
     MemRef {
         addr,
@@ -28,16 +42,7 @@ fn load(addr: u64) -> MemRef {
 /// up to the run's. Unmapping B gives back its 64 KiB and forgets its touched pages.
 #[test]
 fn each_vma_gets_its_references_walks_faults_and_memory() {
-    let sets: Vec<String> = [
-        "os.policy=thp",
-        "os.thp.enabled=always",
-        "memory.size=256MiB",
-        "os.zero_page=false",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let mut m = Machine::new(from_toml(DEFAULT_TOML, None, &sets).unwrap()).unwrap();
+    let mut m = thp_always();
     m.set_trace_vmas(&[(B, B + (64 << 10)), (A, A + (4 << 20))]);
     m.count_regions();
     for _ in 0..2 {
@@ -121,16 +126,7 @@ fn a_traces_allocations_cut_merged_vmas_and_add_the_ones_no_sample_held() {
         sections: vec![("vmas".into(), vmas.into_bytes()), ("allocations".into(), allocs)],
         ..Default::default()
     };
-    let sets: Vec<String> = [
-        "os.policy=thp",
-        "os.thp.enabled=always",
-        "memory.size=256MiB",
-        "os.zero_page=false",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let mut m = Machine::new(from_toml(DEFAULT_TOML, None, &sets).unwrap()).unwrap();
+    let mut m = thp_always();
     assert_eq!(mmulab_sim::preload_vmas(&mut m, &meta), 2);
     m.count_regions();
     for _ in 0..3 {
