@@ -44,6 +44,7 @@ mod refresh;
 mod ring;
 mod sched;
 pub mod stream;
+mod writes;
 
 pub use config::{DramConfig, DramSpec, RowPolicy, Timing, TimingConfig};
 pub use mapping::{AddressMap, Loc};
@@ -199,6 +200,8 @@ pub struct Dram {
     /// Per channel: the writes waiting in its buffer (address, arrival), in arrival
     /// order; empty with no buffer (`write_queue` = 0).
     wq: Vec<Vec<(u64, u64)>>,
+    /// The writes drains released and the model has not yet placed (writes.rs).
+    released: writes::ReleasedWrites,
     /// Buffer entries per channel (0: none).
     wq_cap: usize,
 }
@@ -218,6 +221,10 @@ struct Ctx {
     group_acts: bool,
     /// tBURST + tRTRS, for [`Channel::idle_from`].
     idle_gap: u64,
+    /// Read to write turnaround: the least time from a read's column command to a later
+    /// write's on the rank, CL + tBURST + tRTRS - CWL (DRAMsim3's `read_to_write`), for
+    /// [`Rank::read_between_writes`].
+    rtw: u64,
     groups: Vec<Group>,
     chans: Vec<Channel>,
     n: Counters,
@@ -286,11 +293,13 @@ impl Dram {
                 .unwrap_or_default(),
             wq: vec![Vec::with_capacity(spec.write_queue as usize); spec.channels as usize],
             wq_cap: spec.write_queue as usize,
+            released: writes::ReleasedWrites::new(spec.channels as usize, nb, spec.write_queue as usize),
             c: Ctx {
                 t: spec.timing,
                 cap: spec.policy.hit_cap(),
                 group_acts: spec.bank_groups > 1 || spec.timing.trrd_l > spec.timing.trrd,
                 idle_gap: spec.timing.tburst + spec.timing.trtrs,
+                rtw: (spec.timing.cl + spec.timing.tburst + spec.timing.trtrs).saturating_sub(spec.timing.cwl),
                 groups: vec![Group::default(); ng],
                 chans: vec![Channel::default(); spec.channels as usize],
                 n: Counters {
@@ -379,82 +388,14 @@ impl Dram {
         self.serve(pa, write, ORIGIN + at)
     }
 
-    /// [`Dram::access_dram`] at model time `at` (>= [`ORIGIN`]). With a write buffer
-    /// (`write_queue`): a write waits in its channel's buffer (latency 0: posted, as
-    /// DRAMsim3 completes it at once) and reads go ahead of it; a full buffer is drained
-    /// at the arrival that filled it, and one holding more than [`WRITE_IDLE_DRAIN`]
-    /// from the time its channel's bus falls idle (when that is before `at`). A drain
-    /// places every waiting write, in arrival order, from its start: the reads after it
-    /// meet the writes' bank, bus and tWTR times.
+    /// [`Dram::access_dram`] at model time `at` (>= [`ORIGIN`]): straight through
+    /// without a write buffer, else through it (writes.rs).
     #[inline(always)]
     fn serve(&mut self, pa: u64, write: bool, at: u64) -> (u64, RowOutcome) {
         if self.wq_cap == 0 {
             return self.serve_now(pa, write, at);
         }
         self.serve_buffered(pa, write, at)
-    }
-
-    /// [`Dram::serve`] with a write buffer.
-    #[inline(always)]
-    fn serve_buffered(&mut self, pa: u64, write: bool, at: u64) -> (u64, RowOutcome) {
-        let (bi, row) = self.index.locate(pa, &self.spec.map);
-        let ch = self.banks[bi & self.bank_mask].chan as usize;
-        if self.wq[ch].len() > WRITE_IDLE_DRAIN {
-            self.drain_if_idle(ch, at);
-        }
-        if !write {
-            return self.serve_located(pa, bi, row, false, at);
-        }
-        self.wq[ch].push((pa, at));
-        if self.wq[ch].len() >= self.wq_cap {
-            self.drain(ch, at);
-        }
-        (0, RowOutcome::Hit)
-    }
-
-    /// Drains channel `ch`'s buffer from the time its bus fell idle with more than
-    /// [`WRITE_IDLE_DRAIN`] writes waiting, if that time is before `at`.
-    #[cold]
-    #[inline(never)]
-    fn drain_if_idle(&mut self, ch: usize, at: u64) {
-        let idle = self.c.chans[ch].last_start() + self.spec.timing.tburst;
-        let from = idle.max(self.wq[ch][WRITE_IDLE_DRAIN].1);
-        if from < at {
-            self.drain(ch, from);
-        }
-    }
-
-    /// Places every write waiting in channel `ch`'s buffer from time `from`, in arrival
-    /// order; a write's latency counts from its arrival.
-    #[cold]
-    #[inline(never)]
-    fn drain(&mut self, ch: usize, from: u64) {
-        let q = std::mem::take(&mut self.wq[ch]);
-        if !q.is_empty() {
-            self.c.n.drains += 1;
-        }
-        for &(pa, arrival) in &q {
-            let start = from.max(arrival);
-            self.serve_now(pa, true, start);
-            self.c.n.lat[1] += start - arrival;
-        }
-        self.wq[ch] = q;
-        self.wq[ch].clear();
-    }
-
-    /// Writes waiting in the buffers (not yet placed, not in [`Dram::stats`]).
-    pub fn writes_waiting(&self) -> usize {
-        self.wq.iter().map(Vec::len).sum()
-    }
-
-    /// Drains every buffer from the last arrival on (the end of a stream).
-    pub fn drain_all(&mut self) {
-        for ch in 0..self.wq.len() {
-            if let Some(&(_, last)) = self.wq[ch].last() {
-                let idle = self.c.chans[ch].last_start() + self.spec.timing.tburst;
-                self.drain(ch, idle.max(last));
-            }
-        }
     }
 
     /// Places one request now: the straight path, with the rare cases (a refresh
@@ -532,6 +473,7 @@ fn place<const JOIN: bool>(
         cap,
         group_acts,
         idle_gap,
+        rtw,
         groups,
         chans,
         n,
@@ -584,12 +526,12 @@ fn place<const JOIN: bool>(
         b.pre_ok = act + t.tras;
         (outcome, act + t.trcd)
     };
-    if !write {
-        let ok = r.wr_end + t.twtr;
-        if ok > cmd {
-            n.wtr_wait += ok - cmd;
-            cmd = ok;
-        }
+    if !write && r.wr_end + t.twtr > cmd {
+        // Only when the last write's turnaround would hold it: a read may go between
+        // writes placed ahead of it (rank.rs).
+        let ok = r.read_between_writes(cmd, *rtw, t.twtr);
+        n.wtr_wait += ok - cmd;
+        cmd = ok;
     }
     // The first column command time from `cmd` that keeps tCCD_L from the group's
     // other column commands, misses refresh, and finds its data a slot on the bus.
@@ -629,8 +571,8 @@ fn place<const JOIN: bool>(
     if pre > b.pre_ok {
         b.pre_ok = pre;
     }
-    if write && end > r.wr_end {
-        r.wr_end = end;
+    if write {
+        r.record_write(cmd, end);
     }
     if b.hits >= *cap {
         // Auto-precharge as soon as the bank allows it.

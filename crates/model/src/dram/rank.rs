@@ -250,9 +250,17 @@ pub(super) struct Rank {
     pub(super) acts: Acts,
     /// End of the last write data (tWTR); 0 (long before `ORIGIN`) at first.
     pub(super) wr_end: u64,
+    /// Its last [`WRITES`] writes placed: column command and end of data.
+    writes: [(u64, u64); WRITES],
+    /// Where the next write is recorded in `writes` (modulo [`WRITES`]).
+    wi: usize,
     /// Its refresh schedule.
     pub(super) rf: Refresh,
 }
+
+/// Writes a rank remembers for the write-to-read turnaround of a read placed between
+/// them: a drain's worth (the default write buffer, 32).
+pub(super) const WRITES: usize = 32;
 
 impl Rank {
     /// A rank whose first refresh starts at model time `ref_off`.
@@ -262,7 +270,45 @@ impl Rank {
             // Before any write: the sentinel time 0, which tWTR after never binds (a
             // read at the start would otherwise wait tWTR after a write never made).
             wr_end: 0,
+            writes: [(0, 0); WRITES],
+            wi: 0,
             rf: Refresh::new(ref_off, t),
+        }
+    }
+
+    /// Records a write placed with its column command at `cmd` and its data ending at
+    /// `end`.
+    #[inline(always)]
+    pub(super) fn record_write(&mut self, cmd: u64, end: u64) {
+        self.writes[self.wi % WRITES] = (cmd, end);
+        self.wi = self.wi.wrapping_add(1);
+        if end > self.wr_end {
+            self.wr_end = end;
+        }
+    }
+
+    /// The first time from `c` at which a read's column command keeps the turnarounds
+    /// with every write remembered: tWTR after the end of a write's data, unless the
+    /// read goes before the write, at least `rtw` before its column command (read data
+    /// done and the bus turned before the write data starts).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn read_between_writes(&self, mut c: u64, rtw: u64, twtr: u64) -> u64 {
+        // Each write forbids the column times (w - rtw, e + twtr). Every interval that
+        // holds `c` also holds everything from `c` to its end, so moving to the furthest
+        // of those ends skips no allowed time: repeated, it gives the first allowed time
+        // from `c`. (Each pass is a branch-free maximum over the array.)
+        loop {
+            let mut next = c;
+            for &(w, e) in &self.writes {
+                let end = e + twtr;
+                let holds = c + rtw > w && c < end;
+                next = next.max(if holds { end } else { 0 });
+            }
+            if next == c {
+                return c;
+            }
+            c = next;
         }
     }
 

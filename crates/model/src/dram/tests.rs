@@ -451,20 +451,102 @@ fn reads_go_ahead_of_buffered_writes() {
     assert_eq!((d.stats().wtr_wait_cycles, d.stats().write_drains), (12, 0));
 }
 
-/// A full buffer drains at the arrival that filled it. Buffer of 2: W1 at 0 waits; W2
-/// at 1 fills it: both are placed from 1. W1: bank closed, ACT 1, column 6, data
-/// 14..18: 17, plus 1 waited = 18. W2 (same row): column 6 + tCCD_L 4 = 10, data
-/// 18..22: 21. A read after them to another bank of the rank: ACT at 23 (tRRD 3 after
-/// 1 is long past), column 28, but tWTR after the last write data (22 + 10 = 32): data
-/// 42..46, 23.
+/// A full buffer drains at the arrival that filled it: its writes are released from
+/// then and placed when a later request finds them ahead of it (writes.rs). Buffer of
+/// 2: W1 at 0 waits; W2 at 1 fills it: both are released from 1, neither placed yet. A
+/// read at 23 to another bank of the rank finds bank 0 able to act long before (closed,
+/// never used), so both are placed first, from 1. W1: ACT 1, column 6, data 14..18: 17,
+/// plus 1 waited = 18. W2 (same row): column 6 + tCCD_L 4 = 10, data 18..22: 21. The
+/// read: ACT at 23 (tRRD 3 after 1 is long past), column 28, but tWTR after the last
+/// write data (22 + 10 = 32): data 42..46, 23.
 #[test]
 fn a_full_write_buffer_drains() {
     let mut d = buffered(2);
     assert_eq!(d.access_dram(addr(0, 0, 0, 0, 0), true, 0).0, 0);
     assert_eq!(d.access_dram(addr(0, 0, 0, 0, 1), true, 1).0, 0);
     let s = d.stats();
-    assert_eq!((s.writes, s.write_latency, d.writes_waiting()), (2, 18 + 21, 0));
+    assert_eq!((s.writes, s.write_drains, d.writes_waiting()), (0, 1, 2));
     assert_eq!(d.access_dram(addr(0, 0, 1, 0, 0), false, 23), (23, RowOutcome::Miss));
+    let s = d.stats();
+    assert_eq!((s.writes, s.write_latency, d.writes_waiting()), (2, 18 + 21, 0));
     // The read's column command waited from 28 to 32 for tWTR; one drain.
-    assert_eq!((d.stats().wtr_wait_cycles, d.stats().write_drains), (4, 1));
+    assert_eq!((s.wtr_wait_cycles, s.write_drains), (4, 1));
+}
+
+/// Issue 49, item 2: a read to another bank goes between a drain's writes, as
+/// DRAMsim3's round robin over its bank queues serves it; a read to a drained write's
+/// own bank waits behind it. R0 at 0, bank 0 row 0: ACT 0, column 5, data 15..19: 19
+/// (the bank may precharge from tRAS = 20). W1 and W2 at 1 and 2, bank 0 row 1, fill
+/// the buffer of 2: released from 2. R3 at 3, bank 1 (group 0): bank 0 cannot act on
+/// W1 before 20, so R3 goes first: ACT 3, column 8, tCCD_L after R0's column 5 is 9,
+/// data 19..23 (after R0's on the bus): 20, no tWTR. At the end W1: precharge 20, ACT
+/// 27, column 32, data 40..44: 42 + 1 waited; W2: column 36, data 44..48: 46. Placed
+/// whole at their release (the rule before), R3's column would wait for W2's data end
+/// 48 + tWTR 10 = 58: 69. Same stream with R3 to bank 0, row 2 (`own`): W1 and W2 are
+/// placed first, as above; R3 precharges at 48 (W2's data end, tWR 0), ACT 55, column
+/// 60 (tWTR allows 58), data 70..74: 71.
+#[test]
+fn a_read_goes_between_a_drains_writes() {
+    let run = |read_bank: u64, read_row: u64| {
+        let mut d = buffered(2);
+        assert_eq!(d.access_dram(addr(0, 0, 0, 0, 0), false, 0), (19, RowOutcome::Miss));
+        d.access_dram(addr(0, 1, 0, 0, 0), true, 1);
+        d.access_dram(addr(0, 1, 0, 0, 1), true, 2);
+        let r3 = d.access_dram(addr(0, read_row, read_bank, 0, 0), false, 3);
+        let placed_before_end = d.stats().writes;
+        d.drain_all();
+        (r3, placed_before_end, d.stats())
+    };
+    let (r3, placed, s) = run(1, 0);
+    assert_eq!((r3, placed), ((20, RowOutcome::Miss), 0));
+    assert_eq!((s.writes, s.write_latency, s.wtr_wait_cycles), (2, 43 + 46, 0));
+    let (r3, placed, s) = run(0, 2);
+    assert_eq!((r3, placed), ((71, RowOutcome::Conflict), 2));
+    assert_eq!((s.writes, s.write_latency, s.wtr_wait_cycles), (2, 43 + 46, 0));
+}
+
+/// Issue 49, item 2: a read's column command may go before a write's that was placed
+/// earlier but lies later in time, when the read's data and the bus turn are done by
+/// then (rtw = CL + tBURST + tRTRS - CWL = 10 + 4 + 0 - 8 = 6 before the write's
+/// command); tWTR binds only after a write's data. No buffer, tWTR 10: R0 at 0, bank 0
+/// row 0: ACT 0, column 5, data 15..19: 19 (precharge allowed from tRAS = 20). W1 at 1,
+/// bank 0 row 1: precharge 20, ACT 27, column 32, data 40..44: 43. R2 at 2, bank 1 of
+/// the same group: ACT 3 (tRRD 3), column 8, moved to 9 by tCCD_L 4 after R0's 5; 9 + 6
+/// = 15 is before W1's column 32, so no turnaround: data 19..23, 21. The rank's last
+/// write data alone (44 + tWTR 10 = 54) would have held R2's column to 54: data
+/// 64..68, 66.
+#[test]
+fn a_read_goes_before_a_write_placed_later_in_time() {
+    let mut d = buffered(0);
+    assert_eq!(d.access_dram(addr(0, 0, 0, 0, 0), false, 0), (19, RowOutcome::Miss));
+    assert_eq!(d.access_dram(addr(0, 1, 0, 0, 0), true, 1), (43, RowOutcome::Conflict));
+    assert_eq!(d.access_dram(addr(0, 0, 1, 0, 0), false, 2), (21, RowOutcome::Miss));
+    assert_eq!(d.stats().wtr_wait_cycles, 0);
+    // A read whose column would fall inside W1's turnaround (from 32 - 6 = 27 to 44 +
+    // 10 = 54) waits for 54: R3 at 30, bank 2 row 0, ACT 30 (the window's activates 0,
+    // 3, 27 allow it), column 35, tWTR to 54, data 64..68: 38.
+    assert_eq!(d.access_dram(addr(0, 0, 2, 0, 0), false, 30), (38, RowOutcome::Miss));
+    assert_eq!(d.stats().wtr_wait_cycles, 54 - 35);
+}
+
+/// Issue 49, item 2: a released write goes before a read only if its column command
+/// could come first, not merely because its bank could start on it (a precharge) before
+/// the read arrived. Buffer of 1, tWTR 10: R0 at 0, bank 0 row 0: data 15..19, 19
+/// (precharge allowed from 20). W1 at 1, bank 0 row 1, is released at once. R2 at 24,
+/// bank 1 row 0: its column could come at 24 + tRCD 5 = 29, W1's at 20 + tRP 7 + tRCD 5
+/// = 32, so R2 goes first: ACT 24, column 29, data 39..43: 19. W1 at the end:
+/// precharge 20, ACT 27 (tRRD 3 after 24), column 32, 33 by tCCD_L after 29, its data
+/// after R2's on the bus: 43..47 (column 35): 46. Had W1 gone first (its bank could
+/// precharge at 20, before 24), R2's column would sit inside W1's turnaround (29 + rtw
+/// 6 > 32) and wait for W1's data end 44 + tWTR 10: data 64..68, 44.
+#[test]
+fn a_released_write_goes_first_only_if_its_column_could() {
+    let mut d = buffered(1);
+    assert_eq!(d.access_dram(addr(0, 0, 0, 0, 0), false, 0), (19, RowOutcome::Miss));
+    assert_eq!(d.access_dram(addr(0, 1, 0, 0, 0), true, 1), (0, RowOutcome::Hit));
+    assert_eq!(d.access_dram(addr(0, 0, 1, 0, 0), false, 24), (19, RowOutcome::Miss));
+    assert_eq!((d.stats().writes, d.writes_waiting()), (0, 1));
+    d.drain_all();
+    let s = d.stats();
+    assert_eq!((s.writes, s.write_latency, s.wtr_wait_cycles), (1, 46, 0));
 }
