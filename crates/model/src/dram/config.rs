@@ -385,6 +385,14 @@ impl DramSpec {
             per(ranks, size_of::<super::Rank>()),
             per(ch, size_of::<super::Channel>() + size_of::<Vec<(u64, u64)>>()),
             per(ch.saturating_mul(self.write_queue as u64), size_of::<(u64, u64)>()),
+            // The released writes (writes.rs): a list and a bound per channel, a count
+            // per bank, and as many entries as the buffer holds.
+            per(ch, size_of::<Vec<super::writes::Released>>() + size_of::<u64>()),
+            per(banks, size_of::<u32>()),
+            per(
+                ch.saturating_mul(self.write_queue as u64),
+                size_of::<super::writes::Released>(),
+            ),
             per(super::LAT_TABLE as u64, 4),
         ]
         .iter()

@@ -50,8 +50,9 @@ pub(super) struct ReleasedWrites {
     /// so the least of the estimates last computed stays a lower bound until then. 0:
     /// compute them.
     due: Vec<u64>,
-    /// Per bank record: its released writes not yet placed.
-    in_bank: Vec<u16>,
+    /// Per bank record: its released writes not yet placed (u32: `write_queue` may be
+    /// set large, and a drain's writes may all go to one bank).
+    in_bank: Vec<u32>,
 }
 
 impl ReleasedWrites {
